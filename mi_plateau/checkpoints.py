@@ -1,0 +1,223 @@
+"""Run folders: config, manifest, per-step weights (safetensors) with a JSON record beside each.
+
+Layout of a run folder::
+
+    config.json                 resolved RunConfig
+    command.json                command line, versions, start time
+    manifest.json               format version, status, the checkpoints (the commit point)
+    ckpt/step_000050.safetensors  weights at step 50
+    ckpt/step_000050.json       step, examples seen, metrics at step 50
+    resume/state_000050.safetensors  optimizer moments and sampler RNG for exact resume
+
+Every file is written atomically (write to a temporary name, fsync, rename), and the manifest
+is written last: a checkpoint exists once the manifest names it. Nothing is unpickled: weights
+are safetensors, everything else JSON. Paths in a manifest must stay inside the run folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from .config import ConfigError, RunConfig
+
+FORMAT_VERSION = 1
+
+
+class RunError(RuntimeError):
+    """A run folder or one of its files cannot be used; the message names the file."""
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def atomic_write_json(path: Path, obj: Any) -> None:
+    from .metrics import nan_to_none
+
+    atomic_write_bytes(path, (json.dumps(nan_to_none(obj), indent=1, sort_keys=True) + "\n").encode())
+
+
+def save_tensors(path: Path, tensors: dict, metadata: dict[str, str] | None = None) -> None:
+    from safetensors.torch import save
+
+    _crash_point("ckpt_write")
+    data = save({k: v.detach().contiguous().cpu() for k, v in tensors.items()}, metadata=metadata)
+    atomic_write_bytes(path, data)
+
+
+def load_tensors(path: Path) -> dict:
+    from safetensors.torch import load
+
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise RunError(f"{path}: file is missing") from None
+    try:
+        return load(data)
+    except Exception as e:  # safetensors raises its own error types for truncation/corruption
+        raise RunError(f"{path}: not a readable safetensors file ({type(e).__name__}: {e})") from None
+
+
+def _crash_point(kind: str) -> None:
+    """Test hook: MI_PLATEAU_CRASH=<kind>:<n> kills the process (like kill -9) at the n-th event."""
+    spec = os.environ.get("MI_PLATEAU_CRASH")
+    if not spec or not spec.startswith(kind + ":"):
+        return
+    counter = f"_MI_PLATEAU_CRASH_COUNT_{kind}"
+    n = int(os.environ.get(counter, "0")) + 1
+    os.environ[counter] = str(n)
+    if n >= int(spec.split(":", 1)[1]):
+        os._exit(137)
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise RunError(f"{path}: file is missing") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise RunError(f"{path}: not valid JSON ({e})") from None
+
+
+class Run:
+    """A run folder on disk. Reading never executes code and never leaves the folder."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+
+    # --- paths -------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.path.resolve().name
+
+    def inside(self, rel: str) -> Path:
+        """Resolve a manifest path, refusing anything that leaves the run folder."""
+        root = self.path.resolve()
+        p = (root / rel).resolve()
+        if rel.startswith("/") or (root not in p.parents and p != root):
+            raise RunError(f"{self.path / 'manifest.json'}: path {rel!r} leaves the run folder")
+        return p
+
+    def exists(self) -> bool:
+        return (self.path / "manifest.json").exists()
+
+    # --- reading -----------------------------------------------------------------
+    def config(self) -> RunConfig:
+        path = self.path / "config.json"
+        try:
+            return RunConfig.from_dict(_read_json(path))
+        except ConfigError as e:
+            raise RunError(f"{path}: {e}") from None
+
+    def manifest(self) -> dict[str, Any]:
+        path = self.path / "manifest.json"
+        if not self.path.is_dir():
+            raise RunError(f"{self.path}: no such run folder")
+        m = _read_json(path)
+        if not isinstance(m, dict) or "format_version" not in m:
+            raise RunError(f"{path}: not a mi_plateau manifest")
+        if m["format_version"] > FORMAT_VERSION:
+            raise RunError(
+                f"{path}: format version {m['format_version']} is newer than this mi_plateau "
+                f"understands ({FORMAT_VERSION}); upgrade mi_plateau"
+            )
+        return m
+
+    def records(self) -> list[dict[str, Any]]:
+        """The checkpoint records (step, examples seen, metrics), in step order."""
+        return [c["record"] for c in self.manifest()["checkpoints"]]
+
+    def steps(self) -> list[int]:
+        return [c["step"] for c in self.manifest()["checkpoints"]]
+
+    def nearest_step(self, step: int) -> int:
+        steps = self.steps()
+        if not steps:
+            raise RunError(f"{self.path}: the run has no checkpoints yet")
+        if step < steps[0] or step > steps[-1]:
+            raise RunError(f"--step {step} is outside this run: checkpoints exist from step {steps[0]} to {steps[-1]}")
+        return min(steps, key=lambda s: (abs(s - step), s))
+
+    def weights(self, step: int) -> dict:
+        for c in self.manifest()["checkpoints"]:
+            if c["step"] == step:
+                return load_tensors(self.inside(c["weights"]))
+        raise RunError(f"{self.path}: no checkpoint at step {step}; steps are {self.steps()}")
+
+    def load_model(self, step: int | None = None):
+        """The model at a checkpoint (the last one by default), in eval mode."""
+        from .model import build_model
+
+        cfg = self.config()
+        if step is None:
+            step = self.steps()[-1]
+        model = build_model(cfg)
+        load_state_checked(model, self.weights(step), self._weights_path(step))
+        return model
+
+    def _weights_path(self, step: int) -> Path:
+        for c in self.manifest()["checkpoints"]:
+            if c["step"] == step:
+                return self.inside(c["weights"])
+        raise RunError(f"{self.path}: no checkpoint at step {step}")
+
+
+def load_state_checked(model, state: dict, path: Path) -> None:
+    """Load weights, failing with one line naming the file if the architecture differs."""
+    expected = model.state_dict()
+    missing = sorted(set(expected) - set(state))
+    extra = sorted(set(state) - set(expected))
+    if missing or extra:
+        raise RunError(f"{path}: weights do not match this architecture (missing {missing[:3]}, unexpected {extra[:3]})")
+    for k, v in expected.items():
+        if tuple(state[k].shape) != tuple(v.shape):
+            raise RunError(f"{path}: {k} has shape {tuple(state[k].shape)}, the model expects {tuple(v.shape)}")
+    model.load_state_dict(state)
+
+
+class RunLock:
+    """An exclusive lock on a run folder, so two trainers never write into one run."""
+
+    def __init__(self, path: Path):
+        self.file = Path(path) / ".lock"
+        self.fd: int | None = None
+
+    def __enter__(self) -> "RunLock":
+        import fcntl
+
+        self.file.parent.mkdir(parents=True, exist_ok=True)
+        self.fd = os.open(self.file, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(self.fd, 64).decode(errors="replace").strip() or "unknown"
+            os.close(self.fd)
+            self.fd = None
+            raise RunError(f"{self.file.parent}: another process (pid {holder}) is training into this run folder") from None
+        os.ftruncate(self.fd, 0)
+        os.write(self.fd, str(os.getpid()).encode())
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.fd is not None:
+            import fcntl
+
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
+            self.fd = None

@@ -1,0 +1,209 @@
+"""Command line: ``mi-plateau <command>``. Parses arguments and calls the Python API.
+
+Only the standard library and our config module are imported at start-up, so ``--help`` and
+argument errors answer at once; torch and transformer_lens load inside the commands.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from .config import PRESETS, ConfigError
+
+# flags of `train` that map onto config settings (flag dest -> override key)
+TRAIN_FLAGS: list[tuple[str, str, type, str]] = [
+    ("--K", "K", int, "targets per base string (= number of selectors), 2..36"),
+    ("--n-b", "n_b", int, "number of base strings (groups)"),
+    ("--len-z", "len_z", int, "selector length (1-4 in Table 7)"),
+    ("--direction", "direction", str, "backward (B,z)->A | forward A->B | az_b (A,z)->B | b_a B->A"),
+    ("--label-noise", "label_noise", float, "probability a training target is another A of its group"),
+    ("--seed", "seed", int, "sets data, init and batch-order seeds together"),
+    ("--lr", "lr", float, "peak learning rate"),
+    ("--batch-size", "batch_size", int, "batch size"),
+    ("--max-steps", "max_steps", int, "stop here if not converged earlier"),
+    ("--grad-clip", "grad_clip", float, "max gradient norm (0 = off, the paper's default)"),
+    ("--schedule", "schedule", str, "constant (paper) or cosine after warm-up"),
+    ("--alpha", "alpha", float, "tau threshold as a fraction of log K"),
+]
+
+
+def _num_arg(typ):
+    """argparse type that reports non-numeric input in our own words."""
+
+    def parse(text: str):
+        try:
+            return typ(text)
+        except ValueError:
+            kind = "an integer" if typ is int else "a number"
+            raise argparse.ArgumentTypeError(f"{text!r} is not {kind}") from None
+
+    parse.__name__ = typ.__name__
+    return parse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="mi-plateau",
+        description="Train and dissect transformers on the K-fold ambiguous lookup task "
+        "of 'Marginals Before Conditionals' (arXiv 2603.10074).",
+    )
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    t = sub.add_parser("train", help="train a run with dense checkpoints")
+    t.add_argument("--preset", choices=PRESETS, default=None, help="starting configuration (default: demo)")
+    for flag, dest, typ, helptext in TRAIN_FLAGS:
+        t.add_argument(flag, dest=dest, type=_num_arg(typ) if typ is not str else str, default=None, help=helptext)
+    t.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="any setting, e.g. train.warmup_steps=200 (repeatable)")
+    t.add_argument("--out", default=None, help="run folder (default: checkpoints/<name>)")
+    t.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
+    t.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    s = sub.add_parser("summary", help="plateau height, tau and convergence of a run")
+    s.add_argument("run")
+    s.add_argument("--json", action="store_true")
+
+    a = sub.add_parser("analyze", help="run the analysis passes; write Tables 6, 9 and Figure 3")
+    a.add_argument("runs", nargs="+")
+    a.add_argument("--out", default="analyses", help="output root (default: analyses/)")
+    a.add_argument("--max-checkpoints", type=_num_arg(int), default=None, help="analyse at most this many checkpoints (evenly spread)")
+    a.add_argument("--json", action="store_true", help="print the written paths and headline numbers as JSON")
+    a.add_argument("--quiet", action="store_true")
+
+    i = sub.add_parser("inspect", help="per-head scores at one checkpoint")
+    i.add_argument("run")
+    i.add_argument("--step", type=_num_arg(int), required=True, help="checkpoint nearest this step")
+    i.add_argument("--head", default=None, help="one head, e.g. L0H3: also show its attention pattern")
+    i.add_argument("--json", action="store_true")
+
+    b = sub.add_parser("ablate", help="head-ablation report at one checkpoint")
+    b.add_argument("run")
+    b.add_argument("--step", type=_num_arg(int), required=True, help="checkpoint nearest this step")
+    b.add_argument("--mean", action="store_true", help="mean-ablate instead of zero-ablate")
+    b.add_argument("--json", action="store_true")
+
+    r = sub.add_parser("report", help="one self-contained interactive HTML report")
+    r.add_argument("runs", nargs="+")
+    r.add_argument("--out", default=None, help="HTML file (default: analyses/<name>/report.html)")
+    r.add_argument("--quiet", action="store_true")
+
+    bench = sub.add_parser("bench", help="benchmarks against plain PyTorch / loop references")
+    bench.add_argument("--quick", action="store_true")
+    bench.add_argument("--json", action="store_true")
+    bench.add_argument("--out", default=None, help="also write the Markdown table here")
+
+    rep = sub.add_parser("reproduce", help="named recipes that rebuild the paper's artifacts")
+    rep.add_argument("recipe", choices=["core"])
+    rep.add_argument("--dry-run", action="store_true", help="list the runs and whether they are done")
+    rep.add_argument("--quiet", action="store_true")
+    return p
+
+
+def _train_config(args) -> Any:
+    from .config import parse_override, preset, with_overrides
+
+    overrides: dict[str, Any] = {}
+    for _, dest, _, _ in TRAIN_FLAGS:
+        v = getattr(args, dest)
+        if v is not None:
+            overrides[dest] = v
+    for item in args.set:
+        k, v = parse_override(item)
+        overrides[k] = v
+    if args.preset is None and args.resume and not overrides:
+        return None  # resume with the stored config
+    return with_overrides(preset(args.preset or "demo"), overrides)
+
+
+def default_run_name(cfg) -> str:
+    """<preset>_K<K>_nb<n_b>_s<seed>, plus a short hash when other settings differ from the preset."""
+    import hashlib
+
+    from .config import preset as get_preset
+
+    t = cfg.task
+    name = f"{cfg.preset}_K{t.K}_nb{t.n_b}_s{t.data_seed}"
+    try:
+        base = get_preset(cfg.preset)
+        from .config import with_overrides
+
+        base = with_overrides(base, {"K": t.K, "n_b": t.n_b, "seed": t.data_seed})
+        if base.to_dict() != cfg.to_dict():
+            name += "_" + hashlib.sha1(cfg.to_json().encode()).hexdigest()[:8]
+    except ConfigError:
+        pass
+    return name
+
+
+def cmd_train(args, argv) -> int:
+    from .config import validate
+
+    cfg = _train_config(args)
+    if cfg is not None:
+        validate(cfg)  # fail before importing torch
+    if args.out is None:
+        if cfg is None:
+            raise ConfigError("--resume without a preset or settings needs --out RUN_FOLDER")
+        out = Path("checkpoints") / default_run_name(cfg)
+    else:
+        out = Path(args.out)
+    from .api import summary
+    from .train import train
+
+    run = train(cfg, out, resume=args.resume, progress=not args.quiet, argv=["mi-plateau", *argv])
+    s = summary(run.path)
+    print(f"run: {run.path}")
+    _print_summary(s)
+    return 0
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def _print_summary(s: dict) -> None:
+    for k, v in s.items():
+        print(f"  {k:>18}: {_fmt(v)}")
+
+
+def cmd_summary(args) -> int:
+    from .api import summary
+
+    s = summary(args.run)
+    if args.json:
+        print(json.dumps(s, indent=2))
+    else:
+        print(f"run: {args.run}")
+        _print_summary(s)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from .checkpoints import RunError
+
+    try:
+        if args.command == "train":
+            return cmd_train(args, argv)
+        if args.command == "summary":
+            return cmd_summary(args)
+        from . import commands
+
+        return commands.dispatch(args)
+    except (ConfigError, RunError, ValueError) as e:
+        print(f"mi-plateau {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted; resume with --resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,170 @@
+"""Measurements on the fixed evaluation set, and the run-level summaries (SPEC section 4).
+
+All losses are in nats.
+
+- Candidate loss ``Lc``: cross-entropy of the first target token with the softmax restricted
+  to the K candidate first characters of the example's group. A z-blind model that spreads its
+  mass evenly over the candidates has Lc = log K exactly. The canonical loss of the toolkit.
+- First-token loss ``L1``: the same cross-entropy over the whole vocabulary.
+- Full target loss: mean next-token cross-entropy over the target tokens and EOS.
+- Candidate mass: probability (full softmax) on the group's K candidates; near 1 once P(A1|B)
+  is learned, whether or not z is used.
+- z-swap gap: Lc with each example's selector replaced by another selector of the set, minus
+  clean Lc. Cheap per-checkpoint version: one replacement, selector k -> k+1 mod K.
+- Per-group accuracy: fraction of a group's K examples whose target tokens are all predicted
+  correctly by teacher-forced argmax.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from jaxtyping import Float, Int
+from torch import Tensor
+
+from .config import Layout, RunConfig
+from .task import EvalSet
+
+
+def candidate_losses(
+    first_logits: Float[Tensor, "batch vocab"],
+    candidates: Int[Tensor, "batch n_cand"],
+    cand_index: Int[Tensor, "batch"],
+) -> tuple[Float[Tensor, "batch"], Float[Tensor, "batch"]]:
+    """Per-example (Lc, candidate mass). Lc = -log softmax(logits[candidates])[true]."""
+    cand_logits = first_logits.gather(1, candidates)
+    Lc = -cand_logits.log_softmax(-1).gather(1, cand_index[:, None]).squeeze(1)
+    mass = (cand_logits.logsumexp(-1) - first_logits.logsumexp(-1)).exp()
+    return Lc, mass
+
+
+def target_loss(logits: Float[Tensor, "batch pos vocab"], tokens: Int[Tensor, "batch pos"], layout: Layout) -> Tensor:
+    """Mean next-token cross-entropy over the target tokens and EOS (what training minimises)."""
+    pos = layout.pred_positions
+    lg = logits[:, pos.start : pos.stop]
+    tg = tokens[:, pos.start + 1 : pos.stop + 1]
+    return F.cross_entropy(lg.reshape(-1, lg.shape[-1]), tg.reshape(-1))
+
+
+def example_correct(logits: Float[Tensor, "batch pos vocab"], tokens: Int[Tensor, "batch pos"], layout: Layout) -> Tensor:
+    """True where every target token (EOS excluded) is the teacher-forced argmax."""
+    start = layout.first_pred
+    pred = logits[:, start : start + layout.target_len].argmax(-1)
+    gold = tokens[:, start + 1 : start + 1 + layout.target_len]
+    return (pred == gold).all(-1)
+
+
+def group_accuracy(correct: Tensor, K: int) -> np.ndarray:
+    """Per-group accuracy from group-major per-example correctness (EvalSet row order)."""
+    return correct.float().reshape(-1, K).mean(-1).cpu().numpy()
+
+
+@torch.no_grad()
+def evaluate(model, ev: EvalSet, batch: int = 4096) -> dict[str, Any]:
+    """Cheap per-checkpoint metrics on the evaluation set (means over its examples)."""
+    layout = ev.task.layout
+    K = ev.task.cfg.K
+    fp = layout.first_pred
+    Lc, L1, mass, full, correct, swap = [], [], [], [], [], []
+    has_swap = ev.task.cfg.has_selector
+    swapped = ev.swapped_tokens(1) if has_swap else None
+    for i in range(0, len(ev.tokens), batch):
+        sl = slice(i, i + batch)
+        toks = ev.tokens[sl]
+        logits = model(toks)
+        lc, m = candidate_losses(logits[:, fp], ev.candidates[sl], ev.cand_index[sl])
+        Lc.append(lc)
+        mass.append(m)
+        L1.append(F.cross_entropy(logits[:, fp], ev.target_first[sl], reduction="none"))
+        full.append(target_loss(logits, toks, layout) * len(toks))
+        correct.append(example_correct(logits, toks, layout))
+        if has_swap:
+            # causal model: the first target prediction needs only the prefix up to fp
+            sw_logits = model(swapped[sl, : fp + 1])[:, fp]
+            swap.append(candidate_losses(sw_logits, ev.candidates[sl], ev.cand_index[sl])[0])
+    Lc_all = torch.cat(Lc)
+    acc = group_accuracy(torch.cat(correct), K)
+    out = {
+        "Lc": Lc_all.mean().item(),
+        "L1": torch.cat(L1).mean().item(),
+        "full_loss": sum(f.item() for f in full) / len(ev.tokens),
+        "cand_mass": torch.cat(mass).mean().item(),
+        "swap_gap": (torch.cat(swap).mean().item() - Lc_all.mean().item()) if has_swap else float("nan"),
+        "acc_mean": float(acc.mean()),
+        "groups_ge80": float((acc >= 0.8 - 1e-9).mean()),
+        "groups_100": float((acc >= 1.0 - 1e-9).mean()),
+    }
+    return out
+
+
+# --- run-level summaries ----------------------------------------------------------
+
+
+def tau(steps: Sequence[int], Lc: Sequence[float], log_K: float, alpha: float = 0.5) -> int | None:
+    """Waiting time: the first evaluated step at which Lc < alpha * log K (None if never)."""
+    for s, v in zip(steps, Lc):
+        if v < alpha * log_K:
+            return int(s)
+    return None
+
+
+def plateau_height(steps: Sequence[int], Lc: Sequence[float], log_K: float, start: int) -> float:
+    """Median Lc over the plateau window.
+
+    The window runs from ``start`` (after the first few hundred steps) up to, not including,
+    the first step at which Lc < 0.9 log K (the onset of the transition). If the transition
+    begins before ``start`` the window is every evaluated step before the onset but step 0.
+    """
+    steps, Lc = np.asarray(steps), np.asarray(Lc, dtype=float)
+    below = np.nonzero((Lc < 0.9 * log_K) & (steps > 0))[0]
+    onset = steps[below[0]] if below.size else steps[-1] + 1
+    window = (steps >= start) & (steps < onset)
+    if not window.any():
+        window = (steps > 0) & (steps < onset)
+    if not window.any():
+        return float("nan")
+    return float(np.median(Lc[window]))
+
+
+def summarize(cfg: RunConfig, records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The summary of one run from its checkpoint records (what ``mi-plateau summary`` prints)."""
+    steps = [r["step"] for r in records]
+    Lc = [r["metrics"]["Lc"] for r in records]
+    log_K = cfg.task.log_K
+    t = tau(steps, Lc, log_K, cfg.eval.alpha)
+    ph = plateau_height(steps, Lc, log_K, cfg.eval.plateau_start) if steps else float("nan")
+    conv = next((s for s, v in zip(steps, Lc) if v < cfg.train.converge_Lc), None)
+    gap_step = next((r["step"] for r in records if r["metrics"].get("swap_gap", 0) > 0.1), None)
+    return {
+        "K": cfg.task.K,
+        "n_b": cfg.task.n_b,
+        "D": cfg.task.D,
+        "direction": cfg.task.direction,
+        "log_K": log_K,
+        "plateau_Lc": ph,
+        "plateau_ratio": ph / log_K if log_K > 0 else float("nan"),
+        "alpha": cfg.eval.alpha,
+        "tau": t,
+        "tau_examples": None if t is None else t * cfg.train.batch_size,
+        "converged": conv is not None,
+        "converged_step": conv,
+        "swap_gap_0.1_step": gap_step,
+        "last_step": steps[-1] if steps else None,
+        "final_Lc": Lc[-1] if Lc else None,
+        "n_checkpoints": len(records),
+    }
+
+
+def nan_to_none(x: Any) -> Any:
+    """JSON has no NaN: map float NaN/inf to None, recursively."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {k: nan_to_none(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [nan_to_none(v) for v in x]
+    return x

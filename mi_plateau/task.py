@@ -1,0 +1,200 @@
+"""The task: K-fold ambiguous lookup, generated from explicit seeds (SPEC section 2).
+
+Tokens: PAD=0, BOS=1, EOS=2, SEP=3, characters a-z0-9 are 4..39 (vocabulary 40).
+For each of ``n_b`` base strings B (6 characters) there are K target strings A (4 characters),
+globally unique and with distinct first characters inside a group. One global set of K
+selectors z is shared by all groups, so z alone says nothing about A; only (B, z) does.
+Example (b, k) pairs base b with selector k and target A[b, k].
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import torch
+from jaxtyping import Int
+from torch import Tensor
+
+from .config import LEN_A, LEN_B, N_CHARS, EvalConfig, Layout, TaskConfig, layout_for
+
+PAD, BOS, EOS, SEP = 0, 1, 2, 3
+CHAR0 = 4
+D_VOCAB = CHAR0 + N_CHARS
+ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
+
+
+def decode(tokens) -> str:
+    """Render token ids as text: characters as themselves, specials as <BOS> etc."""
+    names = {PAD: "<PAD>", BOS: "<BOS>", EOS: "<EOS>", SEP: "|"}
+    return "".join(names.get(int(t), ALPHABET[int(t) - CHAR0] if CHAR0 <= int(t) < D_VOCAB else "?") for t in tokens)
+
+
+def token_labels(tokens) -> list[str]:
+    """One short label per position, for attention-pattern axes."""
+    names = {PAD: "PAD", BOS: "BOS", EOS: "EOS", SEP: "SEP"}
+    return [names.get(int(t), ALPHABET[int(t) - CHAR0] if CHAR0 <= int(t) < D_VOCAB else "?") for t in tokens]
+
+
+def _unique_rows(rng: np.random.Generator, n: int, length: int) -> np.ndarray:
+    """n distinct random strings of `length` characters, as character indices 0..35."""
+    out = rng.integers(0, N_CHARS, size=(n, length))
+    while True:
+        _, first = np.unique(out, axis=0, return_index=True)
+        dup = np.setdiff1d(np.arange(n), first)
+        if dup.size == 0:
+            return out
+        out[dup] = rng.integers(0, N_CHARS, size=(dup.size, length))
+
+
+@dataclass(frozen=True)
+class Task:
+    """All strings of one task instance, as character indices (0..35, not yet tokens)."""
+
+    cfg: TaskConfig
+    bases: np.ndarray  # (n_b, 6)
+    selectors: np.ndarray  # (K, len_z)
+    targets: np.ndarray  # (n_b, K, 4)
+
+    @cached_property
+    def layout(self) -> Layout:
+        return layout_for(self.cfg)
+
+    @property
+    def n_examples(self) -> int:
+        return self.cfg.n_b * self.cfg.K
+
+    # --- tokens ----------------------------------------------------------------
+    def tokens(
+        self, groups: np.ndarray | Tensor, sel: np.ndarray | Tensor, target_sel: np.ndarray | Tensor | None = None
+    ) -> Int[Tensor, "batch pos"]:
+        """Sequences for examples (groups[i], sel[i]).
+
+        ``sel`` picks the selector shown in the prompt; ``target_sel`` (default: ``sel``) picks
+        which of the group's A is the answer. They differ for label noise and selector swaps.
+        """
+        g = np.asarray(groups, dtype=np.int64)
+        s = np.asarray(sel, dtype=np.int64)
+        ts = s if target_sel is None else np.asarray(target_sel, dtype=np.int64)
+        n = g.shape[0]
+        A_prompt = self.targets[g, s]
+        A_target = self.targets[g, ts]
+        pieces = {"B": self.bases[g], "z": self.selectors[s], "A": A_prompt}
+        target = A_target if self.cfg.targets_A else self.bases[g]
+        out = np.empty((n, self.layout.seq_len), dtype=np.int64)
+        out[:, 0] = BOS
+        for name, start, length in self.layout.segments:
+            out[:, start : start + length] = pieces[name] + CHAR0
+            out[:, start + length] = SEP
+        t0 = self.layout.target_start
+        out[:, t0 : t0 + self.layout.target_len] = target + CHAR0
+        out[:, -1] = EOS
+        return torch.from_numpy(out)
+
+    def candidates(self, groups: np.ndarray | Tensor) -> Int[Tensor, "batch n_cand"]:
+        """Token ids of the possible first target tokens of each example's group.
+
+        For A-target directions these are the K first characters of the group's targets; for
+        B-target directions (no ambiguity in the first token's group) all 36 characters.
+        """
+        g = np.asarray(groups, dtype=np.int64)
+        if self.cfg.targets_A:
+            return torch.from_numpy(self.targets[g, :, 0] + CHAR0)
+        return torch.arange(CHAR0, D_VOCAB).expand(len(g), N_CHARS).clone()
+
+    def all_examples(self) -> tuple[np.ndarray, np.ndarray]:
+        """(group, selector) of every example, D = n_b * K of them."""
+        g, s = np.meshgrid(np.arange(self.cfg.n_b), np.arange(self.cfg.K), indexing="ij")
+        return g.reshape(-1), s.reshape(-1)
+
+
+def make_task(cfg: TaskConfig) -> Task:
+    """Generate the task from cfg.data_seed; the same config always gives the same strings."""
+    rng = np.random.default_rng([cfg.data_seed, 0x5EED])
+    bases = _unique_rows(rng, cfg.n_b, LEN_B)
+    selectors = _unique_rows(rng, cfg.K, cfg.len_z)
+    # distinct first characters inside each group: the first K of a random permutation
+    first = np.argsort(rng.random((cfg.n_b, N_CHARS)), axis=1)[:, : cfg.K]
+    suffix = rng.integers(0, N_CHARS, size=(cfg.n_b, cfg.K, LEN_A - 1))
+    # global uniqueness: targets sharing a first character must differ in their suffix
+    while True:
+        code = first * N_CHARS**3 + (suffix * np.array([N_CHARS**2, N_CHARS, 1])).sum(-1)
+        flat = code.reshape(-1)
+        _, idx = np.unique(flat, return_index=True)
+        dup = np.setdiff1d(np.arange(flat.size), idx)
+        if dup.size == 0:
+            break
+        suffix.reshape(-1, LEN_A - 1)[dup] = rng.integers(0, N_CHARS, size=(dup.size, LEN_A - 1))
+    targets = np.concatenate([first[..., None], suffix], axis=-1)
+    return Task(cfg=cfg, bases=bases, selectors=selectors, targets=targets)
+
+
+@dataclass(frozen=True)
+class EvalSet:
+    """The fixed evaluation set: ``n_groups`` groups, all K examples of each, clean labels.
+
+    Rows are ordered group-major: row ``i*K + k`` is group ``groups[i]`` with selector k.
+    """
+
+    task: Task
+    groups: np.ndarray  # (n_groups,) indices into the task's groups
+    g: np.ndarray  # (N,) group of each row
+    s: np.ndarray  # (N,) selector of each row
+    tokens: Tensor  # (N, seq_len)
+    candidates: Tensor  # (N, n_cand)
+    target_first: Tensor  # (N,) first target token
+    cand_index: Tensor  # (N,) index of the true first token among the candidates
+
+    @property
+    def n_groups(self) -> int:
+        return len(self.groups)
+
+    def swapped_tokens(self, shift: int) -> Tensor:
+        """The same rows with selector k replaced by (k + shift) mod K; the answer is unchanged."""
+        K = self.task.cfg.K
+        return self.task.tokens(self.g, (self.s + shift) % K, target_sel=self.s)
+
+
+def make_eval_set(task: Task, cfg: EvalConfig) -> EvalSet:
+    n = min(cfg.n_groups, task.cfg.n_b)
+    rng = np.random.default_rng([cfg.eval_seed, 0xE7A1])
+    groups = np.sort(rng.choice(task.cfg.n_b, size=n, replace=False))
+    K = task.cfg.K
+    g = np.repeat(groups, K)
+    s = np.tile(np.arange(K), n)
+    tokens = task.tokens(g, s)
+    cand = task.candidates(g)
+    first = tokens[:, task.layout.target_start]
+    cand_index = (cand == first[:, None]).int().argmax(dim=1)
+    return EvalSet(task, groups, g, s, tokens, cand, first, cand_index)
+
+
+class BatchSampler:
+    """Uniform sampling of training examples with replacement, from its own generator.
+
+    Label noise: with probability p a draw's target is replaced by another A of its group
+    (chosen uniformly among the other K-1); the prompt keeps its selector.
+    """
+
+    def __init__(self, task: Task, batch_size: int, seed: int):
+        self.task = task
+        self.batch_size = batch_size
+        self.gen = torch.Generator().manual_seed(int(seed))
+
+    def sample(self) -> Tensor:
+        cfg = self.task.cfg
+        idx = torch.randint(0, self.task.n_examples, (self.batch_size,), generator=self.gen).numpy()
+        g, s = idx // cfg.K, idx % cfg.K
+        ts = s
+        if cfg.label_noise > 0:
+            flip = torch.rand(self.batch_size, generator=self.gen).numpy() < cfg.label_noise
+            other = (s + torch.randint(1, cfg.K, (self.batch_size,), generator=self.gen).numpy()) % cfg.K
+            ts = np.where(flip, other, s)
+        return self.task.tokens(g, s, target_sel=ts)
+
+    def get_state(self) -> Tensor:
+        return self.gen.get_state()
+
+    def set_state(self, state: Tensor) -> None:
+        self.gen.set_state(state)

@@ -1,0 +1,257 @@
+"""Training with dense checkpoints and exact resume.
+
+AdamW (paper defaults), linear warm-up then constant (or cosine) learning rate, batches drawn
+uniformly with replacement from the sampler's own generator, fp32. A checkpoint (weights, record,
+optimizer and sampler state) is written at step 0 and every ``ckpt_every`` steps, every
+``ckpt_every_transition`` steps while the transition is under way. Training stops once Lc has
+fallen below ``converge_Lc``, ``margin_steps`` have passed since, and the step is at least
+``post_tau_frac * tau``; or at ``max_steps``.
+
+Resume restores weights, optimizer moments and the sampler's RNG state from the last checkpoint,
+so an interrupted run continues exactly as if it had not stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+import torch
+import torch.nn.functional as F
+
+from .checkpoints import FORMAT_VERSION, Run, RunError, RunLock, atomic_write_json, load_state_checked, load_tensors, save_tensors, _crash_point
+from .config import RunConfig, validate
+from .metrics import evaluate, summarize, tau as tau_of
+from .task import BatchSampler, make_eval_set, make_task
+
+
+def lr_at(cfg: RunConfig, step: int) -> float:
+    """Learning rate for the update that takes the model from `step` to `step + 1`."""
+    tr = cfg.train
+    if tr.warmup_steps and step < tr.warmup_steps:
+        return tr.lr * (step + 1) / tr.warmup_steps
+    if tr.schedule == "cosine":
+        span = max(1, tr.max_steps - tr.warmup_steps)
+        return tr.lr * 0.5 * (1 + math.cos(math.pi * min(1.0, (step - tr.warmup_steps) / span)))
+    return tr.lr
+
+
+def make_optimizer(cfg: RunConfig, model: torch.nn.Module) -> torch.optim.AdamW:
+    tr = cfg.train
+    return torch.optim.AdamW(
+        model.parameters(), lr=tr.lr, betas=(tr.beta1, tr.beta2), eps=tr.eps, weight_decay=tr.weight_decay
+    )
+
+
+def _optimizer_tensors(opt: torch.optim.Optimizer) -> dict[str, torch.Tensor]:
+    out = {}
+    for i, st in opt.state_dict()["state"].items():
+        for k, v in st.items():
+            out[f"opt.{i}.{k}"] = v if torch.is_tensor(v) else torch.tensor(v)
+    return out
+
+
+def _load_optimizer(opt: torch.optim.Optimizer, tensors: dict[str, torch.Tensor]) -> None:
+    sd = opt.state_dict()
+    state: dict[int, dict[str, torch.Tensor]] = {}
+    for key, v in tensors.items():
+        if key.startswith("opt."):
+            _, i, k = key.split(".", 2)
+            state.setdefault(int(i), {})[k] = v
+    sd["state"] = state
+    opt.load_state_dict(sd)
+
+
+def next_interval(cfg: RunConfig, last_Lc: float) -> int:
+    """Checkpoint spacing: denser while the transition is under way."""
+    log_K = cfg.task.log_K
+    if cfg.train.converge_Lc < last_Lc < 0.95 * log_K:
+        return cfg.train.ckpt_every_transition
+    return cfg.train.ckpt_every
+
+
+def should_stop(cfg: RunConfig, records: Sequence[dict[str, Any]]) -> bool:
+    steps = [r["step"] for r in records]
+    Lc = [r["metrics"]["Lc"] for r in records]
+    conv = next((s for s, v in zip(steps, Lc) if v < cfg.train.converge_Lc), None)
+    if conv is None:
+        return False
+    t = tau_of(steps, Lc, cfg.task.log_K, cfg.eval.alpha) or conv
+    return steps[-1] >= conv + cfg.train.margin_steps and steps[-1] >= cfg.train.post_tau_frac * t
+
+
+def _provenance(argv: Sequence[str] | None) -> dict[str, Any]:
+    import importlib.metadata as md
+
+    def version(pkg):
+        try:
+            return md.version(pkg)
+        except md.PackageNotFoundError:
+            return None
+
+    return {
+        "argv": list(argv) if argv is not None else None,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "versions": {p: version(p) for p in ("mi-plateau", "torch", "transformer-lens", "numpy", "safetensors")},
+        "torch_threads": torch.get_num_threads(),
+    }
+
+
+def train(
+    cfg: RunConfig | None,
+    out: str | os.PathLike,
+    *,
+    resume: bool = False,
+    progress: bool = True,
+    argv: Sequence[str] | None = None,
+) -> Run:
+    """Train a run into folder `out` and return it.
+
+    With ``resume=True`` an existing folder continues from its last checkpoint (its stored
+    config is used; a different `cfg` is refused). Without it, an existing run is refused.
+    """
+    run = Run(out)
+    with RunLock(run.path):
+        if run.exists():
+            if not resume:
+                raise RunError(f"{run.path}: a run already exists here; pass --resume to continue it or choose another --out")
+            stored = run.config()
+            if cfg is not None and cfg.to_dict() != stored.to_dict():
+                diff = _config_diff(stored.to_dict(), cfg.to_dict())
+                raise RunError(f"{run.path / 'config.json'}: resume with a different config is refused ({diff})")
+            cfg = stored
+        else:
+            if cfg is None:
+                raise RunError(f"{run.path}: no run to resume here")
+            validate(cfg)
+            run.path.mkdir(parents=True, exist_ok=True)
+            atomic_write_json(run.path / "config.json", cfg.to_dict())
+            atomic_write_json(run.path / "command.json", _provenance(argv))
+        validate(cfg)
+        _train_loop(cfg, run, progress=progress)
+    return run
+
+
+def _config_diff(a: dict, b: dict, prefix: str = "") -> str:
+    out = []
+    for k in sorted(set(a) | set(b)):
+        if isinstance(a.get(k), dict) and isinstance(b.get(k), dict):
+            d = _config_diff(a[k], b[k], f"{prefix}{k}.")
+            if d:
+                out.append(d)
+        elif a.get(k) != b.get(k):
+            out.append(f"{prefix}{k}: stored {a.get(k)!r}, given {b.get(k)!r}")
+    return "; ".join(out)
+
+
+def _train_loop(cfg: RunConfig, run: Run, *, progress: bool) -> None:
+    from .model import build_model
+
+    task = make_task(cfg.task)
+    ev = make_eval_set(task, cfg.eval)
+    layout = task.layout
+    model = build_model(cfg)
+    opt = make_optimizer(cfg, model)
+    sampler = BatchSampler(task, cfg.train.batch_size, cfg.train.batch_seed)
+
+    manifest: dict[str, Any]
+    if run.exists():
+        manifest = run.manifest()
+        if manifest.get("status") == "finished":
+            return
+        ckpts = manifest["checkpoints"]
+        last = ckpts[-1]
+        load_state_checked(model, load_tensors(run.inside(last["weights"])), run.inside(last["weights"]))
+        state = load_tensors(run.inside(manifest["resume"]))
+        _load_optimizer(opt, state)
+        sampler.set_state(state["sampler_rng"])
+        step = last["step"]
+    else:
+        manifest = {"format_version": FORMAT_VERSION, "status": "running", "checkpoints": [], "resume": None}
+        step = 0
+    records = [c["record"] for c in manifest["checkpoints"]]
+
+    def checkpoint(step: int, train_loss: float | None, wall: float) -> None:
+        model.eval()
+        metrics = evaluate(model, ev)
+        model.train()
+        record = {
+            "step": step,
+            "examples_seen": step * cfg.train.batch_size,
+            "lr": lr_at(cfg, max(step - 1, 0)) if step else 0.0,
+            "train_loss": train_loss,
+            "metrics": metrics,
+        }
+        name = f"step_{step:06d}"
+        save_tensors(run.path / "ckpt" / f"{name}.safetensors", model.state_dict(), {"step": str(step)})
+        atomic_write_json(run.path / "ckpt" / f"{name}.json", {**record, "wall_s": wall})
+        resume_rel = f"resume/state_{step:06d}.safetensors"
+        save_tensors(run.path / resume_rel, {**_optimizer_tensors(opt), "sampler_rng": sampler.get_state()})
+        old_resume = manifest.get("resume")
+        manifest["checkpoints"].append(
+            {"step": step, "weights": f"ckpt/{name}.safetensors", "record_file": f"ckpt/{name}.json", "record": record}
+        )
+        manifest["resume"] = resume_rel
+        records.append(record)
+        done = should_stop(cfg, records) or step >= cfg.train.max_steps
+        if done:
+            manifest["status"] = "finished"
+            manifest["summary"] = summarize(cfg, records)
+        atomic_write_json(run.path / "manifest.json", manifest)  # the commit point
+        if old_resume and old_resume != resume_rel:
+            try:
+                run.inside(old_resume).unlink()
+            except FileNotFoundError:
+                pass
+
+    t0 = time.perf_counter()
+    if step == 0 and not records:
+        checkpoint(0, None, 0.0)
+    model.train()
+    next_ckpt = step + next_interval(cfg, records[-1]["metrics"]["Lc"])
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=cfg.train.max_steps, initial=step, desc=run.name, unit="step", dynamic_ncols=True, file=sys.stderr)
+    running = 0.0
+    n_run = 0
+    try:
+        while manifest["status"] != "finished":
+            tokens = sampler.sample()
+            for g in opt.param_groups:
+                g["lr"] = lr_at(cfg, step)
+            # the EOS position predicts nothing, so the model never needs to read it
+            logits = model(tokens[:, :-1])
+            pos = layout.pred_positions
+            lg = logits[:, pos.start : pos.stop]
+            loss = F.cross_entropy(lg.reshape(-1, lg.shape[-1]), tokens[:, pos.start + 1 : pos.stop + 1].reshape(-1))
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            if cfg.train.grad_clip > 0:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.train.grad_clip)
+            opt.step()
+            step += 1
+            running += loss.item()
+            n_run += 1
+            _crash_point("step")
+            if bar is not None:
+                bar.update(1)
+            if step >= next_ckpt or step >= cfg.train.max_steps:
+                checkpoint(step, running / n_run, time.perf_counter() - t0)
+                running, n_run = 0.0, 0
+                m = records[-1]["metrics"]
+                next_ckpt = step + next_interval(cfg, m["Lc"])
+                if bar is not None:
+                    bar.set_postfix(Lc=f"{m['Lc']:.3f}", gap=f"{m['swap_gap']:.3f}", acc=f"{m['acc_mean']:.2f}")
+    finally:
+        if bar is not None:
+            bar.close()

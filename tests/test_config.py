@@ -1,0 +1,107 @@
+import json
+
+import pytest
+
+from mi_plateau.config import ConfigError, RunConfig, layout_for, preset, validate, with_overrides
+
+
+def test_paper_defaults_match_spec():
+    cfg = preset("paper")
+    assert (cfg.task.K, cfg.task.n_b, cfg.task.len_z) == (10, 1000, 2)
+    m = cfg.model
+    assert (m.n_layers, m.n_heads, m.d_model, m.d_head, m.d_mlp) == (4, 4, 128, 32, 512)
+    t = cfg.train
+    assert (t.lr, t.beta1, t.beta2, t.eps, t.weight_decay, t.warmup_steps, t.batch_size) == (
+        1e-3, 0.9, 0.999, 1e-8, 0.01, 500, 128)
+    assert t.grad_clip == 0 and t.schedule == "constant"
+    assert cfg.seq_len == 16
+
+
+@pytest.mark.parametrize("name", ["paper", "demo", "tiny"])
+def test_json_round_trip_is_lossless(name):
+    cfg = with_overrides(preset(name), {"lr": 3e-3, "seed": 7, "len_z": 3})
+    again = RunConfig.from_dict(json.loads(cfg.to_json()))
+    assert again == cfg
+
+
+def test_layout_positions_follow_len_z():
+    for len_z in (1, 2, 3, 4):
+        lay = layout_for(with_overrides(preset("paper"), {"len_z": len_z}).task)
+        assert lay.span("B") == range(1, 7)
+        assert lay.selector_positions == range(8, 8 + len_z)
+        assert lay.target_start == 9 + len_z
+        assert lay.seq_len == 14 + len_z
+        assert lay.first_pred == 8 + len_z  # the SEP just before A1
+    lay = layout_for(preset("paper").task)
+    assert (lay.first_pred, lay.target_start, lay.seq_len) == (10, 11, 16)
+
+
+def test_seed_sets_all_three_seeds_and_specific_wins():
+    cfg = with_overrides(preset("paper"), {"seed": 3, "train.batch_seed": 9})
+    assert (cfg.task.data_seed, cfg.model.init_seed, cfg.train.batch_seed) == (3, 3, 9)
+
+
+BAD = [
+    ({"K": 37}, "task.K=37"),
+    ({"K": 1}, "task.K=1"),
+    ({"K": 0}, "task.K=0"),
+    ({"K": -3}, "task.K=-3"),
+    ({"len_z": 1, "K": 36}, None),  # valid: 36 selectors of length 1
+    ({"n_b": 0}, "task.n_b=0"),
+    ({"n_b": 50000}, "task.n_b=50000"),
+    ({"len_z": 0}, "task.len_z=0"),
+    ({"direction": "sideways"}, "task.direction"),
+    ({"label_noise": 1.5}, "task.label_noise=1.5"),
+    ({"label_noise": 0.1, "direction": "forward"}, "only defined"),
+    ({"lr": 0}, "train.lr=0"),
+    ({"lr": -1e-3}, "train.lr=-0.001"),
+    ({"batch_size": 0}, "train.batch_size=0"),
+    ({"max_steps": -5}, "train.max_steps=-5"),
+    ({"train.ckpt_every": 0}, "train.ckpt_every=0"),
+    ({"alpha": 0}, "eval.alpha=0"),
+    ({"alpha": 1.0}, "eval.alpha=1.0"),
+    ({"alpha": 1.7}, "eval.alpha=1.7"),
+    ({"eval.n_groups": 0}, "eval.n_groups=0"),
+    ({"model.d_model": 0}, "model.d_model=0"),
+    ({"model.act_fn": "tanh"}, "model.act_fn"),
+    ({"schedule": "linear"}, "train.schedule"),
+    ({"grad_clip": -1}, "grad_clip"),
+]
+
+
+@pytest.mark.parametrize("overrides,message", BAD)
+def test_bad_values_fail_before_work_naming_the_value(overrides, message):
+    cfg = with_overrides(preset("paper"), overrides)
+    if message is None:
+        validate(cfg)
+        return
+    with pytest.raises(ConfigError, match=message.replace(".", r"\.").replace("(", r"\(")):
+        validate(cfg)
+
+
+@pytest.mark.parametrize(
+    "overrides,message",
+    [
+        ({"nonsense": 1}, "unknown setting 'nonsense'"),
+        ({"task.nonsense": 1}, "unknown setting 'task.nonsense'"),
+        ({"K": "ten"}, "task.K='ten': expected an integer"),
+        ({"lr": "fast"}, "train.lr='fast': expected a number"),
+        ({"K": 2.5}, "task.K=2.5: expected an integer"),
+        ({"lr": "nan"}, "expected a number"),
+    ],
+)
+def test_overrides_reject_unknown_keys_and_wrong_types(overrides, message):
+    with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
+        with_overrides(preset("paper"), overrides)
+
+
+def test_unknown_preset():
+    with pytest.raises(ConfigError, match="unknown preset 'huge'"):
+        preset("huge")
+
+
+def test_from_dict_rejects_unknown_keys():
+    d = preset("paper").to_dict()
+    d["train"]["momentum"] = 0.9
+    with pytest.raises(ConfigError, match="momentum"):
+        RunConfig.from_dict(d)

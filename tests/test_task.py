@@ -1,0 +1,124 @@
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from mi_plateau.config import preset, with_overrides
+from mi_plateau.task import BOS, CHAR0, EOS, SEP, BatchSampler, decode, make_eval_set, make_task
+
+
+@pytest.fixture(scope="module")
+def task():
+    return make_task(with_overrides(preset("paper"), {"n_b": 300, "K": 12}).task)
+
+
+def test_targets_globally_unique_and_first_chars_distinct(task):
+    n_b, K = task.cfg.n_b, task.cfg.K
+    flat = task.targets.reshape(-1, 4)
+    assert len({tuple(r) for r in flat}) == n_b * K  # A determines (B, z)
+    assert all(len(set(task.targets[b, :, 0])) == K for b in range(n_b))
+    assert len({tuple(r) for r in task.bases}) == n_b
+    assert len({tuple(r) for r in task.selectors}) == K
+    assert task.targets.min() >= 0 and task.targets.max() < 36
+
+
+def test_selectors_are_shared_so_z_alone_says_nothing(task):
+    g, s = task.all_examples()
+    toks = task.tokens(g, s)
+    zpos = list(task.layout.selector_positions)
+    # every selector string appears with every base: z is independent of B
+    for k in range(task.cfg.K):
+        rows = toks[s == k]
+        assert (rows[:, zpos] == rows[0, zpos]).all()
+        assert len(set(map(tuple, rows[:, 1:7].tolist()))) == task.cfg.n_b
+
+
+def test_sequence_layout(task):
+    toks = task.tokens(np.array([0, 5]), np.array([3, 7]))
+    assert toks.shape == (2, 16)
+    assert (toks[:, 0] == BOS).all() and (toks[:, 7] == SEP).all() and (toks[:, 10] == SEP).all()
+    assert (toks[:, 15] == EOS).all()
+    assert torch.equal(toks[0, 11:15], torch.from_numpy(task.targets[0, 3] + CHAR0))
+    assert torch.equal(toks[1, 8:10], torch.from_numpy(task.selectors[7] + CHAR0))
+    assert decode(toks[0]).startswith("<BOS>")
+
+
+def test_entropies(task):
+    """H(A1|B) = log K and H(A1|B,z) = 0 over the dataset."""
+    g, s = task.all_examples()
+    first = task.targets[g, s, 0]
+    # conditional on B: K distinct equiprobable values
+    per_b = {b: set() for b in range(task.cfg.n_b)}
+    for b, a in zip(g, first):
+        per_b[b].add(a)
+    assert all(len(v) == task.cfg.K for v in per_b.values())
+    h = np.mean([math.log(len(v)) for v in per_b.values()])
+    assert h == pytest.approx(math.log(task.cfg.K))
+    assert len(set(zip(g, s))) == len(g)  # (B, z) identifies the example: H(A|B,z) = 0
+
+
+def test_same_seed_same_task_other_seed_other_task():
+    cfg = preset("tiny").task
+    a, b = make_task(cfg), make_task(cfg)
+    assert np.array_equal(a.targets, b.targets) and np.array_equal(a.bases, b.bases)
+    c = make_task(with_overrides(preset("tiny"), {"seed": 1}).task)
+    assert not np.array_equal(a.targets, c.targets)
+
+
+@pytest.mark.parametrize("direction,seq_len,target", [("forward", 13, "B"), ("az_b", 16, "B"), ("b_a", 13, "A")])
+def test_other_directions(direction, seq_len, target):
+    t = make_task(with_overrides(preset("tiny"), {"direction": direction}).task)
+    toks = t.tokens(np.array([2]), np.array([1]))
+    assert toks.shape[1] == seq_len == t.layout.seq_len
+    lay = t.layout
+    tgt = toks[0, lay.target_start : lay.target_start + lay.target_len].numpy() - CHAR0
+    expected = t.bases[2] if target == "B" else t.targets[2, 1]
+    assert np.array_equal(tgt, expected)
+    if direction == "b_a":
+        assert "z" not in [s[0] for s in lay.segments]
+
+
+def test_eval_set_is_fixed_and_complete():
+    t = make_task(preset("paper").task)
+    ev = make_eval_set(t, preset("paper").eval)
+    assert ev.n_groups == 200 and len(ev.tokens) == 2000
+    assert len(set(ev.groups)) == 200
+    ev2 = make_eval_set(t, preset("paper").eval)
+    assert np.array_equal(ev.groups, ev2.groups)
+    assert (ev.candidates.gather(1, ev.cand_index[:, None]).squeeze(1) == ev.target_first).all()
+    sw = ev.swapped_tokens(1)
+    zpos = list(t.layout.selector_positions)
+    assert not torch.equal(sw[:, zpos], ev.tokens[:, zpos])
+    other = [p for p in range(16) if p not in zpos]
+    assert torch.equal(sw[:, other], ev.tokens[:, other])  # only z changes; the answer stays
+
+
+def test_label_noise_replaces_targets_within_group():
+    cfg = with_overrides(preset("tiny"), {"label_noise": 0.5}).task
+    t = make_task(cfg)
+    s = BatchSampler(t, 4000, seed=0)
+    toks = s.sample()
+    lay = t.layout
+    A = toks[:, lay.target_start : lay.target_start + 4].numpy() - CHAR0
+    B = toks[:, 1:7].numpy() - CHAR0
+    z = toks[:, list(lay.selector_positions)].numpy() - CHAR0
+    base_index = {tuple(b): i for i, b in enumerate(t.bases)}
+    sel_index = {tuple(x): i for i, x in enumerate(t.selectors)}
+    flipped = 0
+    for a, b, zz in zip(A, B, z):
+        g, k = base_index[tuple(b)], sel_index[tuple(zz)]
+        group_targets = {tuple(x) for x in t.targets[g]}
+        assert tuple(a) in group_targets  # noise stays inside the group
+        flipped += tuple(a) != tuple(t.targets[g, k])
+    assert 0.45 < flipped / len(A) < 0.55
+
+
+def test_sampler_state_round_trip():
+    t = make_task(preset("tiny").task)
+    s = BatchSampler(t, 8, seed=3)
+    s.sample()
+    state = s.get_state()
+    a = s.sample()
+    s.set_state(state)
+    assert torch.equal(a, s.sample())

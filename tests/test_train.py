@@ -1,0 +1,144 @@
+import json
+import math
+
+import pytest
+import torch
+
+from mi_plateau.checkpoints import Run, RunError, load_tensors
+from mi_plateau.config import with_overrides
+from mi_plateau.train import lr_at, train
+
+from conftest import run_cli
+
+
+def test_tiny_run_plateaus_then_transitions(tiny_run, tiny_cfg):
+    """Lc sits near log K with no z-dependence for a stretch, then falls to ~0 (converged)."""
+    recs = tiny_run.records()
+    log_K = tiny_cfg.task.log_K
+    steps = [r["step"] for r in recs]
+    Lc = [r["metrics"]["Lc"] for r in recs]
+    m = tiny_run.manifest()
+    assert m["status"] == "finished"
+    s = m["summary"]
+    assert s["converged"] and Lc[-1] < tiny_cfg.train.converge_Lc
+    t = s["tau"]
+    assert t is not None and t >= 100  # not solved at once
+    early = [r for r in recs if 0 < r["step"] <= 0.5 * t]
+    assert len(early) >= 3
+    for r in early:  # the plateau: Lc at log K, the selector not yet used
+        assert abs(r["metrics"]["Lc"] - log_K) < 0.2 * log_K
+        assert r["metrics"]["groups_100"] == 0.0
+    assert 0.9 < s["plateau_ratio"] < 1.2
+    assert recs[-1]["metrics"]["swap_gap"] > 1.0  # after the transition z matters
+    assert steps[-1] >= tiny_cfg.train.post_tau_frac * t
+
+
+def test_checkpoints_have_weights_and_records(tiny_run):
+    m = tiny_run.manifest()
+    assert m["checkpoints"][0]["step"] == 0
+    for c in m["checkpoints"]:
+        rec = json.loads(tiny_run.inside(c["record_file"]).read_text())
+        assert rec["step"] == c["step"] and rec["examples_seen"] == c["step"] * 32
+        assert set(rec["metrics"]) >= {"Lc", "L1", "full_loss", "cand_mass", "swap_gap"}
+    w = load_tensors(tiny_run.inside(m["checkpoints"][-1]["weights"]))
+    assert "blocks.0.attn.q.weight" in w
+    assert (tiny_run.path / "config.json").exists() and (tiny_run.path / "command.json").exists()
+    # only the last resume state is kept
+    assert len(list((tiny_run.path / "resume").iterdir())) == 1
+
+
+def test_training_is_deterministic(tmp_path, tiny_cfg):
+    cfg = with_overrides(tiny_cfg, {"max_steps": 60})
+    a = train(cfg, tmp_path / "a", progress=False)
+    b = train(cfg, tmp_path / "b", progress=False)
+    assert a.records() == b.records()
+    wa, wb = a.weights(60), b.weights(60)
+    assert all(torch.equal(wa[k], wb[k]) for k in wa)
+    c = train(with_overrides(cfg, {"model.init_seed": 1}), tmp_path / "c", progress=False)
+    assert c.records()[-1]["metrics"] != a.records()[-1]["metrics"]
+
+
+def test_resume_after_kill_equals_uninterrupted(tmp_path, tiny_cfg):
+    """Kill -9 mid-run (crash hook), resume, compare metrics and final weights bit for bit."""
+    cfg = with_overrides(tiny_cfg, {"max_steps": 100})
+    ref = train(cfg, tmp_path / "ref", progress=False)
+    cfg_path = tmp_path / "cfg.json"
+    cfg_path.write_text(cfg.to_json())
+    out = tmp_path / "crashed"
+    code = (
+        "import json,sys; from mi_plateau.config import RunConfig; from mi_plateau.train import train;"
+        f"train(RunConfig.from_dict(json.load(open({str(cfg_path)!r}))), {str(out)!r}, progress=False)"
+    )
+    import os, subprocess, sys
+    from conftest import ROOT
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "MI_PLATEAU_CRASH": "step:53"}
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert p.returncode == 137, p.stderr
+    partial = Run(out)
+    assert partial.steps()[-1] == 40 and partial.manifest()["status"] == "running"  # <= one interval lost
+    resumed = train(None, out, resume=True, progress=False)
+    assert resumed.records() == ref.records()
+    wa, wb = resumed.weights(100), ref.weights(100)
+    assert all(torch.equal(wa[k], wb[k]) for k in wa)
+
+
+def test_existing_run_refused_without_resume(tiny_run, tiny_cfg):
+    with pytest.raises(RunError, match="--resume"):
+        train(tiny_cfg, tiny_run.path, progress=False)
+    with pytest.raises(RunError, match="different config.*train.lr"):
+        train(with_overrides(tiny_cfg, {"lr": 0.5}), tiny_run.path, resume=True, progress=False)
+
+
+def test_warmup_then_constant_and_cosine(tiny_cfg):
+    cfg = with_overrides(tiny_cfg, {"lr": 1e-3, "train.warmup_steps": 10, "max_steps": 110})
+    assert lr_at(cfg, 0) == pytest.approx(1e-4)
+    assert lr_at(cfg, 9) == pytest.approx(1e-3)
+    assert lr_at(cfg, 100) == pytest.approx(1e-3)
+    cos = with_overrides(cfg, {"schedule": "cosine"})
+    assert lr_at(cos, 60) == pytest.approx(5e-4)
+    assert lr_at(cos, 110) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_cli_help_is_fast_and_light():
+    p = run_cli("--help")
+    assert p.returncode == 0 and "train" in p.stdout
+    code = "import sys; from mi_plateau.cli import build_parser; build_parser(); print('torch' in sys.modules, 'transformer_lens' in sys.modules)"
+    import subprocess, sys, os
+    from conftest import ROOT
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.stdout.split() == ["False", "False"]
+
+
+def test_cli_train_and_summary(tmp_path):
+    out = tmp_path / "cli_run"
+    p = run_cli("train", "--preset", "tiny", "--max-steps", "40", "--out", str(out), "--quiet")
+    assert p.returncode == 0, p.stderr
+    p = run_cli("summary", str(out), "--json")
+    s = json.loads(p.stdout)
+    for key in ("K", "log_K", "plateau_Lc", "plateau_ratio", "tau", "alpha", "converged", "last_step", "n_checkpoints"):
+        assert key in s
+    assert s["K"] == 4 and s["last_step"] == 40 and s["log_K"] == pytest.approx(math.log(4))
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["train", "--K", "40"], "task.K=40"),
+        (["train", "--K", "ten"], "'ten' is not an integer"),
+        (["train", "--lr", "abc"], "'abc' is not a number"),
+        (["train", "--preset", "huge"], "invalid choice"),
+        (["train", "--set", "train.momentum=0.9"], "unknown setting"),
+        (["train", "--set", "noequals"], "expected key=value"),
+        (["train", "--n-b", "0"], "task.n_b=0"),
+        (["train", "--alpha", "1.5"], "eval.alpha=1.5"),
+        (["summary", "/nonexistent/run"], "no such run folder"),
+    ],
+)
+def test_cli_bad_input_gives_clear_error(args, message, tmp_path):
+    p = run_cli(*args, "--out", str(tmp_path / "x")) if args[0] == "train" else run_cli(*args)
+    assert p.returncode == 2
+    assert message in p.stderr
+    assert "Traceback" not in p.stderr
+    assert not (tmp_path / "x").exists()  # nothing was created
