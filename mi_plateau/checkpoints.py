@@ -12,18 +12,24 @@ Layout of a run folder::
 Every file is written atomically (write to a temporary name, fsync, rename), and the manifest
 is written last: a checkpoint exists once the manifest names it. Nothing is unpickled: weights
 are safetensors, everything else JSON. Paths in a manifest must stay inside the run folder.
+The manifest stores the SHA-256 of every safetensors file it names; loading checks it.
+See docs/reliability.md.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 from .config import ConfigError, RunConfig
 
 FORMAT_VERSION = 1
+TMP_MARK = ".tmp"  # temporary files are ".<name>.tmp<pid>" beside their target
+_TMP_NAME = re.compile(r"\..+\.tmp\d+")
 
 
 class RunError(RuntimeError):
@@ -33,12 +39,20 @@ class RunError(RuntimeError):
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    tmp = path.with_name(f".{path.name}{TMP_MARK}{os.getpid()}")
+    try:
+        with open(tmp, "wb") as f:
+            half = len(data) // 2
+            f.write(data[:half])
+            f.flush()
+            _crash_point("write")  # test hook: die with a half-written temporary file
+            f.write(data[half:])
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     dir_fd = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(dir_fd)
@@ -52,15 +66,22 @@ def atomic_write_json(path: Path, obj: Any) -> None:
     atomic_write_bytes(path, (json.dumps(nan_to_none(obj), indent=1, sort_keys=True) + "\n").encode())
 
 
-def save_tensors(path: Path, tensors: dict, metadata: dict[str, str] | None = None) -> None:
+def _one_line(e: BaseException) -> str:
+    return " ".join(str(e).split())
+
+
+def save_tensors(path: Path, tensors: dict, metadata: dict[str, str] | None = None) -> str:
+    """Write tensors atomically as safetensors; returns the file's SHA-256 (hex)."""
     from safetensors.torch import save
 
     _crash_point("ckpt_write")
     data = save({k: v.detach().contiguous().cpu() for k, v in tensors.items()}, metadata=metadata)
     atomic_write_bytes(path, data)
+    return hashlib.sha256(data).hexdigest()
 
 
-def load_tensors(path: Path) -> dict:
+def load_tensors(path: Path, sha256: str | None = None) -> dict:
+    """Read a safetensors file (never pickle); with `sha256`, the file must have that digest."""
     from safetensors.torch import load
 
     path = Path(path)
@@ -68,10 +89,15 @@ def load_tensors(path: Path) -> dict:
         data = path.read_bytes()
     except FileNotFoundError:
         raise RunError(f"{path}: file is missing") from None
+    except OSError as e:
+        raise RunError(f"{path}: cannot be read ({_one_line(e)})") from None
     try:
-        return load(data)
+        tensors = load(data)
     except Exception as e:  # safetensors raises its own error types for truncation/corruption
-        raise RunError(f"{path}: not a readable safetensors file ({type(e).__name__}: {e})") from None
+        raise RunError(f"{path}: not a readable safetensors file ({type(e).__name__}: {_one_line(e)})") from None
+    if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
+        raise RunError(f"{path}: checksum mismatch, the file is corrupt or was changed after it was written")
+    return tensors
 
 
 def _crash_point(kind: str) -> None:
@@ -92,7 +118,46 @@ def _read_json(path: Path) -> Any:
     except FileNotFoundError:
         raise RunError(f"{path}: file is missing") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise RunError(f"{path}: not valid JSON ({e})") from None
+        raise RunError(f"{path}: not valid JSON ({_one_line(e)})") from None
+    except (OSError, RecursionError) as e:
+        raise RunError(f"{path}: cannot be read ({_one_line(e) or type(e).__name__})") from None
+
+
+def _check_manifest(m: Any, path: Path) -> None:
+    """Refuse a manifest whose structure is not what this version writes (one line, names the file)."""
+    if not isinstance(m, dict) or "format_version" not in m:
+        raise RunError(f"{path}: not a mi_plateau manifest")
+    v = m["format_version"]
+    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+        raise RunError(f"{path}: malformed manifest (format_version {v!r} is not a positive integer)")
+    if v > FORMAT_VERSION:
+        raise RunError(
+            f"{path}: format version {v} is newer than this mi_plateau understands ({FORMAT_VERSION}); upgrade mi_plateau"
+        )
+
+    def bad(what: str):
+        return RunError(f"{path}: malformed manifest ({what})")
+
+    if m.get("status") not in ("running", "finished"):
+        raise bad(f"status {m.get('status')!r} is not 'running' or 'finished'")
+    if not (m.get("resume") is None or isinstance(m.get("resume"), str)):
+        raise bad("resume is not a path")
+    ckpts = m.get("checkpoints")
+    if not isinstance(ckpts, list):
+        raise bad("checkpoints is not a list")
+    prev = -1
+    for i, c in enumerate(ckpts):
+        if not isinstance(c, dict):
+            raise bad(f"checkpoints[{i}] is not an object")
+        step = c.get("step")
+        if not isinstance(step, int) or isinstance(step, bool) or step <= prev:
+            raise bad(f"checkpoints[{i}].step {step!r} is not an integer above the previous step")
+        prev = step
+        if not isinstance(c.get("weights"), str):
+            raise bad(f"checkpoints[{i}].weights is not a path")
+        rec = c.get("record")
+        if not isinstance(rec, dict) or not isinstance(rec.get("metrics"), dict):
+            raise bad(f"checkpoints[{i}].record has no metrics")
 
 
 class Run:
@@ -108,10 +173,13 @@ class Run:
 
     def inside(self, rel: str) -> Path:
         """Resolve a manifest path, refusing anything that leaves the run folder."""
+        where = self.path / "manifest.json"
+        if not isinstance(rel, str) or not rel or "\x00" in rel:
+            raise RunError(f"{where}: {rel!r} is not a file path")
         root = self.path.resolve()
         p = (root / rel).resolve()
-        if rel.startswith("/") or (root not in p.parents and p != root):
-            raise RunError(f"{self.path / 'manifest.json'}: path {rel!r} leaves the run folder")
+        if os.path.isabs(rel) or root not in p.parents:
+            raise RunError(f"{where}: path {rel!r} leaves the run folder")
         return p
 
     def exists(self) -> bool:
@@ -120,23 +188,20 @@ class Run:
     # --- reading -----------------------------------------------------------------
     def config(self) -> RunConfig:
         path = self.path / "config.json"
+        d = _read_json(path)
+        if not isinstance(d, dict):
+            raise RunError(f"{path}: not a mi_plateau config (expected a JSON object)")
         try:
-            return RunConfig.from_dict(_read_json(path))
-        except ConfigError as e:
-            raise RunError(f"{path}: {e}") from None
+            return RunConfig.from_dict(d)
+        except (ConfigError, TypeError, ValueError) as e:
+            raise RunError(f"{path}: {_one_line(e)}") from None
 
     def manifest(self) -> dict[str, Any]:
         path = self.path / "manifest.json"
         if not self.path.is_dir():
             raise RunError(f"{self.path}: no such run folder")
         m = _read_json(path)
-        if not isinstance(m, dict) or "format_version" not in m:
-            raise RunError(f"{path}: not a mi_plateau manifest")
-        if m["format_version"] > FORMAT_VERSION:
-            raise RunError(
-                f"{path}: format version {m['format_version']} is newer than this mi_plateau "
-                f"understands ({FORMAT_VERSION}); upgrade mi_plateau"
-            )
+        _check_manifest(m, path)
         return m
 
     def records(self) -> list[dict[str, Any]]:
@@ -157,7 +222,7 @@ class Run:
     def weights(self, step: int) -> dict:
         for c in self.manifest()["checkpoints"]:
             if c["step"] == step:
-                return load_tensors(self.inside(c["weights"]))
+                return load_tensors(self.inside(c["weights"]), c.get("sha256"))
         raise RunError(f"{self.path}: no checkpoint at step {step}; steps are {self.steps()}")
 
     def load_model(self, step: int | None = None):
@@ -166,7 +231,10 @@ class Run:
 
         cfg = self.config()
         if step is None:
-            step = self.steps()[-1]
+            steps = self.steps()
+            if not steps:
+                raise RunError(f"{self.path / 'manifest.json'}: the run has no checkpoints yet")
+            step = steps[-1]
         model = build_model(cfg)
         load_state_checked(model, self.weights(step), self._weights_path(step))
         return model
@@ -188,7 +256,26 @@ def load_state_checked(model, state: dict, path: Path) -> None:
     for k, v in expected.items():
         if tuple(state[k].shape) != tuple(v.shape):
             raise RunError(f"{path}: {k} has shape {tuple(state[k].shape)}, the model expects {tuple(v.shape)}")
+        if state[k].dtype != v.dtype:
+            raise RunError(f"{path}: {k} has dtype {state[k].dtype}, the model expects {v.dtype}")
     model.load_state_dict(state)
+
+
+def remove_stale_files(run: Run, manifest: dict[str, Any]) -> list[Path]:
+    """Delete what a killed writer can leave behind: temporary files, and resume states the
+    manifest does not name. Call only while holding the RunLock. Returns the deleted paths."""
+    keep = run.inside(manifest["resume"]) if manifest.get("resume") else None
+    gone = []
+    for folder in (run.path, run.path / "ckpt", run.path / "resume"):
+        if not folder.is_dir():
+            continue
+        for f in folder.iterdir():
+            stale_tmp = _TMP_NAME.fullmatch(f.name) is not None and f.is_file()
+            stale_resume = folder == run.path / "resume" and f.suffix == ".safetensors" and f.resolve() != keep
+            if stale_tmp or stale_resume:
+                f.unlink(missing_ok=True)
+                gone.append(f)
+    return gone
 
 
 class RunLock:

@@ -25,7 +25,18 @@ from typing import Any, Sequence
 import torch
 import torch.nn.functional as F
 
-from .checkpoints import FORMAT_VERSION, Run, RunError, RunLock, atomic_write_json, load_state_checked, load_tensors, save_tensors, _crash_point
+from .checkpoints import (
+    FORMAT_VERSION,
+    Run,
+    RunError,
+    RunLock,
+    _crash_point,
+    atomic_write_json,
+    load_state_checked,
+    load_tensors,
+    remove_stale_files,
+    save_tensors,
+)
 from .config import RunConfig, validate
 from .metrics import evaluate, summarize, tau as tau_of
 from .task import BatchSampler, make_eval_set, make_task
@@ -57,13 +68,23 @@ def _optimizer_tensors(opt: torch.optim.Optimizer) -> dict[str, torch.Tensor]:
     return out
 
 
-def _load_optimizer(opt: torch.optim.Optimizer, tensors: dict[str, torch.Tensor]) -> None:
+def _load_optimizer(opt: torch.optim.Optimizer, tensors: dict[str, torch.Tensor], path: Path | None = None) -> None:
     sd = opt.state_dict()
+    params = [p for g in opt.param_groups for p in g["params"]]
     state: dict[int, dict[str, torch.Tensor]] = {}
     for key, v in tensors.items():
         if key.startswith("opt."):
             _, i, k = key.split(".", 2)
+            ok = i.isdigit() and int(i) < len(params) and k in ("step", "exp_avg", "exp_avg_sq")
+            if ok:
+                want = () if k == "step" else tuple(params[int(i)].shape)
+                ok = tuple(v.shape) == want and (k == "step" or v.is_floating_point())
+            if not ok:
+                raise RunError(f"{path}: optimizer state {key!r} does not match this model")
             state.setdefault(int(i), {})[k] = v
+    for i, st in state.items():
+        if set(st) != {"step", "exp_avg", "exp_avg_sq"}:
+            raise RunError(f"{path}: optimizer state for parameter {i} is incomplete")
     sd["state"] = state
     opt.load_state_dict(sd)
 
@@ -120,7 +141,8 @@ def train(
     """
     run = Run(out)
     with RunLock(run.path):
-        if run.exists():
+        # a run killed before its first checkpoint was committed has a config but no manifest yet
+        if run.exists() or (resume and (run.path / "config.json").exists()):
             if not resume:
                 raise RunError(f"{run.path}: a run already exists here; pass --resume to continue it or choose another --out")
             stored = run.config()
@@ -165,17 +187,27 @@ def _train_loop(cfg: RunConfig, run: Run, *, progress: bool) -> None:
     manifest: dict[str, Any]
     if run.exists():
         manifest = run.manifest()
+        remove_stale_files(run, manifest)  # we hold the lock: any temporary file is a dead writer's
         if manifest.get("status") == "finished":
             return
         ckpts = manifest["checkpoints"]
+        if not ckpts or not manifest.get("resume"):
+            raise RunError(f"{run.path / 'manifest.json'}: names no checkpoint and resume state to continue from")
         last = ckpts[-1]
-        load_state_checked(model, load_tensors(run.inside(last["weights"])), run.inside(last["weights"]))
-        state = load_tensors(run.inside(manifest["resume"]))
-        _load_optimizer(opt, state)
-        sampler.set_state(state["sampler_rng"])
+        wpath = run.inside(last["weights"])
+        load_state_checked(model, load_tensors(wpath, last.get("sha256")), wpath)
+        spath = run.inside(manifest["resume"])
+        state = load_tensors(spath, manifest.get("resume_sha256"))
+        _load_optimizer(opt, state, spath)
+        rng = state.get("sampler_rng")
+        try:
+            sampler.set_state(rng)
+        except (TypeError, RuntimeError):
+            raise RunError(f"{spath}: sampler_rng is missing or not a generator state") from None
         step = last["step"]
     else:
         manifest = {"format_version": FORMAT_VERSION, "status": "running", "checkpoints": [], "resume": None}
+        remove_stale_files(run, manifest)  # leftovers of an attempt killed before its first commit
         step = 0
     records = [c["record"] for c in manifest["checkpoints"]]
 
@@ -191,21 +223,25 @@ def _train_loop(cfg: RunConfig, run: Run, *, progress: bool) -> None:
             "metrics": metrics,
         }
         name = f"step_{step:06d}"
-        save_tensors(run.path / "ckpt" / f"{name}.safetensors", model.state_dict(), {"step": str(step)})
+        digest = save_tensors(run.path / "ckpt" / f"{name}.safetensors", model.state_dict(), {"step": str(step)})
         atomic_write_json(run.path / "ckpt" / f"{name}.json", {**record, "wall_s": wall})
         resume_rel = f"resume/state_{step:06d}.safetensors"
-        save_tensors(run.path / resume_rel, {**_optimizer_tensors(opt), "sampler_rng": sampler.get_state()})
+        resume_digest = save_tensors(run.path / resume_rel, {**_optimizer_tensors(opt), "sampler_rng": sampler.get_state()})
         old_resume = manifest.get("resume")
         manifest["checkpoints"].append(
-            {"step": step, "weights": f"ckpt/{name}.safetensors", "record_file": f"ckpt/{name}.json", "record": record}
+            {"step": step, "weights": f"ckpt/{name}.safetensors", "sha256": digest,
+             "record_file": f"ckpt/{name}.json", "record": record}
         )
         manifest["resume"] = resume_rel
+        manifest["resume_sha256"] = resume_digest
         records.append(record)
         done = should_stop(cfg, records) or step >= cfg.train.max_steps
         if done:
             manifest["status"] = "finished"
             manifest["summary"] = summarize(cfg, records)
+        _crash_point("pre_commit")  # test hook: all files of this checkpoint written, not yet committed
         atomic_write_json(run.path / "manifest.json", manifest)  # the commit point
+        _crash_point("post_commit")  # test hook: committed, the previous resume state not yet deleted
         if old_resume and old_resume != resume_rel:
             try:
                 run.inside(old_resume).unlink()

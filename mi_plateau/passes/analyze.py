@@ -1,0 +1,142 @@
+"""Run the passes over a run's checkpoints, caching one JSON file per checkpoint.
+
+Cheap passes (losses, accuracy, swap gap, selector attention) run at every checkpoint; the
+per-head ablations and the causal patching run at ``max_head_checkpoints`` checkpoints spread
+evenly over the run plus the checkpoints the tables read (the phases of Table 9 and the tau
+fractions of Table 6). Rerunning skips checkpoints already analysed with the same settings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..checkpoints import Run, RunError, atomic_write_json, load_state_checked
+from ..metrics import nan_to_none, summarize
+
+
+@dataclass(frozen=True)
+class PassConfig:
+    shifts: tuple[int, ...] = (1,)  # selector replacements k -> k+s mod K, averaged
+    mean_ablation: bool = False
+    max_head_checkpoints: int = 24
+    table6_fracs: tuple[float, ...] = (0.25, 0.5, 1.0, 1.5)
+    phase_fracs: tuple[float, float] = (0.25, 1.0)  # Pre and Mid of Table 9; Post = last checkpoint
+    min_gap: float = 0.05
+
+    def key(self) -> str:
+        d = {"shifts": list(self.shifts), "mean": self.mean_ablation, "min_gap": self.min_gap, "v": 1}
+        return hashlib.sha1(json.dumps(d, sort_keys=True).encode()).hexdigest()[:10]
+
+
+def nearest(steps: list[int], target: float) -> int:
+    return min(steps, key=lambda s: (abs(s - target), s))
+
+
+def head_checkpoints(steps: list[int], tau: int | None, pc: PassConfig) -> list[int]:
+    """The steps that get the expensive per-head passes."""
+    chosen = set()
+    n = min(pc.max_head_checkpoints, len(steps))
+    if n > 1:
+        for i in range(n):
+            chosen.add(nearest(steps, steps[0] + (steps[-1] - steps[0]) * i / (n - 1)))
+    chosen.add(steps[-1])
+    if tau is not None:
+        for f in (*pc.phase_fracs, *pc.table6_fracs):
+            chosen.add(nearest(steps, f * tau))
+    return sorted(chosen)
+
+
+def weights_for(run: Run, step: int, cfg):
+    from .forward import Weights
+
+    sd = run.weights(step)
+    m = cfg.model
+    expected = _expected_shapes(cfg)
+    for k, shape in expected.items():
+        if k not in sd or tuple(sd[k].shape) != shape:
+            got = tuple(sd[k].shape) if k in sd else "missing"
+            raise RunError(f"{run._weights_path(step)}: {k} is {got}, the run's config expects {shape}")
+    return Weights.from_state_dict(sd, m.n_layers, m.n_heads, m.d_head, m.act_fn)
+
+
+def _expected_shapes(cfg) -> dict[str, tuple[int, ...]]:
+    from ..config import layout_for
+    from ..task import D_VOCAB
+
+    m = cfg.model
+    return {
+        "embed.weight": (D_VOCAB, m.d_model),
+        "pos_embed.weight": (layout_for(cfg.task).seq_len, m.d_model),
+        "blocks.0.attn.q.weight": (m.n_heads * m.d_head, m.d_model),
+        "blocks.0.mlp.in.weight": (m.d_mlp, m.d_model),
+        "unembed.weight": (D_VOCAB, m.d_model),
+    }
+
+
+def analyze_run(
+    run: str | Path | Run,
+    out_dir: str | Path,
+    pc: PassConfig = PassConfig(),
+    *,
+    progress: bool = True,
+    steps: list[int] | None = None,
+) -> dict[str, list[dict[str, Any]]]:
+    """All passes over a run; returns the tidy tables and writes per-checkpoint caches.
+
+    Tables: "checkpoint" (one row per checkpoint), "heads" (checkpoint x head), "groups"
+    (checkpoint x group), "patching" (checkpoint x layer).
+    """
+    from ..task import make_eval_set, make_task
+    from .probes import checkpoint_passes
+
+    run = run if isinstance(run, Run) else Run(run)
+    cfg = run.config()
+    records = run.records()
+    all_steps = [r["step"] for r in records]
+    if steps is None:
+        steps = all_steps
+    tau = summarize(cfg, records)["tau"]
+    heavy = set(head_checkpoints(all_steps, tau, pc))
+    ev = make_eval_set(make_task(cfg.task), cfg.eval)
+    cache = Path(out_dir) / "passes"
+    key = pc.key()
+    tables: dict[str, list] = {"checkpoint": [], "heads": [], "groups": [], "patching": []}
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(steps), desc=f"analyse {run.name}", unit="ckpt", file=sys.stderr, dynamic_ncols=True)
+    for step in steps:
+        want_heavy = step in heavy
+        f = cache / f"step_{step:06d}.json"
+        out = None
+        if f.exists():
+            try:
+                c = json.loads(f.read_text())
+                if c.get("key") == key and (c.get("ablation") or not want_heavy):
+                    out = c["tables"]
+            except (json.JSONDecodeError, KeyError):
+                out = None
+        if out is None:
+            W = weights_for(run, step, cfg)
+            out = checkpoint_passes(W, ev, step=step, shifts=pc.shifts, mean=pc.mean_ablation, ablation=want_heavy, min_gap=pc.min_gap)
+            out = nan_to_none(out)
+            atomic_write_json(f, {"key": key, "ablation": want_heavy, "tables": out})
+        for k in tables:
+            tables[k].extend(out.get(k, []))
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    # JSON null -> NaN in numeric columns, so the tables read the same fresh or cached
+    for rows in tables.values():
+        for r in rows:
+            for k, v in r.items():
+                if v is None:
+                    r[k] = float("nan")
+    return tables

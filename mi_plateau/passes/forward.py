@@ -1,0 +1,174 @@
+"""A batched functional forward of the bridge's native transformer, for interventions.
+
+The passes need many variants of one forward (every head ablated in turn, selector positions
+patched from another example, layer by layer). Running them as separate hooked forwards costs a
+forward each; here the variants are stacked along the batch and each variant starts at the first
+layer it changes, reusing the clean residual stream below it. The arithmetic is the model's own
+(``tests/test_passes.py`` checks it against ``TransformerBridge`` forwards and ``run_with_hooks``
+ablations of ``blocks.{l}.attn.hook_z``), read from the same weights.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import einops
+import torch
+import torch.nn.functional as F
+from jaxtyping import Float, Int
+from torch import Tensor
+
+
+@dataclass
+class Weights:
+    """The weights of one checkpoint in TransformerLens shapes."""
+
+    W_E: Tensor  # [d_vocab, d_model]
+    W_pos: Tensor  # [n_ctx, d_model]
+    blocks: list[dict[str, Tensor]]
+    ln_f: tuple[Tensor, Tensor]
+    W_U: Tensor  # [d_model, d_vocab]
+    b_U: Tensor
+    n_heads: int
+    d_head: int
+    eps: float
+    act: str
+
+    @property
+    def n_layers(self) -> int:
+        return len(self.blocks)
+
+    @classmethod
+    def from_state_dict(cls, sd: dict[str, Tensor], n_layers: int, n_heads: int, d_head: int, act_fn: str = "gelu", eps: float = 1e-5) -> "Weights":
+        blocks = []
+        for l in range(n_layers):
+            p = f"blocks.{l}."
+            blocks.append(
+                {
+                    "ln1_w": sd[p + "ln1.weight"], "ln1_b": sd[p + "ln1.bias"],
+                    # nn.Linear stores [out, in]; split the out dimension into heads
+                    "W_Q": einops.rearrange(sd[p + "attn.q.weight"], "(h e) d -> h d e", h=n_heads),
+                    "W_K": einops.rearrange(sd[p + "attn.k.weight"], "(h e) d -> h d e", h=n_heads),
+                    "W_V": einops.rearrange(sd[p + "attn.v.weight"], "(h e) d -> h d e", h=n_heads),
+                    "b_Q": einops.rearrange(sd[p + "attn.q.bias"], "(h e) -> h e", h=n_heads),
+                    "b_K": einops.rearrange(sd[p + "attn.k.bias"], "(h e) -> h e", h=n_heads),
+                    "b_V": einops.rearrange(sd[p + "attn.v.bias"], "(h e) -> h e", h=n_heads),
+                    "W_O": einops.rearrange(sd[p + "attn.o.weight"], "d (h e) -> h e d", h=n_heads),
+                    # the same weights as nn.Linear stores them, for fused GEMM + bias over all heads
+                    "W_Q_flat": sd[p + "attn.q.weight"],
+                    "b_Q_flat": sd[p + "attn.q.bias"],
+                    "W_KV_flat": torch.cat([sd[p + "attn.k.weight"], sd[p + "attn.v.weight"]]),
+                    "b_KV_flat": torch.cat([sd[p + "attn.k.bias"], sd[p + "attn.v.bias"]]),
+                    "W_O_flat": sd[p + "attn.o.weight"],
+                    "b_O": sd[p + "attn.o.bias"],
+                    "ln2_w": sd[p + "ln2.weight"], "ln2_b": sd[p + "ln2.bias"],
+                    "W_in_lin": sd[p + "mlp.in.weight"], "b_in": sd[p + "mlp.in.bias"],
+                    "W_out_lin": sd[p + "mlp.out.weight"], "b_out": sd[p + "mlp.out.bias"],
+                }
+            )
+        return cls(
+            W_E=sd["embed.weight"], W_pos=sd["pos_embed.weight"], blocks=blocks,
+            ln_f=(sd["ln_final.weight"], sd["ln_final.bias"]), W_U=sd["unembed.weight"].T, b_U=sd["unembed.bias"],
+            n_heads=n_heads, d_head=d_head, eps=eps, act=act_fn,
+        )
+
+
+def _ln(x: Tensor, w: Tensor, b: Tensor, eps: float) -> Tensor:
+    return F.layer_norm(x, (x.shape[-1],), w, b, eps)
+
+
+def _act(x: Tensor, name: str) -> Tensor:
+    if name == "gelu":
+        return F.gelu(x)
+    if name == "gelu_new":
+        return F.gelu(x, approximate="tanh")
+    if name == "relu":
+        return F.relu(x)
+    return F.silu(x)
+
+
+def embed(W: Weights, tokens: Int[Tensor, "batch pos"]) -> Float[Tensor, "batch pos d_model"]:
+    return W.W_E[tokens] + W.W_pos[: tokens.shape[1]]
+
+
+def block(
+    W: Weights,
+    l: int,
+    x: Float[Tensor, "batch pos d_model"],
+    head_scale: Float[Tensor, "batch n_heads"] | None = None,
+    z_fill: Float[Tensor, "pos n_heads d_head"] | None = None,
+    want_pattern: bool = False,
+    last_only: bool = False,
+):
+    """One transformer block. ``head_scale`` multiplies each head's z (0 = ablated); where a
+    head is ablated and ``z_fill`` is given its z becomes ``z_fill`` (mean ablation).
+    ``last_only`` computes queries, attention output and MLP for the last position only (all a
+    final block needs when only the last position's logits are read)."""
+    b = W.blocks[l]
+    B, P, _ = x.shape
+    H, E = W.n_heads, W.d_head
+    h = _ln(x, b["ln1_w"], b["ln1_b"], W.eps)
+    kv = F.linear(h, b["W_KV_flat"], b["b_KV_flat"])  # one GEMM for K and V of every head
+    k = kv[..., : H * E].view(B, P, H, E).transpose(1, 2)
+    v = kv[..., H * E :].view(B, P, H, E).transpose(1, 2)
+    hq = h[:, -1:] if last_only else h
+    q = F.linear(hq, b["W_Q_flat"], b["b_Q_flat"]).view(B, hq.shape[1], H, E).transpose(1, 2)
+    scores = q @ k.transpose(-1, -2) / math.sqrt(E)
+    if not last_only:
+        mask = torch.ones(P, P, dtype=torch.bool, device=x.device).triu(1)
+        scores = scores.masked_fill(mask, float("-inf"))
+    pattern = scores.softmax(-1)
+    z = pattern @ v  # [batch, head, query pos, d_head]
+    if head_scale is not None:
+        s = head_scale[:, :, None, None]
+        z = z * s
+        if z_fill is not None:
+            fill = einops.rearrange(z_fill[:P], "p h e -> h p e")[None]
+            z = z + (1 - s) * (fill[:, :, -1:] if last_only else fill)
+    attn_out = F.linear(z.transpose(1, 2).reshape(B, hq.shape[1], H * E), b["W_O_flat"], b["b_O"])
+    x = (x[:, -1:] if last_only else x) + attn_out
+    h2 = _ln(x, b["ln2_w"], b["ln2_b"], W.eps)
+    x = x + F.linear(_act(F.linear(h2, b["W_in_lin"], b["b_in"]), W.act), b["W_out_lin"], b["b_out"])
+    if want_pattern:
+        return x, pattern, z
+    return x
+
+
+def unembed(W: Weights, x: Float[Tensor, "... d_model"]) -> Float[Tensor, "... d_vocab"]:
+    return _ln(x, W.ln_f[0], W.ln_f[1], W.eps) @ W.W_U + W.b_U
+
+
+@torch.no_grad()
+def run_cached(W: Weights, tokens: Int[Tensor, "batch pos"]):
+    """Clean forward. Returns logits, the residual stream before every layer and after the last
+    (``resid[l]`` is ``blocks.{l}.hook_resid_pre``; ``resid[n_layers]`` the final one), the
+    attention patterns [layer][batch, head, query, key] and the z of every head [layer][batch, head, pos, d_head]."""
+    x = embed(W, tokens)
+    resid, patterns, zs = [x], [], []
+    for l in range(W.n_layers):
+        x, pat, z = block(W, l, x, want_pattern=True)
+        resid.append(x)
+        patterns.append(pat)
+        zs.append(z)
+    return unembed(W, x), resid, patterns, zs
+
+
+@torch.no_grad()
+def from_layer(
+    W: Weights,
+    l: int,
+    x: Float[Tensor, "batch pos d_model"],
+    head_scale_l: Float[Tensor, "batch n_heads"] | None = None,
+    z_fill: Float[Tensor, "pos n_heads d_head"] | None = None,
+    at: int | None = None,
+) -> Tensor:
+    """Continue a forward from ``blocks.{l}.hook_resid_pre`` = x, with heads of layer l scaled.
+    Returns the logits (at position ``at`` only, if given)."""
+    last = at is not None and at in (-1, x.shape[1] - 1)
+    for j in range(l, W.n_layers):
+        final = last and j == W.n_layers - 1
+        x = block(W, j, x, head_scale_l if j == l else None, z_fill if j == l else None, last_only=final)
+    if at is not None:
+        x = x[:, -1] if last else x[:, at]
+    return unembed(W, x)

@@ -1,0 +1,177 @@
+"""Tables 6 and 9, the routing-head summary and the data of Figure 3, from tidy pass rows.
+
+The paper's values appear only in columns whose names start with ``paper_``; every other
+number comes from the run named in the row.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+Rows = list[dict[str, Any]]
+
+# "Marginals Before Conditionals", Appendix Table 6: (K, step, frac of tau, >=80%, 100%, mean acc)
+PAPER_TABLE6 = {
+    10: [(500, 0.27, 0.0, 0.0, 0.118), (900, 0.49, 0.0, 0.0, 0.154), (1800, 0.97, 31.5, 1.5, 0.645), (2800, 1.51, 99.0, 75.0, 0.969)],
+    20: [(1900, 0.48, 0.0, 0.0, 0.083), (2900, 0.73, 0.0, 0.0, 0.192)],
+}
+# Appendix Table 9: top heads by Delta L when zeroing each head
+PAPER_TABLE9 = {
+    10: {"Pre": [("L0H3", 0.019), ("L0H1", 0.012)], "Mid": [("L0H3", 1.41), ("L0H0", 1.30), ("L0H2", 1.28)]},
+    20: {"Pre": [("L0H3", 0.022), ("L0H0", 0.015)], "Mid": [("L0H3", 1.72), ("L0H0", 1.07), ("L0H2", 1.05)]},
+}
+PAPER_TAU = {3: 450, 5: 800, 7: 1050, 10: 1850, 13: 2100, 17: 3300, 20: 3950, 25: 5250, 30: 6950, 36: 8750}
+
+
+def _nearest(steps: Sequence[int], target: float) -> int:
+    return min(steps, key=lambda s: (abs(s - target), s))
+
+
+def table6(name: str, K: int, tau: int | None, checkpoint_rows: Rows, fracs: Sequence[float] = (0.25, 0.5, 1.0, 1.5)) -> Rows:
+    """Collective transition: per-group accuracy at the checkpoints nearest fractions of tau."""
+    if tau is None:
+        return []
+    by_step = {r["step"]: r for r in checkpoint_rows}
+    steps = sorted(by_step)
+    out = []
+    for f in fracs:
+        s = _nearest(steps, f * tau)
+        r = by_step[s]
+        row = {
+            "run": name, "K": K, "target": f"{f:g} tau", "step": s, "frac_tau": s / tau,
+            "ge80_pct": 100 * r["groups_ge80"], "eq100_pct": 100 * r["groups_100"], "mean_acc": r["acc_mean"],
+        }
+        ref = PAPER_TABLE6.get(K)
+        if ref:
+            p = min(ref, key=lambda t: abs(t[1] - s / tau))
+            row.update({"paper_step": p[0], "paper_frac_tau": p[1], "paper_ge80_pct": p[2], "paper_eq100_pct": p[3], "paper_mean_acc": p[4]})
+        out.append(row)
+    return out
+
+
+def phase_steps(steps: Sequence[int], tau: int | None, fracs=(0.25, 1.0)) -> dict[str, int]:
+    """Pre ~ fracs[0] * tau (plateau), Mid ~ fracs[1] * tau (mid-transition), Post = last checkpoint."""
+    out = {}
+    if tau is not None:
+        out["Pre"] = _nearest(steps, fracs[0] * tau)
+        out["Mid"] = _nearest(steps, fracs[1] * tau)
+    out["Post"] = steps[-1]
+    return out
+
+
+def table9(name: str, K: int, tau: int | None, head_rows: Rows, top: int = 4, fracs=(0.25, 1.0)) -> Rows:
+    """Head ablation: the top heads by Delta Lc at the Pre, Mid and Post checkpoints."""
+    ablated = sorted({r["step"] for r in head_rows if not _isnan(r["dLc"])})
+    if not ablated:
+        return []
+    out = []
+    for phase, s in phase_steps(ablated, tau, fracs).items():
+        rows = sorted((r for r in head_rows if r["step"] == s), key=lambda r: -r["dLc"])[:top]
+        ref = PAPER_TABLE9.get(K, {}).get(phase, [])
+        for rank, r in enumerate(rows, 1):
+            row = {"run": name, "K": K, "phase": phase, "step": s, "frac_tau": s / tau if tau else float("nan"),
+                   "rank": rank, "head": r["head"], "dLc": r["dLc"], "dL1": r["dL1"]}
+            if K in PAPER_TABLE9:
+                row["paper_head"] = ref[rank - 1][0] if rank <= len(ref) else None
+                row["paper_dL"] = ref[rank - 1][1] if rank <= len(ref) else None
+            out.append(row)
+    return out
+
+
+def _isnan(v) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def half_rise_step(steps: Sequence[int], values: Sequence[float]) -> int | None:
+    """First step at which a score reaches half of its rise from its first to its last value."""
+    pairs = [(s, v) for s, v in zip(steps, values) if not _isnan(v)]
+    if len(pairs) < 2:
+        return None
+    v0, vf = pairs[0][1], pairs[-1][1]
+    if vf <= v0:
+        return None
+    half = v0 + 0.5 * (vf - v0)
+    return next(s for s, v in pairs if v >= half)
+
+
+def routing(name: str, K: int, tau: int | None, head_rows: Rows, checkpoint_rows: Rows) -> dict[str, Any]:
+    """The routing head (largest causal share of the swap gap at the last ablated checkpoint),
+    the top selector-attention head, their assembly times t_r (half of the final rise of each
+    score) and the leads (tau - t_r) / tau; plus when the swap gap first exceeded 0.1 nats and
+    the candidate mass at 0.5 tau."""
+    ablated = sorted({r["step"] for r in head_rows if not _isnan(r["swap_contrib"])})
+    last_all = max(r["step"] for r in head_rows)
+    out: dict[str, Any] = {"run": name, "K": K, "tau": tau}
+    final_attn = {r["head"]: r["sel_attn"] for r in head_rows if r["step"] == last_all}
+    top_attn = max(final_attn, key=final_attn.get)
+    out["top_attention_head"] = top_attn
+    if ablated:
+        last = ablated[-1]
+        final_share = {r["head"]: r["swap_contrib"] for r in head_rows if r["step"] == last}
+        router = max(final_share, key=final_share.get)
+        out["routing_head"] = router
+        out["routing_head_final_causal_share"] = next(r["causal_share"] for r in head_rows if r["step"] == last and r["head"] == router)
+        out["routing_is_top_attention"] = router == top_attn
+    else:
+        router = None
+        out["routing_head"] = None
+    for label, head in (("routing", router), ("top_attention", top_attn)):
+        if head is None:
+            continue
+        rows = sorted((r for r in head_rows if r["head"] == head), key=lambda r: r["step"])
+        for score in ("sel_attn", "swap_contrib"):
+            t_r = half_rise_step([r["step"] for r in rows], [r[score] for r in rows])
+            out[f"{label}_t_r_{score}"] = t_r
+            out[f"{label}_lead_{score}"] = (tau - t_r) / tau if (tau and t_r is not None) else None
+    ck = sorted(checkpoint_rows, key=lambda r: r["step"])
+    gap_step = next((r["step"] for r in ck if not _isnan(r["swap_gap"]) and r["swap_gap"] > 0.1), None)
+    out["swap_gap_0.1_step"] = gap_step
+    out["swap_gap_0.1_frac_tau"] = gap_step / tau if (gap_step is not None and tau) else None
+    if tau:
+        half = _nearest([r["step"] for r in ck], 0.5 * tau)
+        r = next(r for r in ck if r["step"] == half)
+        out["cand_mass_at_0.5tau"] = r["cand_mass"]
+        out["L1_at_0.5tau"] = r["L1"]
+        out["step_0.5tau"] = half
+    return out
+
+
+def figure3_data(name: str, K: int, tau: int | None, checkpoint_rows: Rows, group_rows: Rows) -> dict[str, Rows]:
+    """(a) normalised z-dependence and loss progress against t / tau; (b) per-group coherence.
+
+    (a) ``z_norm = swap_gap / max(swap_gap)``; ``loss_progress = (Lc_plateau - Lc) /
+    (Lc_plateau - min Lc)``, Lc_plateau the median Lc over checkpoints before 0.5 tau.
+    (b) between consecutive checkpoints, the fraction of groups whose Lc fell and the mean rate
+    of fall in nats per 100 steps, placed at the interval's midpoint.
+    """
+    if not tau:
+        return {"a": [], "b": []}
+    ck = sorted(checkpoint_rows, key=lambda r: r["step"])
+    steps = np.array([r["step"] for r in ck], dtype=float)
+    gap = np.array([r["swap_gap"] for r in ck], dtype=float)
+    Lc = np.array([r["Lc"] for r in ck], dtype=float)
+    pre = (steps > 0) & (steps < 0.5 * tau)
+    Lp = float(np.median(Lc[pre])) if pre.any() else float(Lc[0])
+    denom = Lp - Lc.min()
+    gmax = np.nanmax(gap) if np.isfinite(gap).any() else float("nan")
+    a = [
+        {"run": name, "K": K, "step": int(s), "t_over_tau": s / tau, "z_norm": float(g / gmax) if gmax > 0 else float("nan"),
+         "loss_progress": float((Lp - l) / denom) if denom > 0 else float("nan"), "swap_gap": float(g), "Lc": float(l)}
+        for s, g, l in zip(steps, gap, Lc)
+    ]
+    by_step: dict[int, dict[int, float]] = {}
+    for r in group_rows:
+        by_step.setdefault(r["step"], {})[r["group"]] = r["Lc"]
+    gsteps = sorted(by_step)
+    b = []
+    for s0, s1 in zip(gsteps, gsteps[1:]):
+        g = sorted(by_step[s0])
+        x0 = np.array([by_step[s0][k] for k in g])
+        x1 = np.array([by_step[s1][k] for k in g])
+        d = x1 - x0
+        b.append({"run": name, "K": K, "step": (s0 + s1) / 2, "t_over_tau": (s0 + s1) / 2 / tau,
+                  "frac_falling": float((d < 0).mean()), "mean_rate": float(-d.mean() / (s1 - s0) * 100)})
+    return {"a": a, "b": b}

@@ -1,0 +1,211 @@
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from mi_plateau.config import preset
+from mi_plateau.metrics import example_correct, group_accuracy
+from mi_plateau.model import build_model
+from mi_plateau.passes.analyze import weights_for
+from mi_plateau.passes.forward import Weights, block, from_layer, run_cached
+from mi_plateau.passes.probes import checkpoint_passes
+from mi_plateau.passes.tables import half_rise_step, phase_steps, table6, table9
+from mi_plateau.task import make_eval_set, make_task
+
+from conftest import run_cli
+
+
+@pytest.fixture(scope="module")
+def setup(tiny_cfg):
+    torch.manual_seed(0)
+    model = build_model(tiny_cfg)
+    with torch.no_grad():  # random, not tiny init: make heads matter
+        for p in model.parameters():
+            p.add_(0.3 * torch.randn_like(p))
+    ev = make_eval_set(make_task(tiny_cfg.task), tiny_cfg.eval)
+    m = tiny_cfg.model
+    W = Weights.from_state_dict(model.state_dict(), m.n_layers, m.n_heads, m.d_head)
+    return model, W, ev
+
+
+def test_functional_forward_matches_bridge(setup):
+    model, W, ev = setup
+    with torch.no_grad():
+        ref = model(ev.tokens)
+    logits, resid, pats, zs = run_cached(W, ev.tokens)
+    assert torch.allclose(logits, ref, atol=1e-4)
+    _, cache = model.run_with_cache(ev.tokens[:8])
+    assert torch.allclose(resid[1][:8], cache["blocks.0.hook_resid_post"], atol=1e-5)
+    assert torch.allclose(pats[1][:8], cache["blocks.1.attn.hook_pattern"], atol=1e-5)
+    # last-position shortcut gives the same logits as the full forward
+    fp = ev.task.layout.first_pred
+    short = from_layer(W, 0, resid[0][:, : fp + 1], at=fp)
+    assert torch.allclose(short, logits[:, fp], atol=1e-4)
+
+
+def test_batched_ablation_matches_transformer_lens_hooks(setup, tiny_cfg):
+    """dLc of every head equals a run_with_hooks forward that zeroes that head's hook_z."""
+    from mi_plateau.metrics import candidate_losses
+
+    model, W, ev = setup
+    out = checkpoint_passes(W, ev)
+    fp = ev.task.layout.first_pred
+    with torch.no_grad():
+        clean = candidate_losses(model(ev.tokens)[:, fp], ev.candidates, ev.cand_index)[0].mean()
+        for r in out["heads"]:
+            l, h = r["layer"], r["head_index"]
+
+            def zero(z, hook, h=h):
+                z[:, :, h] = 0.0
+                return z
+
+            lg = model.run_with_hooks(ev.tokens, fwd_hooks=[(f"blocks.{l}.attn.hook_z", zero)])
+            abl = candidate_losses(lg[:, fp], ev.candidates, ev.cand_index)[0].mean()
+            assert r["dLc"] == pytest.approx((abl - clean).item(), abs=1e-4)
+
+
+def test_mean_ablation_matches_hooks(setup):
+    from mi_plateau.metrics import candidate_losses
+
+    model, W, ev = setup
+    out = checkpoint_passes(W, ev, mean=True)
+    fp = ev.task.layout.first_pred
+    _, cache = model.run_with_cache(ev.tokens)
+    r = next(r for r in out["heads"] if r["head"] == "L1H0")
+    mean_z = cache["blocks.1.attn.hook_z"][:, :, 0].mean(0)  # [pos, d_head]
+
+    def fill(z, hook):
+        z[:, :, 0] = mean_z
+        return z
+
+    with torch.no_grad():
+        clean = candidate_losses(model(ev.tokens)[:, fp], ev.candidates, ev.cand_index)[0].mean()
+        lg = model.run_with_hooks(ev.tokens, fwd_hooks=[("blocks.1.attn.hook_z", fill)])
+    abl = candidate_losses(lg[:, fp], ev.candidates, ev.cand_index)[0].mean()
+    assert r["dLc"] == pytest.approx((abl - clean).item(), abs=1e-4)
+
+
+def test_ablating_a_head_with_zero_output_changes_nothing(setup):
+    model, W, ev = setup
+    sd = {k: v.clone() for k, v in model.state_dict().items()}
+    sd["blocks.0.attn.o.weight"][:, 16:32] = 0  # head 1 of layer 0 writes nothing (d_head 16)
+    m = preset("tiny").model
+    W0 = Weights.from_state_dict(sd, m.n_layers, m.n_heads, m.d_head)
+    out = checkpoint_passes(W0, ev)
+    r = next(r for r in out["heads"] if r["head"] == "L0H1")
+    assert abs(r["dLc"]) < 1e-6 and abs(r["dL1"]) < 1e-6 and abs(r["swap_contrib"]) < 1e-6
+    assert any(abs(x["dLc"]) > 1e-3 for x in out["heads"] if x["head"] != "L0H1")
+
+
+def test_ablation_removes_exactly_the_heads_contribution(setup):
+    """With the MLP silenced, zeroing head h moves the residual by exactly z_h @ W_O[h]."""
+    model, W, ev = setup
+    sd = {k: v.clone() for k, v in model.state_dict().items()}
+    for k in ("blocks.0.mlp.in.weight", "blocks.0.mlp.in.bias", "blocks.0.mlp.out.weight", "blocks.0.mlp.out.bias"):
+        sd[k].zero_()
+    m = preset("tiny").model
+    W0 = Weights.from_state_dict(sd, m.n_layers, m.n_heads, m.d_head)
+    x = W0.W_E[ev.tokens[:16]] + W0.W_pos[:16]
+    clean, _, z = block(W0, 0, x, want_pattern=True)
+    scale = torch.ones(16, m.n_heads)
+    scale[:, 1] = 0
+    abl = block(W0, 0, x, head_scale=scale)
+    contrib = torch.einsum("bpe,ed->bpd", z[:, 1], W0.blocks[0]["W_O"][1])
+    assert torch.allclose(clean - abl, contrib, atol=1e-5)
+
+
+def test_z_blind_model_has_zero_swap_gap_and_no_routing(setup):
+    model, W, ev = setup
+    sd = {k: v.clone() for k, v in model.state_dict().items()}
+    for l in range(2):
+        sd[f"blocks.{l}.attn.o.weight"].zero_()  # no position reads another: blind to z
+    m = preset("tiny").model
+    out = checkpoint_passes(Weights.from_state_dict(sd, m.n_layers, m.n_heads, m.d_head), ev)
+    assert out["checkpoint"][0]["swap_gap"] == pytest.approx(0.0, abs=1e-6)
+    assert all(abs(r["swap_contrib"]) < 1e-6 for r in out["heads"])
+
+
+def test_patching_layer0_moves_everything(setup):
+    """Patching the embeddings at the selector positions is the swapped input: fraction 1."""
+    _, W, ev = setup
+    out = checkpoint_passes(W, ev)
+    p = {r["layer"]: r["patch_frac"] for r in out["patching"]}
+    assert p[0] == pytest.approx(1.0, abs=1e-4)
+
+
+def test_oracle_scores_100_percent_per_group(tiny_cfg):
+    ev = make_eval_set(make_task(tiny_cfg.task), tiny_cfg.eval)
+    lay = ev.task.layout
+    logits = torch.nn.functional.one_hot(ev.tokens.roll(-1, dims=1), 40).float() * 10
+    correct = example_correct(logits, ev.tokens, lay)
+    acc = group_accuracy(correct, tiny_cfg.task.K)
+    assert correct.all() and np.all(acc == 1.0) and len(acc) == ev.n_groups
+    wrong = logits.clone()
+    wrong[0, lay.target_start + 1] = 0  # one token of one example of the first group
+    acc = group_accuracy(example_correct(wrong, ev.tokens, lay), tiny_cfg.task.K)
+    assert acc[0] == pytest.approx(0.75) and np.all(acc[1:] == 1.0)
+
+
+def test_phase_selection_on_synthetic_run():
+    steps = list(range(0, 3001, 50))
+    assert phase_steps(steps, 1850) == {"Pre": 450, "Mid": 1850, "Post": 3000}  # 0.25*1850=462.5
+    ck = [{"step": s, "groups_ge80": s / 3000, "groups_100": 0.0, "acc_mean": 0.5} for s in steps]
+    rows = table6("r", 10, 1800, ck)
+    assert [r["step"] for r in rows] == [450, 900, 1800, 2700]
+    assert rows[2]["paper_ge80_pct"] == 31.5  # nearest paper row in fraction of tau (0.97)
+    heads = [{"step": s, "head": f"L0H{h}", "dLc": h * s / 1000, "dL1": 0.0} for s in (450, 1800, 3000) for h in range(4)]
+    t9 = table9("r", 10, 1800, heads)
+    assert [(r["phase"], r["rank"], r["head"]) for r in t9[:2]] == [("Pre", 1, "L0H3"), ("Pre", 2, "L0H2")]
+    assert t9[0]["paper_head"] == "L0H3"
+
+
+def test_half_rise():
+    assert half_rise_step([0, 100, 200, 300], [0.0, 0.2, 0.6, 1.0]) == 200
+    assert half_rise_step([0, 100], [1.0, 0.5]) is None
+
+
+def test_analyze_inspect_ablate_on_a_trained_run(tiny_run, tmp_path):
+    from mi_plateau.api import ablation_report, analyze, inspect
+
+    res = analyze([tiny_run], tmp_path, progress=False, max_head_checkpoints=6)
+    folder = tmp_path / tiny_run.name
+    for f in ("table6.md", "table6.csv", "table6.json", "table9.md", "table9.csv", "table9.json", "figure3.html", "routing.json"):
+        assert (folder / f).exists(), f
+    t6 = json.loads((folder / "table6.json").read_text())["rows"]
+    assert len(t6) == 4 and t6[-1]["mean_acc"] > t6[0]["mean_acc"]
+    t9 = json.loads((folder / "table9.json").read_text())["rows"]
+    assert {r["phase"] for r in t9} == {"Pre", "Mid", "Post"}
+    ro = res["runs"][tiny_run.name]["routing"]
+    assert ro["routing_head"] is not None
+    # passes agree with the training-time metrics at every checkpoint
+    rows = json.loads((folder / "pass_checkpoint.json").read_text())["rows"]
+    recs = {r["step"]: r["metrics"] for r in tiny_run.records()}
+    for r in rows:
+        assert r["Lc"] == pytest.approx(recs[r["step"]]["Lc"], abs=1e-4)
+        assert r["swap_gap"] == pytest.approx(recs[r["step"]]["swap_gap"], abs=1e-4)
+        assert r["acc_mean"] == pytest.approx(recs[r["step"]]["acc_mean"], abs=1e-6)
+    # second call reuses the cache and gives the same numbers
+    again = analyze([tiny_run], tmp_path, progress=False, max_head_checkpoints=6)
+    assert again["runs"][tiny_run.name]["routing"] == ro
+    last = tiny_run.steps()[-1]
+    ins = inspect(tiny_run, last, head="L0H0")
+    assert ins["step"] == last and len(ins["heads"]) == 4 and len(ins["pattern"]["examples"]) == 3
+    ab = ablation_report(tiny_run, last)
+    assert ab["heads"][0]["dLc"] >= ab["heads"][-1]["dLc"]
+
+
+def test_cli_analysis_commands(tiny_run, tmp_path):
+    p = run_cli("ablate", str(tiny_run.path), "--step", "100")
+    assert p.returncode == 0, p.stderr
+    assert "L0H0" in p.stdout and "dLc" in p.stdout
+    p = run_cli("inspect", str(tiny_run.path), "--step", "100", "--head", "L1H1", "--json")
+    assert p.returncode == 0 and json.loads(p.stdout)["pattern"]["head"] == "L1H1"
+    p = run_cli("inspect", str(tiny_run.path), "--step", "999999")
+    assert p.returncode == 2 and "checkpoints exist from step 0 to" in p.stderr
+    p = run_cli("inspect", str(tiny_run.path), "--step", "100", "--head", "L9H0")
+    assert p.returncode == 2 and "layers 0..1" in p.stderr
+    p = run_cli("analyze", str(tiny_run.path), "--out", str(tmp_path), "--max-checkpoints", "4", "--quiet")
+    assert p.returncode == 0, p.stderr
+    assert "routing head" in p.stdout
