@@ -98,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("reproduce", help="named recipes that rebuild the paper's artifacts")
     rep.add_argument("recipe", choices=["core"])
     rep.add_argument("--dry-run", action="store_true", help="list the runs and whether they are done")
+    rep.add_argument("--jobs", type=_num_arg(int), default=1, help="train this many runs at once (cores are split)")
     rep.add_argument("--quiet", action="store_true")
     return p
 

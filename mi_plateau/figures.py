@@ -35,3 +35,215 @@ def figure3(data: dict[str, dict[str, Rows]]):
     fig.update_yaxes(title_text="mean rate of fall (nats / 100 steps)", row=1, col=2, secondary_y=True)
     fig.update_layout(title="Figure 3: internal precursors", height=480, template="plotly_white", legend=dict(font=dict(size=10)))
     return fig
+
+
+# --- the interactive report's figures (mi_plateau.report) ----------------------------
+# Every function takes tidy rows and draws them; the only arithmetic is choosing colour ranges.
+# Strings that reach a figure (run names) arrive HTML-escaped from the report: plotly renders
+# a small HTML subset in text and decodes entities, so escaped names display as typed.
+
+def _finite(vals) -> list[float]:
+    import math
+
+    return [v for v in vals if v is not None and not (isinstance(v, float) and math.isnan(v))]
+
+
+def _nan_none(v):
+    """JSON has no NaN; plotly draws None as a gap."""
+    import math
+
+    return None if v is None or (isinstance(v, float) and math.isnan(v)) else v
+
+
+LOSS_SERIES = (("Lc", "Lc (candidate loss)", "solid"), ("L1", "L1 (first-token loss)", "dash"), ("full_loss", "full target loss", "dot"))
+
+
+def loss_curves(rows: dict[str, Rows], marks: dict[str, dict[str, Any]]):
+    """Lc, L1 and full loss (nats) and the candidate mass against training step, one colour per
+    run; log K as a horizontal line and tau as a vertical one. ``rows`` maps run label ->
+    checkpoint rows; ``marks`` maps run label -> {"log_K", "tau"}. Buttons switch the step axis
+    between linear and log (a log axis has no room for step 0)."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.62, 0.38], horizontal_spacing=0.08,
+                        subplot_titles=("losses (nats)", "candidate mass (probability on the group's K first tokens)"))
+    for i, (name, ck) in enumerate(rows.items()):
+        c = PALETTE[i % len(PALETTE)]
+        ck = sorted(ck, key=lambda r: r["step"])
+        x = [r["step"] for r in ck]
+        for key, label, dash in LOSS_SERIES:
+            fig.add_trace(go.Scatter(x=x, y=[_nan_none(r[key]) for r in ck], name=f"{name}: {label}", mode="lines",
+                                     line=dict(color=c, dash=dash), legendgroup=name), 1, 1)
+        fig.add_trace(go.Scatter(x=x, y=[_nan_none(r["cand_mass"]) for r in ck], name=f"{name}: candidate mass", mode="lines",
+                                 line=dict(color=c, dash="dashdot"), legendgroup=name), 1, 2)
+        m = marks.get(name, {})
+        if m.get("log_K") is not None:
+            fig.add_hline(y=m["log_K"], line=dict(color=c, dash="dot", width=1), row=1, col=1,
+                          annotation_text=f"log K = {m['log_K']:.3f}", annotation_position="top right")
+        if m.get("tau") is not None:
+            for col in (1, 2):
+                fig.add_vline(x=m["tau"], line=dict(color=c, dash="dash", width=1), row=1, col=col,
+                              annotation_text=f"tau = {m['tau']}" if col == 1 else None, annotation_position="top left")
+    fig.update_xaxes(title_text="step")
+    fig.update_yaxes(title_text="nats", rangemode="tozero", row=1, col=1)
+    fig.update_yaxes(title_text="mass", range=[0, 1.02], row=1, col=2)
+    both = lambda t: [{"xaxis.type": t, "xaxis2.type": t}]  # noqa: E731
+    fig.update_layout(
+        title="Loss curves", height=460, template="plotly_white", legend=dict(font=dict(size=10)),
+        updatemenus=[dict(type="buttons", direction="right", x=0, y=1.16, xanchor="left", showactive=True,
+                          buttons=[dict(label="linear steps", method="relayout", args=both("linear")),
+                                   dict(label="log steps", method="relayout", args=both("log"))])],
+    )
+    return fig
+
+
+HEAD_SCORES = (
+    ("sel_attn", "selector attention − baseline", "RdBu", True),
+    ("dLc", "ablation ΔLc (nats)", "Reds", False),
+    ("causal_share", "causal share of Δz", "RdBu", True),
+)
+
+
+def _zrange(vals, diverging: bool) -> tuple[float, float]:
+    v = _finite(vals) or [0.0]
+    if diverging:
+        m = max(abs(min(v)), abs(max(v))) or 1.0
+        return -m, m
+    return min(0.0, min(v)), max(v) or 1.0
+
+
+def head_scores_over_training(head_rows: Rows, name: str, tau: int | None = None):
+    """Every head's scores (rows L{l}H{h}) against step: selector attention at every checkpoint,
+    ablation ΔLc and causal share at the checkpoints that had the per-head ablations."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    heads = sorted({(r["layer"], r["head_index"], r["head"]) for r in head_rows})
+    labels = [h[2] for h in heads]
+    fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.07, subplot_titles=[t for _, t, _, _ in HEAD_SCORES])
+    for col, (key, title, scale, div) in enumerate(HEAD_SCORES, 1):
+        rows = [r for r in head_rows if _nan_none(r[key]) is not None]
+        steps = sorted({r["step"] for r in rows})
+        val = {(r["head"], r["step"]): r[key] for r in rows}
+        z = [[_nan_none(val.get((h, s))) for s in steps] for h in labels]
+        lo, hi = _zrange([r[key] for r in rows], div)
+        fig.add_trace(go.Heatmap(x=steps, y=labels, z=z, colorscale=scale, zmin=lo, zmax=hi, zmid=0 if div else None,
+                                 colorbar=dict(x=0.285 + 0.355 * (col - 1), len=0.9, thickness=10),
+                                 hovertemplate="%{y} step %{x}<br>" + key + " = %{z:.3f}<extra></extra>"), 1, col)
+        if tau is not None:
+            fig.add_vline(x=tau, line=dict(color="black", dash="dash", width=1), row=1, col=col)
+    fig.update_yaxes(autorange="reversed")
+    fig.update_xaxes(title_text="step", matches="x")
+    fig.update_layout(title=f"{name}: per-head scores over training (dashed: tau)", height=max(320, 60 + 22 * len(labels)),
+                      template="plotly_white")
+    return fig
+
+
+def head_grid_slider(head_rows: Rows, name: str, steps: list[int]):
+    """Layer x head grids of selector attention, ablation ΔLc and causal share, and bars of ΔLc
+    and ΔL1 per head, at one checkpoint chosen with a slider (one frame per step in ``steps``)."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    L = 1 + max(r["layer"] for r in head_rows)
+    H = 1 + max(r["head_index"] for r in head_rows)
+    by = {(r["step"], r["layer"], r["head_index"]): r for r in head_rows}
+    heads = [f"L{l}H{h}" for l in range(L) for h in range(H)]
+    shown = set(steps)
+    ranges = {key: _zrange([r[key] for r in head_rows if r["step"] in shown], div) for key, _, _, div in HEAD_SCORES}
+    bar_hi = max(_finite([by[(s, l, h)][k] for s in steps for l in range(L) for h in range(H) for k in ("dLc", "dL1")]) or [1.0])
+    bar_lo = min(_finite([by[(s, l, h)][k] for s in steps for l in range(L) for h in range(H) for k in ("dLc", "dL1")]) + [0.0])
+
+    def traces(step):
+        out = []
+        for col, (key, _, scale, div) in enumerate(HEAD_SCORES):
+            z = [[_nan_none(by[(step, l, h)][key]) for h in range(H)] for l in range(L)]
+            lo, hi = ranges[key]
+            out.append(go.Heatmap(z=z, x=[f"H{h}" for h in range(H)], y=[f"L{l}" for l in range(L)], colorscale=scale,
+                                  zmin=lo, zmax=hi, zmid=0 if div else None, texttemplate="%{z:.2f}", showscale=False,
+                                  hovertemplate="%{y}%{x}: %{z:.3f}<extra>" + key + "</extra>"))
+        for key, c in (("dLc", "#d62728"), ("dL1", "#1f77b4")):
+            out.append(go.Bar(x=heads, y=[_nan_none(by[(step, l, h)][key]) for l in range(L) for h in range(H)], name=key,
+                              marker_color=c))
+        return out
+
+    fig = make_subplots(rows=2, cols=3, specs=[[{}, {}, {}], [{"colspan": 3}, None, None]], row_heights=[0.55, 0.45],
+                        vertical_spacing=0.14, subplot_titles=[t for _, t, _, _ in HEAD_SCORES] + ["ablation ΔLc and ΔL1 per head (nats)"])
+    first = traces(steps[-1])  # open on the last checkpoint (the converged circuit)
+    for i, t in enumerate(first):
+        fig.add_trace(t, *((1, i + 1) if i < 3 else (2, 1)))
+    fig.frames = [go.Frame(name=str(s), data=traces(s), traces=list(range(len(first)))) for s in steps]
+    for c in (1, 2, 3):
+        fig.update_yaxes(autorange="reversed", row=1, col=c)
+    fig.update_yaxes(range=[bar_lo * 1.05, bar_hi * 1.05], title_text="nats", row=2, col=1)
+    fig.update_layout(
+        title=f"{name}: heads at a checkpoint (slider)", height=640, template="plotly_white", barmode="group",
+        sliders=[dict(active=len(steps) - 1, currentvalue=dict(prefix="step "), pad=dict(t=40),
+                      steps=[dict(label=str(s), method="animate",
+                                  args=[[str(s)], dict(mode="immediate", frame=dict(duration=0, redraw=True), transition=dict(duration=0))])
+                             for s in steps])],
+    )
+    return fig
+
+
+def attention_pattern(pattern: list[list[float | None]], labels: list[str], title: str):
+    """One head's attention pattern (rows: query position, columns: key position); ``labels``
+    name the positions (tick text, so repeated characters stay distinct positions)."""
+    import plotly.graph_objects as go
+
+    n = len(labels)
+    fig = go.Figure(go.Heatmap(z=pattern, x=list(range(n)), y=list(range(n)), colorscale="Blues", zmin=0, zmax=1,
+                               hovertemplate="query %{y} → key %{x}: %{z:.3f}<extra></extra>"))
+    ticks = dict(tickmode="array", tickvals=list(range(n)), ticktext=labels, tickangle=0)
+    fig.update_xaxes(title_text="key position", side="top", **ticks)
+    fig.update_yaxes(title_text="query position", autorange="reversed", **ticks)
+    fig.update_layout(title=title, height=560, width=640, template="plotly_white", margin=dict(t=110))
+    return fig
+
+
+def group_accuracy(hist_rows: Rows, checkpoint_rows: Rows, name: str, tau: int | None = None):
+    """The collective transition: the share of groups at each accuracy level (k / K of a group's
+    examples right) against step, and the % of groups >= 80%, % at 100% and mean accuracy."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    steps = sorted({r["step"] for r in hist_rows})
+    levels = sorted({r["acc"] for r in hist_rows})
+    val = {(r["step"], r["acc"]): r["pct_groups"] for r in hist_rows}
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.55, 0.45], horizontal_spacing=0.1,
+                        subplot_titles=("% of groups at each accuracy", "summary of the groups"))
+    fig.add_trace(go.Heatmap(x=steps, y=levels, z=[[val.get((s, a), 0.0) for s in steps] for a in levels], colorscale="Viridis",
+                             zmin=0, zmax=100, colorbar=dict(title="% groups", x=0.5, thickness=10),
+                             hovertemplate="step %{x}<br>accuracy %{y:.2f}: %{z:.1f}% of groups<extra></extra>"), 1, 1)
+    ck = sorted(checkpoint_rows, key=lambda r: r["step"])
+    x = [r["step"] for r in ck]
+    for key, label, c in (("groups_ge80", "% groups ≥ 80%", "#2ca02c"), ("groups_100", "% groups at 100%", "#9467bd"), ("acc_mean", "mean accuracy (%)", "#ff7f0e")):
+        fig.add_trace(go.Scatter(x=x, y=[None if _nan_none(r[key]) is None else 100 * r[key] for r in ck], name=label,
+                                 mode="lines", line=dict(color=c)), 1, 2)
+    if tau is not None:
+        for col in (1, 2):
+            fig.add_vline(x=tau, line=dict(color="white" if col == 1 else "black", dash="dash", width=1), row=1, col=col)
+    fig.update_xaxes(title_text="step")
+    fig.update_yaxes(title_text="group accuracy", row=1, col=1)
+    fig.update_yaxes(title_text="%", range=[0, 101], row=1, col=2)
+    fig.update_layout(title=f"{name}: per-group accuracy over training (dashed: tau)", height=440, template="plotly_white")
+    return fig
+
+
+def patching(patch_rows: Rows, name: str, tau: int | None = None):
+    """Causal patching of the selector positions: fraction of the logit difference moved when
+    ``blocks.{l}.hook_resid_pre`` at z is patched from the swapped example, per layer, per step."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    for l in sorted({r["layer"] for r in patch_rows}):
+        rows = sorted((r for r in patch_rows if r["layer"] == l), key=lambda r: r["step"])
+        fig.add_trace(go.Scatter(x=[r["step"] for r in rows], y=[_nan_none(r["patch_frac"]) for r in rows], name=f"resid_pre L{l}",
+                                 mode="lines+markers", line=dict(color=PALETTE[l % len(PALETTE)])))
+    if tau is not None:
+        fig.add_vline(x=tau, line=dict(color="gray", dash="dash"), annotation_text="tau")
+    fig.update_xaxes(title_text="step")
+    fig.update_yaxes(title_text="fraction of logit difference moved")
+    fig.update_layout(title=f"{name}: patching the selector positions, layer by layer", height=380, template="plotly_white")
+    return fig

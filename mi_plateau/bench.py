@@ -1,0 +1,573 @@
+"""``mi-plateau bench``: the toolkit's training step and analysis passes against plain references.
+
+Four measurements, side by side in one process, candidates alternated (ABBA order, so load
+that drifts during the run falls on every candidate alike):
+
+1. **Training step.** The trainer's step (``train._train_loop``: sample, ``build_model`` bridge
+   forward on ``tokens[:, :-1]``, cross-entropy over the target positions, backward, AdamW)
+   against ``PlainTransformer``, the same architecture written as a small ``nn.Module``, with the
+   same optimiser. Throughput is put against a measured fp32 matmul peak. FLOPs per step::
+
+       6 * N_mm * B * P  +  3 * n_layers * B * 4 * P^2 * d_model
+
+   ``N_mm`` is the number of weights that take part in matmuls (attention, MLP, unembedding; the
+   embeddings are lookups), ``B * P`` the tokens of a step (P = seq_len - 1), the second term the
+   attention products QK^T and pattern @ V over the full P x P square; x3 for forward + backward.
+   Candidate fast paths (opt-in ideas, not the trainer's default) run in the same alternation and
+   their 50-step loss curve is checked against the default path.
+2. **Analysis passes** at one checkpoint: ``checkpoint_passes`` (batched, functional forward)
+   against ``loop_passes``, the straightforward TransformerLens version (``run_with_cache`` for
+   the patterns, one ``run_with_hooks`` per head and input for the ablations, one per layer for
+   the patching), both on the paper evaluation set. Their numbers are compared too.
+3. **Checkpoint overhead**: ``metrics.evaluate`` and the files of one checkpoint, against the 50
+   training steps between two checkpoints.
+4. **End to end** (not with ``--quick``): the training wall time recorded by the finished run
+   ``checkpoints/paper_K10_nb1000_s0`` and the time of ``analyze_run`` over it (into a temp dir).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from jaxtyping import Float, Int
+from torch import Tensor
+
+from .config import RunConfig, layout_for, preset
+from .task import D_VOCAB, BatchSampler, make_eval_set, make_task
+
+E2E_RUN = Path("checkpoints/paper_K10_nb1000_s0")
+
+
+def _log(msg: str) -> None:
+    print(f"[bench] {msg}", file=sys.stderr, flush=True)
+
+
+# --- the reference model ------------------------------------------------------------
+
+
+class PlainBlock(nn.Module):
+    def __init__(self, d_model: int, n_heads: int, d_head: int, d_mlp: int):
+        super().__init__()
+        self.n_heads, self.d_head = n_heads, d_head
+        self.ln1, self.ln2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.q, self.k, self.v = (nn.Linear(d_model, n_heads * d_head) for _ in range(3))
+        self.o = nn.Linear(n_heads * d_head, d_model)
+        self.mlp_in, self.mlp_out = nn.Linear(d_model, d_mlp), nn.Linear(d_mlp, d_model)
+
+    def forward(self, x: Tensor, q_from: int = 0, sdpa: bool = False) -> Tensor:
+        B, P, _ = x.shape
+        H, E = self.n_heads, self.d_head
+        h = self.ln1(x)
+        hq = h[:, q_from:]  # queries only where an output is read; keys and values everywhere
+        q = self.q(hq).view(B, -1, H, E).transpose(1, 2)
+        k = self.k(h).view(B, P, H, E).transpose(1, 2)
+        v = self.v(h).view(B, P, H, E).transpose(1, 2)
+        # query i (absolute q_from + i) sees keys 0..q_from + i
+        mask = torch.ones(P - q_from, P, dtype=torch.bool, device=x.device).tril(q_from)
+        if sdpa:
+            z = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        else:
+            scores = (q @ k.transpose(-1, -2) / math.sqrt(E)).masked_fill(~mask, float("-inf"))
+            z = scores.softmax(-1) @ v
+        x = x[:, q_from:] + self.o(z.transpose(1, 2).reshape(B, -1, H * E))
+        return x + self.mlp_out(F.gelu(self.mlp_in(self.ln2(x))))
+
+
+class PlainTransformer(nn.Module):
+    """The paper architecture in plain PyTorch: token + position embedding, pre-LN blocks with
+    causal multi-head attention and a GELU MLP, final LayerNorm, unembedding without bias.
+
+    ``forward(tokens, from_pos)`` returns logits for positions ``from_pos..`` only: the last
+    block then computes queries, attention output and MLP at those positions alone (the keys
+    and values of every position are still computed). ``from_pos=0`` is the ordinary forward.
+    """
+
+    def __init__(self, cfg: RunConfig, sdpa: bool = False):
+        super().__init__()
+        m = cfg.model
+        self.sdpa = sdpa
+        self.embed = nn.Embedding(D_VOCAB, m.d_model)
+        self.pos_embed = nn.Embedding(layout_for(cfg.task).seq_len, m.d_model)
+        self.blocks = nn.ModuleList(PlainBlock(m.d_model, m.n_heads, m.d_head, m.d_mlp) for _ in range(m.n_layers))
+        self.ln_final = nn.LayerNorm(m.d_model)
+        self.unembed = nn.Linear(m.d_model, D_VOCAB, bias=False)
+
+    def forward(self, tokens: Int[Tensor, "batch pos"], from_pos: int = 0) -> Float[Tensor, "batch out_pos vocab"]:
+        x = self.embed(tokens) + self.pos_embed.weight[: tokens.shape[1]]
+        for i, b in enumerate(self.blocks):
+            x = b(x, from_pos if i == len(self.blocks) - 1 else 0, self.sdpa)
+        return self.unembed(self.ln_final(x))
+
+    @staticmethod
+    def tl_name(name: str) -> str:
+        """Our parameter name -> the bridge's TransformerLens state-dict name."""
+        return name.replace("mlp_in.", "mlp.in.").replace("mlp_out.", "mlp.out.").replace(".q.", ".attn.q.") \
+            .replace(".k.", ".attn.k.").replace(".v.", ".attn.v.").replace(".o.", ".attn.o.")
+
+    @classmethod
+    def from_bridge(cls, model: nn.Module, cfg: RunConfig, *, share: bool, sdpa: bool = False) -> "PlainTransformer":
+        """A copy of the bridge's weights (``share=False``), or a module whose parameters *are*
+        the bridge's Parameter objects (``share=True``): training through it updates the bridge,
+        so its optimizer, state dict and checkpoints stay exactly the trainer's."""
+        plain = cls(cfg, sdpa)
+        sd = model.state_dict(keep_vars=True)
+        assert not sd["unembed.bias"].any(), "the native bridge's unembedding bias is a zero buffer"
+        for name, p in list(plain.named_parameters()):
+            src = sd[cls.tl_name(name)]
+            mod_name, _, attr = name.rpartition(".")
+            mod = plain.get_submodule(mod_name)
+            if share:
+                setattr(mod, attr, src)
+            else:
+                with torch.no_grad():
+                    p.copy_(src)
+        return plain
+
+
+# --- timing helpers -----------------------------------------------------------------
+
+
+def alternate(cands: dict[str, Callable[[], Any]], reps: int, inner: int) -> dict[str, list[float]]:
+    """Seconds of each call of each candidate, run in ABBA order: rep r runs every candidate
+    ``inner`` times, in the listed order for even r and reversed for odd r."""
+    times: dict[str, list[float]] = {k: [] for k in cands}
+    names = list(cands)
+    for r in range(reps):
+        for k in names if r % 2 == 0 else names[::-1]:
+            for _ in range(inner):
+                t = time.perf_counter()
+                cands[k]()
+                times[k].append(time.perf_counter() - t)
+    return times
+
+
+def matmul_peak_gflops(n: int = 2048, reps: int = 5) -> float:
+    """Best fp32 ``torch.mm`` rate of an n x n product, GFLOP/s (2 n^3 FLOPs each)."""
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    torch.mm(a, b)
+    best = min(_timed(lambda: torch.mm(a, b)) for _ in range(reps))
+    return 2 * n**3 / best / 1e9
+
+
+def _timed(fn: Callable[[], Any]) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def train_step_flops(cfg: RunConfig) -> float:
+    """Nominal FLOPs of one training step (formula in the module docstring)."""
+    m, B = cfg.model, cfg.train.batch_size
+    P = layout_for(cfg.task).seq_len - 1
+    hd = m.n_heads * m.d_head
+    n_mm = m.n_layers * (4 * m.d_model * hd + 2 * m.d_model * m.d_mlp) + m.d_model * D_VOCAB
+    return 6 * n_mm * B * P + 3 * m.n_layers * B * 4 * P * P * hd
+
+
+# --- 1. training step ---------------------------------------------------------------
+
+
+def _stepper(cfg: RunConfig, forward: Callable[[Tensor], Tensor], params, opt: torch.optim.Optimizer, loss_from: int | None):
+    """One training step exactly as ``train._train_loop`` takes it; ``loss_from`` set means
+    ``forward`` already returns the logits of the loss positions only."""
+    from .train import lr_at
+
+    task = make_task(cfg.task)
+    pos = task.layout.pred_positions
+    sampler = BatchSampler(task, cfg.train.batch_size, cfg.train.batch_seed)
+    state = {"step": 0, "losses": []}
+
+    def step() -> float:
+        tokens = sampler.sample()
+        for g in opt.param_groups:
+            g["lr"] = lr_at(cfg, state["step"])
+        logits = forward(tokens[:, :-1])
+        lg = logits if loss_from is not None else logits[:, pos.start : pos.stop]
+        loss = F.cross_entropy(lg.reshape(-1, lg.shape[-1]), tokens[:, pos.start + 1 : pos.stop + 1].reshape(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if cfg.train.grad_clip > 0:
+            torch.nn.utils.clip_grad_norm_(params, cfg.train.grad_clip)
+        opt.step()
+        state["step"] += 1
+        state["losses"].append(loss.item())
+        return state["losses"][-1]
+
+    step.losses = state["losses"]  # type: ignore[attr-defined]
+    return step
+
+
+def make_candidates(cfg: RunConfig, which: list[str]) -> dict[str, Callable[[], float]]:
+    """Training-step candidates, each with its own model (same initial weights) and batches.
+
+    - ``toolkit``: the trainer's default (TransformerBridge forward, ``make_optimizer``).
+    - ``plain``: PlainTransformer, an independent copy, the same AdamW settings.
+    - ``fast``: opt-in idea: a PlainTransformer sharing the bridge's parameters (so the bridge's
+      own optimizer and checkpoints are unchanged), SDPA attention, last block and unembedding
+      at the loss positions only, AdamW with ``fused=True``.
+    - ``fast_compiled``: ``fast`` with the forward under ``torch.compile``.
+    """
+    from .model import build_model
+    from .train import make_optimizer
+
+    out: dict[str, Callable[[], float]] = {}
+    fp = layout_for(cfg.task).pred_positions.start
+    for name in which:
+        bridge = build_model(cfg)
+        bridge.train()
+        if name == "toolkit":
+            out[name] = _stepper(cfg, bridge, list(bridge.parameters()), make_optimizer(cfg, bridge), None)
+        elif name == "plain":
+            plain = PlainTransformer.from_bridge(bridge, cfg, share=False)
+            out[name] = _stepper(cfg, plain, list(plain.parameters()), make_optimizer(cfg, plain), None)
+        elif name in ("fast", "fast_compiled"):
+            plain = PlainTransformer.from_bridge(bridge, cfg, share=True, sdpa=True)
+            tr = cfg.train
+            opt = torch.optim.AdamW(bridge.parameters(), lr=tr.lr, betas=(tr.beta1, tr.beta2), eps=tr.eps,
+                                    weight_decay=tr.weight_decay, fused=True)
+            fwd = (lambda t, m=plain: m(t, fp)) if name == "fast" else torch.compile(lambda t, m=plain: m(t, fp))
+            out[name] = _stepper(cfg, fwd, list(bridge.parameters()), opt, fp)
+        else:
+            raise ValueError(f"unknown candidate {name!r}")
+    return out
+
+
+def bench_train(cfg: RunConfig, *, reps: int, inner: int, compile: bool, check_steps: int) -> dict[str, Any]:
+    which = ["toolkit", "plain", "fast"] + (["fast_compiled"] if compile else [])
+    cands = make_candidates(cfg, which)
+    warm: dict[str, float] = {}
+    for k, fn in cands.items():  # first steps: allocation, and the compilation of fast_compiled
+        warm[k] = _timed(lambda: [fn() for _ in range(3)])
+    times = alternate(cands, reps, inner)
+    flops = train_step_flops(cfg)
+    ms = {k: 1e3 * statistics.median(v) for k, v in times.items()}
+    rows = {
+        k: {"ms_per_step": ms[k], "ms_mean": 1e3 * statistics.fmean(v), "n_steps": len(v),
+            "gflops": flops / ms[k] / 1e6, "vs_toolkit": ms[k] / ms["toolkit"], "first_3_steps_s": warm[k]}
+        for k, v in times.items()
+    }
+    # loss agreement: fresh candidates from the same init, the same batches, check_steps steps
+    fresh = make_candidates(cfg, which)
+    curves = {k: [fn() for _ in range(check_steps)] for k, fn in fresh.items()}
+    for k in rows:
+        rows[k]["max_abs_loss_diff"] = max(abs(a - b) for a, b in zip(curves[k], curves["toolkit"]))
+    return {"flops_per_step": flops, "tokens_per_step": cfg.train.batch_size * (layout_for(cfg.task).seq_len - 1),
+            "check_steps": check_steps, "candidates": rows}
+
+
+# --- 2. analysis passes -------------------------------------------------------------
+
+
+@torch.no_grad()
+def loop_passes(model, ev, *, ablation: bool = True, batch: int = 1000, shift: int = 1) -> dict[str, Any]:
+    """The passes of ``probes.checkpoint_passes`` (zero ablation, one shift) written plainly
+    with TransformerLens hooks on the bridge: per example batch, ``run_with_cache`` of the clean
+    and the swapped inputs, then one ``run_with_hooks`` per head and input zeroing
+    ``blocks.{l}.attn.hook_z[:, :, h]``, and one per layer patching ``blocks.{l}.hook_resid_pre``
+    at the selector positions from the swapped run. Returns per-head [layer][head] lists."""
+    from .metrics import candidate_losses, example_correct
+    from .task import CHAR0
+
+    task, lay = ev.task, ev.task.layout
+    K, fp, N = task.cfg.K, lay.first_pred, len(ev.tokens)
+    L, H = model.cfg.n_layers, model.cfg.n_heads
+    selpos = list(lay.selector_positions)
+    swapped = ev.swapped_tokens(shift)
+    other = torch.from_numpy(task.targets[ev.g, (ev.s + shift) % K, 0] + CHAR0) if task.cfg.targets_A else ev.target_first
+    acc = {k: torch.zeros(L, H) for k in ("sel_attn", "dLc", "dL1", "dLc_sw")}
+    moved, tot = torch.zeros(L), {"Lc": 0.0, "Lc_sw": 0.0, "correct": 0.0, "ld_clean": 0.0, "ld_swap": 0.0}
+
+    def losses(logits, sl):
+        lg = logits[:, fp]
+        lc = candidate_losses(lg, ev.candidates[sl], ev.cand_index[sl])[0]
+        ld = lg.gather(1, ev.target_first[sl, None])[:, 0] - lg.gather(1, other[sl, None])[:, 0]
+        return lc, F.cross_entropy(lg, ev.target_first[sl], reduction="none"), ld
+
+    for i in range(0, N, batch):
+        sl = slice(i, min(N, i + batch))
+        toks, sw = ev.tokens[sl], swapped[sl]
+        logits, cache = model.run_with_cache(toks, names_filter=lambda n: n.endswith("hook_pattern"))
+        lc, l1, ld = losses(logits, sl)
+        sw_logits, sw_cache = model.run_with_cache(sw, names_filter=lambda n: n.endswith("hook_resid_pre"))
+        lc_sw, _, ld_sw = losses(sw_logits, sl)
+        tot["Lc"] += lc.sum().item()
+        tot["Lc_sw"] += lc_sw.sum().item()
+        tot["correct"] += example_correct(logits, toks, lay).float().sum().item()
+        tot["ld_clean"] += ld.sum().item()
+        tot["ld_swap"] += ld_sw.sum().item()
+        for l in range(L):
+            acc["sel_attn"][l] += cache[f"blocks.{l}.attn.hook_pattern"][:, :, fp, selpos].sum((0, 2))
+        if not ablation:
+            continue
+        for l in range(L):
+            for h in range(H):
+                def zero(z, hook, h=h):
+                    z[:, :, h] = 0.0
+                    return z
+
+                hook = [(f"blocks.{l}.attn.hook_z", zero)]
+                a_lc, a_l1, _ = losses(model.run_with_hooks(toks, fwd_hooks=hook), sl)
+                acc["dLc"][l, h] += (a_lc - lc).sum()
+                acc["dL1"][l, h] += (a_l1 - l1).sum()
+                acc["dLc_sw"][l, h] += (losses(model.run_with_hooks(sw, fwd_hooks=hook), sl)[0] - lc_sw).sum()
+
+            src = sw_cache[f"blocks.{l}.hook_resid_pre"]
+
+            def patch(x, hook, src=src):
+                x[:, selpos] = src[:, selpos]
+                return x
+
+            moved[l] += (losses(model.run_with_hooks(toks, fwd_hooks=[(f"blocks.{l}.hook_resid_pre", patch)]), sl)[2] - ld).sum()
+
+    sel_base = len(selpos) / (fp + 1)
+    out = {"Lc": tot["Lc"] / N, "swap_gap": (tot["Lc_sw"] - tot["Lc"]) / N, "acc_mean": tot["correct"] / N,
+           "sel_attn": (acc["sel_attn"] / N - sel_base).tolist()}
+    if ablation:
+        denom = (tot["ld_swap"] - tot["ld_clean"]) / N
+        out["dLc"] = (acc["dLc"] / N).tolist()
+        out["dL1"] = (acc["dL1"] / N).tolist()
+        out["swap_contrib"] = ((acc["dLc"] - acc["dLc_sw"]) / N).tolist()
+        out["patch_frac"] = (moved / N / denom).tolist()
+    return out
+
+
+def _max_diff(tool: dict, ref: dict) -> float:
+    """Largest absolute difference between the toolkit's rows and the loop reference."""
+    ck, heads = tool["checkpoint"][0], tool["heads"]
+    d = [abs(ck[k] - ref[k]) for k in ("Lc", "swap_gap", "acc_mean")]
+    for k in ("sel_attn", "dLc", "dL1", "swap_contrib"):
+        if k in ref:
+            d += [abs(r[k] - ref[k][r["layer"]][r["head_index"]]) for r in heads]
+    d += [abs(r["patch_frac"] - ref["patch_frac"][r["layer"]]) for r in tool["patching"] if "patch_frac" in ref]
+    return max(d)
+
+
+def bench_passes(cfg: RunConfig, *, reps: int, weights: dict | None = None) -> dict[str, Any]:
+    from .model import build_model
+    from .passes.forward import Weights
+    from .passes.probes import checkpoint_passes
+
+    model = build_model(cfg)
+    if weights is not None:
+        model.load_state_dict(weights, strict=False)
+    m = cfg.model
+    W = Weights.from_state_dict(model.state_dict(), m.n_layers, m.n_heads, m.d_head, m.act_fn)
+    ev = make_eval_set(make_task(cfg.task), cfg.eval)
+    cands = {
+        "toolkit_all": lambda: checkpoint_passes(W, ev, ablation=True),
+        "loop_all": lambda: loop_passes(model, ev, ablation=True),
+        "toolkit_cheap": lambda: checkpoint_passes(W, ev, ablation=False),
+        "loop_cheap": lambda: loop_passes(model, ev, ablation=False),
+    }
+    agree = {
+        "all": _max_diff(checkpoint_passes(W, ev, ablation=True), loop_passes(model, ev, ablation=True)),
+        "cheap": _max_diff(checkpoint_passes(W, ev, ablation=False), loop_passes(model, ev, ablation=False)),
+    }
+    s = {k: statistics.median(v) for k, v in alternate(cands, reps, 1).items()}
+    return {
+        "n_sequences": len(ev.tokens),
+        "weights": "trained checkpoint" if weights is not None else "initialisation",
+        "rows": {kind: {"toolkit_s": s[f"toolkit_{kind}"], "loop_s": s[f"loop_{kind}"],
+                        "speedup": s[f"loop_{kind}"] / s[f"toolkit_{kind}"], "max_abs_diff": agree[kind]}
+                 for kind in ("all", "cheap")},
+    }
+
+
+# --- 3. checkpoint overhead ---------------------------------------------------------
+
+
+def bench_overhead(cfg: RunConfig, *, reps: int, n_records: int = 100) -> dict[str, Any]:
+    """Seconds of ``evaluate`` (bridge, and the same metrics through PlainTransformer) and of
+    writing one checkpoint the way ``train._train_loop`` does (weights, record, resume state,
+    a manifest of ``n_records`` checkpoints; atomic writes with fsync) into a temp dir."""
+    from .checkpoints import atomic_write_json, save_tensors
+    from .metrics import evaluate
+    from .model import build_model
+    from .train import _optimizer_tensors, make_optimizer
+
+    model = build_model(cfg)
+    opt = make_optimizer(cfg, model)
+    task = make_task(cfg.task)
+    sampler = BatchSampler(task, cfg.train.batch_size, cfg.train.batch_seed)
+    model(sampler.sample()).sum().backward()
+    opt.step()  # the optimizer now holds its moments, as at every checkpoint but step 0
+    model.eval()
+    plain = PlainTransformer.from_bridge(model, cfg, share=True).eval()
+    ev = make_eval_set(task, cfg.eval)
+    metrics = evaluate(model, ev)
+    plain_diff = max(abs(v - evaluate(plain, ev)[k]) for k, v in metrics.items() if not math.isnan(v))
+    record = {"step": 50, "examples_seen": 6400, "lr": 1e-3, "train_loss": 1.0, "metrics": metrics}
+    with tempfile.TemporaryDirectory() as d:
+        root = Path(d)
+        manifest = {"format_version": 1, "status": "running", "resume": None, "checkpoints": [
+            {"step": 50 * i, "weights": f"ckpt/step_{50 * i:06d}.safetensors", "sha256": "0" * 64,
+             "record_file": f"ckpt/step_{50 * i:06d}.json", "record": record} for i in range(n_records)]}
+        n = [0]
+
+        def save() -> None:  # the file work of train._train_loop's checkpoint(), in the same order
+            n[0] += 1
+            name = f"step_{n[0]:06d}"
+            save_tensors(root / "ckpt" / f"{name}.safetensors", model.state_dict(), {"step": str(n[0])})
+            atomic_write_json(root / "ckpt" / f"{name}.json", {**record, "wall_s": 0.0})
+            rel = f"resume/state_{n[0]:06d}.safetensors"
+            save_tensors(root / rel, {**_optimizer_tensors(opt), "sampler_rng": sampler.get_state()})
+            old, manifest["resume"] = manifest["resume"], rel
+            atomic_write_json(root / "manifest.json", manifest)
+            if old:
+                (root / old).unlink()
+
+        cands = {"evaluate": lambda: evaluate(model, ev), "evaluate_plain": lambda: evaluate(plain, ev), "save": save}
+        t = {k: statistics.median(v) for k, v in alternate(cands, reps, 1).items()}
+    return {"evaluate_s": t["evaluate"], "evaluate_plain_s": t["evaluate_plain"], "save_s": t["save"],
+            "evaluate_plain_max_abs_diff": plain_diff, "n_sequences": len(ev.tokens), "manifest_records": n_records}
+
+
+# --- 4. end to end ------------------------------------------------------------------
+
+
+def bench_end_to_end(path: Path = E2E_RUN) -> dict[str, Any]:
+    """Training wall time from a finished run's records, and ``analyze_run`` over it, timed."""
+    from .checkpoints import Run
+    from .passes.analyze import analyze_run
+
+    run = Run(path)
+    if not run.exists():
+        return {"skipped": f"{path} does not exist"}
+    status = run.manifest().get("status")
+    if status != "finished":
+        return {"skipped": f"{path} is not finished (status {status!r})"}
+    walls = [json.loads(f.read_text()).get("wall_s", 0.0) for f in sorted((run.path / "ckpt").glob("step_*.json"))]
+    # wall_s restarts from 0 when a run is resumed: add up the segments
+    train_s = sum(a for a, b in zip(walls, walls[1:] + [0.0]) if b < a)
+    with tempfile.TemporaryDirectory() as d:
+        t = time.perf_counter()
+        tables = analyze_run(run, d, progress=False)
+        analyze_s = time.perf_counter() - t
+    cfg = run.config()
+    return {"run": str(path), "last_step": run.records()[-1]["step"], "n_checkpoints": len(tables["checkpoint"]),
+            "n_heavy": len(tables["patching"]) // cfg.model.n_layers, "train_wall_s": train_s,
+            "resumed_segments": 1 + sum(b < a for a, b in zip(walls, walls[1:])), "analyze_s": analyze_s}
+
+
+# --- the whole benchmark ------------------------------------------------------------
+
+
+def machine() -> dict[str, Any]:
+    cpu = platform.processor()
+    try:
+        cpu = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return {"cpu": cpu, "cores": os.cpu_count(), "torch": torch.__version__, "threads": torch.get_num_threads(),
+            "python": platform.python_version(), "platform": platform.platform()}
+
+
+def run_benchmarks(quick: bool, *, cfg: RunConfig | None = None, e2e_run: Path | None = E2E_RUN) -> dict[str, Any]:
+    """Run all benchmarks; ``quick`` uses fewer repetitions and sequences and skips end to end.
+    ``cfg`` (default: the paper preset) is the model and task benchmarked."""
+    cfg = cfg or preset("paper")
+    res: dict[str, Any] = {"quick": quick, "preset": cfg.preset, "machine": machine(), "load_start": os.getloadavg()}
+    t0 = time.perf_counter()
+    _log("fp32 matmul peak")
+    res["matmul_peak_gflops"] = matmul_peak_gflops(1024 if quick else 2048, 3 if quick else 7)
+    _log("training step")
+    res["train"] = bench_train(cfg, reps=2 if quick else 6, inner=5 if quick else 10, compile=not quick,
+                               check_steps=10 if quick else 50)
+    for row in res["train"]["candidates"].values():
+        row["frac_of_peak"] = row["gflops"] / res["matmul_peak_gflops"]
+    _log("analysis passes")
+    pcfg = replace(cfg, eval=replace(cfg.eval, n_groups=40)) if quick else cfg
+    trained = None
+    if e2e_run is not None and (Path(e2e_run) / "manifest.json").exists():
+        from .checkpoints import Run
+
+        run = Run(e2e_run)
+        if run.config().model == cfg.model and run.config().task == cfg.task:
+            trained = run.weights(run.steps()[-1])
+    res["passes"] = bench_passes(pcfg, reps=1 if quick else 3, weights=trained)
+    _log("checkpoint overhead")
+    ov = bench_overhead(cfg, reps=2 if quick else 5)
+    step_s = res["train"]["candidates"]["toolkit"]["ms_per_step"] / 1e3
+    for every in (cfg.train.ckpt_every, cfg.train.ckpt_every_transition):
+        train_s = every * step_s
+        ov[f"share_every_{every}"] = (ov["evaluate_s"] + ov["save_s"]) / (train_s + ov["evaluate_s"] + ov["save_s"])
+    ov["train_50_steps_s"] = 50 * step_s
+    res["overhead"] = ov
+    if not quick and e2e_run is not None:
+        _log("end to end (analyze_run over a finished run)")
+        res["end_to_end"] = bench_end_to_end(Path(e2e_run))
+    res["load_end"] = os.getloadavg()
+    res["total_s"] = time.perf_counter() - t0
+    return res
+
+
+def to_markdown(res: dict[str, Any]) -> str:
+    m = res["machine"]
+    lines = [
+        f"Machine: {m['cpu']}, {m['cores']} cores, torch {m['torch']} ({m['threads']} threads), Python {m['python']}; "
+        f"load average (1/5/15 min) {_load(res['load_start'])} at start, {_load(res['load_end'])} at end; "
+        f"fp32 matmul peak {res['matmul_peak_gflops']:.0f} GFLOP/s; {'quick' if res['quick'] else 'full'} run, {res['total_s']:.0f} s.",
+        "",
+        f"**Training step** (preset {res['preset']}, {res['train']['tokens_per_step']} tokens, "
+        f"{res['train']['flops_per_step'] / 1e9:.2f} GFLOP nominal; loss checked over {res['train']['check_steps']} steps)",
+        "",
+        "| candidate | ms/step (median) | mean | GFLOP/s | of peak | vs toolkit | max abs loss diff | first 3 steps (s) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for k, r in res["train"]["candidates"].items():
+        lines.append(f"| {k} | {r['ms_per_step']:.1f} | {r['ms_mean']:.1f} | {r['gflops']:.0f} | {100 * r['frac_of_peak']:.0f}% "
+                     f"| {r['vs_toolkit']:.2f} | {r['max_abs_loss_diff']:.1e} | {r['first_3_steps_s']:.1f} |")
+    p = res["passes"]
+    lines += ["", f"**Analysis passes at one checkpoint** ({p['n_sequences']} sequences, {p['weights']})", "",
+              "| passes | toolkit (s) | TransformerLens loop (s) | speed-up | max abs diff |", "|---|---:|---:|---:|---:|"]
+    for kind, label in (("all", "all (ablation=True)"), ("cheap", "cheap (ablation=False)")):
+        r = p["rows"][kind]
+        lines.append(f"| {label} | {r['toolkit_s']:.2f} | {r['loop_s']:.2f} | {r['speedup']:.1f}x | {r['max_abs_diff']:.1e} |")
+    o = res["overhead"]
+    lines += ["", f"**Checkpoint overhead** ({o['n_sequences']} eval sequences; manifest of {o['manifest_records']} checkpoints)", "",
+              "| item | seconds |", "|---|---:|",
+              f"| evaluate() (bridge) | {o['evaluate_s']:.3f} |",
+              f"| evaluate() through PlainTransformer (max abs diff {o['evaluate_plain_max_abs_diff']:.0e}) | {o['evaluate_plain_s']:.3f} |",
+              f"| checkpoint files | {o['save_s']:.3f} |",
+              f"| 50 training steps (toolkit) | {o['train_50_steps_s']:.2f} |"]
+    for k, v in o.items():
+        if k.startswith("share_every_"):
+            lines.append(f"| share of wall time, checkpoint every {k.rsplit('_', 1)[1]} steps | {100 * v:.1f}% |")
+    e = res.get("end_to_end")
+    if e is not None:
+        lines += ["", "**End to end**", ""]
+        if "skipped" in e:
+            lines.append(f"skipped: {e['skipped']}")
+        else:
+            lines += ["| item | value |", "|---|---:|",
+                      f"| run | {e['run']} (last step {e['last_step']}) |",
+                      f"| training wall time (records' wall_s, {e['resumed_segments']} segment(s)) | {e['train_wall_s']:.0f} s |",
+                      f"| analyze_run: {e['n_checkpoints']} checkpoints, {e['n_heavy']} with ablation + patching | {e['analyze_s']:.0f} s |"]
+    return "\n".join(lines) + "\n"
+
+
+def _load(la) -> str:
+    return "/".join(f"{x:.1f}" for x in la)
+
+
+def main(args) -> int:
+    res = run_benchmarks(quick=args.quick)
+    md = to_markdown(res)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(md)
+    print(json.dumps(res, indent=2) if args.json else md)
+    return 0

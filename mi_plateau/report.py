@@ -1,0 +1,378 @@
+"""The interactive report: one self-contained HTML file per run, or per comparison of runs.
+
+``report(runs)`` reads the passes' tidy tables through ``analyze_run`` (cached per checkpoint
+under ``analyses/<run>/passes/``, so a report after ``mi-plateau analyze`` costs seconds), turns
+them into Tables 6 and 9, the routing summary and plotly figures, and writes one HTML file with
+plotly.js embedded once: it opens offline, from a file, with no network. The only numbers made
+here are the attention patterns, which need the model forward at a few chosen checkpoints.
+
+Every string that comes from a run (its folder name, its config, its command line) is written
+through ``html.escape``; JSON inside ``<script>`` has ``<``, ``>``, ``&`` and ``/`` as unicode escapes.
+See docs/report.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import os
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from .checkpoints import Run, atomic_write_bytes
+
+MAX_SLIDER_FRAMES = 40  # checkpoints in the head-grid slider
+MAX_ATTENTION_CHECKPOINTS = 12  # checkpoints whose attention patterns are stored
+N_ATTENTION_EXAMPLES = 4  # eval rows 0..n-1: one base string B with selectors 0..n-1
+
+esc = html.escape
+
+
+def _script_json(obj: Any) -> str:
+    """JSON safe to place inside <script>: no '</script>', no HTML-significant characters."""
+    s = json.dumps(obj, separators=(",", ":"), allow_nan=False)
+    for a, b in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("/", "\\u002f"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        s = s.replace(a, b)
+    return s
+
+
+def spread(items: list, n: int, keep: tuple = ()) -> list:
+    """At most ``n`` items of a sorted list: first, last and ``keep``, the rest evenly spread."""
+    if len(items) <= n:
+        return list(items)
+    must = sorted({items[0], items[-1], *(k for k in keep if k in items)})[:n]
+    others = [x for x in items if x not in must]
+    r = n - len(must)
+    pick = [others[round(i * (len(others) - 1) / max(r - 1, 1))] for i in range(r)] if r > 0 else []
+    return sorted(set(must) | set(pick))
+
+
+def accuracy_histogram(group_rows: list[dict], K: int) -> list[dict]:
+    """Tidy rows (step, acc, pct_groups): % of groups whose accuracy is k / K, for k = 0..K."""
+    counts: dict[int, list[int]] = {}
+    for r in group_rows:
+        counts.setdefault(r["step"], [0] * (K + 1))[round(r["acc"] * K)] += 1
+    return [{"step": s, "acc": k / K, "pct_groups": 100 * c[k] / sum(c)} for s, c in sorted(counts.items()) for k in range(K + 1)]
+
+
+def attention_data(run: Run, cfg, steps: list[int], n: int = N_ATTENTION_EXAMPLES, progress: bool = False) -> dict[str, Any]:
+    """Attention patterns [step][layer*H + head][example] (query x key, upper triangle None,
+    rounded to 3 decimals) of the first ``n`` evaluation rows at ``steps``, with position labels."""
+    from .config import layout_for
+    from .passes.analyze import weights_for
+    from .passes.forward import run_cached
+    from .task import decode, make_eval_set, make_task, token_labels
+
+    ev = make_eval_set(make_task(cfg.task), cfg.eval)
+    toks = ev.tokens[:n]
+    lay = layout_for(cfg.task)
+    role = {p: name for name, start, length in lay.segments for p in range(start, start + length)}
+    role.update({p: "A" for p in range(lay.target_start, lay.target_start + lay.target_len)} if cfg.task.targets_A else {})
+    labels = []
+    for i in range(len(toks)):
+        tl = token_labels(toks[i])
+        labels.append([f"{role[p]}:{t}" if p in role and role[p] in ("z", "A") else t for p, t in enumerate(tl)])
+    examples = [f"group {int(ev.g[i])}, z = {int(ev.s[i])}: {decode(toks[i])}" for i in range(len(toks))]
+    pats = []
+    it = steps
+    if progress:
+        from tqdm import tqdm
+
+        it = tqdm(steps, desc=f"attention {run.name}", unit="ckpt", file=sys.stderr, dynamic_ncols=True)
+    for s in it:
+        _, _, p, _ = run_cached(weights_for(run, s, cfg), toks)
+        per_head = []
+        for l in range(len(p)):
+            for h in range(p[l].shape[1]):
+                per_head.append([[[round(float(v), 3) if k <= q else None for k, v in enumerate(row)] for q, row in enumerate(p[l][i, h].tolist())]
+                                 for i in range(len(toks))])
+        pats.append(per_head)
+    m = cfg.model
+    return {"steps": steps, "heads": [f"L{l}H{h}" for l in range(m.n_layers) for h in range(m.n_heads)],
+            "examples": examples, "labels": labels, "patterns": pats, "first_pred": lay.first_pred}
+
+
+# --- HTML pieces ----------------------------------------------------------------------------
+
+
+def _cell(v: Any) -> str:
+    if v is None or (isinstance(v, float) and v != v):
+        return "—"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        return f"{v:.4g}" if abs(v) < 1e4 else f"{v:.0f}"
+    return str(v)
+
+
+def html_table(rows: list[dict], cols: list[str] | None = None) -> str:
+    """Rows as an HTML table; columns named paper_* are labelled and shaded as the paper's
+    reference values, not our output. Every header and cell is escaped."""
+    if not rows:
+        return "<p class='note'>(no rows)</p>"
+    cols = cols or list(dict.fromkeys(k for r in rows for k in r))
+    head = "".join(
+        f"<th class='ref'>paper (reference): {esc(c[len('paper_'):])}</th>" if c.startswith("paper_") else f"<th>{esc(c)}</th>" for c in cols
+    )
+    body = "".join(
+        "<tr>" + "".join(f"<td{' class=ref' if c.startswith('paper_') else ''}>{esc(_cell(r.get(c)))}</td>" for c in cols) + "</tr>"
+        for r in rows
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def kv_table(d: dict) -> str:
+    return "<table class='kv'>" + "".join(f"<tr><th>{esc(str(k))}</th><td>{esc(_cell(v))}</td></tr>" for k, v in d.items()) + "</table>"
+
+
+def _flatten(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v if not isinstance(v, (list, tuple)) else json.dumps(v)
+    return out
+
+
+CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:0 auto;max-width:1400px;padding:0 18px 60px;color:#222}
+h1{font-size:1.5em;margin:18px 0 4px} h2{font-size:1.2em;margin-top:34px;border-bottom:1px solid #ddd;padding-bottom:3px} h3{font-size:1.05em}
+nav a{margin-right:12px;font-size:.9em} .note{color:#555;font-size:.88em;max-width:1100px}
+table{border-collapse:collapse;font-size:.85em;margin:8px 0} th,td{border:1px solid #ddd;padding:3px 7px;text-align:right}
+th{background:#f4f4f4} .kv th{text-align:left} .kv td{text-align:left;font-family:monospace}
+th.ref,td.ref{background:#fff6e0;color:#7a5a00} .controls{margin:6px 0 2px;font-size:.9em} .controls label{margin-right:14px}
+.grid{display:flex;flex-wrap:wrap;gap:28px;align-items:flex-start} .fig{margin:4px 0 10px}
+"""
+
+STATUS_HEAD = """<script>
+window.__reportErrors=[];
+window.addEventListener('error',function(e){window.__reportErrors.push(String(e.message||e))});
+window.addEventListener('unhandledrejection',function(e){window.__reportErrors.push('unhandled rejection: '+String(e.reason))});
+</script>"""
+
+# After load, write what rendered into the DOM (read by the headless-browser test).
+STATUS_TAIL = """<script>
+window.addEventListener('load',function(){
+if(location.hash==='#selftest'){  // exercise every control and slider once, so their errors surface too
+ document.querySelectorAll('.controls input,.controls select').forEach(function(c){
+  if(c.tagName==='SELECT'){c.selectedIndex=c.options.length-1}else{c.value=c.min}c.dispatchEvent(new Event('input'));});
+ document.querySelectorAll('.js-plotly-plot').forEach(function(gd){var sl=(gd.layout.sliders||[])[0];
+  if(sl&&sl.steps.length){var a=sl.steps[sl.steps.length-1].args;Plotly.animate(gd,a[0],a[1]);}});}
+setTimeout(function(){
+var plots=document.querySelectorAll('.js-plotly-plot');var svgs=0;
+plots.forEach(function(p){if(p.querySelector('.main-svg'))svgs++;});
+var d=document.createElement('div');d.id='render-status';d.hidden=true;
+d.setAttribute('data-errors',JSON.stringify(window.__reportErrors));d.setAttribute('data-plots',String(plots.length));
+d.setAttribute('data-svgs',String(svgs));d.setAttribute('data-expected',String(%d));document.body.appendChild(d);},500);});
+</script>"""
+
+ATTN_JS = """<script>
+(function(){var D=%s;var id=%s;
+var g=function(s){return document.getElementById(id+'-'+s)};
+function draw(){var s=+g('step').value,h=+g('head').value,e=+g('ex').value;
+ g('steplabel').textContent=D.steps[s];
+ Plotly.restyle(id,{z:[D.patterns[s][h][e]]},[0]);
+ Plotly.relayout(id,{'title.text':D.title+' '+D.heads[h]+', step '+D.steps[s],
+  'xaxis.ticktext':D.labels[e],'yaxis.ticktext':D.labels[e]});}
+['step','head','ex'].forEach(function(k){g(k).addEventListener('input',draw);g(k).addEventListener('change',draw);});
+})();
+</script>"""
+
+
+class Page:
+    """Collects HTML sections and figures; knows how many figures it emitted."""
+
+    def __init__(self):
+        self.parts: list[str] = []
+        self.n_figs = 0
+
+    def add(self, s: str) -> None:
+        self.parts.append(s)
+
+    def fig(self, fig, div_id: str | None = None) -> str:
+        self.n_figs += 1
+        div_id = div_id or f"fig{self.n_figs}"
+        self.add("<div class='fig'>" + fig.to_html(full_html=False, include_plotlyjs=False, auto_play=False, div_id=div_id,
+                                                   config={"displaylogo": False, "responsive": True}) + "</div>")
+        return div_id
+
+
+# --- the report ------------------------------------------------------------------------------
+
+
+def default_out(names: list[str], analyses: Path) -> Path:
+    if len(names) == 1:
+        return analyses / names[0] / "report.html"
+    folder = "compare_" + "__".join(names)
+    if len(folder) > 120:
+        folder = "compare_" + hashlib.sha1("|".join(names).encode()).hexdigest()[:10]
+    return analyses / folder / "report.html"
+
+
+def _gather(run: Run, analyses: Path, pc, progress: bool) -> dict[str, Any]:
+    from .api import _outputs_for, summary
+    from .passes.analyze import analyze_run
+
+    cfg = run.config()
+    s = summary(run)
+    tables = analyze_run(run, analyses / run.name, pc, progress=progress)
+    out = _outputs_for(run.name, cfg, s, tables)
+    cmd_path = run.path / "command.json"
+    try:
+        command = json.loads(cmd_path.read_text()) if cmd_path.exists() else {}
+    except (OSError, json.JSONDecodeError):
+        command = {"error": f"{cmd_path} is not readable JSON"}
+    return {"run": run, "name": run.name, "cfg": cfg, "summary": s, "tables": tables, "command": command, **out}
+
+
+def report(runs, out: str | os.PathLike | None = None, progress: bool = True, *, analyses: str | os.PathLike = "analyses",
+           pass_config=None, max_head_checkpoints: int | None = None) -> Path:
+    """Write the interactive report of one or several runs; returns the HTML path.
+
+    Default path: ``<analyses>/<run name>/report.html`` for one run,
+    ``<analyses>/compare_<names>/report.html`` for several. The passes' per-checkpoint caches
+    live under ``<analyses>/<run name>/passes/`` (shared with ``mi-plateau analyze``).
+    """
+    from plotly.offline import get_plotlyjs
+
+    from . import figures
+    from .passes.analyze import PassConfig
+
+    if isinstance(runs, (str, os.PathLike, Run)):
+        runs = [runs]
+    runs = [r if isinstance(r, Run) else Run(r) for r in runs]
+    analyses = Path(analyses)
+    pc = pass_config or PassConfig()
+    if max_head_checkpoints is not None:
+        pc = replace(pc, max_head_checkpoints=max_head_checkpoints)
+    data = [_gather(r, analyses, pc, progress) for r in runs]
+    names = [d["name"] for d in data]
+    out = Path(out) if out is not None else default_out(names, analyses)
+
+    page = Page()
+    title = "mi_plateau report: " + ", ".join(names)
+    label = {d["name"]: esc(d["name"]) for d in data}  # names as they go into plotly text
+    notes: list[str] = []
+
+    page.add("<h2 id='summary'>Summary</h2>")
+    srows = []
+    for d in data:
+        s, ro = d["summary"], d["routing"]
+        srows.append({"run": d["name"], "K": s["K"], "n_b": s["n_b"], "tau (steps)": s["tau"], "plateau Lc / log K": s["plateau_ratio"],
+                      "converged": s["converged"], "status": s["status"], "checkpoints": s["n_checkpoints"],
+                      "routing head": ro.get("routing_head"), "top attention head": ro.get("top_attention_head"),
+                      "lead (tau−t_r)/tau, causal": ro.get("routing_lead_swap_contrib"), "lead, attention": ro.get("routing_lead_sel_attn")})
+    page.add(html_table(srows))
+
+    page.add("<h2 id='loss'>Loss curves</h2><p class='note'>Candidate loss Lc (cross-entropy of the first target token "
+             "renormalised over the group's K candidates), L1 (first token, full vocabulary) and the full target loss, in nats, "
+             "on the fixed evaluation set. Dotted: log K (the plateau); dashed: tau (first step with Lc &lt; alpha log K). "
+             "The buttons switch the step axis to log (step 0 is not drawn there).</p>")
+    page.fig(figures.loss_curves({label[d["name"]]: d["tables"]["checkpoint"] for d in data},
+                                 {label[d["name"]]: {"log_K": d["summary"]["log_K"], "tau": d["summary"]["tau"]} for d in data}))
+
+    page.add("<h2 id='figure3'>Figure 3 panels</h2><p class='note'>(a) z-dependence (swap gap / its maximum) and loss progress "
+             "against t / tau; (b) between consecutive checkpoints, the fraction of groups whose Lc falls and the mean rate.</p>")
+    page.fig(figures.figure3({label[d["name"]]: d["figure3"] for d in data}))
+
+    for i, d in enumerate(data):
+        _run_sections(page, d, f"r{i}", notes, progress)
+
+    page.add("<h2 id='tables'>Tables</h2><h3>Table 6: the collective transition</h3><p class='note'>"
+             "Per-group accuracy = fraction of a group's K examples whose target tokens are all the teacher-forced argmax. "
+             "Shaded columns are the paper's values (reference only, nearest row in fraction of tau), never our output.</p>")
+    page.add(html_table([r for d in data for r in d["table6"]]))
+    page.add("<h3>Table 9: head ablation</h3><p class='note'>ΔLc = Lc with the head's hook_z zeroed minus clean (nats); "
+             "Pre ≈ 0.25 tau, Mid ≈ tau, Post = last ablated checkpoint. Shaded: the paper's Table 9 (reference only).</p>")
+    page.add(html_table([r for d in data for r in d["table9"]]))
+    page.add("<h3>Selector routing</h3><p class='note'>Routing head = largest causal share of the swap gap at the last "
+             "ablated checkpoint; t_r = first step at half of a score's final rise; lead = (tau − t_r) / tau.</p>")
+    page.add(html_table([d["routing"] for d in data]))
+
+    page.add("<h2 id='provenance'>Config and provenance</h2>")
+    for d in data:
+        cfg, cmd = d["cfg"], d["command"]
+        seeds = {"task.data_seed": cfg.task.data_seed, "model.init_seed": cfg.model.init_seed,
+                 "train.batch_seed": cfg.train.batch_seed, "eval.eval_seed": cfg.eval.eval_seed}
+        argv = cmd.get("argv")
+        prov = {"run folder": str(d["run"].path), "argv": " ".join(map(str, argv)) if isinstance(argv, list) else argv,
+                **{k: v for k, v in cmd.items() if k not in ("argv", "versions")},
+                **{f"version {k}": v for k, v in (cmd.get("versions") or {}).items()}}
+        page.add(f"<h3>{esc(d['name'])}</h3><div class='grid'><div><b>seeds</b>{kv_table(seeds)}<b>command.json</b>{kv_table(prov)}</div>"
+                 f"<div><b>config.json</b>{kv_table(_flatten(cfg.to_dict()))}</div></div>")
+
+    page.add("<h2 id='notes'>Downsampling</h2><ul class='note'>" + "".join(f"<li>{n}</li>" for n in notes) + "</ul>")
+
+    nav = "".join(f"<a href='#{a}'>{t}</a>" for a, t in (("summary", "summary"), ("loss", "loss curves"), ("figure3", "Figure 3"),
+                                                          ("r0-heads", "heads"), ("r0-attn", "attention"), ("r0-groups", "groups"),
+                                                          ("tables", "tables"), ("provenance", "provenance"), ("notes", "downsampling")))
+    doc = (
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        f"<title>{esc(title)}</title><style>{CSS}</style>{STATUS_HEAD}"
+        f"<script>{get_plotlyjs()}</script></head><body>"
+        f"<h1>{esc(title)}</h1><p class='note'>Marginals Before Conditionals (arXiv 2603.10074): plateau at log K, then a "
+        f"collective transition. Written by mi_plateau; self-contained, opens offline.</p><nav>{nav}</nav>"
+        + "".join(page.parts)
+        + (STATUS_TAIL % page.n_figs)
+        + "</body></html>"
+    )
+    atomic_write_bytes(out, doc.encode())
+    return out
+
+
+def _run_sections(page: Page, d: dict, key: str, notes: list[str], progress: bool) -> None:
+    """The per-run figures: head scores, head grid with slider, attention, groups, patching."""
+    from . import figures
+
+    name, lab, tau, K = d["name"], esc(d["name"]), d["summary"]["tau"], d["cfg"].task.K
+    t = d["tables"]
+    all_steps = sorted({r["step"] for r in t["checkpoint"]})
+    page.add(f"<h2 id='{key}-heads'>Heads: {esc(name)}</h2><p class='note'>sel_attn = attention from the position that predicts "
+             "A1 to the selector positions minus the uniform baseline; ΔLc = ablation (hook_z zeroed) effect on Lc in nats; "
+             "causal share = swap gap removed by ablating the head / swap gap (blank while the gap is below 0.05 nats).</p>")
+    page.fig(figures.head_scores_over_training(t["heads"], lab, tau))
+    ablated = sorted({r["step"] for r in t["heads"] if r["dLc"] == r["dLc"]})
+    if ablated:
+        keep = [s for s in ablated if tau and s in (min(ablated, key=lambda x: abs(x - f * tau)) for f in (0.25, 0.5, 1.0, 1.5))]
+        frames = spread(ablated, MAX_SLIDER_FRAMES, tuple(keep))
+        notes.append(f"{esc(name)}: the head-grid slider shows {len(frames)} of the {len(ablated)} checkpoints that had the "
+                     f"per-head ablations ({len(all_steps)} checkpoints in the run; the others have selector attention only, "
+                     "drawn in the heat maps over training).")
+        page.fig(figures.head_grid_slider(t["heads"], lab, frames))
+
+    att_steps = spread(all_steps, MAX_ATTENTION_CHECKPOINTS,
+                       tuple(min(all_steps, key=lambda x: abs(x - f * tau)) for f in (0.25, 0.5, 1.0, 1.5)) if tau else ())
+    A = attention_data(d["run"], d["cfg"], att_steps, progress=progress)
+    notes.append(f"{esc(name)}: attention patterns are stored for {len(att_steps)} of {len(all_steps)} checkpoints "
+                 f"(steps {', '.join(map(str, att_steps))}) and the first {len(A['examples'])} evaluation examples.")
+    A["title"] = f"{lab}:"
+    page.add(f"<h2 id='{key}-attn'>Attention patterns: {esc(name)}</h2><p class='note'>Rows: query position, columns: key "
+             f"position. The query at position {A['first_pred']} (the SEP before A) predicts A1; z:… are the selector tokens, "
+             "A:… the target.</p>")
+    opts = lambda items: "".join(f"<option value='{i}'>{esc(str(x))}</option>" for i, x in enumerate(items))  # noqa: E731
+    div = f"{key}-attnfig"
+    page.add(f"<div class='controls'><label>checkpoint <input type='range' id='{div}-step' min='0' max='{len(att_steps) - 1}' "
+             f"value='{len(att_steps) - 1}'> step <b id='{div}-steplabel'>{att_steps[-1]}</b></label>"
+             f"<label>head <select id='{div}-head'>{opts(A['heads'])}</select></label>"
+             f"<label>example <select id='{div}-ex'>{opts(A['examples'])}</select></label></div>")
+    page.fig(figures.attention_pattern(A["patterns"][-1][0][0], A["labels"][0], f"{lab}: {A['heads'][0]}, step {att_steps[-1]}"), div)
+    payload = {k: A[k] for k in ("steps", "heads", "labels", "patterns", "title")}
+    page.add(ATTN_JS % (_script_json(payload), _script_json(div)))
+
+    page.add(f"<h2 id='{key}-groups'>Per-group accuracy: {esc(name)}</h2><p class='note'>A group's accuracy is the fraction of "
+             f"its K = {K} examples whose target is fully right (teacher-forced argmax); {len(all_steps)} checkpoints, all shown. "
+             "A collective transition moves the whole distribution from 0 to 1 together.</p>")
+    page.fig(figures.group_accuracy(accuracy_histogram(t["groups"], K), t["checkpoint"], lab, tau))
+    if t["patching"]:
+        page.add(f"<h3>Causal patching: {esc(name)}</h3>")
+        page.fig(figures.patching(t["patching"], lab, tau))
+
+
+def main(args) -> int:
+    path = report(args.runs, args.out, progress=not args.quiet)
+    print(path)
+    return 0

@@ -1,0 +1,129 @@
+"""The interactive report: self-contained, escapes what runs bring in, renders in a real browser."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from argparse import Namespace
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+SCRIPT = "<script>alert(1)</script>"
+BAD_NAME = "<img src=x onerror=alert(1)>"  # a folder name cannot hold '/', so the script tag goes into the config
+
+
+class Refs(HTMLParser):
+    """Every <script src> and <link href> of a page."""
+
+    def __init__(self):
+        super().__init__()
+        self.refs: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "script" and a.get("src") is not None:
+            self.refs.append(a["src"])
+        if tag == "link" and a.get("href") is not None:
+            self.refs.append(a["href"])
+
+
+@pytest.fixture(scope="module")
+def reports(tiny_run, tmp_path_factory):
+    """The report of the tiny run, and a comparison of it with a copy whose name, config and
+    command line carry HTML."""
+    from mi_plateau.report import report
+
+    tmp = tmp_path_factory.mktemp("report")
+    analyses = tmp / "analyses"
+    single = report([tiny_run.path], progress=False, analyses=analyses, max_head_checkpoints=6)
+
+    bad = tmp / "runs" / BAD_NAME
+    shutil.copytree(tiny_run.path, bad)
+    cfg = json.loads((bad / "config.json").read_text())
+    cfg["preset"] = SCRIPT
+    (bad / "config.json").write_text(json.dumps(cfg))
+    cmd = json.loads((bad / "command.json").read_text())
+    cmd["argv"] = ["mi-plateau", "train", "--set", SCRIPT]
+    (bad / "command.json").write_text(json.dumps(cmd))
+    shutil.copytree(analyses / tiny_run.name / "passes", analyses / BAD_NAME / "passes")  # same weights, same cache
+    compare = report([tiny_run.path, bad], progress=False, analyses=analyses, max_head_checkpoints=6)
+    return {"single": single, "compare": compare, "tiny": tiny_run, "analyses": analyses}
+
+
+def test_default_paths(reports):
+    a, name = reports["analyses"], reports["tiny"].name
+    assert reports["single"] == a / name / "report.html"
+    assert reports["compare"] == a / f"compare_{name}__{BAD_NAME}" / "report.html"
+
+
+@pytest.mark.parametrize("which", ["single", "compare"])
+def test_self_contained(reports, which):
+    text = reports[which].read_text()
+    p = Refs()
+    p.feed(text)
+    for ref in p.refs:
+        assert not re.match(r"\s*(https?:)?//", ref, re.I), f"external resource {ref!r}"
+    assert "cdn.plot.ly" not in " ".join(p.refs)
+    assert text.count("* plotly.js v") == 1  # plotly.js embedded exactly once
+    assert text.count('class="plotly-graph-div"') >= 7
+
+
+def test_user_strings_escaped(reports):
+    text = reports["compare"].read_text()
+    assert SCRIPT not in text and BAD_NAME not in text
+    assert "alert(1)</script>" not in text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text  # config preset and argv, shown as text
+    assert "&lt;img src=x onerror=alert(1)&gt;" in text  # the run name, shown as text
+
+
+def test_cli_main_prints_path(reports, tmp_path, capsys):
+    from mi_plateau.report import main
+
+    out = tmp_path / "r.html"
+    assert main(Namespace(runs=[str(reports["tiny"].path)], out=str(out), quiet=True)) == 0
+    assert capsys.readouterr().out.strip() == str(out)
+    assert out.stat().st_size > 1_000_000
+
+
+def render_status(page: Path, tmp: Path) -> dict:
+    """Load the page in headless Chromium (no network) and read the status the page wrote."""
+    args = [
+        str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        f"--user-data-dir={tmp / 'profile'}", "--dump-dom", "--virtual-time-budget=10000",
+        page.resolve().as_uri() + "#selftest",  # the page also exercises its sliders and selects
+    ]
+    dom = subprocess.run(args, capture_output=True, text=True, timeout=180).stdout
+    m = re.search(r'<div id="render-status"[^>]*>', dom)
+    assert m, "the page never wrote its render status (did it load?)"
+    attrs = dict(re.findall(r'data-(\w+)="([^"]*)"', m.group(0)))
+    import html
+
+    return {"errors": json.loads(html.unescape(attrs["errors"])), "plots": int(attrs["plots"]),
+            "svgs": int(attrs["svgs"]), "expected": int(attrs["expected"])}
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="needs /usr/bin/chromium (Debian package chromium)")
+@pytest.mark.parametrize("which", ["single", "compare"])
+def test_renders_in_headless_chromium(reports, which, tmp_path):
+    page = reports[which]
+    st = render_status(page, tmp_path)
+    assert st["errors"] == []
+    assert st["expected"] == page.read_text().count('class="plotly-graph-div"')
+    assert st["plots"] == st["expected"] and st["svgs"] == st["expected"]
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="needs /usr/bin/chromium (Debian package chromium)")
+def test_headless_check_sees_errors(reports, tmp_path):
+    """The status the browser test reads does catch a script error (the check can fail)."""
+    broken = tmp_path / "broken.html"
+    broken.write_text(reports["single"].read_text().replace("</body>", "<script>throw new Error('boom')</script></body>"))
+    st = render_status(broken, tmp_path)
+    assert any("boom" in e for e in st["errors"])
