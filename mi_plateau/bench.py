@@ -49,6 +49,8 @@ from .config import RunConfig, layout_for, preset
 from .task import D_VOCAB, BatchSampler, make_eval_set, make_task
 
 E2E_RUN = Path("checkpoints/paper_K10_nb1000_s0")
+QUICK_CANDIDATES = ["toolkit", "plain", "fast"]
+FULL_CANDIDATES = ["toolkit", "plain", "plain+sdpa", "plain+last", "plain+fused", "fast", "fast+compile"]
 
 
 def _log(msg: str) -> None:
@@ -67,22 +69,21 @@ class PlainBlock(nn.Module):
         self.o = nn.Linear(n_heads * d_head, d_model)
         self.mlp_in, self.mlp_out = nn.Linear(d_model, d_mlp), nn.Linear(d_mlp, d_model)
 
-    def forward(self, x: Tensor, q_from: int = 0, sdpa: bool = False) -> Tensor:
+    def forward(self, x: Tensor, mask: Tensor, rows: slice | Tensor = slice(None), sdpa: bool = False) -> Tensor:
+        """``rows``: the positions whose output is wanted (queries, attention output and MLP are
+        computed there only; keys and values everywhere); ``mask[i, j]``: row i may see key j."""
         B, P, _ = x.shape
         H, E = self.n_heads, self.d_head
         h = self.ln1(x)
-        hq = h[:, q_from:]  # queries only where an output is read; keys and values everywhere
-        q = self.q(hq).view(B, -1, H, E).transpose(1, 2)
+        q = self.q(h[:, rows]).view(B, -1, H, E).transpose(1, 2)
         k = self.k(h).view(B, P, H, E).transpose(1, 2)
         v = self.v(h).view(B, P, H, E).transpose(1, 2)
-        # query i (absolute q_from + i) sees keys 0..q_from + i
-        mask = torch.ones(P - q_from, P, dtype=torch.bool, device=x.device).tril(q_from)
         if sdpa:
             z = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         else:
             scores = (q @ k.transpose(-1, -2) / math.sqrt(E)).masked_fill(~mask, float("-inf"))
             z = scores.softmax(-1) @ v
-        x = x[:, q_from:] + self.o(z.transpose(1, 2).reshape(B, -1, H * E))
+        x = x[:, rows] + self.o(z.transpose(1, 2).reshape(B, -1, H * E))
         return x + self.mlp_out(F.gelu(self.mlp_in(self.ln2(x))))
 
 
@@ -106,9 +107,16 @@ class PlainTransformer(nn.Module):
         self.unembed = nn.Linear(m.d_model, D_VOCAB, bias=False)
 
     def forward(self, tokens: Int[Tensor, "batch pos"], from_pos: int = 0) -> Float[Tensor, "batch out_pos vocab"]:
-        x = self.embed(tokens) + self.pos_embed.weight[: tokens.shape[1]]
+        P = tokens.shape[1]
+        return self.run(tokens, torch.arange(P), torch.ones(P, P, dtype=torch.bool).tril(), slice(from_pos, None))
+
+    def run(self, tokens: Int[Tensor, "batch pos"], positions: Int[Tensor, "pos"], mask: Tensor, rows: slice | Tensor):
+        """Forward with explicit position ids, attention mask [pos, pos] and output rows."""
+        x = self.embed(tokens) + self.pos_embed.weight[positions]
+        full = slice(None)
         for i, b in enumerate(self.blocks):
-            x = b(x, from_pos if i == len(self.blocks) - 1 else 0, self.sdpa)
+            last = i == len(self.blocks) - 1
+            x = b(x, mask[rows] if last else mask, rows if last else full, self.sdpa)
         return self.unembed(self.ln_final(x))
 
     @staticmethod
@@ -135,6 +143,50 @@ class PlainTransformer(nn.Module):
                 with torch.no_grad():
                     p.copy_(src)
         return plain
+
+
+@torch.no_grad()
+def evaluate_packed(plain: PlainTransformer, ev, batch: int = 4096) -> dict[str, Any]:
+    """``metrics.evaluate``'s numbers from less work (an opt-in idea, measured by the bench).
+
+    One forward per batch on a packed sequence: the clean positions 0..seq_len-2 (EOS predicts
+    nothing) followed by the selector-swapped positions zs..fp only; a swapped position attends
+    to the clean keys before zs (the same tokens, so, causally, the same keys and values) and to
+    the swapped positions up to itself. The last block computes only the rows that are read."""
+    from .metrics import candidate_losses, example_correct, group_accuracy, target_loss
+
+    if not ev.task.cfg.has_selector:
+        raise ValueError(f"evaluate_packed: direction {ev.task.cfg.direction!r} has no selector to swap")
+    lay, K = ev.task.layout, ev.task.cfg.K
+    P, fp, zs = lay.seq_len - 1, lay.first_pred, lay.selector_positions.start
+    n_sw = fp + 1 - zs
+    positions = torch.cat([torch.arange(P), torch.arange(zs, fp + 1)])
+    mask = torch.zeros(P + n_sw, P + n_sw, dtype=torch.bool)
+    mask[:P, :P] = torch.ones(P, P, dtype=torch.bool).tril()
+    mask[P:, :zs] = True
+    mask[P:, P:] = torch.ones(n_sw, n_sw, dtype=torch.bool).tril()
+    rows = torch.tensor([*range(fp, P), P + n_sw - 1])  # clean target positions, swapped fp
+    swapped = ev.swapped_tokens(1)[:, zs : fp + 1]
+    out: dict[str, list] = {k: [] for k in ("Lc", "mass", "L1", "full", "correct", "swap")}
+    for i in range(0, len(ev.tokens), batch):
+        sl = slice(i, i + batch)
+        toks = ev.tokens[sl]
+        lg = plain.run(torch.cat([toks[:, :P], swapped[sl]], 1), positions, mask, rows)
+        logits = lg.new_zeros(len(toks), P, lg.shape[-1])  # metrics read positions fp.. only
+        logits[:, fp:] = lg[:, :-1]
+        lc, mass = candidate_losses(lg[:, 0], ev.candidates[sl], ev.cand_index[sl])
+        out["Lc"].append(lc)
+        out["mass"].append(mass)
+        out["L1"].append(F.cross_entropy(lg[:, 0], ev.target_first[sl], reduction="none"))
+        out["full"].append(target_loss(logits, toks, lay) * len(toks))
+        out["correct"].append(example_correct(logits, toks, lay))
+        out["swap"].append(candidate_losses(lg[:, -1], ev.candidates[sl], ev.cand_index[sl])[0])
+    c = {k: torch.cat(v) if k != "full" else torch.stack(v) for k, v in out.items()}
+    acc = group_accuracy(c["correct"], K)
+    return {"Lc": c["Lc"].mean().item(), "L1": c["L1"].mean().item(), "full_loss": c["full"].sum().item() / len(ev.tokens),
+            "cand_mass": c["mass"].mean().item(), "swap_gap": c["swap"].mean().item() - c["Lc"].mean().item(),
+            "acc_mean": float(acc.mean()), "groups_ge80": float((acc >= 0.8 - 1e-9).mean()),
+            "groups_100": float((acc >= 1.0 - 1e-9).mean())}
 
 
 # --- timing helpers -----------------------------------------------------------------
@@ -210,63 +262,86 @@ def _stepper(cfg: RunConfig, forward: Callable[[Tensor], Tensor], params, opt: t
     return step
 
 
-def make_candidates(cfg: RunConfig, which: list[str]) -> dict[str, Callable[[], float]]:
-    """Training-step candidates, each with its own model (same initial weights) and batches.
+def make_candidate(cfg: RunConfig, name: str) -> Callable[[], float]:
+    """One training-step candidate with its own model (the same initial weights for every
+    candidate) and its own sampler (the same batches). Names:
 
-    - ``toolkit``: the trainer's default (TransformerBridge forward, ``make_optimizer``).
-    - ``plain``: PlainTransformer, an independent copy, the same AdamW settings.
-    - ``fast``: opt-in idea: a PlainTransformer sharing the bridge's parameters (so the bridge's
-      own optimizer and checkpoints are unchanged), SDPA attention, last block and unembedding
-      at the loss positions only, AdamW with ``fused=True``.
-    - ``fast_compiled``: ``fast`` with the forward under ``torch.compile``.
+    - ``toolkit``: the trainer's default: TransformerBridge forward, ``make_optimizer``.
+    - ``plain``: PlainTransformer, an independent copy of the weights, the same AdamW.
+      Options joined with "+": ``sdpa`` (F.scaled_dot_product_attention), ``last`` (last block
+      and unembedding at the loss positions only), ``fused`` (AdamW ``fused=True``),
+      ``compile`` (the forward under ``torch.compile``).
+    - ``fast``: the opt-in idea, = plain+sdpa+last+fused on a PlainTransformer that *shares*
+      the bridge's parameters and steps them with an AdamW over ``bridge.parameters()``, so
+      state dicts, optimizer state and checkpoints are the trainer's own. ``fast+compile`` too.
     """
     from .model import build_model
     from .train import make_optimizer
 
-    out: dict[str, Callable[[], float]] = {}
-    fp = layout_for(cfg.task).pred_positions.start
-    for name in which:
-        bridge = build_model(cfg)
-        bridge.train()
-        if name == "toolkit":
-            out[name] = _stepper(cfg, bridge, list(bridge.parameters()), make_optimizer(cfg, bridge), None)
-        elif name == "plain":
-            plain = PlainTransformer.from_bridge(bridge, cfg, share=False)
-            out[name] = _stepper(cfg, plain, list(plain.parameters()), make_optimizer(cfg, plain), None)
-        elif name in ("fast", "fast_compiled"):
-            plain = PlainTransformer.from_bridge(bridge, cfg, share=True, sdpa=True)
-            tr = cfg.train
-            opt = torch.optim.AdamW(bridge.parameters(), lr=tr.lr, betas=(tr.beta1, tr.beta2), eps=tr.eps,
-                                    weight_decay=tr.weight_decay, fused=True)
-            fwd = (lambda t, m=plain: m(t, fp)) if name == "fast" else torch.compile(lambda t, m=plain: m(t, fp))
-            out[name] = _stepper(cfg, fwd, list(bridge.parameters()), opt, fp)
-        else:
-            raise ValueError(f"unknown candidate {name!r}")
-    return out
+    bridge = build_model(cfg)
+    bridge.train()
+    if name == "toolkit":
+        return _stepper(cfg, bridge, list(bridge.parameters()), make_optimizer(cfg, bridge), None)
+    base, *opts = name.split("+")
+    if base not in ("plain", "fast") or not set(opts) <= {"sdpa", "last", "fused", "compile"}:
+        raise ValueError(f"unknown candidate {name!r}")
+    o = set(opts) | ({"sdpa", "last", "fused"} if base == "fast" else set())
+    plain = PlainTransformer.from_bridge(bridge, cfg, share=base == "fast", sdpa="sdpa" in o)
+    params = list((bridge if base == "fast" else plain).parameters())
+    tr = cfg.train
+    opt = torch.optim.AdamW(params, lr=tr.lr, betas=(tr.beta1, tr.beta2), eps=tr.eps, weight_decay=tr.weight_decay,
+                            fused=True if "fused" in o else None)
+    start = layout_for(cfg.task).pred_positions.start if "last" in o else 0
+    fwd = (lambda t: plain(t, start))
+    return _stepper(cfg, torch.compile(fwd) if "compile" in o else fwd, params, opt, start if start else None)
 
 
-def bench_train(cfg: RunConfig, *, reps: int, inner: int, compile: bool, check_steps: int) -> dict[str, Any]:
-    which = ["toolkit", "plain", "fast"] + (["fast_compiled"] if compile else [])
-    cands = make_candidates(cfg, which)
-    warm: dict[str, float] = {}
-    for k, fn in cands.items():  # first steps: allocation, and the compilation of fast_compiled
-        warm[k] = _timed(lambda: [fn() for _ in range(3)])
+def bench_train(cfg: RunConfig, which: list[str], *, reps: int, inner: int, check_steps: int) -> dict[str, Any]:
+    """ms per step of each candidate, alternated. First every candidate takes ``check_steps``
+    steps from the same initial weights on the same batches (warm-up and compilation, and the
+    loss curves compared with the toolkit's); the timed steps follow."""
+    cands = {k: make_candidate(cfg, k) for k in ("toolkit", *[w for w in which if w != "toolkit"])}
+    first: dict[str, float] = {}
+    for k, fn in cands.items():
+        first[k] = _timed(fn)
+        for _ in range(check_steps - 1):
+            fn()
+    curves = {k: list(fn.losses) for k, fn in cands.items()}  # type: ignore[attr-defined]
     times = alternate(cands, reps, inner)
     flops = train_step_flops(cfg)
     ms = {k: 1e3 * statistics.median(v) for k, v in times.items()}
     rows = {
         k: {"ms_per_step": ms[k], "ms_mean": 1e3 * statistics.fmean(v), "n_steps": len(v),
-            "gflops": flops / ms[k] / 1e6, "vs_toolkit": ms[k] / ms["toolkit"], "first_3_steps_s": warm[k]}
+            "gflops": flops / ms[k] / 1e6, "vs_toolkit": ms[k] / ms["toolkit"], "first_step_s": first[k],
+            "max_abs_loss_diff": max(abs(a - b) for a, b in zip(curves[k], curves["toolkit"]))}
         for k, v in times.items()
     }
-    # loss agreement: fresh candidates from the same init, the same batches, check_steps steps
-    fresh = make_candidates(cfg, which)
-    curves = {k: [fn() for _ in range(check_steps)] for k, fn in fresh.items()}
-    for k in rows:
-        rows[k]["max_abs_loss_diff"] = max(abs(a - b) for a, b in zip(curves[k], curves["toolkit"]))
     return {"flops_per_step": flops, "tokens_per_step": cfg.train.batch_size * (layout_for(cfg.task).seq_len - 1),
             "check_steps": check_steps, "candidates": rows}
 
+
+
+def bench_threads(cfg: RunConfig, *, reps: int, inner: int) -> dict[str, Any]:
+    """The toolkit's step at 1 intra-op thread and at one per core, alternated: on a machine
+    where other jobs hold cores, more threads than free cores can be far slower (OpenMP
+    threads wait at every op for a partner that is not scheduled)."""
+    step, default = make_candidate(cfg, "toolkit"), torch.get_num_threads()
+    counts = sorted({1, os.cpu_count() or 1})
+    for _ in range(2):
+        step()
+
+    def at(n: int) -> Callable[[], float]:
+        def run() -> float:
+            torch.set_num_threads(n)
+            try:
+                return step()
+            finally:
+                torch.set_num_threads(default)
+
+        return run
+
+    times = alternate({n: at(n) for n in counts}, reps, inner)
+    return {str(n): 1e3 * statistics.median(v) for n, v in times.items()}
 
 # --- 2. analysis passes -------------------------------------------------------------
 
@@ -390,7 +465,8 @@ def bench_passes(cfg: RunConfig, *, reps: int, weights: dict | None = None) -> d
 
 
 def bench_overhead(cfg: RunConfig, *, reps: int, n_records: int = 100) -> dict[str, Any]:
-    """Seconds of ``evaluate`` (bridge, and the same metrics through PlainTransformer) and of
+    """Seconds of ``evaluate`` (bridge; the same function through PlainTransformer; the packed
+    idea ``evaluate_packed``) and of
     writing one checkpoint the way ``train._train_loop`` does (weights, record, resume state,
     a manifest of ``n_records`` checkpoints; atomic writes with fsync) into a temp dir."""
     from .checkpoints import atomic_write_json, save_tensors
@@ -408,7 +484,8 @@ def bench_overhead(cfg: RunConfig, *, reps: int, n_records: int = 100) -> dict[s
     plain = PlainTransformer.from_bridge(model, cfg, share=True).eval()
     ev = make_eval_set(task, cfg.eval)
     metrics = evaluate(model, ev)
-    plain_diff = max(abs(v - evaluate(plain, ev)[k]) for k, v in metrics.items() if not math.isnan(v))
+    diff = {name: max(abs(v - other[k]) for k, v in metrics.items() if not math.isnan(v))
+            for name, other in (("plain", evaluate(plain, ev)), ("packed", evaluate_packed(plain, ev)))}
     record = {"step": 50, "examples_seen": 6400, "lr": 1e-3, "train_loss": 1.0, "metrics": metrics}
     with tempfile.TemporaryDirectory() as d:
         root = Path(d)
@@ -429,17 +506,20 @@ def bench_overhead(cfg: RunConfig, *, reps: int, n_records: int = 100) -> dict[s
             if old:
                 (root / old).unlink()
 
-        cands = {"evaluate": lambda: evaluate(model, ev), "evaluate_plain": lambda: evaluate(plain, ev), "save": save}
+        cands = {"evaluate": lambda: evaluate(model, ev), "evaluate_plain": lambda: evaluate(plain, ev),
+                 "evaluate_packed": lambda: evaluate_packed(plain, ev), "save": save}
         t = {k: statistics.median(v) for k, v in alternate(cands, reps, 1).items()}
-    return {"evaluate_s": t["evaluate"], "evaluate_plain_s": t["evaluate_plain"], "save_s": t["save"],
-            "evaluate_plain_max_abs_diff": plain_diff, "n_sequences": len(ev.tokens), "manifest_records": n_records}
+    return {"evaluate_s": t["evaluate"], "evaluate_plain_s": t["evaluate_plain"], "evaluate_packed_s": t["evaluate_packed"],
+            "save_s": t["save"], "evaluate_plain_max_abs_diff": diff["plain"], "evaluate_packed_max_abs_diff": diff["packed"],
+            "n_sequences": len(ev.tokens), "manifest_records": n_records}
 
 
 # --- 4. end to end ------------------------------------------------------------------
 
 
-def bench_end_to_end(path: Path = E2E_RUN) -> dict[str, Any]:
-    """Training wall time from a finished run's records, and ``analyze_run`` over it, timed."""
+def bench_end_to_end(path: Path = E2E_RUN, *, allow_running: bool = False) -> dict[str, Any]:
+    """Training wall time from a finished run's records, and ``analyze_run`` over it, timed.
+    ``allow_running`` takes a run still training as it stands (its checkpoints so far)."""
     from .checkpoints import Run
     from .passes.analyze import analyze_run
 
@@ -447,7 +527,7 @@ def bench_end_to_end(path: Path = E2E_RUN) -> dict[str, Any]:
     if not run.exists():
         return {"skipped": f"{path} does not exist"}
     status = run.manifest().get("status")
-    if status != "finished":
+    if status != "finished" and not allow_running:
         return {"skipped": f"{path} is not finished (status {status!r})"}
     walls = [json.loads(f.read_text()).get("wall_s", 0.0) for f in sorted((run.path / "ckpt").glob("step_*.json"))]
     # wall_s restarts from 0 when a run is resumed: add up the segments
@@ -457,7 +537,7 @@ def bench_end_to_end(path: Path = E2E_RUN) -> dict[str, Any]:
         tables = analyze_run(run, d, progress=False)
         analyze_s = time.perf_counter() - t
     cfg = run.config()
-    return {"run": str(path), "last_step": run.records()[-1]["step"], "n_checkpoints": len(tables["checkpoint"]),
+    return {"run": str(path), "status": status, "last_step": run.records()[-1]["step"], "n_checkpoints": len(tables["checkpoint"]),
             "n_heavy": len(tables["patching"]) // cfg.model.n_layers, "train_wall_s": train_s,
             "resumed_segments": 1 + sum(b < a for a, b in zip(walls, walls[1:])), "analyze_s": analyze_s}
 
@@ -479,15 +559,22 @@ def run_benchmarks(quick: bool, *, cfg: RunConfig | None = None, e2e_run: Path |
     """Run all benchmarks; ``quick`` uses fewer repetitions and sequences and skips end to end.
     ``cfg`` (default: the paper preset) is the model and task benchmarked."""
     cfg = cfg or preset("paper")
-    res: dict[str, Any] = {"quick": quick, "preset": cfg.preset, "machine": machine(), "load_start": os.getloadavg()}
+    res: dict[str, Any] = {"quick": quick, "preset": cfg.preset, "ckpt_every": cfg.train.ckpt_every, "machine": machine(), "load_start": os.getloadavg()}
     t0 = time.perf_counter()
+    busy = res["load_start"][0] + torch.get_num_threads() > (os.cpu_count() or 1) + 0.5
+    if busy and torch.get_num_threads() > 1:
+        _log(f"warning: load average {res['load_start'][0]:.1f} on {os.cpu_count()} cores and torch uses "
+             f"{torch.get_num_threads()} threads: timings will be inflated (try OMP_NUM_THREADS=1)")
     _log("fp32 matmul peak")
     res["matmul_peak_gflops"] = matmul_peak_gflops(1024 if quick else 2048, 3 if quick else 7)
     _log("training step")
-    res["train"] = bench_train(cfg, reps=2 if quick else 6, inner=5 if quick else 10, compile=not quick,
-                               check_steps=10 if quick else 50)
+    which = QUICK_CANDIDATES if quick else FULL_CANDIDATES
+    res["train"] = bench_train(cfg, which, reps=2 if quick else 6, inner=5 if quick else 10, check_steps=10 if quick else 50)
     for row in res["train"]["candidates"].values():
         row["frac_of_peak"] = row["gflops"] / res["matmul_peak_gflops"]
+    if not quick and (os.cpu_count() or 1) > 1:
+        _log("training step at 1 thread and at one per core")
+        res["threads_ms_per_step"] = bench_threads(cfg, reps=2, inner=3)
     _log("analysis passes")
     pcfg = replace(cfg, eval=replace(cfg.eval, n_groups=40)) if quick else cfg
     trained = None
@@ -501,10 +588,13 @@ def run_benchmarks(quick: bool, *, cfg: RunConfig | None = None, e2e_run: Path |
     _log("checkpoint overhead")
     ov = bench_overhead(cfg, reps=2 if quick else 5)
     step_s = res["train"]["candidates"]["toolkit"]["ms_per_step"] / 1e3
+    fast_s = res["train"]["candidates"]["fast"]["ms_per_step"] / 1e3
     for every in (cfg.train.ckpt_every, cfg.train.ckpt_every_transition):
-        train_s = every * step_s
-        ov[f"share_every_{every}"] = (ov["evaluate_s"] + ov["save_s"]) / (train_s + ov["evaluate_s"] + ov["save_s"])
-    ov["train_50_steps_s"] = 50 * step_s
+        ck = ov["evaluate_s"] + ov["save_s"]
+        ov[f"share_every_{every}"] = ck / (every * step_s + ck)
+        # wall time per checkpoint interval with the fast step and packed evaluation, vs now
+        ov[f"ideas_time_ratio_every_{every}"] = (every * fast_s + ov["evaluate_packed_s"] + ov["save_s"]) / (every * step_s + ck)
+    ov["train_steps_between_ckpts_s"] = cfg.train.ckpt_every * step_s
     res["overhead"] = ov
     if not quick and e2e_run is not None:
         _log("end to end (analyze_run over a finished run)")
@@ -524,12 +614,15 @@ def to_markdown(res: dict[str, Any]) -> str:
         f"**Training step** (preset {res['preset']}, {res['train']['tokens_per_step']} tokens, "
         f"{res['train']['flops_per_step'] / 1e9:.2f} GFLOP nominal; loss checked over {res['train']['check_steps']} steps)",
         "",
-        "| candidate | ms/step (median) | mean | GFLOP/s | of peak | vs toolkit | max abs loss diff | first 3 steps (s) |",
+        "| candidate | ms/step (median) | mean | GFLOP/s | of peak | vs toolkit | max abs loss diff | first step (s) |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for k, r in res["train"]["candidates"].items():
         lines.append(f"| {k} | {r['ms_per_step']:.1f} | {r['ms_mean']:.1f} | {r['gflops']:.0f} | {100 * r['frac_of_peak']:.0f}% "
-                     f"| {r['vs_toolkit']:.2f} | {r['max_abs_loss_diff']:.1e} | {r['first_3_steps_s']:.1f} |")
+                     f"| {r['vs_toolkit']:.2f} | {r['max_abs_loss_diff']:.1e} | {r['first_step_s']:.2f} |")
+    if "threads_ms_per_step" in res:
+        lines += ["", "Toolkit step by intra-op thread count (ms/step, median, alternated): "
+                  + ", ".join(f"{n} thread(s) {v:.0f}" for n, v in res["threads_ms_per_step"].items())]
     p = res["passes"]
     lines += ["", f"**Analysis passes at one checkpoint** ({p['n_sequences']} sequences, {p['weights']})", "",
               "| passes | toolkit (s) | TransformerLens loop (s) | speed-up | max abs diff |", "|---|---:|---:|---:|---:|"]
@@ -541,11 +634,15 @@ def to_markdown(res: dict[str, Any]) -> str:
               "| item | seconds |", "|---|---:|",
               f"| evaluate() (bridge) | {o['evaluate_s']:.3f} |",
               f"| evaluate() through PlainTransformer (max abs diff {o['evaluate_plain_max_abs_diff']:.0e}) | {o['evaluate_plain_s']:.3f} |",
+              f"| idea: evaluate_packed (max abs diff {o['evaluate_packed_max_abs_diff']:.0e}) | {o['evaluate_packed_s']:.3f} |",
               f"| checkpoint files | {o['save_s']:.3f} |",
-              f"| 50 training steps (toolkit) | {o['train_50_steps_s']:.2f} |"]
+              f"| {res['ckpt_every']} training steps (toolkit) | {o['train_steps_between_ckpts_s']:.2f} |"]
     for k, v in o.items():
+        every = k.rsplit("_", 1)[1]
         if k.startswith("share_every_"):
-            lines.append(f"| share of wall time, checkpoint every {k.rsplit('_', 1)[1]} steps | {100 * v:.1f}% |")
+            lines.append(f"| share of wall time in evaluate + files, checkpoint every {every} steps | {100 * v:.1f}% |")
+        if k.startswith("ideas_time_ratio_every_"):
+            lines.append(f"| idea: wall time with fast step + evaluate_packed, relative (every {every}) | {v:.2f} |")
     e = res.get("end_to_end")
     if e is not None:
         lines += ["", "**End to end**", ""]
@@ -553,7 +650,7 @@ def to_markdown(res: dict[str, Any]) -> str:
             lines.append(f"skipped: {e['skipped']}")
         else:
             lines += ["| item | value |", "|---|---:|",
-                      f"| run | {e['run']} (last step {e['last_step']}) |",
+                      f"| run | {e['run']} ({e['status']}, last step {e['last_step']}) |",
                       f"| training wall time (records' wall_s, {e['resumed_segments']} segment(s)) | {e['train_wall_s']:.0f} s |",
                       f"| analyze_run: {e['n_checkpoints']} checkpoints, {e['n_heavy']} with ablation + patching | {e['analyze_s']:.0f} s |"]
     return "\n".join(lines) + "\n"

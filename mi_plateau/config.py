@@ -83,7 +83,7 @@ class TrainConfig:
     max_steps: int = 20000
     batch_seed: int = 0
     ckpt_every: int = 50
-    ckpt_every_transition: int = 25  # density while log K * 0.95 > Lc > converge_Lc
+    ckpt_every_transition: int = 25  # spacing while 0.1 log K < Lc < 0.95 log K
     converge_Lc: float = 0.05
     margin_steps: int = 200  # keep training this long after convergence
     post_tau_frac: float = 1.6  # and at least until this multiple of tau (Table 6 reads 1.5 tau)

@@ -82,9 +82,9 @@ def loss_curves(rows: dict[str, Rows], marks: dict[str, dict[str, Any]]):
             fig.add_hline(y=m["log_K"], line=dict(color=c, dash="dot", width=1), row=1, col=1,
                           annotation_text=f"log K = {m['log_K']:.3f}", annotation_position="top right")
         if m.get("tau") is not None:
-            for col in (1, 2):
-                fig.add_vline(x=m["tau"], line=dict(color=c, dash="dash", width=1), row=1, col=col,
-                              annotation_text=f"tau = {m['tau']}" if col == 1 else None, annotation_position="top left")
+            fig.add_vline(x=m["tau"], line=dict(color=c, dash="dash", width=1), row=1, col=1,
+                          annotation_text=f"tau = {m['tau']}", annotation_position="top left")
+            fig.add_vline(x=m["tau"], line=dict(color=c, dash="dash", width=1), row=1, col=2)
     fig.update_xaxes(title_text="step")
     fig.update_yaxes(title_text="nats", rangemode="tozero", row=1, col=1)
     fig.update_yaxes(title_text="mass", range=[0, 1.02], row=1, col=2)
@@ -187,9 +187,10 @@ def head_grid_slider(head_rows: Rows, name: str, steps: list[int]):
     return fig
 
 
-def attention_pattern(pattern: list[list[float | None]], labels: list[str], title: str):
+def attention_pattern(pattern: list[list[float | None]], labels: list[str], title: str, query: int | None = None):
     """One head's attention pattern (rows: query position, columns: key position); ``labels``
-    name the positions (tick text, so repeated characters stay distinct positions)."""
+    name the positions (tick text, so repeated characters stay distinct positions). ``query``
+    outlines one query row (the position that predicts A1)."""
     import plotly.graph_objects as go
 
     n = len(labels)
@@ -198,6 +199,8 @@ def attention_pattern(pattern: list[list[float | None]], labels: list[str], titl
     ticks = dict(tickmode="array", tickvals=list(range(n)), ticktext=labels, tickangle=0)
     fig.update_xaxes(title_text="key position", side="top", **ticks)
     fig.update_yaxes(title_text="query position", autorange="reversed", **ticks)
+    if query is not None:
+        fig.add_shape(type="rect", x0=-0.5, x1=query + 0.5, y0=query - 0.5, y1=query + 0.5, line=dict(color="#d62728", width=2))
     fig.update_layout(title=title, height=560, width=640, template="plotly_white", margin=dict(t=110))
     return fig
 
@@ -211,10 +214,10 @@ def group_accuracy(hist_rows: Rows, checkpoint_rows: Rows, name: str, tau: int |
     steps = sorted({r["step"] for r in hist_rows})
     levels = sorted({r["acc"] for r in hist_rows})
     val = {(r["step"], r["acc"]): r["pct_groups"] for r in hist_rows}
-    fig = make_subplots(rows=1, cols=2, column_widths=[0.55, 0.45], horizontal_spacing=0.1,
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.55, 0.45], horizontal_spacing=0.16,
                         subplot_titles=("% of groups at each accuracy", "summary of the groups"))
     fig.add_trace(go.Heatmap(x=steps, y=levels, z=[[val.get((s, a), 0.0) for s in steps] for a in levels], colorscale="Viridis",
-                             zmin=0, zmax=100, colorbar=dict(title="% groups", x=0.5, thickness=10),
+                             zmin=0, zmax=100, colorbar=dict(title="% groups", x=0.48, thickness=10),
                              hovertemplate="step %{x}<br>accuracy %{y:.2f}: %{z:.1f}% of groups<extra></extra>"), 1, 1)
     ck = sorted(checkpoint_rows, key=lambda r: r["step"])
     x = [r["step"] for r in ck]

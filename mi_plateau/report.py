@@ -121,7 +121,17 @@ def html_table(rows: list[dict], cols: list[str] | None = None) -> str:
         "<tr>" + "".join(f"<td{' class=ref' if c.startswith('paper_') else ''}>{esc(_cell(r.get(c)))}</td>" for c in cols) + "</tr>"
         for r in rows
     )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return f"<div class='tw'><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
+
+
+def transposed_table(rows: list[dict], key: str = "run") -> str:
+    """One column per row (per run), one table row per field: for wide records like routing."""
+    if not rows:
+        return "<p class='note'>(no rows)</p>"
+    fields = [f for f in dict.fromkeys(k for r in rows for k in r) if f != key]
+    head = "<th></th>" + "".join(f"<th>{esc(_cell(r.get(key)))}</th>" for r in rows)
+    body = "".join(f"<tr><th>{esc(f)}</th>" + "".join(f"<td>{esc(_cell(r.get(f)))}</td>" for r in rows) + "</tr>" for f in fields)
+    return f"<div class='tw'><table class='tr'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
 
 
 def kv_table(d: dict) -> str:
@@ -143,7 +153,8 @@ body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;mar
 h1{font-size:1.5em;margin:18px 0 4px} h2{font-size:1.2em;margin-top:34px;border-bottom:1px solid #ddd;padding-bottom:3px} h3{font-size:1.05em}
 nav a{margin-right:12px;font-size:.9em} .note{color:#555;font-size:.88em;max-width:1100px}
 table{border-collapse:collapse;font-size:.85em;margin:8px 0} th,td{border:1px solid #ddd;padding:3px 7px;text-align:right}
-th{background:#f4f4f4} .kv th{text-align:left} .kv td{text-align:left;font-family:monospace}
+th{background:#f4f4f4} .kv th,.tr tbody th{text-align:left} .kv td{text-align:left;font-family:monospace;word-break:break-all;max-width:560px}
+.tw{overflow-x:auto;max-width:100%} .warn{background:#fff3cd;border:1px solid #e0c36c;padding:6px 10px;font-size:.9em}
 th.ref,td.ref{background:#fff6e0;color:#7a5a00} .controls{margin:6px 0 2px;font-size:.9em} .controls label{margin-right:14px}
 .grid{display:flex;flex-wrap:wrap;gap:28px;align-items:flex-start} .fig{margin:4px 0 10px}
 """
@@ -259,6 +270,11 @@ def report(runs, out: str | os.PathLike | None = None, progress: bool = True, *,
     notes: list[str] = []
 
     page.add("<h2 id='summary'>Summary</h2>")
+    for d in data:
+        if d["summary"]["status"] != "finished":
+            page.add(f"<p class='warn'>{esc(d['name'])} was still training when this report was written (status "
+                     f"{esc(str(d['summary']['status']))}, last checkpoint step {esc(str(d['summary']['last_step']))}); "
+                     "write the report again once it has finished.</p>")
     srows = []
     for d in data:
         s, ro = d["summary"], d["routing"]
@@ -291,7 +307,7 @@ def report(runs, out: str | os.PathLike | None = None, progress: bool = True, *,
     page.add(html_table([r for d in data for r in d["table9"]]))
     page.add("<h3>Selector routing</h3><p class='note'>Routing head = largest causal share of the swap gap at the last "
              "ablated checkpoint; t_r = first step at half of a score's final rise; lead = (tau − t_r) / tau.</p>")
-    page.add(html_table([d["routing"] for d in data]))
+    page.add(transposed_table([d["routing"] for d in data]))
 
     page.add("<h2 id='provenance'>Config and provenance</h2>")
     for d in data:
@@ -351,7 +367,7 @@ def _run_sections(page: Page, d: dict, key: str, notes: list[str], progress: boo
                  f"(steps {', '.join(map(str, att_steps))}) and the first {len(A['examples'])} evaluation examples.")
     A["title"] = f"{lab}:"
     page.add(f"<h2 id='{key}-attn'>Attention patterns: {esc(name)}</h2><p class='note'>Rows: query position, columns: key "
-             f"position. The query at position {A['first_pred']} (the SEP before A) predicts A1; z:… are the selector tokens, "
+             f"position. The query at position {A['first_pred']} (the SEP before A, outlined) predicts A1; z:… are the selector tokens, "
              "A:… the target.</p>")
     opts = lambda items: "".join(f"<option value='{i}'>{esc(str(x))}</option>" for i, x in enumerate(items))  # noqa: E731
     div = f"{key}-attnfig"
@@ -359,7 +375,7 @@ def _run_sections(page: Page, d: dict, key: str, notes: list[str], progress: boo
              f"value='{len(att_steps) - 1}'> step <b id='{div}-steplabel'>{att_steps[-1]}</b></label>"
              f"<label>head <select id='{div}-head'>{opts(A['heads'])}</select></label>"
              f"<label>example <select id='{div}-ex'>{opts(A['examples'])}</select></label></div>")
-    page.fig(figures.attention_pattern(A["patterns"][-1][0][0], A["labels"][0], f"{lab}: {A['heads'][0]}, step {att_steps[-1]}"), div)
+    page.fig(figures.attention_pattern(A["patterns"][-1][0][0], A["labels"][0], f"{lab}: {A['heads'][0]}, step {att_steps[-1]}", A["first_pred"]), div)
     payload = {k: A[k] for k in ("steps", "heads", "labels", "patterns", "title")}
     page.add(ATTN_JS % (_script_json(payload), _script_json(div)))
 

@@ -90,9 +90,13 @@ def _load_optimizer(opt: torch.optim.Optimizer, tensors: dict[str, torch.Tensor]
 
 
 def next_interval(cfg: RunConfig, last_Lc: float) -> int:
-    """Checkpoint spacing: denser while the transition is under way."""
+    """Checkpoint spacing: denser while the transition is under way (0.1 log K < Lc < 0.95 log K).
+
+    The slow convergence tail below 0.1 log K goes back to the plateau spacing: it is long and
+    nothing in it needs 25-step resolution.
+    """
     log_K = cfg.task.log_K
-    if cfg.train.converge_Lc < last_Lc < 0.95 * log_K:
+    if max(cfg.train.converge_Lc, 0.1 * log_K) < last_Lc < 0.95 * log_K:
         return cfg.train.ckpt_every_transition
     return cfg.train.ckpt_every
 
@@ -205,7 +209,12 @@ def _train_loop(cfg: RunConfig, run: Run, *, progress: bool) -> None:
         except (TypeError, RuntimeError):
             raise RunError(f"{spath}: sampler_rng is missing or not a generator state") from None
         step = last["step"]
+        try:  # wall_s counts training time across resumes
+            wall_before = float(json.loads(run.inside(last["record_file"]).read_text()).get("wall_s", 0.0))
+        except (OSError, ValueError, KeyError, RunError):
+            wall_before = 0.0
     else:
+        wall_before = 0.0
         manifest = {"format_version": FORMAT_VERSION, "status": "running", "checkpoints": [], "resume": None}
         remove_stale_files(run, manifest)  # leftovers of an attempt killed before its first commit
         step = 0
@@ -248,7 +257,7 @@ def _train_loop(cfg: RunConfig, run: Run, *, progress: bool) -> None:
             except FileNotFoundError:
                 pass
 
-    t0 = time.perf_counter()
+    t0 = time.perf_counter() - wall_before
     if step == 0 and not records:
         checkpoint(0, None, 0.0)
     model.train()

@@ -81,9 +81,12 @@ def test_user_strings_escaped(reports):
     assert "&lt;img src=x onerror=alert(1)&gt;" in text  # the run name, shown as text
 
 
-def test_cli_main_prints_path(reports, tmp_path, capsys):
+def test_cli_main_prints_path(reports, tmp_path, capsys, monkeypatch):
     from mi_plateau.report import main
 
+    monkeypatch.chdir(tmp_path)  # the passes cache under ./analyses/, never the checkout's
+    name = reports["tiny"].name
+    shutil.copytree(reports["analyses"] / name / "passes", tmp_path / "analyses" / name / "passes")
     out = tmp_path / "r.html"
     assert main(Namespace(runs=[str(reports["tiny"].path)], out=str(out), quiet=True)) == 0
     assert capsys.readouterr().out.strip() == str(out)

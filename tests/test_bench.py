@@ -1,0 +1,28 @@
+"""Smoke test of ``mi-plateau bench`` on the tiny preset: every benchmark runs, the references
+compute the same numbers as the toolkit, the report renders. No timing assertions."""
+
+import math
+
+
+def test_bench_smoke(tiny_cfg, tiny_run, tmp_path):
+    from mi_plateau import bench
+
+    res = bench.run_benchmarks(quick=True, cfg=tiny_cfg, e2e_run=None)
+    train = res["train"]["candidates"]
+    assert set(train) == set(bench.QUICK_CANDIDATES)
+    for row in train.values():
+        assert row["ms_per_step"] > 0 and math.isfinite(row["gflops"])
+        assert row["max_abs_loss_diff"] < 1e-4  # fast path and plain module train like the bridge
+    for row in res["passes"]["rows"].values():
+        assert row["max_abs_diff"] < 1e-4  # TransformerLens loop reference == batched passes
+    assert res["overhead"]["evaluate_plain_max_abs_diff"] < 1e-4
+    assert res["overhead"]["evaluate_packed_max_abs_diff"] < 1e-4
+    assert 0 < res["overhead"]["share_every_20"] < 1
+
+    e2e = bench.bench_end_to_end(tiny_run.path)
+    assert e2e["n_checkpoints"] == len(tiny_run.records()) and e2e["train_wall_s"] > 0
+    assert "skipped" in bench.bench_end_to_end(tmp_path / "missing")
+
+    res["end_to_end"] = e2e
+    md = bench.to_markdown(res)
+    assert "| toolkit |" in md and "End to end" in md
