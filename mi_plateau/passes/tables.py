@@ -101,7 +101,8 @@ def routing(name: str, K: int, tau: int | None, head_rows: Rows, checkpoint_rows
     """The routing head (largest causal share of the swap gap at the last ablated checkpoint),
     the top selector-attention head, their assembly times t_r (half of the final rise of each
     score) and the leads (tau - t_r) / tau; plus when the swap gap first exceeded 0.1 nats and
-    the candidate mass at 0.5 tau."""
+    the candidate mass at 0.5 tau. Onsets: the first checkpoint where the swap gap reaches 5% of
+    its maximum, and where Lc has fallen 5% of the way from its plateau to its minimum."""
     ablated = sorted({r["step"] for r in head_rows if not _isnan(r["swap_contrib"])})
     last_all = max(r["step"] for r in head_rows)
     out: dict[str, Any] = {"run": name, "K": K, "tau": tau}
@@ -130,6 +131,19 @@ def routing(name: str, K: int, tau: int | None, head_rows: Rows, checkpoint_rows
     gap_step = next((r["step"] for r in ck if not _isnan(r["swap_gap"]) and r["swap_gap"] > 0.1), None)
     out["swap_gap_0.1_step"] = gap_step
     out["swap_gap_0.1_frac_tau"] = gap_step / tau if (gap_step is not None and tau) else None
+    # onsets: first checkpoint where each curve has covered 5% of its full range
+    if tau and ck:
+        steps = [r["step"] for r in ck]
+        g = [r["swap_gap"] for r in ck]
+        lc = [r["Lc"] for r in ck]
+        pre = [v for s, v in zip(steps, lc) if 0 < s < 0.5 * tau] or lc[:1]
+        Lp, Lmin = float(np.median(pre)), min(lc)
+        gmax = max((v for v in g if not _isnan(v)), default=float("nan"))
+        z_on = next((s for s, v in zip(steps, g) if not _isnan(v) and gmax > 0 and v >= 0.05 * gmax), None)
+        l_on = next((s for s, v in zip(steps, lc) if Lp > Lmin and (Lp - v) >= 0.05 * (Lp - Lmin) and s > 0), None)
+        out["z_onset_step"], out["loss_onset_step"] = z_on, l_on
+        out["z_onset_frac_tau"] = z_on / tau if z_on is not None else None
+        out["loss_onset_frac_tau"] = l_on / tau if l_on is not None else None
     if tau:
         half = _nearest([r["step"] for r in ck], 0.5 * tau)
         r = next(r for r in ck if r["step"] == half)
