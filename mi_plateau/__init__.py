@@ -24,7 +24,7 @@ _LAZY = {
     "train": "train",
     "Run": "checkpoints",
     "RunError": "checkpoints",
-    "summarize": "metrics",
+    "summarize": "summaries",
     "evaluate": "metrics",
     "summary": "api",
     "analyze": "api",

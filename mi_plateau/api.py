@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .checkpoints import Run
+from .checkpoints import Run, RunError
 
 
 def summary(run: str | os.PathLike | Run) -> dict[str, Any]:
@@ -14,7 +14,7 @@ def summary(run: str | os.PathLike | Run) -> dict[str, Any]:
     Keys include K, log_K, plateau_Lc, plateau_ratio, tau, tau_examples, alpha, converged,
     last_step, n_checkpoints. NaN values become None so the dict is valid JSON.
     """
-    from .metrics import nan_to_none, summarize
+    from .summaries import nan_to_none, summarize
 
     run = run if isinstance(run, Run) else Run(run)
     manifest = run.manifest()
@@ -24,13 +24,15 @@ def summary(run: str | os.PathLike | Run) -> dict[str, Any]:
     return nan_to_none(s)
 
 
-def _outputs_for(name: str, cfg, s: dict, tables: dict) -> dict[str, Any]:
+def _outputs_for(name: str, cfg, s: dict, tables: dict, pc=None) -> dict[str, Any]:
+    from .passes.analyze import PassConfig
     from .passes.tables import figure3_data, routing, table6, table9
 
+    pc = pc or PassConfig()
     K, tau = cfg.task.K, s["tau"]
     return {
-        "table6": table6(name, K, tau, tables["checkpoint"]),
-        "table9": table9(name, K, tau, tables["heads"]),
+        "table6": table6(name, K, tau, tables["checkpoint"], pc.table6_fracs),
+        "table9": table9(name, K, tau, tables["heads"], fracs=pc.phase_fracs),
         "routing": routing(name, K, tau, tables["heads"], tables["checkpoint"]),
         "figure3": figure3_data(name, K, tau, tables["checkpoint"], tables["groups"]),
     }
@@ -57,7 +59,7 @@ def analyze(runs, out: str | os.PathLike = "analyses", *, progress: bool = True,
 
     from .checkpoints import atomic_write_bytes, atomic_write_json
     from .figures import figure3
-    from .metrics import nan_to_none
+    from .summaries import nan_to_none
     from .passes.analyze import PassConfig, analyze_run
     from .tabular import write_table
 
@@ -74,9 +76,11 @@ def analyze(runs, out: str | os.PathLike = "analyses", *, progress: bool = True,
         cfg = run.config()
         s = summary(run)
         name = run.name
+        if name in result["runs"]:
+            raise RunError(f"{run.path}: two runs named {name!r}; their analyses would share analyses/{name}/")
         folder = out / name
         tables = analyze_run(run, folder, pc, progress=progress)
-        o = _outputs_for(name, cfg, s, tables)
+        o = _outputs_for(name, cfg, s, tables, pc)
         paths = []
         for key in ("checkpoint", "heads", "groups", "patching"):
             paths += write_table(folder / f"pass_{key}", tables[key], title=f"{name}: {key} pass rows")
@@ -120,7 +124,7 @@ def inspect(run, step: int, head: str | None = None, n_examples: int = 3) -> dic
     """Per-head scores at the checkpoint nearest ``step``: selector attention (minus baseline),
     ablation Delta Lc / Delta L1, swap contribution and causal share of the swap gap. With
     ``head`` (e.g. "L0H3"), also that head's attention pattern on ``n_examples`` examples."""
-    from .metrics import nan_to_none
+    from .summaries import nan_to_none
     from .model import parse_head
     from .passes.probes import checkpoint_passes
     from .task import token_labels
@@ -148,7 +152,7 @@ def inspect(run, step: int, head: str | None = None, n_examples: int = 3) -> dic
 def ablation_report(run, step: int, mean: bool = False) -> dict[str, Any]:
     """Head ablation at the checkpoint nearest ``step``: Delta Lc and Delta L1 per head (nats),
     sorted by Delta Lc; zero ablation, or mean ablation with ``mean=True``."""
-    from .metrics import nan_to_none
+    from .summaries import nan_to_none
     from .passes.probes import checkpoint_passes
 
     run = run if isinstance(run, Run) else Run(run)

@@ -61,7 +61,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 
 def atomic_write_json(path: Path, obj: Any) -> None:
-    from .metrics import nan_to_none
+    from .summaries import nan_to_none
 
     atomic_write_bytes(path, (json.dumps(nan_to_none(obj), indent=1, sort_keys=True) + "\n").encode())
 
@@ -158,6 +158,8 @@ def _check_manifest(m: Any, path: Path) -> None:
         rec = c.get("record")
         if not isinstance(rec, dict) or not isinstance(rec.get("metrics"), dict):
             raise bad(f"checkpoints[{i}].record has no metrics")
+        if not isinstance(rec["metrics"].get("Lc"), (int, float)) or isinstance(rec["metrics"].get("Lc"), bool):
+            raise bad(f"checkpoints[{i}].record.metrics.Lc is not a number")
 
 
 class Run:
@@ -192,7 +194,9 @@ class Run:
         if not isinstance(d, dict):
             raise RunError(f"{path}: not a mi_plateau config (expected a JSON object)")
         try:
-            return RunConfig.from_dict(d)
+            from .config import validate
+
+            return validate(RunConfig.from_dict(d))
         except (ConfigError, TypeError, ValueError) as e:
             raise RunError(f"{path}: {_one_line(e)}") from None
 

@@ -45,6 +45,13 @@ def _num_arg(typ):
     return parse
 
 
+def _positive_int(text: str) -> int:
+    v = _num_arg(int)(text)
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return v
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="mi-plateau",
@@ -70,6 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("runs", nargs="+")
     a.add_argument("--out", default="analyses", help="output root (default: analyses/)")
     a.add_argument("--max-checkpoints", type=_num_arg(int), default=None, help="analyse at most this many checkpoints (evenly spread)")
+    a.add_argument("--mean", action="store_true", help="mean-ablate heads instead of zeroing them")
+    a.add_argument("--shifts", default="1", help="selector replacements k -> k+s mod K to average, comma-separated (default 1)")
     a.add_argument("--json", action="store_true", help="print the written paths and headline numbers as JSON")
     a.add_argument("--quiet", action="store_true")
 
@@ -98,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("reproduce", help="named recipes that rebuild the paper's artifacts")
     rep.add_argument("recipe", choices=["core"])
     rep.add_argument("--dry-run", action="store_true", help="list the runs and whether they are done")
-    rep.add_argument("--jobs", type=_num_arg(int), default=1, help="train this many runs at once (cores are split)")
+    rep.add_argument("--jobs", type=_positive_int, default=1, help="train this many runs at once (cores are split)")
     rep.add_argument("--quiet", action="store_true")
     return p
 
@@ -200,6 +209,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return commands.dispatch(args)
     except (ConfigError, RunError, ValueError) as e:
         print(f"mi-plateau {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # unwritable --out, full disk, ...
+        print(f"mi-plateau {args.command}: error: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted; resume with --resume", file=sys.stderr)

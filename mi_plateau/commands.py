@@ -17,7 +17,16 @@ def _f(v, digits=3) -> str:
 def cmd_analyze(args) -> int:
     from .api import analyze
 
-    res = analyze(args.runs, args.out, progress=not args.quiet, max_head_checkpoints=args.max_checkpoints)
+    from .passes.analyze import PassConfig
+
+    try:
+        shifts = tuple(int(x) for x in args.shifts.split(",") if x.strip())
+    except ValueError:
+        raise ValueError(f"--shifts {args.shifts!r}: expected comma-separated integers, e.g. 1,3,5") from None
+    if not shifts:
+        raise ValueError("--shifts: give at least one shift")
+    pc = PassConfig(shifts=shifts, mean_ablation=args.mean)
+    res = analyze(args.runs, args.out, progress=not args.quiet, pass_config=pc, max_head_checkpoints=args.max_checkpoints)
     if args.json:
         print(json.dumps(res, indent=2))
         return 0

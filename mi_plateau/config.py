@@ -19,6 +19,7 @@ A_TARGET_DIRECTIONS = ("backward", "b_a")
 SELECTOR_DIRECTIONS = ("backward", "az_b")
 LEN_B = 6
 LEN_A = 4
+MAX_NB = 20000
 
 
 class ConfigError(ValueError):
@@ -210,20 +211,24 @@ def validate(cfg: RunConfig) -> RunConfig:
         raise ConfigError(
             f"task.K={t.K}: at most {N_CHARS}, because the K targets of a group need distinct first characters"
         )
+    if t.len_z > 8:
+        raise ConfigError(f"task.len_z={t.len_z}: at most 8")
     if N_CHARS**t.len_z < t.K:
         raise ConfigError(
             f"task.len_z={t.len_z}: only {N_CHARS**t.len_z} distinct selectors of that length, fewer than K={t.K}"
         )
-    if t.len_z > 8:
-        raise ConfigError(f"task.len_z={t.len_z}: at most 8")
     # Each first character is used by at most one target per group, and targets are globally
-    # unique, so every group needs its own 3-character suffix per first character.
-    max_nb = N_CHARS ** (LEN_A - 1)
-    if t.n_b > max_nb:
+    # unique, so every group needs its own 3-character suffix per first character: at most
+    # 36^3 = 46656 groups. Generation draws suffixes with rejection, so we keep headroom.
+    if t.n_b > MAX_NB:
         raise ConfigError(
-            f"task.n_b={t.n_b}: at most {max_nb} groups fit the target space "
-            f"(36^3 suffixes per first character, and targets must be globally unique)"
+            f"task.n_b={t.n_b}: at most {MAX_NB} groups (the target space holds 36^3 = {N_CHARS ** 3} "
+            f"suffixes per first character, and targets must be globally unique)"
         )
+    for name, v in (("task.data_seed", t.data_seed), ("model.init_seed", m.init_seed),
+                    ("train.batch_seed", tr.batch_seed), ("eval.eval_seed", ev.eval_seed)):
+        if v < 0:
+            raise ConfigError(f"{name}={v}: seeds must be >= 0")
     if not 0.0 <= t.label_noise < 1.0:
         raise ConfigError(f"task.label_noise={t.label_noise}: must be in [0, 1)")
     if t.label_noise > 0 and not t.targets_A:
@@ -239,8 +244,9 @@ def validate(cfg: RunConfig) -> RunConfig:
             raise ConfigError(f"{name}={v}: must be a positive integer")
     if m.act_fn not in ("gelu", "gelu_new", "relu", "silu"):
         raise ConfigError(f"model.act_fn={m.act_fn!r}: must be gelu, gelu_new, relu or silu")
-    if m.normalization_type not in ("LN", "LNPre", "RMS", "RMSPre"):
-        raise ConfigError(f"model.normalization_type={m.normalization_type!r}: must be LN, LNPre, RMS or RMSPre")
+    if m.normalization_type != "LN":
+        # the analysis passes' functional forward implements LayerNorm with weight and bias only
+        raise ConfigError(f"model.normalization_type={m.normalization_type!r}: only 'LN' is supported")
     for name, v in (("train.lr", tr.lr), ("train.batch_size", tr.batch_size), ("train.max_steps", tr.max_steps)):
         if v <= 0:
             raise ConfigError(f"{name}={v}: must be positive")

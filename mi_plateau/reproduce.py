@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .checkpoints import RunError
+
 RECIPES = {
     "core": [(5, 0), (10, 0), (20, 0), (36, 0), (10, 1), (10, 2), (20, 1), (20, 2)],
 }
@@ -48,20 +50,36 @@ def train_all(runs, jobs: int = 1, progress: bool = True) -> None:
         return
     threads = max(1, (os.cpu_count() or 1) // jobs)
     env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
-    running: list[subprocess.Popen] = []
+    if jobs < 1:
+        raise RunError(f"jobs={jobs}: must be at least 1")
+    running: list[tuple[subprocess.Popen, Path]] = []
+    failed: list[str] = []
+
+    def reap() -> None:
+        nonlocal running
+        still = []
+        for p, where in running:
+            if p.poll() is None:
+                still.append((p, where))
+            elif p.returncode != 0:
+                failed.append(f"{where} (exit {p.returncode})")
+        running = still
+
     for path, cfg in todo:
         while len(running) >= jobs:
-            running = [p for p in running if p.poll() is None]
+            reap()
             time.sleep(2)
         cmd = [sys.executable, "-m", "mi_plateau", "train", "--preset", "paper", "--K", str(cfg.task.K),
                "--seed", str(cfg.task.data_seed), "--out", str(path), "--resume"]
         if not progress or jobs > 1:
             cmd.append("--quiet")
         print(f"training {path.name} ({threads} threads)", file=sys.stderr)
-        running.append(subprocess.Popen(cmd, env=env))
-    for p in running:
-        if p.wait() != 0:
-            raise RuntimeError(f"a training job failed (exit {p.returncode}); rerun the recipe to resume it")
+        running.append((subprocess.Popen(cmd, env=env), path))
+    for p, _ in running:
+        p.wait()
+    reap()
+    if failed:
+        raise RunError(f"training failed for {', '.join(failed)}; rerun the recipe to resume")
 
 
 def _train_wall(path: Path) -> float:
@@ -139,7 +157,7 @@ def run_recipe(recipe: str = "core", *, jobs: int = 1, progress: bool = True, do
                analyses: str | Path = "analyses") -> dict[str, Any]:
     from .api import _outputs_for, analyze, summary
     from .checkpoints import Run
-    from .metrics import nan_to_none
+    from .summaries import nan_to_none
 
     t0 = time.perf_counter()
     runs = plan(recipe)
@@ -181,7 +199,9 @@ def main(args) -> int:
     log = run_recipe(args.recipe, jobs=getattr(args, "jobs", 1), progress=not args.quiet)
     for name, s in log["summaries"].items():
         ro = log["routing"][name]
-        print(f"{name}: tau={s['tau']} plateau/logK={s['plateau_ratio']:.3f} routing={ro.get('routing_head')} "
+        ratio = s["plateau_ratio"]
+        ratio = f"{ratio:.3f}" if isinstance(ratio, float) else "—"
+        print(f"{name}: tau={s['tau']} plateau/logK={ratio} routing={ro.get('routing_head')} "
               f"lead(attn)={ro.get('routing_lead_sel_attn')} lead(causal)={ro.get('routing_lead_swap_contrib')}")
     print(f"wrote {', '.join(log['written'])}")
     return 0

@@ -78,7 +78,8 @@ class Task:
         s = np.asarray(sel, dtype=np.int64)
         ts = s if target_sel is None else np.asarray(target_sel, dtype=np.int64)
         n = g.shape[0]
-        A_prompt = self.targets[g, s]
+        # the prompt's own A (direction az_b) is the example's, not the shown selector's
+        A_prompt = self.targets[g, ts]
         A_target = self.targets[g, ts]
         pieces = {"B": self.bases[g], "z": self.selectors[s], "A": A_prompt}
         target = A_target if self.cfg.targets_A else self.bases[g]

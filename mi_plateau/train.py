@@ -38,7 +38,8 @@ from .checkpoints import (
     save_tensors,
 )
 from .config import RunConfig, validate
-from .metrics import evaluate, summarize, tau as tau_of
+from .metrics import evaluate
+from .summaries import summarize, tau as tau_of
 from .task import BatchSampler, make_eval_set, make_task
 
 
@@ -144,6 +145,8 @@ def train(
     config is used; a different `cfg` is refused). Without it, an existing run is refused.
     """
     run = Run(out)
+    if cfg is not None:
+        validate(cfg)  # before the lock creates the folder
     with RunLock(run.path):
         # a run killed before its first checkpoint was committed has a config but no manifest yet
         if run.exists() or (resume and (run.path / "config.json").exists()):

@@ -49,6 +49,11 @@ BAD = [
     ({"len_z": 1, "K": 36}, None),  # valid: 36 selectors of length 1
     ({"n_b": 0}, "task.n_b=0"),
     ({"n_b": 50000}, "task.n_b=50000"),
+    ({"n_b": 20001}, "task.n_b=20001"),
+    ({"len_z": 10**9}, "task.len_z=1000000000"),
+    ({"seed": -1}, "task.data_seed=-1"),
+    ({"eval.eval_seed": -2}, "eval.eval_seed=-2"),
+    ({"model.normalization_type": "RMS"}, "only 'LN'"),
     ({"len_z": 0}, "task.len_z=0"),
     ({"direction": "sideways"}, "task.direction"),
     ({"label_noise": 1.5}, "task.label_noise=1.5"),

@@ -122,3 +122,13 @@ def test_sampler_state_round_trip():
     a = s.sample()
     s.set_state(state)
     assert torch.equal(a, s.sample())
+
+
+def test_az_b_swap_changes_only_the_selector():
+    cfg = with_overrides(preset("tiny"), {"direction": "az_b"})
+    ev = make_eval_set(make_task(cfg.task), cfg.eval)
+    sw = ev.swapped_tokens(1)
+    zpos = list(ev.task.layout.selector_positions)
+    other = [p for p in range(ev.task.layout.seq_len) if p not in zpos]
+    assert torch.equal(sw[:, other], ev.tokens[:, other])
+    assert not torch.equal(sw[:, zpos], ev.tokens[:, zpos])

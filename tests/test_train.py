@@ -142,3 +142,34 @@ def test_cli_bad_input_gives_clear_error(args, message, tmp_path):
     assert message in p.stderr
     assert "Traceback" not in p.stderr
     assert not (tmp_path / "x").exists()  # nothing was created
+
+
+def test_selector_free_control_trains_and_summarises(tmp_path, tiny_cfg):
+    """B->A without a selector: no swap gap (NaN, stored as null) must not break the summaries."""
+    from mi_plateau.api import summary
+
+    cfg = with_overrides(tiny_cfg, {"direction": "b_a", "max_steps": 40})
+    run = train(cfg, tmp_path / "b_a", progress=False)
+    s = summary(run.path)
+    assert s["swap_gap_0.1_step"] is None and s["last_step"] == 40
+    assert s["tau"] is None  # without z the candidate loss cannot leave log K
+    p = run_cli("summary", str(run.path), "--json")
+    assert p.returncode == 0, p.stderr
+
+
+def test_invalid_config_leaves_no_folder(tmp_path, tiny_cfg):
+    from mi_plateau.config import ConfigError
+
+    with pytest.raises(ConfigError):
+        train(with_overrides(tiny_cfg, {"K": 99}), tmp_path / "bad", progress=False)
+    assert not (tmp_path / "bad").exists()
+
+
+def test_summary_command_does_not_import_torch(tiny_run):
+    import os, subprocess, sys
+    from conftest import ROOT
+
+    code = (f"import sys; from mi_plateau.cli import main; main(['summary', {str(tiny_run.path)!r}]);"
+            "print('torch' in sys.modules, 'transformer_lens' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.stdout.split()[-2:] == ["False", "False"], out.stderr

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..checkpoints import Run, RunError, atomic_write_json, load_state_checked
-from ..metrics import nan_to_none, summarize
+from ..summaries import nan_to_none, summarize
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,10 @@ def analyze_run(
     heavy = set(head_checkpoints(all_steps, tau, pc))
     ev = make_eval_set(make_task(cfg.task), cfg.eval)
     cache = Path(out_dir) / "passes"
-    key = pc.key()
+    # the cache key names the pass settings and the run (config); each file also records the
+    # checkpoint's weights checksum, so a retrained or different run never reuses stale numbers
+    key = pc.key() + "-" + hashlib.sha1(cfg.to_json().encode()).hexdigest()[:10]
+    sha = {c["step"]: c.get("sha256") for c in run.manifest()["checkpoints"]}
     tables: dict[str, list] = {"checkpoint": [], "heads": [], "groups": [], "patching": []}
     bar = None
     if progress:
@@ -118,7 +121,7 @@ def analyze_run(
         if f.exists():
             try:
                 c = json.loads(f.read_text())
-                if c.get("key") == key and (c.get("ablation") or not want_heavy):
+                if c.get("key") == key and c.get("sha256") == sha.get(step) and (c.get("ablation") or not want_heavy):
                     out = c["tables"]
             except (json.JSONDecodeError, KeyError):
                 out = None
@@ -126,7 +129,7 @@ def analyze_run(
             W = weights_for(run, step, cfg)
             out = checkpoint_passes(W, ev, step=step, shifts=pc.shifts, mean=pc.mean_ablation, ablation=want_heavy, min_gap=pc.min_gap)
             out = nan_to_none(out)
-            atomic_write_json(f, {"key": key, "ablation": want_heavy, "tables": out})
+            atomic_write_json(f, {"key": key, "sha256": sha.get(step), "ablation": want_heavy, "tables": out})
         for k in tables:
             tables[k].extend(out.get(k, []))
         if bar is not None:
