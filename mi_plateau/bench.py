@@ -20,22 +20,26 @@ that drifts during the run falls on every candidate alike):
    the patterns, one ``run_with_hooks`` per head and input for the ablations, one per layer for
    the patching), both on the paper evaluation set. Their numbers are compared too.
 3. **Checkpoint overhead**: ``metrics.evaluate`` and the files of one checkpoint, against the 50
-   training steps between two checkpoints.
+   training steps between two checkpoints; and ``evaluate_packed``, an idea that gets the same
+   metrics from one packed forward.
 4. **End to end** (not with ``--quick``): the training wall time recorded by the finished run
-   ``checkpoints/paper_K10_nb1000_s0`` and the time of ``analyze_run`` over it (into a temp dir).
+   ``checkpoints/paper_K10_nb1000_s0`` and the time of ``analyze_run`` over it (into a temp dir);
+   and the toolkit's step at 1 thread against one thread per core (oversubscription check).
+
+Nothing is written outside temporary folders. See docs/performance.md for results.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import replace
 import os
 import platform
 import statistics
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -232,8 +236,8 @@ def train_step_flops(cfg: RunConfig) -> float:
 # --- 1. training step ---------------------------------------------------------------
 
 
-def _stepper(cfg: RunConfig, forward: Callable[[Tensor], Tensor], params, opt: torch.optim.Optimizer, loss_from: int | None):
-    """One training step exactly as ``train._train_loop`` takes it; ``loss_from`` set means
+def _stepper(cfg: RunConfig, forward: Callable[[Tensor], Tensor], params, opt: torch.optim.Optimizer, loss_rows_only: bool):
+    """One training step exactly as ``train._train_loop`` takes it; ``loss_rows_only`` means
     ``forward`` already returns the logits of the loss positions only."""
     from .train import lr_at
 
@@ -247,7 +251,7 @@ def _stepper(cfg: RunConfig, forward: Callable[[Tensor], Tensor], params, opt: t
         for g in opt.param_groups:
             g["lr"] = lr_at(cfg, state["step"])
         logits = forward(tokens[:, :-1])
-        lg = logits if loss_from is not None else logits[:, pos.start : pos.stop]
+        lg = logits if loss_rows_only else logits[:, pos.start : pos.stop]
         loss = F.cross_entropy(lg.reshape(-1, lg.shape[-1]), tokens[:, pos.start + 1 : pos.stop + 1].reshape(-1))
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -281,7 +285,7 @@ def make_candidate(cfg: RunConfig, name: str) -> Callable[[], float]:
     bridge = build_model(cfg)
     bridge.train()
     if name == "toolkit":
-        return _stepper(cfg, bridge, list(bridge.parameters()), make_optimizer(cfg, bridge), None)
+        return _stepper(cfg, bridge, list(bridge.parameters()), make_optimizer(cfg, bridge), False)
     base, *opts = name.split("+")
     if base not in ("plain", "fast") or not set(opts) <= {"sdpa", "last", "fused", "compile"}:
         raise ValueError(f"unknown candidate {name!r}")
@@ -293,7 +297,7 @@ def make_candidate(cfg: RunConfig, name: str) -> Callable[[], float]:
                             fused=True if "fused" in o else None)
     start = layout_for(cfg.task).pred_positions.start if "last" in o else 0
     fwd = (lambda t: plain(t, start))
-    return _stepper(cfg, torch.compile(fwd) if "compile" in o else fwd, params, opt, start if start else None)
+    return _stepper(cfg, torch.compile(fwd) if "compile" in o else fwd, params, opt, "last" in o)
 
 
 def bench_train(cfg: RunConfig, which: list[str], *, reps: int, inner: int, check_steps: int) -> dict[str, Any]:
@@ -559,7 +563,8 @@ def run_benchmarks(quick: bool, *, cfg: RunConfig | None = None, e2e_run: Path |
     """Run all benchmarks; ``quick`` uses fewer repetitions and sequences and skips end to end.
     ``cfg`` (default: the paper preset) is the model and task benchmarked."""
     cfg = cfg or preset("paper")
-    res: dict[str, Any] = {"quick": quick, "preset": cfg.preset, "ckpt_every": cfg.train.ckpt_every, "machine": machine(), "load_start": os.getloadavg()}
+    res: dict[str, Any] = {"quick": quick, "preset": cfg.preset, "ckpt_every": cfg.train.ckpt_every,
+                           "machine": machine(), "load_start": os.getloadavg()}
     t0 = time.perf_counter()
     busy = res["load_start"][0] + torch.get_num_threads() > (os.cpu_count() or 1) + 0.5
     if busy and torch.get_num_threads() > 1:
@@ -666,5 +671,7 @@ def main(args) -> int:
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(md)
-    print(json.dumps(res, indent=2) if args.json else md)
+    from .metrics import nan_to_none
+
+    print(json.dumps(nan_to_none(res), indent=2) if args.json else md)
     return 0
