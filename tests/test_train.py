@@ -173,3 +173,14 @@ def test_summary_command_does_not_import_torch(tiny_run):
             "print('torch' in sys.modules, 'transformer_lens' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert out.stdout.split()[-2:] == ["False", "False"], out.stderr
+
+
+def test_training_forward_equals_the_bridge(tiny_cfg):
+    """The trainer calls the bridge's native module directly: same parameters, same logits."""
+    from mi_plateau.model import build_model
+
+    model = build_model(tiny_cfg)
+    model.train()
+    toks = torch.randint(4, 40, (8, 12))
+    assert all(a is b for a, b in zip(model.parameters(), model.original_model.parameters()))
+    assert torch.equal(model(toks), model.original_model(toks))

@@ -1,0 +1,180 @@
+"""The plain references the bench measures the toolkit against: ``PlainTransformer``, the paper
+architecture as a small ``nn.Module`` (also the base of the opt-in fast paths in ``fast``), and
+``loop_passes``, the analysis passes written plainly with TransformerLens hooks."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from jaxtyping import Float, Int
+from torch import Tensor
+
+from ..config import RunConfig, layout_for
+from ..task import D_VOCAB
+
+# --- the reference model ------------------------------------------------------------
+
+
+class PlainBlock(nn.Module):
+    def __init__(self, d_model: int, n_heads: int, d_head: int, d_mlp: int):
+        super().__init__()
+        self.n_heads, self.d_head = n_heads, d_head
+        self.ln1, self.ln2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.q, self.k, self.v = (nn.Linear(d_model, n_heads * d_head) for _ in range(3))
+        self.o = nn.Linear(n_heads * d_head, d_model)
+        self.mlp_in, self.mlp_out = nn.Linear(d_model, d_mlp), nn.Linear(d_mlp, d_model)
+
+    def forward(self, x: Tensor, mask: Tensor, rows: slice | Tensor = slice(None), sdpa: bool = False) -> Tensor:
+        """``rows``: the positions whose output is wanted (queries, attention output and MLP are
+        computed there only; keys and values everywhere); ``mask[i, j]``: row i may see key j."""
+        B, P, _ = x.shape
+        H, E = self.n_heads, self.d_head
+        h = self.ln1(x)
+        q = self.q(h[:, rows]).view(B, -1, H, E).transpose(1, 2)
+        k = self.k(h).view(B, P, H, E).transpose(1, 2)
+        v = self.v(h).view(B, P, H, E).transpose(1, 2)
+        if sdpa:
+            z = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        else:
+            scores = (q @ k.transpose(-1, -2) / math.sqrt(E)).masked_fill(~mask, float("-inf"))
+            z = scores.softmax(-1) @ v
+        x = x[:, rows] + self.o(z.transpose(1, 2).reshape(B, -1, H * E))
+        return x + self.mlp_out(F.gelu(self.mlp_in(self.ln2(x))))
+
+
+class PlainTransformer(nn.Module):
+    """The paper architecture in plain PyTorch: token + position embedding, pre-LN blocks with
+    causal multi-head attention and a GELU MLP, final LayerNorm, unembedding without bias.
+
+    ``forward(tokens, from_pos)`` returns logits for positions ``from_pos..`` only: the last
+    block then computes queries, attention output and MLP at those positions alone (the keys
+    and values of every position are still computed). ``from_pos=0`` is the ordinary forward.
+    """
+
+    def __init__(self, cfg: RunConfig, sdpa: bool = False):
+        super().__init__()
+        m = cfg.model
+        self.sdpa = sdpa
+        self.embed = nn.Embedding(D_VOCAB, m.d_model)
+        self.pos_embed = nn.Embedding(layout_for(cfg.task).seq_len, m.d_model)
+        self.blocks = nn.ModuleList(PlainBlock(m.d_model, m.n_heads, m.d_head, m.d_mlp) for _ in range(m.n_layers))
+        self.ln_final = nn.LayerNorm(m.d_model)
+        self.unembed = nn.Linear(m.d_model, D_VOCAB, bias=False)
+
+    def forward(self, tokens: Int[Tensor, "batch pos"], from_pos: int = 0) -> Float[Tensor, "batch out_pos vocab"]:
+        P = tokens.shape[1]
+        return self.run(tokens, torch.arange(P), torch.ones(P, P, dtype=torch.bool).tril(), slice(from_pos, None))
+
+    def run(self, tokens: Int[Tensor, "batch pos"], positions: Int[Tensor, "pos"], mask: Tensor, rows: slice | Tensor):
+        """Forward with explicit position ids, attention mask [pos, pos] and output rows."""
+        x = self.embed(tokens) + self.pos_embed.weight[positions]
+        full = slice(None)
+        for i, b in enumerate(self.blocks):
+            last = i == len(self.blocks) - 1
+            x = b(x, mask[rows] if last else mask, rows if last else full, self.sdpa)
+        return self.unembed(self.ln_final(x))
+
+    @staticmethod
+    def tl_name(name: str) -> str:
+        """Our parameter name -> the bridge's TransformerLens state-dict name."""
+        return name.replace("mlp_in.", "mlp.in.").replace("mlp_out.", "mlp.out.").replace(".q.", ".attn.q.") \
+            .replace(".k.", ".attn.k.").replace(".v.", ".attn.v.").replace(".o.", ".attn.o.")
+
+    @classmethod
+    def from_bridge(cls, model: nn.Module, cfg: RunConfig, *, share: bool, sdpa: bool = False) -> "PlainTransformer":
+        """A copy of the bridge's weights (``share=False``), or a module whose parameters *are*
+        the bridge's Parameter objects (``share=True``): training through it updates the bridge,
+        so its optimizer, state dict and checkpoints stay exactly the trainer's."""
+        plain = cls(cfg, sdpa)
+        sd = model.state_dict(keep_vars=True)
+        assert not sd["unembed.bias"].any(), "the native bridge's unembedding bias is a zero buffer"
+        for name, p in list(plain.named_parameters()):
+            src = sd[cls.tl_name(name)]
+            mod_name, _, attr = name.rpartition(".")
+            mod = plain.get_submodule(mod_name)
+            if share:
+                setattr(mod, attr, src)
+            else:
+                with torch.no_grad():
+                    p.copy_(src)
+        return plain
+
+
+# --- 2. analysis passes: the TransformerLens loop reference -------------------------
+
+
+@torch.no_grad()
+def loop_passes(model, ev, *, ablation: bool = True, batch: int = 1000, shift: int = 1) -> dict[str, Any]:
+    """The passes of ``probes.checkpoint_passes`` (zero ablation, one shift) written plainly
+    with TransformerLens hooks on the bridge: per example batch, ``run_with_cache`` of the clean
+    and the swapped inputs, then one ``run_with_hooks`` per head and input zeroing
+    ``blocks.{l}.attn.hook_z[:, :, h]``, and one per layer patching ``blocks.{l}.hook_resid_pre``
+    at the selector positions from the swapped run. Returns per-head [layer][head] lists."""
+    from ..metrics import candidate_losses, example_correct
+    from ..task import CHAR0
+
+    task, lay = ev.task, ev.task.layout
+    K, fp, N = task.cfg.K, lay.first_pred, len(ev.tokens)
+    L, H = model.cfg.n_layers, model.cfg.n_heads
+    selpos = list(lay.selector_positions)
+    swapped = ev.swapped_tokens(shift)
+    other = torch.from_numpy(task.targets[ev.g, (ev.s + shift) % K, 0] + CHAR0) if task.cfg.targets_A else ev.target_first
+    acc = {k: torch.zeros(L, H) for k in ("sel_attn", "dLc", "dL1", "dLc_sw")}
+    moved, tot = torch.zeros(L), {"Lc": 0.0, "Lc_sw": 0.0, "correct": 0.0, "ld_clean": 0.0, "ld_swap": 0.0}
+
+    def losses(logits, sl):
+        lg = logits[:, fp]
+        lc = candidate_losses(lg, ev.candidates[sl], ev.cand_index[sl])[0]
+        ld = lg.gather(1, ev.target_first[sl, None])[:, 0] - lg.gather(1, other[sl, None])[:, 0]
+        return lc, F.cross_entropy(lg, ev.target_first[sl], reduction="none"), ld
+
+    for i in range(0, N, batch):
+        sl = slice(i, min(N, i + batch))
+        toks, sw = ev.tokens[sl], swapped[sl]
+        logits, cache = model.run_with_cache(toks, names_filter=lambda n: n.endswith("hook_pattern"))
+        lc, l1, ld = losses(logits, sl)
+        sw_logits, sw_cache = model.run_with_cache(sw, names_filter=lambda n: n.endswith("hook_resid_pre"))
+        lc_sw, _, ld_sw = losses(sw_logits, sl)
+        tot["Lc"] += lc.sum().item()
+        tot["Lc_sw"] += lc_sw.sum().item()
+        tot["correct"] += example_correct(logits, toks, lay).float().sum().item()
+        tot["ld_clean"] += ld.sum().item()
+        tot["ld_swap"] += ld_sw.sum().item()
+        for l in range(L):
+            acc["sel_attn"][l] += cache[f"blocks.{l}.attn.hook_pattern"][:, :, fp, selpos].sum((0, 2))
+        if not ablation:
+            continue
+        for l in range(L):
+            for h in range(H):
+                def zero(z, hook, h=h):
+                    z[:, :, h] = 0.0
+                    return z
+
+                hook = [(f"blocks.{l}.attn.hook_z", zero)]
+                a_lc, a_l1, _ = losses(model.run_with_hooks(toks, fwd_hooks=hook), sl)
+                acc["dLc"][l, h] += (a_lc - lc).sum()
+                acc["dL1"][l, h] += (a_l1 - l1).sum()
+                acc["dLc_sw"][l, h] += (losses(model.run_with_hooks(sw, fwd_hooks=hook), sl)[0] - lc_sw).sum()
+
+            src = sw_cache[f"blocks.{l}.hook_resid_pre"]
+
+            def patch(x, hook, src=src):
+                x[:, selpos] = src[:, selpos]
+                return x
+
+            moved[l] += (losses(model.run_with_hooks(toks, fwd_hooks=[(f"blocks.{l}.hook_resid_pre", patch)]), sl)[2] - ld).sum()
+
+    sel_base = len(selpos) / (fp + 1)
+    out = {"Lc": tot["Lc"] / N, "swap_gap": (tot["Lc_sw"] - tot["Lc"]) / N, "acc_mean": tot["correct"] / N,
+           "sel_attn": (acc["sel_attn"] / N - sel_base).tolist()}
+    if ablation:
+        denom = (tot["ld_swap"] - tot["ld_clean"]) / N
+        out["dLc"] = (acc["dLc"] / N).tolist()
+        out["dL1"] = (acc["dL1"] / N).tolist()
+        out["swap_contrib"] = ((acc["dLc"] - acc["dLc_sw"]) / N).tolist()
+        out["patch_frac"] = (moved / N / denom).tolist()
+    return out

@@ -1,0 +1,146 @@
+"""The whole benchmark: ``run_benchmarks`` runs the sections, ``to_markdown`` renders the
+tables, ``main`` is ``mi-plateau bench``."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..config import RunConfig, preset
+from .sections import E2E_RUN, bench_end_to_end, bench_overhead, bench_passes, bench_threads, bench_train
+from .timing import machine, matmul_peak_gflops
+
+QUICK_CANDIDATES = ["toolkit", "plain", "fast"]
+FULL_CANDIDATES = ["toolkit", "plain", "plain+sdpa", "plain+last", "plain+fused", "fast", "fast+compile"]
+
+
+def _log(msg: str) -> None:
+    print(f"[bench] {msg}", file=sys.stderr, flush=True)
+
+
+# --- the whole benchmark ------------------------------------------------------------
+
+
+def run_benchmarks(quick: bool, *, cfg: RunConfig | None = None, e2e_run: Path | None = E2E_RUN) -> dict[str, Any]:
+    """Run all benchmarks; ``quick`` uses fewer repetitions and sequences and skips end to end.
+    ``cfg`` (default: the paper preset) is the model and task benchmarked."""
+    cfg = cfg or preset("paper")
+    res: dict[str, Any] = {"quick": quick, "preset": cfg.preset, "ckpt_every": cfg.train.ckpt_every,
+                           "machine": machine(), "load_start": os.getloadavg()}
+    t0 = time.perf_counter()
+    busy = res["load_start"][0] + torch.get_num_threads() > (os.cpu_count() or 1) + 0.5
+    if busy and torch.get_num_threads() > 1:
+        _log(f"warning: load average {res['load_start'][0]:.1f} on {os.cpu_count()} cores and torch uses "
+             f"{torch.get_num_threads()} threads: timings will be inflated (try OMP_NUM_THREADS=1)")
+    _log("fp32 matmul peak")
+    res["matmul_peak_gflops"] = matmul_peak_gflops(1024 if quick else 2048, 3 if quick else 7)
+    _log("training step")
+    which = QUICK_CANDIDATES if quick else FULL_CANDIDATES
+    res["train"] = bench_train(cfg, which, reps=2 if quick else 6, inner=5 if quick else 10, check_steps=10 if quick else 50)
+    for row in res["train"]["candidates"].values():
+        row["frac_of_peak"] = row["gflops"] / res["matmul_peak_gflops"]
+    if not quick and (os.cpu_count() or 1) > 1:
+        _log("training step at 1 thread and at one per core")
+        res["threads_ms_per_step"] = bench_threads(cfg, reps=2, inner=3)
+    _log("analysis passes")
+    pcfg = replace(cfg, eval=replace(cfg.eval, n_groups=40)) if quick else cfg
+    trained = None
+    if e2e_run is not None and (Path(e2e_run) / "manifest.json").exists():
+        from ..checkpoints import Run
+
+        run = Run(e2e_run)
+        if run.config().model == cfg.model and run.config().task == cfg.task:
+            trained = run.weights(run.steps()[-1])
+    res["passes"] = bench_passes(pcfg, reps=1 if quick else 3, weights=trained)
+    _log("checkpoint overhead")
+    ov = bench_overhead(cfg, reps=2 if quick else 5)
+    step_s = res["train"]["candidates"]["toolkit"]["ms_per_step"] / 1e3
+    fast_s = res["train"]["candidates"]["fast"]["ms_per_step"] / 1e3
+    for every in (cfg.train.ckpt_every, cfg.train.ckpt_every_transition):
+        ck = ov["evaluate_s"] + ov["save_s"]
+        ov[f"share_every_{every}"] = ck / (every * step_s + ck)
+        # wall time per checkpoint interval with the fast step and packed evaluation, vs now
+        ov[f"ideas_time_ratio_every_{every}"] = (every * fast_s + ov["evaluate_packed_s"] + ov["save_s"]) / (every * step_s + ck)
+    ov["train_steps_between_ckpts_s"] = cfg.train.ckpt_every * step_s
+    res["overhead"] = ov
+    if not quick and e2e_run is not None:
+        _log("end to end (analyze_run over a finished run)")
+        res["end_to_end"] = bench_end_to_end(Path(e2e_run))
+    res["load_end"] = os.getloadavg()
+    res["total_s"] = time.perf_counter() - t0
+    return res
+
+
+def to_markdown(res: dict[str, Any]) -> str:
+    m = res["machine"]
+    lines = [
+        f"Machine: {m['cpu']}, {m['cores']} cores, torch {m['torch']} ({m['threads']} threads), Python {m['python']}; "
+        f"load average (1/5/15 min) {_load(res['load_start'])} at start, {_load(res['load_end'])} at end; "
+        f"fp32 matmul peak {res['matmul_peak_gflops']:.0f} GFLOP/s; {'quick' if res['quick'] else 'full'} run, {res['total_s']:.0f} s.",
+        "",
+        f"**Training step** (preset {res['preset']}, {res['train']['tokens_per_step']} tokens, "
+        f"{res['train']['flops_per_step'] / 1e9:.2f} GFLOP nominal; loss checked over {res['train']['check_steps']} steps)",
+        "",
+        "| candidate | ms/step (median) | mean | GFLOP/s | of peak | vs toolkit | max abs loss diff | first step (s) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for k, r in res["train"]["candidates"].items():
+        lines.append(f"| {k} | {r['ms_per_step']:.1f} | {r['ms_mean']:.1f} | {r['gflops']:.0f} | {100 * r['frac_of_peak']:.0f}% "
+                     f"| {r['vs_toolkit']:.2f} | {r['max_abs_loss_diff']:.1e} | {r['first_step_s']:.2f} |")
+    if "threads_ms_per_step" in res:
+        lines += ["", "Toolkit step by intra-op thread count (ms/step, median, alternated): "
+                  + ", ".join(f"{n} thread(s) {v:.0f}" for n, v in res["threads_ms_per_step"].items())]
+    p = res["passes"]
+    lines += ["", f"**Analysis passes at one checkpoint** ({p['n_sequences']} sequences, {p['weights']})", "",
+              "| passes | toolkit (s) | TransformerLens loop (s) | speed-up | max abs diff |", "|---|---:|---:|---:|---:|"]
+    for kind, label in (("all", "all (ablation=True)"), ("cheap", "cheap (ablation=False)")):
+        r = p["rows"][kind]
+        lines.append(f"| {label} | {r['toolkit_s']:.2f} | {r['loop_s']:.2f} | {r['speedup']:.1f}x | {r['max_abs_diff']:.1e} |")
+    o = res["overhead"]
+    lines += ["", f"**Checkpoint overhead** ({o['n_sequences']} eval sequences; manifest of {o['manifest_records']} checkpoints)", "",
+              "| item | seconds |", "|---|---:|",
+              f"| evaluate() (bridge) | {o['evaluate_s']:.3f} |",
+              f"| evaluate() through PlainTransformer (max abs diff {o['evaluate_plain_max_abs_diff']:.0e}) | {o['evaluate_plain_s']:.3f} |",
+              f"| idea: evaluate_packed (max abs diff {o['evaluate_packed_max_abs_diff']:.0e}) | {o['evaluate_packed_s']:.3f} |",
+              f"| checkpoint files | {o['save_s']:.3f} |",
+              f"| {res['ckpt_every']} training steps (toolkit) | {o['train_steps_between_ckpts_s']:.2f} |"]
+    for k, v in o.items():
+        every = k.rsplit("_", 1)[1]
+        if k.startswith("share_every_"):
+            lines.append(f"| share of wall time in evaluate + files, checkpoint every {every} steps | {100 * v:.1f}% |")
+        if k.startswith("ideas_time_ratio_every_"):
+            lines.append(f"| idea: wall time with fast step + evaluate_packed, relative (every {every}) | {v:.2f} |")
+    e = res.get("end_to_end")
+    if e is not None:
+        lines += ["", "**End to end**", ""]
+        if "skipped" in e:
+            lines.append(f"skipped: {e['skipped']}")
+        else:
+            lines += ["| item | value |", "|---|---:|",
+                      f"| run | {e['run']} ({e['status']}, last step {e['last_step']}) |",
+                      f"| training wall time (records' wall_s, {e['resumed_segments']} segment(s)) | {e['train_wall_s']:.0f} s |",
+                      f"| analyze_run: {e['n_checkpoints']} checkpoints, {e['n_heavy']} with ablation + patching | {e['analyze_s']:.0f} s |"]
+    return "\n".join(lines) + "\n"
+
+
+def _load(la) -> str:
+    return "/".join(f"{x:.1f}" for x in la)
+
+
+def main(args) -> int:
+    res = run_benchmarks(quick=args.quick)
+    md = to_markdown(res)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(md)
+    from ..metrics import nan_to_none
+
+    print(json.dumps(nan_to_none(res), indent=2) if args.json else md)
+    return 0

@@ -1,0 +1,199 @@
+"""The benchmark sections: training step, analysis passes, checkpoint overhead, end to end
+(described in the ``mi_plateau.bench`` docstring)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from ..config import RunConfig, layout_for
+from ..task import BatchSampler, make_eval_set, make_task
+from .fast import evaluate_packed, make_candidate
+from .reference import PlainTransformer, loop_passes
+from .timing import _timed, alternate, train_step_flops
+
+E2E_RUN = Path("checkpoints/paper_K10_nb1000_s0")
+
+
+# --- 1. training step ---------------------------------------------------------------
+
+
+def bench_train(cfg: RunConfig, which: list[str], *, reps: int, inner: int, check_steps: int) -> dict[str, Any]:
+    """ms per step of each candidate, alternated. First every candidate takes ``check_steps``
+    steps from the same initial weights on the same batches (warm-up and compilation, and the
+    loss curves compared with the toolkit's); the timed steps follow."""
+    cands = {k: make_candidate(cfg, k) for k in ("toolkit", *[w for w in which if w != "toolkit"])}
+    first: dict[str, float] = {}
+    for k, fn in cands.items():
+        first[k] = _timed(fn)
+        for _ in range(check_steps - 1):
+            fn()
+    curves = {k: list(fn.losses) for k, fn in cands.items()}  # type: ignore[attr-defined]
+    times = alternate(cands, reps, inner)
+    flops = train_step_flops(cfg)
+    ms = {k: 1e3 * statistics.median(v) for k, v in times.items()}
+    rows = {
+        k: {"ms_per_step": ms[k], "ms_mean": 1e3 * statistics.fmean(v), "n_steps": len(v),
+            "gflops": flops / ms[k] / 1e6, "vs_toolkit": ms[k] / ms["toolkit"], "first_step_s": first[k],
+            "max_abs_loss_diff": max(abs(a - b) for a, b in zip(curves[k], curves["toolkit"]))}
+        for k, v in times.items()
+    }
+    return {"flops_per_step": flops, "tokens_per_step": cfg.train.batch_size * (layout_for(cfg.task).seq_len - 1),
+            "check_steps": check_steps, "candidates": rows}
+
+
+def bench_threads(cfg: RunConfig, *, reps: int, inner: int) -> dict[str, Any]:
+    """The toolkit's step at 1 intra-op thread and at one per core, alternated: on a machine
+    where other jobs hold cores, more threads than free cores can be far slower (OpenMP
+    threads wait at every op for a partner that is not scheduled)."""
+    step, default = make_candidate(cfg, "toolkit"), torch.get_num_threads()
+    counts = sorted({1, os.cpu_count() or 1})
+    for _ in range(2):
+        step()
+
+    def at(n: int) -> Callable[[], float]:
+        def run() -> float:
+            torch.set_num_threads(n)
+            try:
+                return step()
+            finally:
+                torch.set_num_threads(default)
+
+        return run
+
+    times = alternate({n: at(n) for n in counts}, reps, inner)
+    return {str(n): 1e3 * statistics.median(v) for n, v in times.items()}
+
+
+# --- 2. analysis passes -------------------------------------------------------------
+
+
+def _max_diff(tool: dict, ref: dict) -> float:
+    """Largest absolute difference between the toolkit's rows and the loop reference."""
+    ck, heads = tool["checkpoint"][0], tool["heads"]
+    d = [abs(ck[k] - ref[k]) for k in ("Lc", "swap_gap", "acc_mean")]
+    for k in ("sel_attn", "dLc", "dL1", "swap_contrib"):
+        if k in ref:
+            d += [abs(r[k] - ref[k][r["layer"]][r["head_index"]]) for r in heads]
+    d += [abs(r["patch_frac"] - ref["patch_frac"][r["layer"]]) for r in tool["patching"] if "patch_frac" in ref]
+    return max(d)
+
+
+def bench_passes(cfg: RunConfig, *, reps: int, weights: dict | None = None) -> dict[str, Any]:
+    from ..model import build_model
+    from ..passes.forward import Weights
+    from ..passes.probes import checkpoint_passes
+
+    model = build_model(cfg)
+    if weights is not None:
+        model.load_state_dict(weights, strict=False)
+    m = cfg.model
+    W = Weights.from_state_dict(model.state_dict(), m.n_layers, m.n_heads, m.d_head, m.act_fn)
+    ev = make_eval_set(make_task(cfg.task), cfg.eval)
+    cands = {
+        "toolkit_all": lambda: checkpoint_passes(W, ev, ablation=True),
+        "loop_all": lambda: loop_passes(model, ev, ablation=True),
+        "toolkit_cheap": lambda: checkpoint_passes(W, ev, ablation=False),
+        "loop_cheap": lambda: loop_passes(model, ev, ablation=False),
+    }
+    agree = {
+        "all": _max_diff(checkpoint_passes(W, ev, ablation=True), loop_passes(model, ev, ablation=True)),
+        "cheap": _max_diff(checkpoint_passes(W, ev, ablation=False), loop_passes(model, ev, ablation=False)),
+    }
+    s = {k: statistics.median(v) for k, v in alternate(cands, reps, 1).items()}
+    return {
+        "n_sequences": len(ev.tokens),
+        "weights": "trained checkpoint" if weights is not None else "initialisation",
+        "rows": {kind: {"toolkit_s": s[f"toolkit_{kind}"], "loop_s": s[f"loop_{kind}"],
+                        "speedup": s[f"loop_{kind}"] / s[f"toolkit_{kind}"], "max_abs_diff": agree[kind]}
+                 for kind in ("all", "cheap")},
+    }
+
+
+# --- 3. checkpoint overhead ---------------------------------------------------------
+
+
+def bench_overhead(cfg: RunConfig, *, reps: int, n_records: int = 100) -> dict[str, Any]:
+    """Seconds of ``evaluate`` (bridge; the same function through PlainTransformer; the packed
+    idea ``evaluate_packed``) and of
+    writing one checkpoint the way ``train._train_loop`` does (weights, record, resume state,
+    a manifest of ``n_records`` checkpoints; atomic writes with fsync) into a temp dir."""
+    from ..checkpoints import atomic_write_json, save_tensors
+    from ..metrics import evaluate
+    from ..model import build_model
+    from ..train import _optimizer_tensors, make_optimizer
+
+    model = build_model(cfg)
+    opt = make_optimizer(cfg, model)
+    task = make_task(cfg.task)
+    sampler = BatchSampler(task, cfg.train.batch_size, cfg.train.batch_seed)
+    model(sampler.sample()).sum().backward()
+    opt.step()  # the optimizer now holds its moments, as at every checkpoint but step 0
+    model.eval()
+    plain = PlainTransformer.from_bridge(model, cfg, share=True).eval()
+    ev = make_eval_set(task, cfg.eval)
+    metrics = evaluate(model, ev)
+    diff = {name: max(abs(v - other[k]) for k, v in metrics.items() if not math.isnan(v))
+            for name, other in (("plain", evaluate(plain, ev)), ("packed", evaluate_packed(plain, ev)))}
+    record = {"step": 50, "examples_seen": 6400, "lr": 1e-3, "train_loss": 1.0, "metrics": metrics}
+    with tempfile.TemporaryDirectory() as d:
+        root = Path(d)
+        manifest = {"format_version": 1, "status": "running", "resume": None, "checkpoints": [
+            {"step": 50 * i, "weights": f"ckpt/step_{50 * i:06d}.safetensors", "sha256": "0" * 64,
+             "record_file": f"ckpt/step_{50 * i:06d}.json", "record": record} for i in range(n_records)]}
+        n = [0]
+
+        def save() -> None:  # the file work of train._train_loop's checkpoint(), in the same order
+            n[0] += 1
+            name = f"step_{n[0]:06d}"
+            save_tensors(root / "ckpt" / f"{name}.safetensors", model.state_dict(), {"step": str(n[0])})
+            atomic_write_json(root / "ckpt" / f"{name}.json", {**record, "wall_s": 0.0})
+            rel = f"resume/state_{n[0]:06d}.safetensors"
+            save_tensors(root / rel, {**_optimizer_tensors(opt), "sampler_rng": sampler.get_state()})
+            old, manifest["resume"] = manifest["resume"], rel
+            atomic_write_json(root / "manifest.json", manifest)
+            if old:
+                (root / old).unlink()
+
+        cands = {"evaluate": lambda: evaluate(model, ev), "evaluate_plain": lambda: evaluate(plain, ev),
+                 "evaluate_packed": lambda: evaluate_packed(plain, ev), "save": save}
+        t = {k: statistics.median(v) for k, v in alternate(cands, reps, 1).items()}
+    return {"evaluate_s": t["evaluate"], "evaluate_plain_s": t["evaluate_plain"], "evaluate_packed_s": t["evaluate_packed"],
+            "save_s": t["save"], "evaluate_plain_max_abs_diff": diff["plain"], "evaluate_packed_max_abs_diff": diff["packed"],
+            "n_sequences": len(ev.tokens), "manifest_records": n_records}
+
+
+# --- 4. end to end ------------------------------------------------------------------
+
+
+def bench_end_to_end(path: Path = E2E_RUN, *, allow_running: bool = False) -> dict[str, Any]:
+    """Training wall time from a finished run's records, and ``analyze_run`` over it, timed.
+    ``allow_running`` takes a run still training as it stands (its checkpoints so far)."""
+    from ..checkpoints import Run
+    from ..passes.analyze import analyze_run
+
+    run = Run(path)
+    if not run.exists():
+        return {"skipped": f"{path} does not exist"}
+    status = run.manifest().get("status")
+    if status != "finished" and not allow_running:
+        return {"skipped": f"{path} is not finished (status {status!r})"}
+    walls = [json.loads(f.read_text()).get("wall_s", 0.0) for f in sorted((run.path / "ckpt").glob("step_*.json"))]
+    # wall_s restarts from 0 when a run is resumed: add up the segments
+    train_s = sum(a for a, b in zip(walls, walls[1:] + [0.0]) if b < a)
+    with tempfile.TemporaryDirectory() as d:
+        t = time.perf_counter()
+        tables = analyze_run(run, d, progress=False)
+        analyze_s = time.perf_counter() - t
+    cfg = run.config()
+    return {"run": str(path), "status": status, "last_step": run.records()[-1]["step"], "n_checkpoints": len(tables["checkpoint"]),
+            "n_heavy": len(tables["patching"]) // cfg.model.n_layers, "train_wall_s": train_s,
+            "resumed_segments": 1 + sum(b < a for a, b in zip(walls, walls[1:])), "analyze_s": analyze_s}
