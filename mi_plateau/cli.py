@@ -76,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     a = sub.add_parser("analyze", help="run the analysis passes; write Tables 6, 9 and Figure 3")
     a.add_argument("runs", nargs="+")
     a.add_argument("--out", default="analyses", help="output root (default: analyses/)")
-    a.add_argument("--max-checkpoints", type=_num_arg(int), default=None, help="analyse at most this many checkpoints (evenly spread)")
+    a.add_argument("--max-checkpoints", type=_num_arg(int), default=None, help="per-head passes at this many checkpoints over [0, 2 tau] (default 21)")
     a.add_argument("--mean", action="store_true", help="mean-ablate heads instead of zeroing them")
     a.add_argument("--shifts", default="1", help="selector replacements k -> k+s mod K to average, comma-separated (default 1)")
     a.add_argument("--json", action="store_true", help="print the written paths and headline numbers as JSON")
@@ -107,6 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("reproduce", help="named recipes that rebuild the paper's artifacts")
     rep.add_argument("recipe", choices=["core"])
     rep.add_argument("--dry-run", action="store_true", help="list the runs and whether they are done")
+    rep.add_argument("--no-train", action="store_true", help="only analyse the runs that exist (unfinished ones up to their last checkpoint)")
     rep.add_argument("--jobs", type=_positive_int, default=1, help="train this many runs at once (cores are split)")
     rep.add_argument("--quiet", action="store_true")
     return p

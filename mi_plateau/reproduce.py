@@ -133,7 +133,7 @@ def write_assets(results: dict[str, Any], runs, docs: Path) -> list[Path]:
         by_K.setdefault(c.task.K, []).append(s)
         t3.append({"run": p.name, "K": c.task.K, "seed": c.task.data_seed, "tau": s["tau"], "paper_tau": PAPER_TAU.get(c.task.K),
                    "plateau_Lc": s["plateau_Lc"], "plateau_over_logK": s["plateau_ratio"], "converged_step": s["converged_step"],
-                   "last_step": s["last_step"], "train_wall_s": results["train_wall"].get(p.name)})
+                   "last_step": s["last_step"], "status": s.get("status"), "train_wall_s": results["train_wall"].get(p.name)})
     spread = []
     for K, ss in sorted(by_K.items()):
         taus = [s["tau"] for s in ss if s["tau"] is not None]
@@ -154,14 +154,20 @@ def write_assets(results: dict[str, Any], runs, docs: Path) -> list[Path]:
 
 
 def run_recipe(recipe: str = "core", *, jobs: int = 1, progress: bool = True, docs: str | Path = "docs/reproduction",
-               analyses: str | Path = "analyses") -> dict[str, Any]:
+               analyses: str | Path = "analyses", train: bool = True) -> dict[str, Any]:
+    """Train (unless ``train=False``) and analyse the recipe's runs; write docs assets and a log."""
     from .api import _outputs_for, analyze, summary
     from .checkpoints import Run
     from .summaries import nan_to_none
 
     t0 = time.perf_counter()
     runs = plan(recipe)
-    train_all(runs, jobs=jobs, progress=progress)
+    if train:
+        train_all(runs, jobs=jobs, progress=progress)
+    else:  # analyse what exists: finished runs and unfinished ones up to their last checkpoint
+        runs = [(p, c) for p, c in runs if _status(p) in ("finished", "running")]
+        if not runs:
+            raise RunError("no run of this recipe has started yet; run it without --no-train first")
     t_train = time.perf_counter() - t0
     res = analyze([p for p, _ in runs], analyses, progress=progress)
     t_an = time.perf_counter() - t0 - t_train
@@ -196,7 +202,7 @@ def main(args) -> int:
         for p, c in runs:
             print(f"{p}  K={c.task.K} seed={c.task.data_seed}  {_status(p)}")
         return 0
-    log = run_recipe(args.recipe, jobs=getattr(args, "jobs", 1), progress=not args.quiet)
+    log = run_recipe(args.recipe, jobs=getattr(args, "jobs", 1), progress=not args.quiet, train=not args.no_train)
     for name, s in log["summaries"].items():
         ro = log["routing"][name]
         ratio = s["plateau_ratio"]

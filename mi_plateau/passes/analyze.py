@@ -23,7 +23,8 @@ from ..summaries import nan_to_none, summarize
 class PassConfig:
     shifts: tuple[int, ...] = (1,)  # selector replacements k -> k+s mod K, averaged
     mean_ablation: bool = False
-    max_head_checkpoints: int = 24
+    max_head_checkpoints: int = 21  # per-head passes at this many points over [0, head_span * tau]
+    head_span: float = 2.0
     table6_fracs: tuple[float, ...] = (0.25, 0.5, 1.0, 1.5)
     phase_fracs: tuple[float, float] = (0.25, 1.0)  # Pre and Mid of Table 9; Post = last checkpoint
     min_gap: float = 0.05
@@ -38,16 +39,24 @@ def nearest(steps: list[int], target: float) -> int:
 
 
 def head_checkpoints(steps: list[int], tau: int | None, pc: PassConfig) -> list[int]:
-    """The steps that get the expensive per-head passes."""
-    chosen = set()
+    """The steps that get the expensive per-head passes.
+
+    Once tau is known: ``max_head_checkpoints`` points evenly spaced in t / tau over
+    [0, ``head_span`` tau], so the set does not move as a run grows and resolves the plateau and
+    the transition alike; plus the checkpoints the tables read and the last one (Post). Before
+    tau is known: points evenly spaced over the run so far.
+    """
+    chosen = {steps[-1]}
     n = min(pc.max_head_checkpoints, len(steps))
-    if n > 1:
-        for i in range(n):
-            chosen.add(nearest(steps, steps[0] + (steps[-1] - steps[0]) * i / (n - 1)))
-    chosen.add(steps[-1])
     if tau is not None:
+        if n > 1:
+            for i in range(n):
+                chosen.add(nearest(steps, pc.head_span * tau * i / (n - 1)))
         for f in (*pc.phase_fracs, *pc.table6_fracs):
             chosen.add(nearest(steps, f * tau))
+    elif n > 1:
+        for i in range(n):
+            chosen.add(nearest(steps, steps[0] + (steps[-1] - steps[0]) * i / (n - 1)))
     return sorted(chosen)
 
 
