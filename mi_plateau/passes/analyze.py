@@ -44,7 +44,7 @@ def head_checkpoints(steps: list[int], tau: int | None, pc: PassConfig) -> list[
     Once tau is known: ``max_head_checkpoints`` points evenly spaced in t / tau over
     [0, ``head_span`` tau], so the set does not move as a run grows and resolves the plateau and
     the transition alike; plus the checkpoints the tables read and the last one (Post). Before
-    tau is known: points evenly spaced over the run so far.
+    tau is known (a run still on its plateau) only the last checkpoint.
     """
     chosen = {steps[-1]}
     n = min(pc.max_head_checkpoints, len(steps))
@@ -54,9 +54,6 @@ def head_checkpoints(steps: list[int], tau: int | None, pc: PassConfig) -> list[
                 chosen.add(nearest(steps, pc.head_span * tau * i / (n - 1)))
         for f in (*pc.phase_fracs, *pc.table6_fracs):
             chosen.add(nearest(steps, f * tau))
-    elif n > 1:
-        for i in range(n):
-            chosen.add(nearest(steps, steps[0] + (steps[-1] - steps[0]) * i / (n - 1)))
     return sorted(chosen)
 
 
