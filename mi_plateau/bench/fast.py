@@ -96,7 +96,10 @@ def make_candidate(cfg: RunConfig, name: str) -> Callable[[], float]:
     """One training-step candidate with its own model (the same initial weights for every
     candidate) and its own sampler (the same batches). Names:
 
-    - ``toolkit``: the trainer's default: TransformerBridge forward, ``make_optimizer``.
+    - ``toolkit``: the trainer's default: the bridge's native module (``original_model``, the
+      bridge's own parameters, no hook dispatch), ``make_optimizer``.
+    - ``bridge``: the same through the TransformerBridge forward with its HookPoints (the
+      trainer's step before it switched to the native module).
     - ``plain``: PlainTransformer, an independent copy of the weights, the same AdamW.
       Options joined with "+": ``sdpa`` (F.scaled_dot_product_attention), ``last`` (last block
       and unembedding at the loss positions only), ``fused`` (AdamW ``fused=True``),
@@ -111,6 +114,9 @@ def make_candidate(cfg: RunConfig, name: str) -> Callable[[], float]:
     bridge = build_model(cfg)
     bridge.train()
     if name == "toolkit":
+        net = getattr(bridge, "original_model", bridge)
+        return _stepper(cfg, net, list(bridge.parameters()), make_optimizer(cfg, bridge), False)
+    if name == "bridge":
         return _stepper(cfg, bridge, list(bridge.parameters()), make_optimizer(cfg, bridge), False)
     base, *opts = name.split("+")
     if base not in ("plain", "fast") or not set(opts) <= {"sdpa", "last", "fused", "compile"}:

@@ -17,8 +17,8 @@ from ..config import RunConfig, preset
 from .sections import E2E_RUN, bench_end_to_end, bench_overhead, bench_passes, bench_threads, bench_train
 from .timing import machine, matmul_peak_gflops
 
-QUICK_CANDIDATES = ["toolkit", "plain", "fast"]
-FULL_CANDIDATES = ["toolkit", "plain", "plain+sdpa", "plain+last", "plain+fused", "fast", "fast+compile"]
+QUICK_CANDIDATES = ["toolkit", "bridge", "plain", "fast"]
+FULL_CANDIDATES = ["toolkit", "bridge", "plain", "plain+sdpa", "plain+last", "plain+fused", "fast", "fast+compile"]
 
 
 def _log(msg: str) -> None:
