@@ -31,7 +31,10 @@ def _nearest(steps: Sequence[int], target: float) -> int:
 
 
 def table6(name: str, K: int, tau: int | None, checkpoint_rows: Rows, fracs: Sequence[float] = (0.25, 0.5, 1.0, 1.5)) -> Rows:
-    """Collective transition: per-group accuracy at the checkpoints nearest fractions of tau."""
+    """Collective transition: per-group accuracy at the checkpoints nearest fractions of tau.
+
+    A fraction with no checkpoint within 0.1 tau (a run stopped early) gets an empty row; a
+    paper reference is attached only from a paper row within 0.15 tau of the checkpoint."""
     if tau is None:
         return []
     by_step = {r["step"]: r for r in checkpoint_rows}
@@ -39,14 +42,19 @@ def table6(name: str, K: int, tau: int | None, checkpoint_rows: Rows, fracs: Seq
     out = []
     for f in fracs:
         s = _nearest(steps, f * tau)
+        if abs(s - f * tau) > 0.1 * tau:  # the run has no checkpoint near this fraction (yet)
+            out.append({"run": name, "K": K, "target": f"{f:g} tau", "step": None, "frac_tau": None,
+                        "ge80_pct": None, "eq100_pct": None, "mean_acc": None})
+            continue
         r = by_step[s]
         row = {
             "run": name, "K": K, "target": f"{f:g} tau", "step": s, "frac_tau": s / tau,
             "ge80_pct": 100 * r["groups_ge80"], "eq100_pct": 100 * r["groups_100"], "mean_acc": r["acc_mean"],
         }
         ref = PAPER_TABLE6.get(K)
-        if ref:
-            p = min(ref, key=lambda t: abs(t[1] - s / tau))
+        near = [t for t in ref or [] if abs(t[1] - s / tau) <= 0.15]
+        if near:
+            p = min(near, key=lambda t: abs(t[1] - s / tau))
             row.update({"paper_step": p[0], "paper_frac_tau": p[1], "paper_ge80_pct": p[2], "paper_eq100_pct": p[3], "paper_mean_acc": p[4]})
         out.append(row)
     return out
