@@ -49,14 +49,17 @@ def to_csv(rows: Rows, cols: Sequence[str] | None = None) -> str:
 
 def write_table(path_stem: Path, rows: Rows, *, title: str = "", note: str = "", cols: Sequence[str] | None = None) -> list[Path]:
     """Write ``<stem>.md``, ``<stem>.csv`` and ``<stem>.json``; returns the paths."""
-    from .checkpoints import atomic_write_bytes, atomic_write_json
+    from .checkpoints import atomic_write_bytes
 
     path_stem = Path(path_stem)
     md = (f"## {title}\n\n" if title else "") + to_markdown(rows, cols) + (f"\n{note}\n" if note else "")
     paths = [path_stem.with_suffix(".md"), path_stem.with_suffix(".csv"), path_stem.with_suffix(".json")]
     atomic_write_bytes(paths[0], md.encode())
     atomic_write_bytes(paths[1], to_csv(rows, cols).encode())
-    atomic_write_json(paths[2], {"title": title, "note": note, "rows": rows})
+    from .summaries import nan_to_none
+
+    # not atomic_write_json: that sorts keys, and a table keeps its column order
+    atomic_write_bytes(paths[2], (json.dumps(nan_to_none({"title": title, "note": note, "rows": rows}), indent=1) + "\n").encode())
     return paths
 
 
