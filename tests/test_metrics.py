@@ -66,3 +66,22 @@ def test_summary_keys():
         assert key in s
     assert s["tau"] == 1000 and s["tau_examples"] == 128000 and s["converged"] and s["n_checkpoints"] == 5
     assert s["plateau_ratio"] == pytest.approx(np.median([2.31, 2.3]) / math.log(10))
+
+
+@pytest.mark.parametrize("len_z", [1, 2, 3])
+def test_packed_evaluate_equals_two_plain_forwards(len_z):
+    """evaluate() reads clean and swapped metrics from one packed forward; same numbers."""
+    from mi_plateau.metrics import evaluate_reference
+
+    cfg = with_overrides(preset("tiny"), {"len_z": len_z})
+    torch.manual_seed(len_z)
+    model = build_model(cfg)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.5 * torch.randn_like(p))
+    ev = make_eval_set(make_task(cfg.task), cfg.eval)
+    a, b = evaluate(model, ev), evaluate_reference(model, ev)
+    assert a.keys() == b.keys()
+    for k in a:
+        assert a[k] == pytest.approx(b[k], abs=1e-5), k
+    assert abs(a["swap_gap"]) > 0.01  # the swap really changes something here

@@ -106,8 +106,8 @@ def to_markdown(res: dict[str, Any]) -> str:
     o = res["overhead"]
     lines += ["", f"**Checkpoint overhead** ({o['n_sequences']} eval sequences; manifest of {o['manifest_records']} checkpoints)", "",
               "| item | seconds |", "|---|---:|",
-              f"| evaluate() (bridge) | {o['evaluate_s']:.3f} |",
-              f"| evaluate() through PlainTransformer (max abs diff {o['evaluate_plain_max_abs_diff']:.0e}) | {o['evaluate_plain_s']:.3f} |",
+              f"| evaluate() (toolkit: packed functional forward) | {o['evaluate_s']:.3f} |",
+              f"| evaluate_reference() (two plain forwards) through PlainTransformer (max abs diff {o['evaluate_plain_max_abs_diff']:.0e}) | {o['evaluate_plain_s']:.3f} |",
               f"| idea: evaluate_packed (max abs diff {o['evaluate_packed_max_abs_diff']:.0e}) | {o['evaluate_packed_s']:.3f} |",
               f"| checkpoint files | {o['save_s']:.3f} |",
               f"| {res['ckpt_every']} training steps (toolkit) | {o['train_steps_between_ckpts_s']:.2f} |"]

@@ -127,7 +127,7 @@ def bench_overhead(cfg: RunConfig, *, reps: int, n_records: int = 100) -> dict[s
     writing one checkpoint the way ``train._train_loop`` does (weights, record, resume state,
     a manifest of ``n_records`` checkpoints; atomic writes with fsync) into a temp dir."""
     from ..checkpoints import atomic_write_json, save_tensors
-    from ..metrics import evaluate
+    from ..metrics import evaluate, evaluate_reference
     from ..model import build_model
     from ..train import _optimizer_tensors, make_optimizer
 
@@ -142,7 +142,7 @@ def bench_overhead(cfg: RunConfig, *, reps: int, n_records: int = 100) -> dict[s
     ev = make_eval_set(task, cfg.eval)
     metrics = evaluate(model, ev)
     diff = {name: max(abs(v - other[k]) for k, v in metrics.items() if not math.isnan(v))
-            for name, other in (("plain", evaluate(plain, ev)), ("packed", evaluate_packed(plain, ev)))}
+            for name, other in (("plain", evaluate_reference(plain, ev)), ("packed", evaluate_packed(plain, ev)))}
     record = {"step": 50, "examples_seen": 6400, "lr": 1e-3, "train_loss": 1.0, "metrics": metrics}
     with tempfile.TemporaryDirectory() as d:
         root = Path(d)
@@ -163,7 +163,7 @@ def bench_overhead(cfg: RunConfig, *, reps: int, n_records: int = 100) -> dict[s
             if old:
                 (root / old).unlink()
 
-        cands = {"evaluate": lambda: evaluate(model, ev), "evaluate_plain": lambda: evaluate(plain, ev),
+        cands = {"evaluate": lambda: evaluate(model, ev), "evaluate_plain": lambda: evaluate_reference(plain, ev),
                  "evaluate_packed": lambda: evaluate_packed(plain, ev), "save": save}
         t = {k: statistics.median(v) for k, v in alternate(cands, reps, 1).items()}
     return {"evaluate_s": t["evaluate"], "evaluate_plain_s": t["evaluate_plain"], "evaluate_packed_s": t["evaluate_packed"],

@@ -88,8 +88,9 @@ def _act(x: Tensor, name: str) -> Tensor:
     return F.silu(x)
 
 
-def embed(W: Weights, tokens: Int[Tensor, "batch pos"]) -> Float[Tensor, "batch pos d_model"]:
-    return W.W_E[tokens] + W.W_pos[: tokens.shape[1]]
+def embed(W: Weights, tokens: Int[Tensor, "batch pos"], positions: Tensor | None = None) -> Float[Tensor, "batch pos d_model"]:
+    """Token plus positional embedding; ``positions`` (default 0..pos-1) for packed sequences."""
+    return W.W_E[tokens] + (W.W_pos[: tokens.shape[1]] if positions is None else W.W_pos[positions])
 
 
 def block(
@@ -100,6 +101,7 @@ def block(
     z_fill: Float[Tensor, "pos n_heads d_head"] | None = None,
     want_pattern: bool = False,
     last_only: bool = False,
+    blocked: Tensor | None = None,
 ):
     """One transformer block. ``head_scale`` multiplies each head's z (0 = ablated); where a
     head is ablated and ``z_fill`` is given its z becomes ``z_fill`` (mean ablation).
@@ -115,7 +117,9 @@ def block(
     hq = h[:, -1:] if last_only else h
     q = F.linear(hq, b["W_Q_flat"], b["b_Q_flat"]).view(B, hq.shape[1], H, E).transpose(1, 2)
     scores = q @ k.transpose(-1, -2) / math.sqrt(E)
-    if not last_only:
+    if blocked is not None:  # [query, key] True where attention is not allowed (packed sequences)
+        scores = scores.masked_fill(blocked, float("-inf"))
+    elif not last_only:
         mask = torch.ones(P, P, dtype=torch.bool, device=x.device).triu(1)
         scores = scores.masked_fill(mask, float("-inf"))
     pattern = scores.softmax(-1)
@@ -171,4 +175,14 @@ def from_layer(
         x = block(W, j, x, head_scale_l if j == l else None, z_fill if j == l else None, last_only=final)
     if at is not None:
         x = x[:, -1] if last else x[:, at]
+    return unembed(W, x)
+
+
+@torch.no_grad()
+def run_packed(W: Weights, tokens: Int[Tensor, "batch pos"], positions: Tensor, blocked: Tensor) -> Tensor:
+    """Logits of a packed sequence: explicit positions and an explicit attention mask, so several
+    variants of one prompt that share a prefix can be read from one forward."""
+    x = embed(W, tokens, positions)
+    for l in range(W.n_layers):
+        x = block(W, l, x, blocked=blocked)
     return unembed(W, x)
