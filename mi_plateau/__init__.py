@@ -2,6 +2,8 @@
 
 Reproduces "Marginals Before Conditionals" (arXiv 2603.10074). The public API is importable
 from here; heavy packages (torch, transformer_lens) load only when a function needs them.
+Training and the HTML report share their module's name, so import them from it:
+``from mi_plateau.train import train`` and ``from mi_plateau.report import report``.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ _LAZY = {
     "make_task": "task",
     "make_eval_set": "task",
     "build_model": "model",
-    "train": "train",
     "Run": "checkpoints",
     "RunError": "checkpoints",
     "summarize": "summaries",
@@ -30,7 +31,6 @@ _LAZY = {
     "analyze": "api",
     "inspect": "api",
     "ablation_report": "api",
-    "report": "api",
 }
 
 __all__ = list(_LAZY)

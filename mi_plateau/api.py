@@ -50,7 +50,8 @@ TABLE9_NOTE = (
 )
 
 
-def analyze(runs, out: str | os.PathLike = "analyses", *, progress: bool = True, pass_config=None, max_head_checkpoints: int | None = None) -> dict[str, Any]:
+def analyze(runs, out: str | os.PathLike = "analyses", *, progress: bool = True, pass_config=None, max_head_checkpoints: int | None = None,
+            with_figure3: bool = False) -> dict[str, Any]:
     """Run every pass over each run; write Tables 6 and 9 (md, csv, json), Figure 3 (HTML), the
     tidy pass tables and routing.json under ``out/<run name>/``, and a comparison folder
     ``out/compare_<names>/`` when several runs are given. Returns paths and headline numbers."""
@@ -91,6 +92,8 @@ def analyze(runs, out: str | os.PathLike = "analyses", *, progress: bool = True,
         atomic_write_bytes(f3, figure3({name: o["figure3"]}).to_html(include_plotlyjs=True, full_html=True).encode())
         paths += [folder / "routing.json", f3]
         result["runs"][name] = {"summary": s, "routing": o["routing"], "folder": str(folder), "files": [str(p) for p in paths]}
+        if with_figure3:  # the data behind figure3.html, for callers that plot it again
+            result["runs"][name]["figure3"] = o["figure3"]
         all_t6 += o["table6"]
         all_t9 += o["table9"]
         all_f3[name] = o["figure3"]

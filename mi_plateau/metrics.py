@@ -75,17 +75,12 @@ def evaluate(model, ev: EvalSet, batch: int = 4096) -> dict[str, Any]:
     """
     if not ev.task.cfg.has_selector:
         return evaluate_reference(model, ev, batch)
-    from .passes.forward import Weights, run_packed
+    from .passes.forward import Weights, packed_swap_layout, run_packed
 
     lay = ev.task.layout
     K = ev.task.cfg.K
     P, fp, zs = lay.seq_len - 1, lay.first_pred, lay.selector_positions.start
-    n_sw = fp + 1 - zs
-    positions = torch.cat([torch.arange(P), torch.arange(zs, fp + 1)])
-    allowed = torch.zeros(P + n_sw, P + n_sw, dtype=torch.bool)
-    allowed[:P, :P] = torch.ones(P, P, dtype=torch.bool).tril()
-    allowed[P:, :zs] = True
-    allowed[P:, P:] = torch.ones(n_sw, n_sw, dtype=torch.bool).tril()
+    positions, allowed = packed_swap_layout(lay.seq_len, fp, zs)
     m = model.cfg
     W = Weights.from_state_dict(model.state_dict(), m.n_layers, m.n_heads, m.d_head, getattr(m, "act_fn", "gelu"), getattr(m, "eps", 1e-5))
     swapped = ev.swapped_tokens(1)[:, zs : fp + 1]

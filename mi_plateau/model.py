@@ -69,7 +69,3 @@ def parse_head(name: str, n_layers: int, n_heads: int) -> tuple[int, int]:
     if layer >= n_layers or head >= n_heads:
         raise ValueError(f"head {name!r}: this model has layers 0..{n_layers - 1} and heads 0..{n_heads - 1}")
     return layer, head
-
-
-def n_params(model: torch.nn.Module) -> int:
-    return sum(p.numel() for p in model.parameters())

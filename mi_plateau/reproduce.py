@@ -156,8 +156,7 @@ def write_assets(results: dict[str, Any], runs, docs: Path) -> list[Path]:
 def run_recipe(recipe: str = "core", *, jobs: int = 1, progress: bool = True, docs: str | Path = "docs/reproduction",
                analyses: str | Path = "analyses", train: bool = True) -> dict[str, Any]:
     """Train (unless ``train=False``) and analyse the recipe's runs; write docs assets and a log."""
-    from .api import _outputs_for, analyze, summary
-    from .checkpoints import Run
+    from .api import analyze
     from .summaries import nan_to_none
 
     t0 = time.perf_counter()
@@ -169,16 +168,9 @@ def run_recipe(recipe: str = "core", *, jobs: int = 1, progress: bool = True, do
         if not runs:
             raise RunError("no run of this recipe has started yet; run it without --no-train first")
     t_train = time.perf_counter() - t0
-    res = analyze([p for p, _ in runs], analyses, progress=progress)
+    res = analyze([p for p, _ in runs], analyses, progress=progress, with_figure3=True)
     t_an = time.perf_counter() - t0 - t_train
-    # Figure 3 data for the static plots (cheap: read from the cached passes)
-    from .passes.analyze import analyze_run
-
-    fig3 = {}
-    for p, c in runs:
-        if c.task.data_seed == 0:
-            tables = analyze_run(Run(p), Path(analyses) / p.name, progress=False)
-            fig3[p.name] = _outputs_for(p.name, c, summary(p), tables)["figure3"]
+    fig3 = {p.name: res["runs"][p.name]["figure3"] for p, c in runs if c.task.data_seed == 0}
     results = {
         "summaries": {n: r["summary"] for n, r in res["runs"].items()},
         "routing": {n: r["routing"] for n, r in res["runs"].items()},

@@ -24,17 +24,14 @@ def evaluate_packed(plain: PlainTransformer, ev, batch: int = 4096) -> dict[str,
     to the clean keys before zs (the same tokens, so, causally, the same keys and values) and to
     the swapped positions up to itself. The last block computes only the rows that are read."""
     from ..metrics import candidate_losses, example_correct, group_accuracy, target_loss
+    from ..passes.forward import packed_swap_layout
 
     if not ev.task.cfg.has_selector:
         raise ValueError(f"evaluate_packed: direction {ev.task.cfg.direction!r} has no selector to swap")
     lay, K = ev.task.layout, ev.task.cfg.K
     P, fp, zs = lay.seq_len - 1, lay.first_pred, lay.selector_positions.start
     n_sw = fp + 1 - zs
-    positions = torch.cat([torch.arange(P), torch.arange(zs, fp + 1)])
-    mask = torch.zeros(P + n_sw, P + n_sw, dtype=torch.bool)
-    mask[:P, :P] = torch.ones(P, P, dtype=torch.bool).tril()
-    mask[P:, :zs] = True
-    mask[P:, P:] = torch.ones(n_sw, n_sw, dtype=torch.bool).tril()
+    positions, mask = packed_swap_layout(lay.seq_len, fp, zs)
     rows = torch.tensor([*range(fp, P), P + n_sw - 1])  # clean target positions, swapped fp
     swapped = ev.swapped_tokens(1)[:, zs : fp + 1]
     out: dict[str, list] = {k: [] for k in ("Lc", "mass", "L1", "full", "correct", "swap")}

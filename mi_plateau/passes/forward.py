@@ -178,6 +178,20 @@ def from_layer(
     return unembed(W, x)
 
 
+def packed_swap_layout(seq_len: int, first_pred: int, z_start: int) -> tuple[Tensor, Tensor]:
+    """Positions and allowed-attention mask [query, key] of the packed evaluation sequence:
+    the clean positions 0..seq_len-2 (the EOS input predicts nothing), then the swapped
+    positions z_start..first_pred, which see the clean keys before the selector (the same
+    tokens, so causally the same keys and values) and each other causally."""
+    P, n_sw = seq_len - 1, first_pred + 1 - z_start
+    positions = torch.cat([torch.arange(P), torch.arange(z_start, first_pred + 1)])
+    allowed = torch.zeros(P + n_sw, P + n_sw, dtype=torch.bool)
+    allowed[:P, :P] = torch.ones(P, P, dtype=torch.bool).tril()
+    allowed[P:, :z_start] = True
+    allowed[P:, P:] = torch.ones(n_sw, n_sw, dtype=torch.bool).tril()
+    return positions, allowed
+
+
 @torch.no_grad()
 def run_packed(W: Weights, tokens: Int[Tensor, "batch pos"], positions: Tensor, blocked: Tensor) -> Tensor:
     """Logits of a packed sequence: explicit positions and an explicit attention mask, so several

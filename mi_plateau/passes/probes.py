@@ -95,7 +95,7 @@ def checkpoint_passes(
                 sel_attn[l] += pats[l][:, :, fp, selpos].sum(-1).sum(0)
             z_sum[l] += zs[l][:, :, : fp + 1].sum(0)
     sel_attn = sel_attn / N - (len(selpos) / (fp + 1))
-    z_mean = [einops_phd(z / N) for z in z_sum]  # [pos, head, d_head]
+    z_mean = [(z / N).permute(1, 0, 2) for z in z_sum]  # [head, pos, d_head] -> [pos, head, d_head]
 
     acc_group = correct.float().reshape(-1, K).mean(-1)
     Lc_group = Lc.reshape(-1, K).mean(-1)
@@ -196,10 +196,6 @@ def checkpoint_passes(
         ck["ld_clean"] = ld_clean.mean().item()
         ck["ld_swap"] = ld_swap.mean().item()
     return {"checkpoint": [ck], "heads": head_rows, "groups": groups, "patching": patch_rows}
-
-
-def einops_phd(z: torch.Tensor) -> torch.Tensor:
-    return z.permute(1, 0, 2).contiguous()  # [head, pos, d_head] -> [pos, head, d_head]
 
 
 def _ld(logits: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

@@ -93,6 +93,12 @@ def _isnan(v) -> bool:
     return v is None or (isinstance(v, float) and math.isnan(v))
 
 
+def _plateau_level(steps: Sequence[float], Lc: Sequence[float], tau: int) -> float:
+    """Median Lc over the checkpoints strictly between step 0 and 0.5 tau (Lc at step 0 if none)."""
+    pre = [v for s, v in zip(steps, Lc) if 0 < s < 0.5 * tau]
+    return float(np.median(pre)) if pre else float(Lc[0])
+
+
 def half_rise_step(steps: Sequence[int], values: Sequence[float]) -> int | None:
     """First step at which a score reaches half of its rise from its first to its last value."""
     pairs = [(s, v) for s, v in zip(steps, values) if not _isnan(v)]
@@ -144,8 +150,7 @@ def routing(name: str, K: int, tau: int | None, head_rows: Rows, checkpoint_rows
         steps = [r["step"] for r in ck]
         g = [r["swap_gap"] for r in ck]
         lc = [r["Lc"] for r in ck]
-        pre = [v for s, v in zip(steps, lc) if 0 < s < 0.5 * tau] or lc[:1]
-        Lp, Lmin = float(np.median(pre)), min(lc)
+        Lp, Lmin = _plateau_level(steps, lc, tau), min(lc)
         gmax = max((v for v in g if not _isnan(v)), default=float("nan"))
         z_on = next((s for s, v in zip(steps, g) if not _isnan(v) and gmax > 0 and v >= 0.05 * gmax), None)
         l_on = next((s for s, v in zip(steps, lc) if Lp > Lmin and (Lp - v) >= 0.05 * (Lp - Lmin) and s > 0), None)
@@ -175,8 +180,7 @@ def figure3_data(name: str, K: int, tau: int | None, checkpoint_rows: Rows, grou
     steps = np.array([r["step"] for r in ck], dtype=float)
     gap = np.array([r["swap_gap"] for r in ck], dtype=float)
     Lc = np.array([r["Lc"] for r in ck], dtype=float)
-    pre = (steps > 0) & (steps < 0.5 * tau)
-    Lp = float(np.median(Lc[pre])) if pre.any() else float(Lc[0])
+    Lp = _plateau_level(steps, Lc, tau)
     denom = Lp - Lc.min()
     gmax = np.nanmax(gap) if np.isfinite(gap).any() else float("nan")
     a = [
