@@ -32,6 +32,11 @@ TMP_MARK = ".tmp"  # temporary files are ".<name>.tmp<pid>" beside their target
 _TMP_NAME = re.compile(r"\..+\.tmp\d+")
 
 
+# Config fields added after FORMAT_VERSION 1 runs were written, with the value that describes
+# how those runs were trained (a stored config without the field gets it, not today's default).
+LEGACY_DEFAULTS = (("train", "impl", "bridge"),)
+
+
 class RunError(RuntimeError):
     """A run folder or one of its files cannot be used; the message names the file."""
 
@@ -193,6 +198,9 @@ class Run:
         d = _read_json(path)
         if not isinstance(d, dict):
             raise RunError(f"{path}: not a mi_plateau config (expected a JSON object)")
+        for section, key, value in LEGACY_DEFAULTS:
+            if isinstance(d.get(section), dict):
+                d[section].setdefault(key, value)
         try:
             from .config import validate
 

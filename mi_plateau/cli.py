@@ -28,6 +28,7 @@ TRAIN_FLAGS: list[tuple[str, str, type, str]] = [
     ("--grad-clip", "grad_clip", float, "max gradient norm (0 = off, the paper's default)"),
     ("--schedule", "schedule", str, "constant (paper) or cosine after warm-up"),
     ("--alpha", "alpha", float, "tau threshold as a fraction of log K"),
+    ("--impl", "impl", str, "training step: standard (default) | fast (loss positions only in the last block, fused AdamW) | bridge"),
 ]
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 N_CHARS = 36  # the alphabet a-z0-9
+IMPLS = ("standard", "fast", "bridge")  # model.training_forward
 DIRECTIONS = ("backward", "forward", "az_b", "b_a")
 A_TARGET_DIRECTIONS = ("backward", "b_a")
 SELECTOR_DIRECTIONS = ("backward", "az_b")
@@ -80,6 +81,8 @@ class TrainConfig:
     warmup_steps: int = 500
     schedule: str = "constant"  # "constant" after warm-up, or "cosine" decay to 0 at max_steps
     grad_clip: float = 0.0  # max grad norm; 0 disables clipping (paper default)
+    impl: str = "standard"  # the step's implementation: standard, fast (opt-in) or bridge (model.training_forward)
+    compile: bool = False  # run the training forward under torch.compile (opt-in; ~15 s to compile)
     batch_size: int = 128
     max_steps: int = 20000
     batch_seed: int = 0
@@ -259,6 +262,8 @@ def validate(cfg: RunConfig) -> RunConfig:
         raise ConfigError(f"train.beta1={tr.beta1}, train.beta2={tr.beta2}: must be in [0, 1)")
     if tr.eps <= 0 or tr.weight_decay < 0 or tr.grad_clip < 0:
         raise ConfigError("train.eps must be > 0; train.weight_decay and train.grad_clip must be >= 0")
+    if tr.impl not in IMPLS:
+        raise ConfigError(f"train.impl={tr.impl!r}: must be one of {', '.join(IMPLS)}")
     if tr.schedule not in ("constant", "cosine"):
         raise ConfigError(f"train.schedule={tr.schedule!r}: must be 'constant' or 'cosine'")
     if tr.converge_Lc <= 0:
@@ -357,6 +362,8 @@ ALIASES = {
     "max_steps": "train.max_steps",
     "grad_clip": "train.grad_clip",
     "schedule": "train.schedule",
+    "impl": "train.impl",
+    "compile": "train.compile",
     "alpha": "eval.alpha",
 }
 

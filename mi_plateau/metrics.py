@@ -64,7 +64,7 @@ def group_accuracy(correct: Tensor, K: int) -> np.ndarray:
 
 
 @torch.no_grad()
-def evaluate(model, ev: EvalSet, batch: int = 4096) -> dict[str, Any]:
+def evaluate(model, ev: EvalSet, batch: int = 256) -> dict[str, Any]:
     """Cheap per-checkpoint metrics on the evaluation set (means over its examples).
 
     With a selector, one packed forward per batch serves both the clean and the swapped
@@ -81,6 +81,7 @@ def evaluate(model, ev: EvalSet, batch: int = 4096) -> dict[str, Any]:
     K = ev.task.cfg.K
     P, fp, zs = lay.seq_len - 1, lay.first_pred, lay.selector_positions.start
     positions, allowed = packed_swap_layout(lay.seq_len, fp, zs)
+    rows = torch.tensor([*range(fp, P), len(positions) - 1])  # clean fp..P-1, the swapped fp
     m = model.cfg
     W = Weights.from_state_dict(model.state_dict(), m.n_layers, m.n_heads, m.d_head, getattr(m, "act_fn", "gelu"), getattr(m, "eps", 1e-5))
     swapped = ev.swapped_tokens(1)[:, zs : fp + 1]
@@ -89,8 +90,9 @@ def evaluate(model, ev: EvalSet, batch: int = 4096) -> dict[str, Any]:
     for i in range(0, len(ev.tokens), batch):
         sl = slice(i, i + batch)
         toks = ev.tokens[sl]
-        lg = run_packed(W, torch.cat([toks[:, :P], swapped[sl]], 1), positions, ~allowed)
-        logits = lg[:, :P]
+        lg = run_packed(W, torch.cat([toks[:, :P], swapped[sl]], 1), positions, ~allowed, rows)
+        logits = lg.new_zeros(len(toks), P, lg.shape[-1])  # the metrics read positions fp.. only
+        logits[:, fp:] = lg[:, :-1]
         lc, ms = candidate_losses(logits[:, fp], ev.candidates[sl], ev.cand_index[sl])
         Lc.append(lc)
         mass.append(ms)
@@ -116,7 +118,7 @@ def _metrics(Lc, L1, mass, full, correct, swap, K) -> dict[str, Any]:
 
 
 @torch.no_grad()
-def evaluate_reference(model, ev: EvalSet, batch: int = 4096) -> dict[str, Any]:
+def evaluate_reference(model, ev: EvalSet, batch: int = 256) -> dict[str, Any]:
     """``evaluate`` the plain way: the bridge on the clean and on the swapped input."""
     layout = ev.task.layout
     K = ev.task.cfg.K

@@ -8,9 +8,10 @@ transformer_lens is imported lazily: it costs seconds and the CLI must stay quic
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import torch
+from torch import Tensor
 
 from .config import RunConfig, layout_for
 from .task import D_VOCAB
@@ -51,6 +52,43 @@ def build_model(cfg: RunConfig) -> "TransformerBridge":
     model = TransformerBridge.boot_native(bridge_config(cfg))
     model.eval()
     return model
+
+
+def training_forward(cfg: RunConfig, model: "TransformerBridge") -> Callable[[Tensor], Tensor]:
+    """The trainer's forward: input tokens [batch, seq_len - 1] (the EOS input predicts nothing)
+    -> logits at the loss positions [batch, n_pred, d_vocab], on the bridge's own parameters.
+
+    ``cfg.train.impl`` picks the arithmetic; every kind trains the same Parameter objects, so
+    the optimizer state, the checkpoints and every analysis are the same for all of them:
+
+    - ``standard`` (default): the plain forward of ``passes.forward`` over every position.
+    - ``fast``: the same, but the last block computes queries, attention output, MLP and the
+      unembedding at the loss positions only (keys and values still everywhere); the trainer
+      also takes AdamW's fused kernel. Same function, fewer FLOPs; rounding differs from
+      ``standard`` at the 1e-7 level, so the two are different runs.
+    - ``bridge``: TransformerLens' own module (``original_model``). Runs written before this
+      option existed trained this way, and resume this way.
+
+    ``cfg.train.compile`` puts the forward under ``torch.compile``.
+    """
+    from .passes.forward import Weights, forward
+
+    pos = layout_for(cfg.task).pred_positions
+    kind = cfg.train.impl
+    if kind == "bridge":
+        net = getattr(model, "original_model", model)
+        run = lambda tokens: net(tokens)[:, pos.start : pos.stop]  # noqa: E731
+        return torch.compile(run) if cfg.train.compile else run
+    m = cfg.model
+    params = model.state_dict(keep_vars=True)  # the Parameter objects the optimizer steps
+    start = pos.start if kind == "fast" else 0
+
+    def run(tokens: Tensor) -> Tensor:
+        # rebuilt every step: the fused K/V weight is a concatenation of the current parameters
+        W = Weights.from_state_dict(params, m.n_layers, m.n_heads, m.d_head, m.act_fn)
+        return forward(W, tokens, start)[:, pos.start - start : pos.stop - start]
+
+    return torch.compile(run) if cfg.train.compile else run
 
 
 def head_names(n_layers: int, n_heads: int) -> list[str]:

@@ -66,11 +66,14 @@ def train_all(runs, jobs: int = 1, progress: bool = True) -> None:
         running = still
 
     for path, cfg in todo:
+        cmd = [sys.executable, "-m", "mi_plateau", "train", "--out", str(path), "--resume"]
+        if (path / "config.json").exists():  # started: continue with the stored config
+            _check_recipe_config(path, cfg)
+        else:
+            cmd += ["--preset", "paper", "--K", str(cfg.task.K), "--seed", str(cfg.task.data_seed)]
         while len(running) >= jobs:
             reap()
             time.sleep(2)
-        cmd = [sys.executable, "-m", "mi_plateau", "train", "--preset", "paper", "--K", str(cfg.task.K),
-               "--seed", str(cfg.task.data_seed), "--out", str(path), "--resume"]
         if not progress or jobs > 1:
             cmd.append("--quiet")
         print(f"training {path.name} ({threads} threads)", file=sys.stderr)
@@ -80,6 +83,24 @@ def train_all(runs, jobs: int = 1, progress: bool = True) -> None:
     reap()
     if failed:
         raise RunError(f"training failed for {', '.join(failed)}; rerun the recipe to resume")
+
+
+STEP_IMPL = ("impl", "compile")  # how a step is computed, not what the recipe trains
+
+
+def _check_recipe_config(path: Path, cfg) -> None:
+    """A started run must be the recipe's run; only the step implementation may differ (runs
+    begun before ``train.impl`` existed trained with ``bridge``, and resume that way)."""
+    from .checkpoints import Run
+
+    stored, want = Run(path).config().to_dict(), cfg.to_dict()
+    for d in (stored, want):
+        for k in STEP_IMPL:
+            d["train"].pop(k, None)
+    if stored != want:
+        from .train import _config_diff
+
+        raise RunError(f"{path / 'config.json'}: not this recipe's run ({_config_diff(stored, want)}); move it away or rerun elsewhere")
 
 
 def _train_wall(path: Path) -> float:

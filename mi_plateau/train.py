@@ -55,9 +55,12 @@ def lr_at(cfg: RunConfig, step: int) -> float:
 
 
 def make_optimizer(cfg: RunConfig, model: torch.nn.Module) -> torch.optim.AdamW:
+    """AdamW; ``train.impl = "fast"`` takes the fused kernel (the same update and state, rounded
+    differently)."""
     tr = cfg.train
     return torch.optim.AdamW(
-        model.parameters(), lr=tr.lr, betas=(tr.beta1, tr.beta2), eps=tr.eps, weight_decay=tr.weight_decay
+        model.parameters(), lr=tr.lr, betas=(tr.beta1, tr.beta2), eps=tr.eps, weight_decay=tr.weight_decay,
+        fused=True if tr.impl == "fast" else None,
     )
 
 
@@ -182,7 +185,7 @@ def _config_diff(a: dict, b: dict, prefix: str = "") -> str:
 
 
 def _train_loop(cfg: RunConfig, run: Run, *, progress: bool) -> None:
-    from .model import build_model
+    from .model import build_model, training_forward
 
     task = make_task(cfg.task)
     ev = make_eval_set(task, cfg.eval)
@@ -260,11 +263,9 @@ def _train_loop(cfg: RunConfig, run: Run, *, progress: bool) -> None:
             except FileNotFoundError:
                 pass
 
-    # The training forward calls the bridge's wrapped native module: the same parameter objects
-    # and the same arithmetic (bit-identical logits, tests/test_train.py), without the hook
-    # dispatch of every HookPoint, which costs ~9% of a step on CPU. Evaluation, checkpoints
-    # and every analysis still go through the TransformerBridge.
-    net = getattr(model, "original_model", model)
+    # The step runs on the bridge's own parameters without its hooks (model.training_forward);
+    # evaluation, checkpoints and every analysis still read the TransformerBridge.
+    forward = training_forward(cfg, model)
     t0 = time.perf_counter() - wall_before
     if step == 0 and not records:
         checkpoint(0, None, 0.0)
@@ -283,9 +284,8 @@ def _train_loop(cfg: RunConfig, run: Run, *, progress: bool) -> None:
             for g in opt.param_groups:
                 g["lr"] = lr_at(cfg, step)
             # the EOS position predicts nothing, so the model never needs to read it
-            logits = net(tokens[:, :-1])
+            lg = forward(tokens[:, :-1])
             pos = layout.pred_positions
-            lg = logits[:, pos.start : pos.stop]
             loss = F.cross_entropy(lg.reshape(-1, lg.shape[-1]), tokens[:, pos.start + 1 : pos.stop + 1].reshape(-1))
             opt.zero_grad(set_to_none=True)
             loss.backward()

@@ -21,3 +21,24 @@ def test_svg_plot_is_valid_and_escapes_labels():
     root = ET.fromstring(svg)
     assert root.tag.endswith("svg")
     assert "<b>" not in svg and "&lt;b&gt;" in svg
+
+
+def test_recipe_resumes_a_started_run_only_if_it_is_the_recipes(tmp_path):
+    """A started run continues with its stored config; the step implementation may differ
+    (older runs trained with the bridge), anything else is refused with the difference named."""
+    import json
+
+    import pytest
+
+    from mi_plateau.checkpoints import RunError
+    from mi_plateau.config import with_overrides
+    from mi_plateau.reproduce import _check_recipe_config
+
+    path, cfg = plan("core", tmp_path)[0]
+    path.mkdir(parents=True)
+    (path / "config.json").write_text(with_overrides(cfg, {"impl": "bridge"}).to_json())
+    _check_recipe_config(path, cfg)
+    (path / "config.json").write_text(with_overrides(cfg, {"lr": 3e-3}).to_json())
+    with pytest.raises(RunError, match="train.lr"):
+        _check_recipe_config(path, cfg)
+    assert json.loads((path / "config.json").read_text())["train"]["lr"] == 3e-3  # nothing touched

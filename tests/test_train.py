@@ -175,8 +175,8 @@ def test_summary_command_does_not_import_torch(tiny_run):
     assert out.stdout.split()[-2:] == ["False", "False"], out.stderr
 
 
-def test_training_forward_equals_the_bridge(tiny_cfg):
-    """The trainer calls the bridge's native module directly: same parameters, same logits."""
+def test_bridge_step_calls_the_native_module(tiny_cfg):
+    """train.impl=bridge calls the bridge's native module directly: same parameters, same logits."""
     from mi_plateau.model import build_model
 
     model = build_model(tiny_cfg)
@@ -184,3 +184,47 @@ def test_training_forward_equals_the_bridge(tiny_cfg):
     toks = torch.randint(4, 40, (8, 12))
     assert all(a is b for a, b in zip(model.parameters(), model.original_model.parameters()))
     assert torch.equal(model(toks), model.original_model(toks))
+
+
+@pytest.mark.parametrize("impl", ["standard", "fast", "bridge"])
+def test_step_implementations_compute_the_bridge_function(tiny_cfg, impl):
+    """Every train.impl gives the bridge's logits at the loss positions, and its gradients
+    reach the bridge's own parameters (the ones the optimizer and the checkpoints hold)."""
+    from mi_plateau.model import build_model, training_forward
+    from mi_plateau.task import BatchSampler, make_task
+
+    cfg = with_overrides(tiny_cfg, {"impl": impl})
+    model = build_model(cfg)
+    toks = BatchSampler(make_task(cfg.task), 16, 0).sample()[:, :-1]
+    pos = make_task(cfg.task).layout.pred_positions
+    with torch.no_grad():
+        ref = model(toks)[:, pos.start : pos.stop]
+    model.train()
+    out = training_forward(cfg, model)(toks)
+    assert out.shape == ref.shape
+    assert torch.allclose(out, ref, atol=1e-5)
+    out.square().sum().backward()
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for n, p in model.named_parameters() if "unembed.b" not in n)
+
+
+def test_fast_step_trains_like_the_standard_step(tmp_path, tiny_cfg):
+    """The opt-in fast step is another rounding of the same function: its loss curve follows
+    the default one closely and it, too, plateaus and transitions."""
+    a = train(with_overrides(tiny_cfg, {"max_steps": 80}), tmp_path / "std", progress=False)
+    b = train(with_overrides(tiny_cfg, {"max_steps": 80, "impl": "fast"}), tmp_path / "fast", progress=False)
+    ra, rb = a.records(), b.records()
+    assert [r["step"] for r in ra] == [r["step"] for r in rb]
+    for x, y in zip(ra, rb):
+        assert abs(x["metrics"]["Lc"] - y["metrics"]["Lc"]) < 1e-3
+    assert b.config().train.impl == "fast"
+
+
+def test_runs_written_before_impl_existed_resume_with_the_bridge(tmp_path, tiny_cfg):
+    cfg = with_overrides(tiny_cfg, {"max_steps": 40})
+    run = train(cfg, tmp_path / "old", progress=False)
+    d = json.loads((run.path / "config.json").read_text())
+    del d["train"]["impl"], d["train"]["compile"]
+    (run.path / "config.json").write_text(json.dumps(d))
+    assert Run(run.path).config().train.impl == "bridge"
+    with pytest.raises(RunError, match="train.impl: stored 'bridge', given 'standard'"):
+        train(cfg, run.path, resume=True, progress=False)

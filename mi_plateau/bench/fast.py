@@ -1,6 +1,5 @@
-"""Training-step candidates (the trainer's step, ``PlainTransformer`` variants, and the opt-in
-fast path that shares the bridge's parameters) and ``evaluate_packed``, the packed-evaluation
-idea. Opt-in ideas measured by the bench, not the trainer's default."""
+"""Training-step candidates (the trainer's steps ``standard``, ``fast`` and ``bridge``, and
+``PlainTransformer`` variants) and ``evaluate_packed``, evaluation through the plain module."""
 
 from __future__ import annotations
 
@@ -93,34 +92,34 @@ def make_candidate(cfg: RunConfig, name: str) -> Callable[[], float]:
     """One training-step candidate with its own model (the same initial weights for every
     candidate) and its own sampler (the same batches). Names:
 
-    - ``toolkit``: the trainer's default: the bridge's native module (``original_model``, the
-      bridge's own parameters, no hook dispatch), ``make_optimizer``.
-    - ``bridge``: the same through the TransformerBridge forward with its HookPoints (the
-      trainer's step before it switched to the native module).
-    - ``plain``: PlainTransformer, an independent copy of the weights, the same AdamW.
-      Options joined with "+": ``sdpa`` (F.scaled_dot_product_attention), ``last`` (last block
-      and unembedding at the loss positions only), ``fused`` (AdamW ``fused=True``),
-      ``compile`` (the forward under ``torch.compile``).
-    - ``fast``: the opt-in idea, = plain+sdpa+last+fused on a PlainTransformer that *shares*
-      the bridge's parameters and steps them with an AdamW over ``bridge.parameters()``, so
-      state dicts, optimizer state and checkpoints are the trainer's own. ``fast+compile`` too.
+    - ``toolkit``: the trainer's default step, ``model.training_forward`` with
+      ``train.impl = "standard"`` on the bridge's parameters, ``make_optimizer``.
+    - ``bridge``: the same with ``train.impl = "bridge"`` (TransformerLens' own module; how
+      runs written before the option existed trained).
+    - ``fast``: the trainer's opt-in ``train.impl = "fast"`` (last block at the loss positions
+      only, fused AdamW); ``+compile`` adds ``train.compile = true`` (toolkit+compile too).
+    - ``plain``: the reference, PlainTransformer with an independent copy of the weights and
+      the same AdamW. Options joined with "+": ``sdpa`` (F.scaled_dot_product_attention),
+      ``last`` (last block and unembedding at the loss positions only), ``fused`` (AdamW
+      ``fused=True``), ``compile`` (the forward under ``torch.compile``).
     """
-    from ..model import build_model
+    from dataclasses import replace
+
+    from ..model import build_model, training_forward
     from ..train import make_optimizer
 
     bridge = build_model(cfg)
     bridge.train()
-    if name == "toolkit":
-        net = getattr(bridge, "original_model", bridge)
-        return _stepper(cfg, net, list(bridge.parameters()), make_optimizer(cfg, bridge), False)
-    if name == "bridge":
-        return _stepper(cfg, bridge, list(bridge.parameters()), make_optimizer(cfg, bridge), False)
     base, *opts = name.split("+")
-    if base not in ("plain", "fast") or not set(opts) <= {"sdpa", "last", "fused", "compile"}:
+    kinds = {"toolkit": "standard", "bridge": "bridge", "fast": "fast"}
+    if base in kinds and set(opts) <= {"compile"}:
+        c = replace(cfg, train=replace(cfg.train, impl=kinds[base], compile="compile" in opts))
+        return _stepper(c, training_forward(c, bridge), list(bridge.parameters()), make_optimizer(c, bridge), True)
+    if base != "plain" or not set(opts) <= {"sdpa", "last", "fused", "compile"}:
         raise ValueError(f"unknown candidate {name!r}")
-    o = set(opts) | ({"sdpa", "last", "fused"} if base == "fast" else set())
-    plain = PlainTransformer.from_bridge(bridge, cfg, share=base == "fast", sdpa="sdpa" in o)
-    params = list((bridge if base == "fast" else plain).parameters())
+    o = set(opts)
+    plain = PlainTransformer.from_bridge(bridge, cfg, share=False, sdpa="sdpa" in o)
+    params = list(plain.parameters())
     tr = cfg.train
     opt = torch.optim.AdamW(params, lr=tr.lr, betas=(tr.beta1, tr.beta2), eps=tr.eps, weight_decay=tr.weight_decay,
                             fused=True if "fused" in o else None)

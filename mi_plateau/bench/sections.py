@@ -42,7 +42,8 @@ def bench_train(cfg: RunConfig, which: list[str], *, reps: int, inner: int, chec
     ms = {k: 1e3 * statistics.median(v) for k, v in times.items()}
     rows = {
         k: {"ms_per_step": ms[k], "ms_mean": 1e3 * statistics.fmean(v), "n_steps": len(v),
-            "gflops": flops / ms[k] / 1e6, "vs_toolkit": ms[k] / ms["toolkit"], "first_step_s": first[k],
+            "gflops": flops / ms[k] / 1e6, "vs_toolkit": ms[k] / ms["toolkit"],
+            "vs_plain": ms[k] / ms["plain"] if "plain" in ms else float("nan"), "first_step_s": first[k],
             "max_abs_loss_diff": max(abs(a - b) for a, b in zip(curves[k], curves["toolkit"]))}
         for k, v in times.items()
     }
@@ -109,8 +110,15 @@ def bench_passes(cfg: RunConfig, *, reps: int, weights: dict | None = None) -> d
         "cheap": _max_diff(checkpoint_passes(W, ev, ablation=False), loop_passes(model, ev, ablation=False)),
     }
     s = {k: statistics.median(v) for k, v in alternate(cands, reps, 1).items()}
+    parts: dict[str, list[float]] = {}
+    for _ in range(reps):  # each pass on its own: the parts of one checkpoint_passes call
+        t: dict[str, float] = {}
+        checkpoint_passes(W, ev, ablation=True, timings=t)
+        for k, v in t.items():
+            parts.setdefault(k, []).append(v)
     return {
         "n_sequences": len(ev.tokens),
+        "parts_s": {k: statistics.median(v) for k, v in parts.items()},
         "weights": "trained checkpoint" if weights is not None else "initialisation",
         "rows": {kind: {"toolkit_s": s[f"toolkit_{kind}"], "loop_s": s[f"loop_{kind}"],
                         "speedup": s[f"loop_{kind}"] / s[f"toolkit_{kind}"], "max_abs_diff": agree[kind]}

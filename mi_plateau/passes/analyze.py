@@ -112,7 +112,10 @@ def analyze_run(
     cache = Path(out_dir) / "passes"
     # the cache key names the pass settings and the run (config); each file also records the
     # checkpoint's weights checksum, so a retrained or different run never reuses stale numbers
-    key = pc.key() + "-" + hashlib.sha1(cfg.to_json().encode()).hexdigest()[:10]
+    # (task, model and evaluation settings only: how the weights were trained does not change
+    # what the passes compute from them, and the weights' checksum is checked per file)
+    what = json.dumps({k: cfg.to_dict()[k] for k in ("task", "model", "eval")}, sort_keys=True)
+    key = pc.key() + "-" + hashlib.sha1(what.encode()).hexdigest()[:10]
     sha = {c["step"]: c.get("sha256") for c in run.manifest()["checkpoints"]}
     tables: dict[str, list] = {"checkpoint": [], "heads": [], "groups": [], "patching": []}
     bar = None

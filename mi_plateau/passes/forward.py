@@ -74,6 +74,17 @@ class Weights:
         )
 
 
+_CAUSAL: dict[tuple[int, str], Tensor] = {}
+
+
+def _causal_blocked(P: int, device: torch.device) -> Tensor:
+    """[query, key] True above the diagonal (keys a causal query may not see); cached."""
+    key = (P, str(device))
+    if key not in _CAUSAL:
+        _CAUSAL[key] = torch.ones(P, P, dtype=torch.bool, device=device).triu(1)
+    return _CAUSAL[key]
+
+
 def _ln(x: Tensor, w: Tensor, b: Tensor, eps: float) -> Tensor:
     return F.layer_norm(x, (x.shape[-1],), w, b, eps)
 
@@ -100,13 +111,15 @@ def block(
     head_scale: Float[Tensor, "batch n_heads"] | None = None,
     z_fill: Float[Tensor, "pos n_heads d_head"] | None = None,
     want_pattern: bool = False,
-    last_only: bool = False,
+    rows: slice | Tensor | None = None,
     blocked: Tensor | None = None,
 ):
     """One transformer block. ``head_scale`` multiplies each head's z (0 = ablated); where a
     head is ablated and ``z_fill`` is given its z becomes ``z_fill`` (mean ablation).
-    ``last_only`` computes queries, attention output and MLP for the last position only (all a
-    final block needs when only the last position's logits are read)."""
+    ``rows`` (a slice or index tensor of positions) computes queries, attention output and MLP
+    at those positions only (keys and values everywhere) and returns those rows: all a final
+    block needs when only some positions' logits are read. ``blocked`` [pos, pos] is True
+    where a query may not see a key (default: causal; packed sequences pass their own)."""
     b = W.blocks[l]
     B, P, _ = x.shape
     H, E = W.n_heads, W.d_head
@@ -114,14 +127,13 @@ def block(
     kv = F.linear(h, b["W_KV_flat"], b["b_KV_flat"])  # one GEMM for K and V of every head
     k = kv[..., : H * E].view(B, P, H, E).transpose(1, 2)
     v = kv[..., H * E :].view(B, P, H, E).transpose(1, 2)
-    hq = h[:, -1:] if last_only else h
-    q = F.linear(hq, b["W_Q_flat"], b["b_Q_flat"]).view(B, hq.shape[1], H, E).transpose(1, 2)
-    scores = q @ k.transpose(-1, -2) / math.sqrt(E)
-    if blocked is not None:  # [query, key] True where attention is not allowed (packed sequences)
-        scores = scores.masked_fill(blocked, float("-inf"))
-    elif not last_only:
-        mask = torch.ones(P, P, dtype=torch.bool, device=x.device).triu(1)
-        scores = scores.masked_fill(mask, float("-inf"))
+    if blocked is None:
+        blocked = _causal_blocked(P, x.device)
+    if rows is not None:
+        h, x, blocked = h[:, rows], x[:, rows], blocked[rows]
+    Q = h.shape[1]
+    q = F.linear(h, b["W_Q_flat"], b["b_Q_flat"]).view(B, Q, H, E).transpose(1, 2)
+    scores = (q @ k.transpose(-1, -2) / math.sqrt(E)).masked_fill(blocked, float("-inf"))
     pattern = scores.softmax(-1)
     z = pattern @ v  # [batch, head, query pos, d_head]
     if head_scale is not None:
@@ -129,29 +141,45 @@ def block(
         z = z * s
         if z_fill is not None:
             fill = einops.rearrange(z_fill[:P], "p h e -> h p e")[None]
-            z = z + (1 - s) * (fill[:, :, -1:] if last_only else fill)
-    attn_out = F.linear(z.transpose(1, 2).reshape(B, hq.shape[1], H * E), b["W_O_flat"], b["b_O"])
-    x = (x[:, -1:] if last_only else x) + attn_out
-    h2 = _ln(x, b["ln2_w"], b["ln2_b"], W.eps)
-    x = x + F.linear(_act(F.linear(h2, b["W_in_lin"], b["b_in"]), W.act), b["W_out_lin"], b["b_out"])
+            z = z + (1 - s) * (fill if rows is None else fill[:, :, rows])
+    x = x + F.linear(z.transpose(1, 2).reshape(B, Q, H * E), b["W_O_flat"], b["b_O"])
+    x = mlp(W, l, x)
     if want_pattern:
         return x, pattern, z
     return x
+
+
+def mlp(W: Weights, l: int, x: Float[Tensor, "batch pos d_model"]) -> Float[Tensor, "batch pos d_model"]:
+    """The second half of block l: from the residual mid-point (after attention) to its output."""
+    b = W.blocks[l]
+    h2 = _ln(x, b["ln2_w"], b["ln2_b"], W.eps)
+    return x + F.linear(_act(F.linear(h2, b["W_in_lin"], b["b_in"]), W.act), b["W_out_lin"], b["b_out"])
 
 
 def unembed(W: Weights, x: Float[Tensor, "... d_model"]) -> Float[Tensor, "... d_vocab"]:
     return _ln(x, W.ln_f[0], W.ln_f[1], W.eps) @ W.W_U + W.b_U
 
 
+def forward(W: Weights, tokens: Int[Tensor, "batch pos"], from_pos: int = 0) -> Float[Tensor, "batch out_pos d_vocab"]:
+    """The plain forward, differentiable (the trainer's step runs it on the bridge's own
+    parameters): logits at positions ``from_pos..``. With ``from_pos`` > 0 the last block
+    computes queries, attention output and MLP at those positions only."""
+    x = embed(W, tokens)
+    for l in range(W.n_layers):
+        x = block(W, l, x, rows=slice(from_pos, None) if from_pos and l == W.n_layers - 1 else None)
+    return unembed(W, x)
+
+
 @torch.no_grad()
-def run_cached(W: Weights, tokens: Int[Tensor, "batch pos"]):
+def run_cached(W: Weights, tokens: Int[Tensor, "batch pos"], positions: Tensor | None = None, blocked: Tensor | None = None):
     """Clean forward. Returns logits, the residual stream before every layer and after the last
     (``resid[l]`` is ``blocks.{l}.hook_resid_pre``; ``resid[n_layers]`` the final one), the
-    attention patterns [layer][batch, head, query, key] and the z of every head [layer][batch, head, pos, d_head]."""
-    x = embed(W, tokens)
+    attention patterns [layer][batch, head, query, key] and the z of every head [layer][batch, head, pos, d_head].
+    ``positions`` and ``blocked`` run a packed sequence (``packed_swap_layout``)."""
+    x = embed(W, tokens, positions)
     resid, patterns, zs = [x], [], []
     for l in range(W.n_layers):
-        x, pat, z = block(W, l, x, want_pattern=True)
+        x, pat, z = block(W, l, x, want_pattern=True, blocked=blocked)
         resid.append(x)
         patterns.append(pat)
         zs.append(z)
@@ -169,34 +197,51 @@ def from_layer(
 ) -> Tensor:
     """Continue a forward from ``blocks.{l}.hook_resid_pre`` = x, with heads of layer l scaled.
     Returns the logits (at position ``at`` only, if given)."""
-    last = at is not None and at in (-1, x.shape[1] - 1)
+    P = x.shape[1]
     for j in range(l, W.n_layers):
-        final = last and j == W.n_layers - 1
-        x = block(W, j, x, head_scale_l if j == l else None, z_fill if j == l else None, last_only=final)
-    if at is not None:
-        x = x[:, -1] if last else x[:, at]
+        final = at is not None and j == W.n_layers - 1
+        x = block(W, j, x, head_scale_l if j == l else None, z_fill if j == l else None,
+                  rows=slice(at % P, at % P + 1) if final else None)
+    return unembed(W, x[:, 0] if at is not None else x)
+
+
+@torch.no_grad()
+def from_mid(W: Weights, l: int, x: Float[Tensor, "batch pos d_model"], rows: Tensor, blocked: Tensor | None = None) -> Tensor:
+    """Continue a forward from layer l's residual mid-point (after its attention, before its
+    MLP) = x; logits at the positions ``rows`` only [batch, len(rows), d_vocab]."""
+    if l == W.n_layers - 1:
+        return unembed(W, mlp(W, l, x[:, rows]))
+    x = mlp(W, l, x)
+    for j in range(l + 1, W.n_layers):
+        x = block(W, j, x, rows=rows if j == W.n_layers - 1 else None, blocked=blocked)
     return unembed(W, x)
 
 
-def packed_swap_layout(seq_len: int, first_pred: int, z_start: int) -> tuple[Tensor, Tensor]:
-    """Positions and allowed-attention mask [query, key] of the packed evaluation sequence:
-    the clean positions 0..seq_len-2 (the EOS input predicts nothing), then the swapped
-    positions z_start..first_pred, which see the clean keys before the selector (the same
-    tokens, so causally the same keys and values) and each other causally."""
+def packed_swap_layout(seq_len: int, first_pred: int, z_start: int, copies: int = 1) -> tuple[Tensor, Tensor]:
+    """Positions and allowed-attention mask [query, key] of a packed sequence: the clean
+    positions 0..seq_len-2 (the EOS input predicts nothing), then ``copies`` segments of
+    selector-swapped positions z_start..first_pred, each of which sees the clean keys before
+    the selector (the same tokens, so causally the same keys and values) and its own segment
+    causally."""
     P, n_sw = seq_len - 1, first_pred + 1 - z_start
-    positions = torch.cat([torch.arange(P), torch.arange(z_start, first_pred + 1)])
-    allowed = torch.zeros(P + n_sw, P + n_sw, dtype=torch.bool)
+    positions = torch.cat([torch.arange(P), *[torch.arange(z_start, first_pred + 1)] * copies])
+    T = P + copies * n_sw
+    allowed = torch.zeros(T, T, dtype=torch.bool)
     allowed[:P, :P] = torch.ones(P, P, dtype=torch.bool).tril()
-    allowed[P:, :z_start] = True
-    allowed[P:, P:] = torch.ones(n_sw, n_sw, dtype=torch.bool).tril()
+    for c in range(copies):
+        seg = slice(P + c * n_sw, P + (c + 1) * n_sw)
+        allowed[seg, :z_start] = True
+        allowed[seg, seg] = torch.ones(n_sw, n_sw, dtype=torch.bool).tril()
     return positions, allowed
 
 
 @torch.no_grad()
-def run_packed(W: Weights, tokens: Int[Tensor, "batch pos"], positions: Tensor, blocked: Tensor) -> Tensor:
+def run_packed(W: Weights, tokens: Int[Tensor, "batch pos"], positions: Tensor, blocked: Tensor,
+               rows: Tensor | None = None) -> Tensor:
     """Logits of a packed sequence: explicit positions and an explicit attention mask, so several
-    variants of one prompt that share a prefix can be read from one forward."""
+    variants of one prompt that share a prefix can be read from one forward. With ``rows``, the
+    logits of those positions only (the last block computes nothing else)."""
     x = embed(W, tokens, positions)
     for l in range(W.n_layers):
-        x = block(W, l, x, blocked=blocked)
+        x = block(W, l, x, blocked=blocked, rows=rows if l == W.n_layers - 1 else None)
     return unembed(W, x)

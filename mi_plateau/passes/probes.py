@@ -25,6 +25,7 @@ Everything runs on the fixed evaluation set (200 groups x K examples, clean labe
 from __future__ import annotations
 
 import math
+import time
 from typing import Any, Sequence
 
 import numpy as np
@@ -34,7 +35,7 @@ import torch.nn.functional as F
 from ..metrics import candidate_losses, example_correct, target_loss
 from ..model import head_names
 from ..task import CHAR0, EvalSet
-from .forward import Weights, from_layer, run_cached
+from .forward import Weights, from_layer, from_mid, packed_swap_layout, run_cached
 
 
 def _chunks(n: int, size: int):
@@ -52,14 +53,25 @@ def checkpoint_passes(
     mean: bool = False,
     ablation: bool = True,
     min_gap: float = 0.05,
-    chunk: int = 1000,
+    chunk: int = 256,
+    timings: dict[str, float] | None = None,
 ) -> dict[str, list[dict[str, Any]]]:
     """All passes at one checkpoint; returns tidy rows keyed "checkpoint", "heads", "groups", "patching".
 
     With ``ablation=False`` only the cheap passes run (clean and swapped forwards: losses,
     accuracy, swap gap, selector attention); the per-head ablation columns are NaN and no
-    patching rows are produced.
+    patching rows are produced. ``timings``, if given, receives the seconds of each part:
+    "forward" (the packed clean and swapped forward: losses, accuracy, swap gap, selector
+    attention), "ablation" (every head on the clean and the swapped inputs), "patching".
     """
+    clock = [time.perf_counter()]
+
+    def lap(name: str) -> None:
+        now = time.perf_counter()
+        if timings is not None:
+            timings[name] = timings.get(name, 0.0) + now - clock[0]
+        clock[0] = now
+
     task = ev.task
     K = task.cfg.K
     lay = task.layout
@@ -70,32 +82,50 @@ def checkpoint_passes(
     selpos = list(lay.selector_positions) if has_sel else []
     shifts = [s % K for s in shifts if s % K] if has_sel else []
 
-    # --- clean forward: losses, accuracy, caches for the interventions ------------------
-    Lc = torch.empty(N)
-    L1 = torch.empty(N)
-    mass = torch.empty(N)
+    # --- one packed forward per chunk: the clean sequence (EOS input dropped) followed, per
+    # shift, by the selector-swapped positions zs..fp, which see the clean keys before the
+    # selector (the same tokens, so causally the same keys and values) ----------------------
+    S = len(shifts)
+    zs_ = lay.selector_positions.start if has_sel else fp
+    n_sw, P, d = fp + 1 - zs_, lay.seq_len - 1, W.W_E.shape[1]
+    positions, allowed = packed_swap_layout(lay.seq_len, fp, zs_, S)
+    swapped = [ev.swapped_tokens(s)[:, zs_ : fp + 1] for s in shifts]
+    Lc, L1, mass = torch.empty(N), torch.empty(N), torch.empty(N)
     correct = torch.empty(N, dtype=torch.bool)
     clean_fp_logits = torch.empty(N, W.W_U.shape[1])
+    sw_fp_logits = [torch.empty(N, W.W_U.shape[1]) for _ in shifts]
     full = 0.0
-    resid = [torch.empty(N, fp + 1, W.W_E.shape[1]) for _ in range(L + 1)]
+    # per layer: the residual stream before it and every head's z, at the positions the
+    # interventions restart from (clean 0..fp; swapped zs..fp)
+    resid = [torch.empty(N, fp + 1, d) for _ in range(L)]
+    zc = [torch.empty(N, H, fp + 1, W.d_head) for _ in range(L)]
+    sw_resid = [[torch.empty(N, n_sw, d) for _ in range(L)] for _ in shifts]
+    sw_z = [[torch.empty(N, H, n_sw, W.d_head) for _ in range(L)] for _ in shifts]
     sel_attn = torch.zeros(L, H)
     z_sum = [torch.zeros(H, fp + 1, W.d_head) for _ in range(L)]
     for sl in _chunks(N, chunk):
         toks = ev.tokens[sl]
-        logits, rs, pats, zs = run_cached(W, toks)
+        packed = torch.cat([toks[:, :P], *[sw[sl] for sw in swapped]], 1)
+        logits, rs, pats, zz = run_cached(W, packed, positions, ~allowed)
         clean_fp_logits[sl] = logits[:, fp]
         Lc[sl], mass[sl] = candidate_losses(logits[:, fp], ev.candidates[sl], ev.cand_index[sl])
         L1[sl] = F.cross_entropy(logits[:, fp], ev.target_first[sl], reduction="none")
-        correct[sl] = example_correct(logits, toks, lay)
-        full += target_loss(logits, toks, lay).item() * len(toks)
-        for l in range(L + 1):
-            resid[l][sl] = rs[l][:, : fp + 1]
+        correct[sl] = example_correct(logits[:, :P], toks, lay)
+        full += target_loss(logits[:, :P], toks, lay).item() * len(toks)
         for l in range(L):
+            resid[l][sl] = rs[l][:, : fp + 1]
+            zc[l][sl] = zz[l][:, :, : fp + 1]
             if selpos:
                 sel_attn[l] += pats[l][:, :, fp, selpos].sum(-1).sum(0)
-            z_sum[l] += zs[l][:, :, : fp + 1].sum(0)
+            z_sum[l] += zz[l][:, :, : fp + 1].sum(0)
+        for i in range(S):
+            seg = slice(P + i * n_sw, P + (i + 1) * n_sw)
+            sw_fp_logits[i][sl] = logits[:, seg.stop - 1]
+            for l in range(L):
+                sw_resid[i][l][sl] = rs[l][:, seg]
+                sw_z[i][l][sl] = zz[l][:, :, seg]
     sel_attn = sel_attn / N - (len(selpos) / (fp + 1))
-    z_mean = [(z / N).permute(1, 0, 2) for z in z_sum]  # [head, pos, d_head] -> [pos, head, d_head]
+    z_mean = [z / N for z in z_sum]  # [head, pos, d_head]
 
     acc_group = correct.float().reshape(-1, K).mean(-1)
     Lc_group = Lc.reshape(-1, K).mean(-1)
@@ -115,34 +145,20 @@ def checkpoint_passes(
     ]
 
     # --- selector swaps --------------------------------------------------------------
-    sw_resid: list[list[torch.Tensor]] = []
-    sw_fp_logits: list[torch.Tensor] = []
     Lc_sw = torch.zeros(N)
-    ld_clean = ld_swap = None
-    other_first = None
+    ld_clean = ld_swap = other_first = None
     for si, s in enumerate(shifts):
-        toks_sw = ev.swapped_tokens(s)[:, : fp + 1]
-        rs_all = [torch.empty(N, fp + 1, W.W_E.shape[1]) for _ in range(L + 1)]
-        lc_s = torch.empty(N)
-        logit_sw = torch.empty(N, W.W_U.shape[1])
-        for sl in _chunks(N, chunk):
-            logits, rs, _, _ = run_cached(W, toks_sw[sl])
-            lc_s[sl] = candidate_losses(logits[:, fp], ev.candidates[sl], ev.cand_index[sl])[0]
-            logit_sw[sl] = logits[:, fp]
-            for l in range(L + 1):
-                rs_all[l][sl] = rs[l]
-        Lc_sw += lc_s / len(shifts)
-        sw_resid.append(rs_all)
-        sw_fp_logits.append(logit_sw)
+        Lc_sw += candidate_losses(sw_fp_logits[si], ev.candidates, ev.cand_index)[0] / S
         if si == 0:
             # logit difference: clean answer's A1 minus the swapped selector's A1
             other_first = torch.from_numpy(task.targets[ev.g, (ev.s + s) % K, 0] + CHAR0) if task.cfg.targets_A else ev.target_first
             ld_clean = _ld(clean_fp_logits, ev.target_first, other_first)
-            ld_swap = _ld(logit_sw, ev.target_first, other_first)
+            ld_swap = _ld(sw_fp_logits[0], ev.target_first, other_first)
     gap = (Lc_sw.mean() - Lc.mean()).item() if shifts else float("nan")
     ck["swap_gap"] = gap
     ck["swap_Lc"] = Lc_sw.mean().item() if shifts else float("nan")
 
+    lap("forward")
     # --- head ablation (clean and swapped inputs), variants stacked on the batch -------
     head_rows: list[dict[str, Any]] = []
     names = head_names(L, H)
@@ -154,16 +170,13 @@ def checkpoint_passes(
             for l in range(L) for h in range(H)
         ]
     else:
+        base = _Base(clean_fp_logits, sw_fp_logits, ev)
         for l in range(L):
             fill = z_mean[l] if mean else None
-            dLc, dL1 = _ablate_layer(W, l, resid[l], ev, fp, fill, chunk, clean_fp_logits, want_L1=True)
-            contrib = torch.zeros(H)
-            if shifts:
-                abl_sw = torch.zeros(H)
-                for si2, rs_all in enumerate(sw_resid):
-                    abl_sw += _ablate_layer(W, l, rs_all[l], ev, fp, fill, chunk, sw_fp_logits[si2])[0] / len(shifts)
-                # gap with head ablated = (Lc_sw + dLc_sw) - (Lc + dLc)
-                contrib = -(abl_sw - dLc)  # swap gap removed by ablating the head
+            dLc, dL1, dLc_sw = _ablate_layer(W, l, ev, fp, zs_, resid[l], zc[l], [r[l] for r in sw_resid],
+                                             [z[l] for z in sw_z], fill, base, chunk)
+            # gap with head h ablated = (Lc_sw + dLc_sw) - (Lc + dLc): the swap gap it removes
+            contrib = dLc - dLc_sw
             for h in range(H):
                 c = contrib[h].item() if shifts else float("nan")
                 head_rows.append(
@@ -180,6 +193,7 @@ def checkpoint_passes(
                     }
                 )
 
+    lap("ablation")
     # --- causal patching of the selector positions, layer by layer ---------------------
     patch_rows: list[dict[str, Any]] = []
     if ablation and shifts:
@@ -188,13 +202,14 @@ def checkpoint_passes(
             moved = torch.empty(N)
             for sl in _chunks(N, chunk):
                 x = resid[l][sl].clone()
-                x[:, selpos] = sw_resid[0][l][sl][:, selpos]
+                x[:, selpos] = sw_resid[0][l][sl][:, [p - zs_ for p in selpos]]
                 lg = from_layer(W, l, x, at=fp)
                 moved[sl] = _ld(lg, ev.target_first[sl], other_first[sl]) - ld_clean[sl]
             frac = moved.mean().item() / denom if abs(denom) > 1e-6 else float("nan")
             patch_rows.append({"step": step, "layer": l, "patch_frac": frac, "ld_moved": moved.mean().item()})
         ck["ld_clean"] = ld_clean.mean().item()
         ck["ld_swap"] = ld_swap.mean().item()
+    lap("patching")
     return {"checkpoint": [ck], "heads": head_rows, "groups": groups, "patching": patch_rows}
 
 
@@ -202,32 +217,49 @@ def _ld(logits: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return logits.gather(1, a[:, None]).squeeze(1) - logits.gather(1, b[:, None]).squeeze(1)
 
 
-def _ablate_layer(W, l, x, ev, fp, fill, chunk, base_logits, want_L1=False):
-    """Mean over examples of (loss with head h of layer l ablated) - (clean loss), for every h.
+class _Base:
+    """Per-example losses of the unablated model that every ablation is compared with."""
 
-    The H variants are stacked on the batch; the forward starts at layer l from the clean
-    residual ``x`` (= ``blocks.{l}.hook_resid_pre``), since layers below l are unchanged.
+    def __init__(self, clean_fp_logits, sw_fp_logits, ev):
+        self.lc = candidate_losses(clean_fp_logits, ev.candidates, ev.cand_index)[0]
+        self.l1 = F.cross_entropy(clean_fp_logits, ev.target_first, reduction="none")
+        self.lc_sw = [candidate_losses(lg, ev.candidates, ev.cand_index)[0] for lg in sw_fp_logits]
+
+
+def _ablate_layer(W, l, ev, fp, zs, x, z, sw_x, sw_z, fill, base: _Base, chunk):
+    """Mean over examples of (loss with head h of layer l ablated) - (loss unablated), for every
+    h: dLc and dL1 on the clean input, dLc averaged over the selector shifts on the swapped one.
+
+    Ablating head h changes layer l only by that head's output, so every variant restarts at
+    layer l's residual mid-point: the clean ``x`` (= ``hook_resid_pre``) plus the attention
+    output of all heads, minus head h's ``z_h W_O[h]`` (plus ``fill_h W_O[h]`` for mean
+    ablation). The H variants are stacked on the batch, and each swapped input contributes only
+    its positions zs..fp, packed after the clean ones (``packed_swap_layout``).
     """
-    H = W.n_heads
-    N = len(x)
-    scale = 1 - torch.eye(H)  # variant h keeps every head but h
-    dLc = torch.zeros(H)
-    dL1 = torch.zeros(H)
-    sub = max(1, chunk // H)
-    for sl in _chunks(N, sub):
-        xs = x[sl]
-        n = len(xs)
-        base = base_logits[sl]
-        xb = xs.repeat(H, 1, 1)  # variant-major: rows h*n .. (h+1)*n-1 ablate head h
-        hs = scale.repeat_interleave(n, 0)
-        lg = from_layer(W, l, xb, hs, fill, at=fp)
-        cand = ev.candidates[sl].repeat(H, 1)
-        ci = ev.cand_index[sl].repeat(H)
-        lc_abl = candidate_losses(lg, cand, ci)[0].reshape(H, n)
-        lc_base = candidate_losses(base, ev.candidates[sl], ev.cand_index[sl])[0]
-        dLc += (lc_abl - lc_base[None]).sum(1)
-        if want_L1:
-            tf = ev.target_first[sl]
-            l1_abl = F.cross_entropy(lg, tf.repeat(H), reduction="none").reshape(H, n)
-            dL1 += (l1_abl - F.cross_entropy(base, tf, reduction="none")[None]).sum(1)
-    return dLc / N, dL1 / N
+    b = W.blocks[l]
+    H, E = W.n_heads, W.d_head
+    N, S = len(x), len(sw_x)
+    n_sw = fp + 1 - zs
+    _, allowed = packed_swap_layout(fp + 2, fp, zs, S)
+    blocked = ~allowed
+    rows = torch.tensor([fp] + [fp + (i + 1) * n_sw for i in range(S)])  # each segment's fp
+    if fill is not None:
+        fill = torch.cat([fill] + [fill[:, zs:]] * S, 1)  # [head, packed pos, d_head]
+    dLc, dL1, dLc_sw = torch.zeros(H), torch.zeros(H), torch.zeros(H)
+    for sl in _chunks(N, max(1, chunk // H)):
+        n = sl.stop - sl.start
+        zz = torch.cat([z[sl]] + [s[sl] for s in sw_z], 2)  # [n, head, packed pos, d_head]
+        T = zz.shape[2]
+        mid = torch.cat([x[sl]] + [s[sl] for s in sw_x], 1) + F.linear(
+            zz.transpose(1, 2).reshape(n, T, H * E), b["W_O_flat"], b["b_O"])
+        dz = (fill[None] if fill is not None else 0.0) - zz
+        xb = (mid[None] + torch.einsum("nhte,hed->hntd", dz, b["W_O"])).reshape(H * n, T, -1)
+        lg = from_mid(W, l, xb, rows, blocked)  # [H * n, 1 + S, d_vocab], variant-major
+        cand, ci = ev.candidates[sl].repeat(H, 1), ev.cand_index[sl].repeat(H)
+        dLc += (candidate_losses(lg[:, 0], cand, ci)[0].reshape(H, n) - base.lc[None, sl]).sum(1)
+        l1 = F.cross_entropy(lg[:, 0], ev.target_first[sl].repeat(H), reduction="none").reshape(H, n)
+        dL1 += (l1 - base.l1[None, sl]).sum(1)
+        for i in range(S):
+            lc = candidate_losses(lg[:, 1 + i], cand, ci)[0].reshape(H, n)
+            dLc_sw += (lc - base.lc_sw[i][None, sl]).sum(1) / S
+    return dLc / N, dL1 / N, dLc_sw / N
