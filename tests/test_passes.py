@@ -196,6 +196,20 @@ def test_analyze_inspect_ablate_on_a_trained_run(tiny_run, tmp_path):
     assert ab["heads"][0]["dLc"] >= ab["heads"][-1]["dLc"]
 
 
+def test_analysis_does_not_depend_on_the_cache_history(tiny_run, tmp_path):
+    """Checkpoints that had per-head passes under an earlier grid (an earlier tau, a larger
+    --max-checkpoints) contribute only their cheap rows later: same tables as a fresh folder."""
+    from mi_plateau.passes.analyze import PassConfig, analyze_run
+
+    analyze_run(tiny_run, tmp_path / "a", PassConfig(max_head_checkpoints=8), progress=False)
+    reused = analyze_run(tiny_run, tmp_path / "a", PassConfig(max_head_checkpoints=3), progress=False)
+    fresh = analyze_run(tiny_run, tmp_path / "b", PassConfig(max_head_checkpoints=3), progress=False)
+    for k in fresh:
+        assert json.dumps(reused[k], sort_keys=True) == json.dumps(fresh[k], sort_keys=True), k
+    assert len({r["step"] for r in fresh["patching"]}) < len({r["step"] for r in analyze_run(
+        tiny_run, tmp_path / "a", PassConfig(max_head_checkpoints=8), progress=False)["patching"]})
+
+
 def test_cli_analysis_commands(tiny_run, tmp_path):
     p = run_cli("ablate", str(tiny_run.path), "--step", "100")
     assert p.returncode == 0, p.stderr

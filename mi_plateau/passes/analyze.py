@@ -70,6 +70,16 @@ def weights_for(run: Run, step: int, cfg):
     return Weights.from_state_dict(sd, m.n_layers, m.n_heads, m.d_head, m.act_fn)
 
 
+HEAVY_HEAD_COLUMNS = ("dLc", "dL1", "swap_contrib", "causal_share")
+
+
+def _cheap_part(tables: dict[str, list]) -> dict[str, list]:
+    """The rows ``checkpoint_passes(..., ablation=False)`` gives, from a result with ablation."""
+    ck = [{k: v for k, v in r.items() if k not in ("ld_clean", "ld_swap")} for r in tables["checkpoint"]]
+    heads = [{**r, **{k: None for k in HEAVY_HEAD_COLUMNS}} for r in tables["heads"]]
+    return {**tables, "checkpoint": ck, "heads": heads, "patching": []}
+
+
 def _expected_shapes(cfg) -> dict[str, tuple[int, ...]]:
     from ..config import layout_for
     from ..task import D_VOCAB
@@ -131,7 +141,9 @@ def analyze_run(
             try:
                 c = json.loads(f.read_text())
                 if c.get("key") == key and c.get("sha256") == sha.get(step) and (c.get("ablation") or not want_heavy):
-                    out = c["tables"]
+                    # a file written when this step was on the per-head grid (an earlier tau)
+                    # serves the cheap passes only: the tables must not depend on the cache's history
+                    out = c["tables"] if want_heavy or not c.get("ablation") else _cheap_part(c["tables"])
             except (json.JSONDecodeError, KeyError):
                 out = None
         if out is None:
