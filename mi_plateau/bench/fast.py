@@ -1,5 +1,5 @@
-"""Training-step candidates (the trainer's steps ``standard``, ``fast`` and ``bridge``, and
-``PlainTransformer`` variants) and ``evaluate_packed``, evaluation through the plain module."""
+"""Training-step candidates: the trainer's steps (``train.impl`` standard, fast, bridge) and
+``PlainTransformer`` variants."""
 
 from __future__ import annotations
 
@@ -12,47 +12,6 @@ from torch import Tensor
 from ..config import RunConfig, layout_for
 from ..task import BatchSampler, make_task
 from .reference import PlainTransformer
-
-
-@torch.no_grad()
-def evaluate_packed(plain: PlainTransformer, ev, batch: int = 4096) -> dict[str, Any]:
-    """``metrics.evaluate``'s numbers from less work (an opt-in idea, measured by the bench).
-
-    One forward per batch on a packed sequence: the clean positions 0..seq_len-2 (EOS predicts
-    nothing) followed by the selector-swapped positions zs..fp only; a swapped position attends
-    to the clean keys before zs (the same tokens, so, causally, the same keys and values) and to
-    the swapped positions up to itself. The last block computes only the rows that are read."""
-    from ..metrics import candidate_losses, example_correct, group_accuracy, target_loss
-    from ..passes.forward import packed_swap_layout
-
-    if not ev.task.cfg.has_selector:
-        raise ValueError(f"evaluate_packed: direction {ev.task.cfg.direction!r} has no selector to swap")
-    lay, K = ev.task.layout, ev.task.cfg.K
-    P, fp, zs = lay.seq_len - 1, lay.first_pred, lay.selector_positions.start
-    n_sw = fp + 1 - zs
-    positions, mask = packed_swap_layout(lay.seq_len, fp, zs)
-    rows = torch.tensor([*range(fp, P), P + n_sw - 1])  # clean target positions, swapped fp
-    swapped = ev.swapped_tokens(1)[:, zs : fp + 1]
-    out: dict[str, list] = {k: [] for k in ("Lc", "mass", "L1", "full", "correct", "swap")}
-    for i in range(0, len(ev.tokens), batch):
-        sl = slice(i, i + batch)
-        toks = ev.tokens[sl]
-        lg = plain.run(torch.cat([toks[:, :P], swapped[sl]], 1), positions, mask, rows)
-        logits = lg.new_zeros(len(toks), P, lg.shape[-1])  # metrics read positions fp.. only
-        logits[:, fp:] = lg[:, :-1]
-        lc, mass = candidate_losses(lg[:, 0], ev.candidates[sl], ev.cand_index[sl])
-        out["Lc"].append(lc)
-        out["mass"].append(mass)
-        out["L1"].append(F.cross_entropy(lg[:, 0], ev.target_first[sl], reduction="none"))
-        out["full"].append(target_loss(logits, toks, lay) * len(toks))
-        out["correct"].append(example_correct(logits, toks, lay))
-        out["swap"].append(candidate_losses(lg[:, -1], ev.candidates[sl], ev.cand_index[sl])[0])
-    c = {k: torch.cat(v) if k != "full" else torch.stack(v) for k, v in out.items()}
-    acc = group_accuracy(c["correct"], K)
-    return {"Lc": c["Lc"].mean().item(), "L1": c["L1"].mean().item(), "full_loss": c["full"].sum().item() / len(ev.tokens),
-            "cand_mass": c["mass"].mean().item(), "swap_gap": c["swap"].mean().item() - c["Lc"].mean().item(),
-            "acc_mean": float(acc.mean()), "groups_ge80": float((acc >= 0.8 - 1e-9).mean()),
-            "groups_100": float((acc >= 1.0 - 1e-9).mean())}
 
 
 # --- training-step candidates -------------------------------------------------------

@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from ..checkpoints import Run
 from ..config import RunConfig, preset
 from .sections import E2E_RUN, bench_end_to_end, bench_overhead, bench_passes, bench_threads, bench_train
 from .timing import machine, matmul_peak_gflops
@@ -53,8 +54,6 @@ def run_benchmarks(quick: bool, *, cfg: RunConfig | None = None, e2e_run: Path |
     pcfg = replace(cfg, eval=replace(cfg.eval, n_groups=40)) if quick else cfg
     trained = None
     if e2e_run is not None and (Path(e2e_run) / "manifest.json").exists():
-        from ..checkpoints import Run
-
         run = Run(e2e_run)
         if run.config().model == cfg.model and run.config().task == cfg.task:
             trained = run.weights(run.steps()[-1])
@@ -62,12 +61,14 @@ def run_benchmarks(quick: bool, *, cfg: RunConfig | None = None, e2e_run: Path |
     _log("checkpoint overhead")
     ov = bench_overhead(cfg, reps=2 if quick else 5)
     step_s = res["train"]["candidates"]["toolkit"]["ms_per_step"] / 1e3
-    fast_s = res["train"]["candidates"]["fast"]["ms_per_step"] / 1e3
+    ck = ov["evaluate_s"] + ov["save_s"]
+    ov["evaluate_in_steps"] = ov["evaluate_s"] / step_s
     for every in (cfg.train.ckpt_every, cfg.train.ckpt_every_transition):
-        ck = ov["evaluate_s"] + ov["save_s"]
         ov[f"share_every_{every}"] = ck / (every * step_s + ck)
-        # wall time per checkpoint interval with the fast step and packed evaluation, vs now
-        ov[f"ideas_time_ratio_every_{every}"] = (every * fast_s + ov["evaluate_packed_s"] + ov["save_s"]) / (every * step_s + ck)
+    if trained is not None:  # the mean interval of a whole run (denser through the transition)
+        steps = Run(e2e_run).steps()
+        ov["mean_interval_reference_run"] = steps[-1] / (len(steps) - 1)
+        ov["share_reference_run"] = ck / (ov["mean_interval_reference_run"] * step_s + ck)
     ov["train_steps_between_ckpts_s"] = cfg.train.ckpt_every * step_s
     res["overhead"] = ov
     if not quick and e2e_run is not None:
@@ -113,15 +114,15 @@ def to_markdown(res: dict[str, Any]) -> str:
               "| item | seconds |", "|---|---:|",
               f"| evaluate() (toolkit: packed functional forward) | {o['evaluate_s']:.3f} |",
               f"| evaluate_reference() (two plain forwards) through PlainTransformer (max abs diff {o['evaluate_plain_max_abs_diff']:.0e}) | {o['evaluate_plain_s']:.3f} |",
-              f"| idea: evaluate_packed (max abs diff {o['evaluate_packed_max_abs_diff']:.0e}) | {o['evaluate_packed_s']:.3f} |",
               f"| checkpoint files | {o['save_s']:.3f} |",
-              f"| {res['ckpt_every']} training steps (toolkit) | {o['train_steps_between_ckpts_s']:.2f} |"]
+              f"| {res['ckpt_every']} training steps (toolkit) | {o['train_steps_between_ckpts_s']:.2f} |",
+              f"| evaluate() in training steps (toolkit) | {o['evaluate_in_steps']:.1f} |"]
     for k, v in o.items():
         every = k.rsplit("_", 1)[1]
         if k.startswith("share_every_"):
             lines.append(f"| share of wall time in evaluate + files, checkpoint every {every} steps | {100 * v:.1f}% |")
-        if k.startswith("ideas_time_ratio_every_"):
-            lines.append(f"| idea: wall time with fast step + evaluate_packed, relative (every {every}) | {v:.2f} |")
+    if "share_reference_run" in o:
+        lines.append(f"| share over a whole run (mean interval {o['mean_interval_reference_run']:.0f} steps, {E2E_RUN.name}) | {100 * o['share_reference_run']:.1f}% |")
     e = res.get("end_to_end")
     if e is not None:
         lines += ["", "**End to end**", ""]

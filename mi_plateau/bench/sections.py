@@ -16,7 +16,7 @@ import torch
 
 from ..config import RunConfig, layout_for
 from ..task import BatchSampler, make_eval_set, make_task
-from .fast import evaluate_packed, make_candidate
+from .fast import make_candidate
 from .reference import PlainTransformer, loop_passes
 from .timing import _timed, alternate, train_step_flops
 
@@ -130,9 +130,8 @@ def bench_passes(cfg: RunConfig, *, reps: int, weights: dict | None = None) -> d
 
 
 def bench_overhead(cfg: RunConfig, *, reps: int, n_records: int = 100) -> dict[str, Any]:
-    """Seconds of ``evaluate`` (bridge; the same function through PlainTransformer; the packed
-    idea ``evaluate_packed``) and of
-    writing one checkpoint the way ``train._train_loop`` does (weights, record, resume state,
+    """Seconds of ``evaluate`` (the packed functional forward; ``evaluate_reference``, two
+    plain forwards through PlainTransformer, for comparison) and of writing one checkpoint the way ``train._train_loop`` does (weights, record, resume state,
     a manifest of ``n_records`` checkpoints; atomic writes with fsync) into a temp dir."""
     from ..checkpoints import atomic_write_json, save_tensors
     from ..metrics import evaluate, evaluate_reference
@@ -149,8 +148,8 @@ def bench_overhead(cfg: RunConfig, *, reps: int, n_records: int = 100) -> dict[s
     plain = PlainTransformer.from_bridge(model, cfg, share=True).eval()
     ev = make_eval_set(task, cfg.eval)
     metrics = evaluate(model, ev)
-    diff = {name: max(abs(v - other[k]) for k, v in metrics.items() if not math.isnan(v))
-            for name, other in (("plain", evaluate_reference(plain, ev)), ("packed", evaluate_packed(plain, ev)))}
+    other = evaluate_reference(plain, ev)
+    diff = {"plain": max(abs(v - other[k]) for k, v in metrics.items() if not math.isnan(v))}
     record = {"step": 50, "examples_seen": 6400, "lr": 1e-3, "train_loss": 1.0, "metrics": metrics}
     with tempfile.TemporaryDirectory() as d:
         root = Path(d)
@@ -171,11 +170,10 @@ def bench_overhead(cfg: RunConfig, *, reps: int, n_records: int = 100) -> dict[s
             if old:
                 (root / old).unlink()
 
-        cands = {"evaluate": lambda: evaluate(model, ev), "evaluate_plain": lambda: evaluate_reference(plain, ev),
-                 "evaluate_packed": lambda: evaluate_packed(plain, ev), "save": save}
+        cands = {"evaluate": lambda: evaluate(model, ev), "evaluate_plain": lambda: evaluate_reference(plain, ev), "save": save}
         t = {k: statistics.median(v) for k, v in alternate(cands, reps, 1).items()}
-    return {"evaluate_s": t["evaluate"], "evaluate_plain_s": t["evaluate_plain"], "evaluate_packed_s": t["evaluate_packed"],
-            "save_s": t["save"], "evaluate_plain_max_abs_diff": diff["plain"], "evaluate_packed_max_abs_diff": diff["packed"],
+    return {"evaluate_s": t["evaluate"], "evaluate_plain_s": t["evaluate_plain"],
+            "save_s": t["save"], "evaluate_plain_max_abs_diff": diff["plain"],
             "n_sequences": len(ev.tokens), "manifest_records": n_records}
 
 
