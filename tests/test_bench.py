@@ -25,3 +25,16 @@ def test_bench_smoke(tiny_cfg, tiny_run, tmp_path):
     res["end_to_end"] = e2e
     md = bench.to_markdown(res)
     assert "| toolkit |" in md and "End to end" in md
+
+
+def test_bench_one_section(tiny_cfg):
+    from mi_plateau import bench
+
+    res = bench.run_benchmarks(quick=True, cfg=tiny_cfg, e2e_run=None, only="passes")
+    assert "passes" in res and "train" not in res and "overhead" not in res
+    md = bench.to_markdown(res)
+    assert "Analysis passes" in md and "Training step" not in md
+    import pytest
+
+    with pytest.raises(ValueError, match="bench section"):
+        bench.run_benchmarks(quick=True, cfg=tiny_cfg, only="everything")

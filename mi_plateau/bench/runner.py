@@ -29,9 +29,16 @@ def _log(msg: str) -> None:
 # --- the whole benchmark ------------------------------------------------------------
 
 
-def run_benchmarks(quick: bool, *, cfg: RunConfig | None = None, e2e_run: Path | None = E2E_RUN) -> dict[str, Any]:
+SECTIONS = ("train", "passes")
+
+
+def run_benchmarks(quick: bool, *, cfg: RunConfig | None = None, e2e_run: Path | None = E2E_RUN,
+                   only: str | None = None) -> dict[str, Any]:
     """Run all benchmarks; ``quick`` uses fewer repetitions and sequences and skips end to end.
-    ``cfg`` (default: the paper preset) is the model and task benchmarked."""
+    ``cfg`` (default: the paper preset) is the model and task benchmarked. ``only`` ("train" or
+    "passes") runs that section alone."""
+    if only is not None and only not in SECTIONS:
+        raise ValueError(f"bench section {only!r}: expected one of {', '.join(SECTIONS)}")
     cfg = cfg or preset("paper")
     res: dict[str, Any] = {"quick": quick, "preset": cfg.preset, "ckpt_every": cfg.train.ckpt_every,
                            "machine": machine(), "load_start": os.getloadavg()}
@@ -42,12 +49,15 @@ def run_benchmarks(quick: bool, *, cfg: RunConfig | None = None, e2e_run: Path |
              f"{torch.get_num_threads()} threads: timings will be inflated (try OMP_NUM_THREADS=1)")
     _log("fp32 matmul peak")
     res["matmul_peak_gflops"] = matmul_peak_gflops(1024 if quick else 2048, 3 if quick else 7)
-    _log("training step")
-    which = QUICK_CANDIDATES if quick else FULL_CANDIDATES
-    res["train"] = bench_train(cfg, which, reps=2 if quick else 6, inner=5 if quick else 10, check_steps=10 if quick else 50)
-    for row in res["train"]["candidates"].values():
-        row["frac_of_peak"] = row["gflops"] / res["matmul_peak_gflops"]
-    if not quick and (os.cpu_count() or 1) > 1:
+    if only in (None, "train"):
+        _log("training step")
+        which = QUICK_CANDIDATES if quick else FULL_CANDIDATES
+        res["train"] = bench_train(cfg, which, reps=4 if quick else 6, inner=5 if quick else 10, check_steps=10 if quick else 50)
+        for row in res["train"]["candidates"].values():
+            row["frac_of_peak"] = row["gflops"] / res["matmul_peak_gflops"]
+    if only == "train":
+        return _finish(res, t0)
+    if not quick and only is None and (os.cpu_count() or 1) > 1:
         _log("training step at 1 thread and at one per core")
         res["threads_ms_per_step"] = bench_threads(cfg, reps=2, inner=3)
     _log("analysis passes")
@@ -58,6 +68,8 @@ def run_benchmarks(quick: bool, *, cfg: RunConfig | None = None, e2e_run: Path |
         if run.config().model == cfg.model and run.config().task == cfg.task:
             trained = run.weights(run.steps()[-1])
     res["passes"] = bench_passes(pcfg, reps=1 if quick else 3, weights=trained)
+    if only == "passes":
+        return _finish(res, t0)
     _log("checkpoint overhead")
     ov = bench_overhead(cfg, reps=2 if quick else 5)
     step_s = res["train"]["candidates"]["toolkit"]["ms_per_step"] / 1e3
@@ -74,6 +86,10 @@ def run_benchmarks(quick: bool, *, cfg: RunConfig | None = None, e2e_run: Path |
     if not quick and e2e_run is not None:
         _log("end to end (analyze_run over a finished run)")
         res["end_to_end"] = bench_end_to_end(Path(e2e_run))
+    return _finish(res, t0)
+
+
+def _finish(res: dict[str, Any], t0: float) -> dict[str, Any]:
     res["load_end"] = os.getloadavg()
     res["total_s"] = time.perf_counter() - t0
     return res
@@ -85,21 +101,41 @@ def to_markdown(res: dict[str, Any]) -> str:
         f"Machine: {m['cpu']}, {m['cores']} cores, torch {m['torch']} ({m['threads']} threads), Python {m['python']}; "
         f"load average (1/5/15 min) {_load(res['load_start'])} at start, {_load(res['load_end'])} at end; "
         f"fp32 matmul peak {res['matmul_peak_gflops']:.0f} GFLOP/s; {'quick' if res['quick'] else 'full'} run, {res['total_s']:.0f} s.",
+    ]
+    if "train" in res:
+        lines += _train_lines(res)
+    if "passes" in res:
+        lines += _passes_lines(res["passes"])
+    if "overhead" in res:
+        lines += _overhead_lines(res)
+    e = res.get("end_to_end")
+    if e is not None:
+        lines += _e2e_lines(e)
+    return "\n".join(lines) + "\n"
+
+
+def _train_lines(res: dict[str, Any]) -> list[str]:
+    t = res["train"]
+    lines = [
         "",
-        f"**Training step** (preset {res['preset']}, {res['train']['tokens_per_step']} tokens, "
-        f"{res['train']['flops_per_step'] / 1e9:.2f} GFLOP nominal; loss checked over {res['train']['check_steps']} steps)",
+        f"**Training step** (preset {res['preset']}, {t['tokens_per_step']} tokens, "
+        f"{t['flops_per_step'] / 1e9:.2f} GFLOP nominal; loss checked over {t['check_steps']} steps; "
+        f"{next(iter(t['candidates'].values()))['n_steps']} timed steps per candidate)",
         "",
         "| candidate | ms/step (median) | mean | GFLOP/s | of peak | vs toolkit | vs plain | max abs loss diff | first step (s) |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for k, r in res["train"]["candidates"].items():
+    for k, r in t["candidates"].items():
         lines.append(f"| {k} | {r['ms_per_step']:.1f} | {r['ms_mean']:.1f} | {r['gflops']:.0f} | {100 * r['frac_of_peak']:.0f}% "
                      f"| {r['vs_toolkit']:.2f} | {r['vs_plain']:.2f} | {r['max_abs_loss_diff']:.1e} | {r['first_step_s']:.2f} |")
     if "threads_ms_per_step" in res:
         lines += ["", "Toolkit step by intra-op thread count (ms/step, median, alternated): "
                   + ", ".join(f"{n} thread(s) {v:.0f}" for n, v in res["threads_ms_per_step"].items())]
-    p = res["passes"]
-    lines += ["", f"**Analysis passes at one checkpoint** ({p['n_sequences']} sequences, {p['weights']})", "",
+    return lines
+
+
+def _passes_lines(p: dict[str, Any]) -> list[str]:
+    lines = ["", f"**Analysis passes at one checkpoint** ({p['n_sequences']} sequences, {p['weights']})", "",
               "| passes | toolkit (s) | TransformerLens loop (s) | speed-up | max abs diff |", "|---|---:|---:|---:|---:|"]
     for kind, label in (("all", "all (ablation=True)"), ("cheap", "cheap (ablation=False)")):
         r = p["rows"][kind]
@@ -109,8 +145,12 @@ def to_markdown(res: dict[str, Any]) -> str:
               + " (forward: the packed clean and swapped forward, which gives the losses, per-group accuracy,"
               " the swap gap and the selector attention; ablation: every head on the clean and swapped inputs;"
               " patching: the selector positions, layer by layer)."]
+    return lines
+
+
+def _overhead_lines(res: dict[str, Any]) -> list[str]:
     o = res["overhead"]
-    lines += ["", f"**Checkpoint overhead** ({o['n_sequences']} eval sequences; manifest of {o['manifest_records']} checkpoints)", "",
+    lines = ["", f"**Checkpoint overhead** ({o['n_sequences']} eval sequences; manifest of {o['manifest_records']} checkpoints)", "",
               "| item | seconds |", "|---|---:|",
               f"| evaluate() (toolkit: packed functional forward) | {o['evaluate_s']:.3f} |",
               f"| evaluate_reference() (two plain forwards) through PlainTransformer (max abs diff {o['evaluate_plain_max_abs_diff']:.0e}) | {o['evaluate_plain_s']:.3f} |",
@@ -123,17 +163,17 @@ def to_markdown(res: dict[str, Any]) -> str:
             lines.append(f"| share of wall time in evaluate + files, checkpoint every {every} steps | {100 * v:.1f}% |")
     if "share_reference_run" in o:
         lines.append(f"| share over a whole run (mean interval {o['mean_interval_reference_run']:.0f} steps, {E2E_RUN.name}) | {100 * o['share_reference_run']:.1f}% |")
-    e = res.get("end_to_end")
-    if e is not None:
-        lines += ["", "**End to end**", ""]
-        if "skipped" in e:
-            lines.append(f"skipped: {e['skipped']}")
-        else:
-            lines += ["| item | value |", "|---|---:|",
-                      f"| run | {e['run']} ({e['status']}, last step {e['last_step']}) |",
-                      f"| training wall time (records' wall_s, {e['resumed_segments']} segment(s)) | {e['train_wall_s']:.0f} s |",
-                      f"| analyze_run: {e['n_checkpoints']} checkpoints, {e['n_heavy']} with ablation + patching | {e['analyze_s']:.0f} s |"]
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+def _e2e_lines(e: dict[str, Any]) -> list[str]:
+    lines = ["", "**End to end**", ""]
+    if "skipped" in e:
+        return lines + [f"skipped: {e['skipped']}"]
+    return lines + ["| item | value |", "|---|---:|",
+                    f"| run | {e['run']} ({e['status']}, last step {e['last_step']}) |",
+                    f"| training wall time (records' wall_s, {e['resumed_segments']} segment(s)) | {e['train_wall_s']:.0f} s |",
+                    f"| analyze_run: {e['n_checkpoints']} checkpoints, {e['n_heavy']} with ablation + patching | {e['analyze_s']:.0f} s |"]
 
 
 def _load(la) -> str:
@@ -141,7 +181,7 @@ def _load(la) -> str:
 
 
 def main(args) -> int:
-    res = run_benchmarks(quick=args.quick)
+    res = run_benchmarks(quick=args.quick, only=getattr(args, "only", None))
     md = to_markdown(res)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
