@@ -82,7 +82,7 @@ class TrainConfig:
     schedule: str = "constant"  # "constant" after warm-up, or "cosine" decay to 0 at max_steps
     grad_clip: float = 0.0  # max grad norm; 0 disables clipping (paper default)
     impl: str = "standard"  # the step's implementation: standard, fast (opt-in) or bridge (model.training_forward)
-    compile: bool = False  # run the training forward under torch.compile (opt-in; ~15 s to compile)
+    compile: bool = False  # run the training forward under torch.compile (opt-in; 12-15 s to compile)
     batch_size: int = 128
     max_steps: int = 20000
     batch_seed: int = 0
