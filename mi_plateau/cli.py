@@ -126,8 +126,13 @@ def _train_config(args) -> Any:
     for item in args.set:
         k, v = parse_override(item)
         overrides[k] = v
-    if args.preset is None and args.resume and not overrides:
-        return None  # resume with the stored config
+    if args.preset is None and args.resume:
+        if not overrides:
+            return None  # resume with the stored config
+        if args.out is not None and (Path(args.out) / "config.json").exists():
+            from .checkpoints import Run
+
+            return with_overrides(Run(args.out).config(), overrides)  # e.g. a larger --max-steps
     return with_overrides(preset(args.preset or "demo"), overrides)
 
 

@@ -90,12 +90,14 @@ STEP_IMPL = ("impl", "compile")  # how a step is computed, not what the recipe t
 
 def _check_recipe_config(path: Path, cfg) -> None:
     """A started run must be the recipe's run; only the step implementation may differ (runs
-    begun before ``train.impl`` existed trained with ``bridge``, and resume that way)."""
+    begun before ``train.impl`` existed trained with ``bridge``, and resume that way), and its
+    ``max_steps`` may have been raised."""
     from .checkpoints import Run
 
     stored, want = Run(path).config().to_dict(), cfg.to_dict()
-    for d in (stored, want):
-        for k in STEP_IMPL:
+    keys = STEP_IMPL + (("max_steps",) if stored["train"]["max_steps"] >= want["train"]["max_steps"] else ())
+    for d in (stored, want):  # (a cap raised with `train.extends` continues the same run)
+        for k in keys:
             d["train"].pop(k, None)
     if stored != want:
         from .train import _config_diff

@@ -13,6 +13,7 @@ so an interrupted run continues exactly as if it had not stopped.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -157,8 +158,11 @@ def train(
                 raise RunError(f"{run.path}: a run already exists here; pass --resume to continue it or choose another --out")
             stored = run.config()
             if cfg is not None and cfg.to_dict() != stored.to_dict():
-                diff = _config_diff(stored.to_dict(), cfg.to_dict())
-                raise RunError(f"{run.path / 'config.json'}: resume with a different config is refused ({diff})")
+                if not extends(stored, cfg):
+                    diff = _config_diff(stored.to_dict(), cfg.to_dict())
+                    raise RunError(f"{run.path / 'config.json'}: resume with a different config is refused ({diff})")
+                atomic_write_json(run.path / "config.json", cfg.to_dict())
+                stored = cfg
             cfg = stored
         else:
             if cfg is None:
@@ -170,6 +174,14 @@ def train(
         validate(cfg)
         _train_loop(cfg, run, progress=progress)
     return run
+
+
+def extends(stored: RunConfig, cfg: RunConfig) -> bool:
+    """``cfg`` is ``stored`` with a larger ``train.max_steps`` and a constant learning rate: only
+    the stopping rule differs, every step already taken stays the same, so resuming with it
+    continues the same run (also one that finished at the old cap)."""
+    same = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, max_steps=stored.train.max_steps))
+    return cfg.train.max_steps > stored.train.max_steps and stored.train.schedule == "constant" and same == stored
 
 
 def _config_diff(a: dict, b: dict, prefix: str = "") -> str:
@@ -198,9 +210,13 @@ def _train_loop(cfg: RunConfig, run: Run, *, progress: bool) -> None:
     if run.exists():
         manifest = run.manifest()
         remove_stale_files(run, manifest)  # we hold the lock: any temporary file is a dead writer's
-        if manifest.get("status") == "finished":
-            return
         ckpts = manifest["checkpoints"]
+        if manifest.get("status") == "finished":
+            recs = [c["record"] for c in ckpts]
+            if should_stop(cfg, recs) or recs[-1]["step"] >= cfg.train.max_steps:
+                return
+            manifest["status"] = "running"  # finished at a cap that `extends` has raised
+            manifest.pop("summary", None)
         if not ckpts or not manifest.get("resume"):
             raise RunError(f"{run.path / 'manifest.json'}: names no checkpoint and resume state to continue from")
         last = ckpts[-1]

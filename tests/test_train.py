@@ -228,3 +228,25 @@ def test_runs_written_before_impl_existed_resume_with_the_bridge(tmp_path, tiny_
     assert Run(run.path).config().train.impl == "bridge"
     with pytest.raises(RunError, match="train.impl: stored 'bridge', given 'standard'"):
         train(cfg, run.path, resume=True, progress=False)
+
+
+def test_a_run_finished_at_max_steps_continues_with_a_larger_cap(tmp_path, tiny_cfg):
+    """Raising train.max_steps on resume changes only the stopping rule: the continued run
+    equals one trained with the larger cap from the start. Any other change is still refused."""
+    short = with_overrides(tiny_cfg, {"max_steps": 60})
+    run = train(short, tmp_path / "ext", progress=False)
+    assert run.manifest()["status"] == "finished" and run.steps()[-1] == 60
+    longer = with_overrides(tiny_cfg, {"max_steps": 100})
+    train(longer, run.path, resume=True, progress=False)
+    ref = train(longer, tmp_path / "ref", progress=False)
+    assert Run(run.path).records() == ref.records()
+    assert Run(run.path).config().train.max_steps == 100
+    wa, wb = Run(run.path).weights(100), ref.weights(100)
+    assert all(torch.equal(wa[k], wb[k]) for k in wa)
+    cos = with_overrides(tiny_cfg, {"max_steps": 40, "schedule": "cosine"})
+    train(cos, tmp_path / "cos", progress=False)  # the cap shapes its learning rate: not an extension
+    with pytest.raises(RunError, match="different config.*max_steps"):
+        train(with_overrides(cos, {"max_steps": 80}), tmp_path / "cos", resume=True, progress=False)
+    p = run_cli("train", "--out", str(run.path), "--resume", "--max-steps", "120", "--quiet")
+    assert p.returncode == 0, p.stderr
+    assert Run(run.path).steps()[-1] == 120
