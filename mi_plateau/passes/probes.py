@@ -96,13 +96,14 @@ def checkpoint_passes(
     sw_fp_logits = [torch.empty(N, W.W_U.shape[1]) for _ in shifts]
     full = 0.0
     # per layer: the residual stream before it and every head's z, at the positions the
-    # interventions restart from (clean 0..fp; swapped zs..fp)
-    resid = [torch.empty(N, fp + 1, d) for _ in range(L)]
-    zc = [torch.empty(N, H, fp + 1, W.d_head) for _ in range(L)]
-    sw_resid = [[torch.empty(N, n_sw, d) for _ in range(L)] for _ in shifts]
-    sw_z = [[torch.empty(N, H, n_sw, W.d_head) for _ in range(L)] for _ in shifts]
+    # interventions restart from (clean 0..fp; swapped zs..fp); kept only when they run
+    n_keep = N if ablation else 0
+    resid = [torch.empty(n_keep, fp + 1, d) for _ in range(L)]
+    zc = [torch.empty(n_keep, H, fp + 1, W.d_head) for _ in range(L)]
+    sw_resid = [[torch.empty(n_keep, n_sw, d) for _ in range(L)] for _ in shifts]
+    sw_z = [[torch.empty(n_keep, H, n_sw, W.d_head) for _ in range(L)] for _ in shifts]
     sel_attn = torch.zeros(L, H)
-    z_sum = [torch.zeros(H, fp + 1, W.d_head) for _ in range(L)]
+    z_sum = [torch.zeros(H, fp + 1, W.d_head) for _ in range(L)]  # for mean ablation
     for sl in _chunks(N, chunk):
         toks = ev.tokens[sl]
         packed = torch.cat([toks[:, :P], *[sw[sl] for sw in swapped]], 1)
@@ -113,15 +114,17 @@ def checkpoint_passes(
         correct[sl] = example_correct(logits[:, :P], toks, lay)
         full += target_loss(logits[:, :P], toks, lay).item() * len(toks)
         for l in range(L):
-            resid[l][sl] = rs[l][:, : fp + 1]
-            zc[l][sl] = zz[l][:, :, : fp + 1]
             if selpos:
                 sel_attn[l] += pats[l][:, :, fp, selpos].sum(-1).sum(0)
-            z_sum[l] += zz[l][:, :, : fp + 1].sum(0)
+            if ablation:
+                resid[l][sl] = rs[l][:, : fp + 1]
+                zc[l][sl] = zz[l][:, :, : fp + 1]
+                if mean:
+                    z_sum[l] += zz[l][:, :, : fp + 1].sum(0)
         for i in range(S):
             seg = slice(P + i * n_sw, P + (i + 1) * n_sw)
             sw_fp_logits[i][sl] = logits[:, seg.stop - 1]
-            for l in range(L):
+            for l in range(L) if ablation else ():
                 sw_resid[i][l][sl] = rs[l][:, seg]
                 sw_z[i][l][sl] = zz[l][:, :, seg]
     sel_attn = sel_attn / N - (len(selpos) / (fp + 1))
