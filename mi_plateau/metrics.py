@@ -67,40 +67,37 @@ def group_accuracy(correct: Tensor, K: int) -> np.ndarray:
 def evaluate(model, ev: EvalSet, batch: int = 256) -> dict[str, Any]:
     """Cheap per-checkpoint metrics on the evaluation set (means over its examples).
 
-    With a selector, one packed forward per batch serves both the clean and the swapped
-    input: the clean positions 0..seq_len-2 (the EOS input predicts nothing), then the swapped
-    selector positions up to fp, which attend to the clean keys before the selector (the same
-    tokens, so causally the same keys and values) and to each other causally. The numbers equal
-    ``evaluate_reference`` (two plain bridge forwards) to float precision, for ~half the work.
+    The clean rows and the selector-swapped ones run as prefix packs (``passes.packing``): one
+    packed sequence per group in which every distinct prefix is computed once (the K examples
+    share BOS, B and SEP; a swapped input is, up to the position that predicts A1, another
+    example's clean input), and the last block computes only the positions that are read. The
+    numbers equal ``evaluate_reference`` (two plain bridge forwards) to float precision.
     """
-    if not ev.task.cfg.has_selector:
-        return evaluate_reference(model, ev, batch)
-    from .passes.forward import Weights, packed_swap_layout, run_packed
+    from .passes.forward import Weights, run_packed
+    from .passes.packing import eval_packing
 
     lay = ev.task.layout
-    K = ev.task.cfg.K
-    P, fp, zs = lay.seq_len - 1, lay.first_pred, lay.selector_positions.start
-    positions, allowed = packed_swap_layout(lay.seq_len, fp, zs)
-    rows = torch.tensor([*range(fp, P), len(positions) - 1])  # clean fp..P-1, the swapped fp
+    K, N = ev.task.cfg.K, len(ev.tokens)
+    P, fp = lay.seq_len - 1, lay.first_pred
+    sel = ev.task.cfg.has_selector
+    pk = eval_packing(ev, (1,) if sel else ())
     m = model.cfg
     W = Weights.from_state_dict(model.state_dict(), m.n_layers, m.n_heads, m.d_head, getattr(m, "act_fn", "gelu"), getattr(m, "eps", 1e-5))
-    swapped = ev.swapped_tokens(1)[:, zs : fp + 1]
-    Lc, L1, mass, correct, swap = [], [], [], [], []
-    full = 0.0
-    for i in range(0, len(ev.tokens), batch):
-        sl = slice(i, i + batch)
-        toks = ev.tokens[sl]
-        lg = run_packed(W, torch.cat([toks[:, :P], swapped[sl]], 1), positions, ~allowed, rows)
-        logits = lg.new_zeros(len(toks), P, lg.shape[-1])  # the metrics read positions fp.. only
-        logits[:, fp:] = lg[:, :-1]
-        lc, ms = candidate_losses(logits[:, fp], ev.candidates[sl], ev.cand_index[sl])
-        Lc.append(lc)
-        mass.append(ms)
-        L1.append(F.cross_entropy(logits[:, fp], ev.target_first[sl], reduction="none"))
-        full += target_loss(logits, toks, lay).item() * len(toks)
-        correct.append(example_correct(logits, toks, lay))
-        swap.append(candidate_losses(lg[:, -1], ev.candidates[sl], ev.cand_index[sl])[0])
-    return _metrics(torch.cat(Lc), torch.cat(L1), torch.cat(mass), full / len(ev.tokens), torch.cat(correct), torch.cat(swap), K)
+    logits = torch.zeros(N, P, W.W_U.shape[1])  # the metrics read positions fp.. only
+    swap_fp = torch.empty(N, W.W_U.shape[1]) if sel else None
+    for c, seqs in pk.chunks(batch):
+        clean, swapped = seqs[seqs < N], seqs[seqs >= N]
+        read = torch.unique(torch.cat([pk.node[clean][:, fp:P].reshape(-1), pk.node[swapped, fp]]))
+        lg = run_packed(W, pk.tokens[c], pk.positions[c], pk.blocked_for(c), read)
+        at = pk.pack[clean] - c.start
+        logits[clean, fp:] = lg[at[:, None], torch.searchsorted(read, pk.node[clean][:, fp:P].contiguous())]
+        if sel:
+            swap_fp[swapped - N] = lg[pk.pack[swapped] - c.start, torch.searchsorted(read, pk.node[swapped, fp])]
+    Lc, mass = candidate_losses(logits[:, fp], ev.candidates, ev.cand_index)
+    L1 = F.cross_entropy(logits[:, fp], ev.target_first, reduction="none")
+    full = target_loss(logits, ev.tokens, lay).item()
+    swap = candidate_losses(swap_fp, ev.candidates, ev.cand_index)[0] if sel else None
+    return _metrics(Lc, L1, mass, full, example_correct(logits, ev.tokens, lay), swap, K)
 
 
 def _metrics(Lc, L1, mass, full, correct, swap, K) -> dict[str, Any]:

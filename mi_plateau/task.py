@@ -9,7 +9,7 @@ Example (b, k) pairs base b with selector k and target A[b, k].
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
@@ -146,6 +146,7 @@ class EvalSet:
     candidates: Tensor  # (N, n_cand)
     target_first: Tensor  # (N,) first target token
     cand_index: Tensor  # (N,) index of the true first token among the candidates
+    cache: dict = field(default_factory=dict, compare=False, repr=False)  # derived layouts (passes.packing)
 
     @property
     def n_groups(self) -> int:

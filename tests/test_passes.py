@@ -223,3 +223,26 @@ def test_cli_analysis_commands(tiny_run, tmp_path):
     p = run_cli("analyze", str(tiny_run.path), "--out", str(tmp_path), "--max-checkpoints", "4", "--quiet")
     assert p.returncode == 0, p.stderr
     assert "routing head" in p.stdout
+
+
+@pytest.mark.parametrize("overrides", [{}, {"direction": "az_b"}, {"len_z": 1, "K": 6}])
+def test_passes_equal_the_transformer_lens_loop(overrides):
+    """Every number of checkpoint_passes equals the plain TransformerLens loop (hooks per head,
+    per input), whatever prefixes the task's sequences share (backward: the group's B and the
+    selectors' first characters; az_b: the example's own A only)."""
+    from mi_plateau.bench.reference import loop_passes
+    from mi_plateau.bench.sections import _max_diff
+    from mi_plateau.config import with_overrides
+
+    cfg = with_overrides(preset("tiny"), overrides)
+    torch.manual_seed(3)
+    model = build_model(cfg)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.6 * torch.randn_like(p))
+    ev = make_eval_set(make_task(cfg.task), cfg.eval)
+    m = cfg.model
+    W = Weights.from_state_dict(model.state_dict(), m.n_layers, m.n_heads, m.d_head)
+    out, ref = checkpoint_passes(W, ev, chunk=40), loop_passes(model, ev, batch=50)
+    assert abs(out["checkpoint"][0]["swap_gap"]) > 0.005 and max(abs(r["dLc"]) for r in out["heads"]) > 0.01
+    assert _max_diff(out, ref) < 1e-4

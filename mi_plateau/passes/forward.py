@@ -100,7 +100,8 @@ def _act(x: Tensor, name: str) -> Tensor:
 
 
 def embed(W: Weights, tokens: Int[Tensor, "batch pos"], positions: Tensor | None = None) -> Float[Tensor, "batch pos d_model"]:
-    """Token plus positional embedding; ``positions`` (default 0..pos-1) for packed sequences."""
+    """Token plus positional embedding; ``positions`` ([pos] or [batch, pos]; default 0..pos-1)
+    for packed sequences."""
     return W.W_E[tokens] + (W.W_pos[: tokens.shape[1]] if positions is None else W.W_pos[positions])
 
 
@@ -118,8 +119,9 @@ def block(
     head is ablated and ``z_fill`` is given its z becomes ``z_fill`` (mean ablation).
     ``rows`` (a slice or index tensor of positions) computes queries, attention output and MLP
     at those positions only (keys and values everywhere) and returns those rows: all a final
-    block needs when only some positions' logits are read. ``blocked`` [pos, pos] is True
-    where a query may not see a key (default: causal; packed sequences pass their own)."""
+    block needs when only some positions' logits are read. ``blocked`` [pos, pos] (or [batch,
+    pos, pos]) is True where a query may not see a key (default: causal; packed sequences pass
+    their own)."""
     b = W.blocks[l]
     B, P, _ = x.shape
     H, E = W.n_heads, W.d_head
@@ -130,10 +132,11 @@ def block(
     if blocked is None:
         blocked = _causal_blocked(P, x.device)
     if rows is not None:
-        h, x, blocked = h[:, rows], x[:, rows], blocked[rows]
+        h, x, blocked = h[:, rows], x[:, rows], blocked[..., rows, :]
     Q = h.shape[1]
     q = F.linear(h, b["W_Q_flat"], b["b_Q_flat"]).view(B, Q, H, E).transpose(1, 2)
-    scores = (q @ k.transpose(-1, -2) / math.sqrt(E)).masked_fill(blocked, float("-inf"))
+    mask = blocked if blocked.dim() == 2 else blocked[:, None]  # one mask, or one per sequence
+    scores = (q @ k.transpose(-1, -2) / math.sqrt(E)).masked_fill(mask, float("-inf"))
     pattern = scores.softmax(-1)
     z = pattern @ v  # [batch, head, query pos, d_head]
     if head_scale is not None:
@@ -175,7 +178,7 @@ def run_cached(W: Weights, tokens: Int[Tensor, "batch pos"], positions: Tensor |
     """Clean forward. Returns logits, the residual stream before every layer and after the last
     (``resid[l]`` is ``blocks.{l}.hook_resid_pre``; ``resid[n_layers]`` the final one), the
     attention patterns [layer][batch, head, query, key] and the z of every head [layer][batch, head, pos, d_head].
-    ``positions`` and ``blocked`` run a packed sequence (``packed_swap_layout``)."""
+    ``positions`` [pos] or [batch, pos] and ``blocked`` run packed sequences (``packing``)."""
     x = embed(W, tokens, positions)
     resid, patterns, zs = [x], [], []
     for l in range(W.n_layers):
@@ -217,30 +220,12 @@ def from_mid(W: Weights, l: int, x: Float[Tensor, "batch pos d_model"], rows: Te
     return unembed(W, x)
 
 
-def packed_swap_layout(seq_len: int, first_pred: int, z_start: int, copies: int = 1) -> tuple[Tensor, Tensor]:
-    """Positions and allowed-attention mask [query, key] of a packed sequence: the clean
-    positions 0..seq_len-2 (the EOS input predicts nothing), then ``copies`` segments of
-    selector-swapped positions z_start..first_pred, each of which sees the clean keys before
-    the selector (the same tokens, so causally the same keys and values) and its own segment
-    causally."""
-    P, n_sw = seq_len - 1, first_pred + 1 - z_start
-    positions = torch.cat([torch.arange(P), *[torch.arange(z_start, first_pred + 1)] * copies])
-    T = P + copies * n_sw
-    allowed = torch.zeros(T, T, dtype=torch.bool)
-    allowed[:P, :P] = torch.ones(P, P, dtype=torch.bool).tril()
-    for c in range(copies):
-        seg = slice(P + c * n_sw, P + (c + 1) * n_sw)
-        allowed[seg, :z_start] = True
-        allowed[seg, seg] = torch.ones(n_sw, n_sw, dtype=torch.bool).tril()
-    return positions, allowed
-
-
 @torch.no_grad()
 def run_packed(W: Weights, tokens: Int[Tensor, "batch pos"], positions: Tensor, blocked: Tensor,
                rows: Tensor | None = None) -> Tensor:
-    """Logits of a packed sequence: explicit positions and an explicit attention mask, so several
-    variants of one prompt that share a prefix can be read from one forward. With ``rows``, the
-    logits of those positions only (the last block computes nothing else)."""
+    """Logits of packed sequences (``packing``): explicit positions and an explicit attention
+    mask, so sequences that share a prefix are read from one forward. With ``rows``, the logits
+    of those positions only (the last block computes nothing else)."""
     x = embed(W, tokens, positions)
     for l in range(W.n_layers):
         x = block(W, l, x, blocked=blocked, rows=rows if l == W.n_layers - 1 else None)

@@ -35,12 +35,8 @@ import torch.nn.functional as F
 from ..metrics import candidate_losses, example_correct, target_loss
 from ..model import head_names
 from ..task import CHAR0, EvalSet
-from .forward import Weights, from_layer, from_mid, packed_swap_layout, run_cached
-
-
-def _chunks(n: int, size: int):
-    for i in range(0, n, size):
-        yield slice(i, min(n, i + size))
+from .forward import Weights, block, from_mid, run_cached, unembed
+from .packing import eval_packing
 
 
 @torch.no_grad()
@@ -85,50 +81,44 @@ def checkpoint_passes(
     # --- one packed forward per chunk: the clean sequence (EOS input dropped) followed, per
     # shift, by the selector-swapped positions zs..fp, which see the clean keys before the
     # selector (the same tokens, so causally the same keys and values) ----------------------
+    # --- the clean and the swapped sequences, each distinct prefix computed once -------------
+    # (``packing``: one pack per group; a swapped input is, up to fp, another clean row)
     S = len(shifts)
-    zs_ = lay.selector_positions.start if has_sel else fp
-    n_sw, P, d = fp + 1 - zs_, lay.seq_len - 1, W.W_E.shape[1]
-    positions, allowed = packed_swap_layout(lay.seq_len, fp, zs_, S)
-    swapped = [ev.swapped_tokens(s)[:, zs_ : fp + 1] for s in shifts]
-    Lc, L1, mass = torch.empty(N), torch.empty(N), torch.empty(N)
-    correct = torch.empty(N, dtype=torch.bool)
-    clean_fp_logits = torch.empty(N, W.W_U.shape[1])
-    sw_fp_logits = [torch.empty(N, W.W_U.shape[1]) for _ in shifts]
-    full = 0.0
-    # per layer: the residual stream before it and every head's z, at the positions the
-    # interventions restart from (clean 0..fp; swapped zs..fp); kept only when they run
-    n_keep = N if ablation else 0
-    resid = [torch.empty(n_keep, fp + 1, d) for _ in range(L)]
-    zc = [torch.empty(n_keep, H, fp + 1, W.d_head) for _ in range(L)]
-    sw_resid = [[torch.empty(n_keep, n_sw, d) for _ in range(L)] for _ in shifts]
-    sw_z = [[torch.empty(n_keep, H, n_sw, W.d_head) for _ in range(L)] for _ in shifts]
+    P, d, V = lay.seq_len - 1, W.W_E.shape[1], W.W_U.shape[1]
+    pk = eval_packing(ev, shifts)
+    Wd = pk.width(fp + 1)  # the nodes the interventions restart from: every node of depth <= fp
+    clean = torch.arange(N)
+    logits = torch.empty(pk.n_packs, pk.tokens.shape[1], V)
+    # per layer: the residual stream before it and every head's z ([pack, node, head, d_head])
+    # at those nodes; kept only when the interventions run
+    n_keep = pk.n_packs if ablation else 0
+    resid = [torch.empty(n_keep, Wd, d) for _ in range(L)]
+    zc = [torch.empty(n_keep, Wd, H, W.d_head) for _ in range(L)]
     sel_attn = torch.zeros(L, H)
-    z_sum = [torch.zeros(H, fp + 1, W.d_head) for _ in range(L)]  # for mean ablation
-    for sl in _chunks(N, chunk):
-        toks = ev.tokens[sl]
-        packed = torch.cat([toks[:, :P], *[sw[sl] for sw in swapped]], 1)
-        logits, rs, pats, zz = run_cached(W, packed, positions, ~allowed)
-        clean_fp_logits[sl] = logits[:, fp]
-        Lc[sl], mass[sl] = candidate_losses(logits[:, fp], ev.candidates[sl], ev.cand_index[sl])
-        L1[sl] = F.cross_entropy(logits[:, fp], ev.target_first[sl], reduction="none")
-        correct[sl] = example_correct(logits[:, :P], toks, lay)
-        full += target_loss(logits[:, :P], toks, lay).item() * len(toks)
+    for c, seqs in pk.chunks(chunk):
+        lg, rs, pats, zz = run_cached(W, pk.tokens[c], pk.positions[c], pk.blocked_for(c))
+        logits[c] = lg
+        mine = seqs[seqs < N]  # the clean rows in these packs
         for l in range(L):
             if selpos:
-                sel_attn[l] += pats[l][:, :, fp, selpos].sum(-1).sum(0)
+                at_fp = pk.gather(pats[l].transpose(1, 2), mine, fp, c.start)  # [n, head, key]
+                keys = pk.node[mine][:, selpos]
+                sel_attn[l] += at_fp.gather(2, keys[:, None].expand(-1, H, -1)).sum((0, 2))
             if ablation:
-                resid[l][sl] = rs[l][:, : fp + 1]
-                zc[l][sl] = zz[l][:, :, : fp + 1]
-                if mean:
-                    z_sum[l] += zz[l][:, :, : fp + 1].sum(0)
-        for i in range(S):
-            seg = slice(P + i * n_sw, P + (i + 1) * n_sw)
-            sw_fp_logits[i][sl] = logits[:, seg.stop - 1]
-            for l in range(L) if ablation else ():
-                sw_resid[i][l][sl] = rs[l][:, seg]
-                sw_z[i][l][sl] = zz[l][:, :, seg]
+                resid[l][c] = rs[l][:, :Wd]
+                zc[l][c] = zz[l][:, :, :Wd].transpose(1, 2)
+    toks = ev.tokens
+    clean_logits = logits.new_zeros(N, P, V)  # the metrics read positions fp.. only
+    clean_logits[:, fp:] = pk.gather(logits, clean, range(fp, P))
+    clean_fp_logits = clean_logits[:, fp]
+    sw_fp_logits = [pk.gather(logits, (1 + i) * N + clean, fp) for i in range(S)]
+    Lc, mass = candidate_losses(clean_fp_logits, ev.candidates, ev.cand_index)
+    L1 = F.cross_entropy(clean_fp_logits, ev.target_first, reduction="none")
+    correct = example_correct(clean_logits, toks, lay)
+    full = target_loss(clean_logits, toks, lay).item() * N
+    # mean ablation's fill: every head's z at each position, averaged over the clean rows
+    z_mean = [pk.gather(z, clean, range(fp + 1)).mean(0) for z in zc] if mean and ablation else None
     sel_attn = sel_attn / N - (len(selpos) / (fp + 1))
-    z_mean = [z / N for z in z_sum]  # [head, pos, d_head]
 
     acc_group = correct.float().reshape(-1, K).mean(-1)
     Lc_group = Lc.reshape(-1, K).mean(-1)
@@ -176,8 +166,7 @@ def checkpoint_passes(
         base = _Base(clean_fp_logits, sw_fp_logits, ev)
         for l in range(L):
             fill = z_mean[l] if mean else None
-            dLc, dL1, dLc_sw = _ablate_layer(W, l, ev, fp, zs_, resid[l], zc[l], [r[l] for r in sw_resid],
-                                             [z[l] for z in sw_z], fill, base, chunk)
+            dLc, dL1, dLc_sw = _ablate_layer(W, l, ev, pk, resid[l], zc[l], fill, base, chunk)
             # gap with head h ablated = (Lc_sw + dLc_sw) - (Lc + dLc): the swap gap it removes
             contrib = dLc - dLc_sw
             for h in range(H):
@@ -202,12 +191,7 @@ def checkpoint_passes(
     if ablation and shifts:
         denom = (ld_swap - ld_clean).mean().item()
         for l in range(L):
-            moved = torch.empty(N)
-            for sl in _chunks(N, chunk):
-                x = resid[l][sl].clone()
-                x[:, selpos] = sw_resid[0][l][sl][:, [p - zs_ for p in selpos]]
-                lg = from_layer(W, l, x, at=fp)
-                moved[sl] = _ld(lg, ev.target_first[sl], other_first[sl]) - ld_clean[sl]
+            moved = _ld(_patch_layer(W, l, ev, pk, resid[l], chunk), ev.target_first, other_first) - ld_clean
             frac = moved.mean().item() / denom if abs(denom) > 1e-6 else float("nan")
             patch_rows.append({"step": step, "layer": l, "patch_frac": frac, "ld_moved": moved.mean().item()})
         ck["ld_clean"] = ld_clean.mean().item()
@@ -229,40 +213,68 @@ class _Base:
         self.lc_sw = [candidate_losses(lg, ev.candidates, ev.cand_index)[0] for lg in sw_fp_logits]
 
 
-def _ablate_layer(W, l, ev, fp, zs, x, z, sw_x, sw_z, fill, base: _Base, chunk):
+def _ablate_layer(W, l, ev, pk, x, z, fill, base: _Base, chunk):
     """Mean over examples of (loss with head h of layer l ablated) - (loss unablated), for every
     h: dLc and dL1 on the clean input, dLc averaged over the selector shifts on the swapped one.
 
     Ablating head h changes layer l only by that head's output, so every variant restarts at
-    layer l's residual mid-point: the clean ``x`` (= ``hook_resid_pre``) plus the attention
-    output of all heads, minus head h's ``z_h W_O[h]`` (plus ``fill_h W_O[h]`` for mean
-    ablation). The H variants are stacked on the batch, and each swapped input contributes only
-    its positions zs..fp, packed after the clean ones (``packed_swap_layout``).
+    layer l's residual mid-point: ``x`` (= ``hook_resid_pre``) plus the attention output of all
+    heads, minus head h's ``z_h W_O[h]`` (plus ``fill_h W_O[h]`` for mean ablation). It runs on
+    the packed nodes up to fp (``x`` and ``z`` [pack, node, ...]), where a swapped input that is
+    another clean row up to fp costs nothing more, and the H variants are stacked on the batch.
     """
     b = W.blocks[l]
     H, E = W.n_heads, W.d_head
-    N, S = len(x), len(sw_x)
-    n_sw = fp + 1 - zs
-    _, allowed = packed_swap_layout(fp + 2, fp, zs, S)
-    blocked = ~allowed
-    rows = torch.tensor([fp] + [fp + (i + 1) * n_sw for i in range(S)])  # each segment's fp
-    if fill is not None:
-        fill = torch.cat([fill] + [fill[:, zs:]] * S, 1)  # [head, packed pos, d_head]
-    dLc, dL1, dLc_sw = torch.zeros(H), torch.zeros(H), torch.zeros(H)
-    for sl in _chunks(N, max(1, chunk // H)):
-        n = sl.stop - sl.start
-        zz = torch.cat([z[sl]] + [s[sl] for s in sw_z], 2)  # [n, head, packed pos, d_head]
-        T = zz.shape[2]
-        mid = torch.cat([x[sl]] + [s[sl] for s in sw_x], 1) + F.linear(
-            zz.transpose(1, 2).reshape(n, T, H * E), b["W_O_flat"], b["b_O"])
-        dz = (fill[None] if fill is not None else 0.0) - zz
-        xb = (mid[None] + torch.einsum("nhte,hed->hntd", dz, b["W_O"])).reshape(H * n, T, -1)
-        lg = from_mid(W, l, xb, rows, blocked)  # [H * n, 1 + S, d_vocab], variant-major
-        cand, ci = ev.candidates[sl].repeat(H, 1), ev.cand_index[sl].repeat(H)
-        dLc += (candidate_losses(lg[:, 0], cand, ci)[0].reshape(H, n) - base.lc[None, sl]).sum(1)
-        l1 = F.cross_entropy(lg[:, 0], ev.target_first[sl].repeat(H), reduction="none").reshape(H, n)
-        dL1 += (l1 - base.l1[None, sl]).sum(1)
-        for i in range(S):
-            lc = candidate_losses(lg[:, 1 + i], cand, ci)[0].reshape(H, n)
-            dLc_sw += (lc - base.lc_sw[i][None, sl]).sum(1) / S
-    return dLc / N, dL1 / N, dLc_sw / N
+    N, fp = len(ev.tokens), ev.task.layout.first_pred
+    Wd = x.shape[1]
+    lg_fp = torch.empty(H, pk.n_seqs, W.W_U.shape[1])  # every sequence's ablated logits at fp
+    for c, seqs in pk.chunks(max(1, chunk // H)):
+        n = c.stop - c.start
+        zz = z[c]  # [n, node, head, d_head]
+        mid = x[c] + F.linear(zz.reshape(n, Wd, H * E), b["W_O_flat"], b["b_O"])
+        dz = (fill[pk.positions[c, :Wd].clamp(max=fp)] if fill is not None else 0.0) - zz
+        xb = (mid[None] + torch.einsum("nthe,hed->hntd", dz, b["W_O"])).reshape(H * n, Wd, -1)
+        blocked = pk.blocked_for(c, Wd)
+        read, col = pk.rows(seqs, fp)
+        lg = from_mid(W, l, xb, read, blocked if blocked.dim() == 2 else blocked.repeat(H, 1, 1))
+        lg_fp[:, seqs] = lg.view(H, n, len(read), -1)[:, pk.pack[seqs] - c.start, col]
+    cand, ci = ev.candidates.repeat(H, 1), ev.cand_index.repeat(H)
+    lc = candidate_losses(lg_fp[:, :N].reshape(H * N, -1), cand, ci)[0].reshape(H, N)
+    l1 = F.cross_entropy(lg_fp[:, :N].reshape(H * N, -1), ev.target_first.repeat(H), reduction="none").reshape(H, N)
+    dLc_sw = torch.zeros(H)
+    for i, base_sw in enumerate(base.lc_sw):
+        lc_sw = candidate_losses(lg_fp[:, (1 + i) * N : (2 + i) * N].reshape(H * N, -1), cand, ci)[0].reshape(H, N)
+        dLc_sw += (lc_sw - base_sw[None]).mean(1) / len(base.lc_sw)
+    return (lc - base.lc[None]).mean(1), (l1 - base.l1[None]).mean(1), dLc_sw
+
+
+def _patch_layer(W, l, ev, pk, x, chunk):
+    """Logits at fp of every clean row with ``blocks.{l}.hook_resid_pre`` at the selector
+    positions patched from its swapped row (the first shift).
+
+    From layer l on, the patched selector positions compute exactly what they compute in the
+    swapped input: they see only the prefix the two inputs share, and each other. So a patched
+    row is one new node at fp: its own clean residual ``x`` at layer l, attending to the swapped
+    row's nodes before fp and to itself. The new nodes are appended to their packs, after the
+    nodes up to fp (``x`` [pack, node, d_model]), which recompute what they computed before.
+    """
+    N, fp, L = len(ev.tokens), ev.task.layout.first_pred, W.n_layers
+    Wd = x.shape[1]
+    out = torch.empty(N, W.W_U.shape[1])
+    for c, seqs in pk.chunks(chunk):
+        rows = seqs[seqs < N]
+        n, at = c.stop - c.start, pk.pack[rows] - c.start
+        first = torch.searchsorted(at, torch.arange(n))  # rows come pack by pack
+        slot = torch.arange(len(rows)) - first[at]
+        T = Wd + int(slot.max()) + 1
+        allowed = torch.zeros(n, T, T, dtype=torch.bool)
+        allowed[:, :Wd, :Wd] = ~pk.blocked_for(c, Wd)
+        allowed[:, torch.arange(Wd, T), torch.arange(Wd, T)] = True  # new nodes (and padding) see themselves
+        allowed[at[:, None], Wd + slot[:, None], pk.node[N + rows, :fp]] = True  # and the swapped prefix
+        h = x.new_zeros(n, T, x.shape[2])
+        h[:, :Wd] = x[c]
+        h[at, Wd + slot] = pk.gather(x, rows, fp)
+        for j in range(l, L):
+            h = block(W, j, h, blocked=~allowed, rows=torch.arange(Wd, T) if j == L - 1 else None)
+        out[rows] = unembed(W, h[at, slot])
+    return out
