@@ -63,15 +63,16 @@ def training_forward(cfg: RunConfig, model: "TransformerBridge") -> Callable[[Te
 
     - ``standard`` (default): the plain forward of ``passes.forward`` over every position.
     - ``fast``: the same, but the last block computes queries, attention output, MLP and the
-      unembedding at the loss positions only (keys and values still everywhere); the trainer
-      also takes AdamW's fused kernel. Same function, fewer FLOPs; rounding differs from
+      unembedding at the loss positions only (keys and values still everywhere), and the BOS
+      position, the same in every row, is computed once per batch; the trainer also takes
+      AdamW's fused kernel. Same function, fewer FLOPs; rounding differs from
       ``standard`` at the 1e-7 level, so the two are different runs.
     - ``bridge``: TransformerLens' own module (``original_model``). Runs written before this
       option existed trained this way, and resume this way.
 
     ``cfg.train.compile`` puts the forward under ``torch.compile``.
     """
-    from .passes.forward import Weights, forward
+    from .passes.forward import Weights, check_shared, forward
 
     pos = layout_for(cfg.task).pred_positions
     kind = cfg.train.impl
@@ -82,13 +83,22 @@ def training_forward(cfg: RunConfig, model: "TransformerBridge") -> Callable[[Te
     m = cfg.model
     params = model.state_dict(keep_vars=True)  # the Parameter objects the optimizer steps
     start = pos.start if kind == "fast" else 0
+    shared = 1 if kind == "fast" else 0  # BOS: the same in every row
 
     def run(tokens: Tensor) -> Tensor:
         # rebuilt every step: the fused K/V weight is a concatenation of the current parameters
         W = Weights.from_state_dict(params, m.n_layers, m.n_heads, m.d_head, m.act_fn)
-        return forward(W, tokens, start)[:, pos.start - start : pos.stop - start]
+        return forward(W, tokens, start, shared)[:, pos.start - start : pos.stop - start]
 
-    return torch.compile(run) if cfg.train.compile else run
+    if not cfg.train.compile:
+        return run
+    compiled = torch.compile(run)
+
+    def checked(tokens: Tensor) -> Tensor:
+        check_shared(tokens, shared, start)  # data-dependent: outside the compiled graph
+        return compiled(tokens)
+
+    return checked
 
 
 def head_names(n_layers: int, n_heads: int) -> list[str]:

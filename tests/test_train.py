@@ -250,3 +250,31 @@ def test_a_run_finished_at_max_steps_continues_with_a_larger_cap(tmp_path, tiny_
     p = run_cli("train", "--out", str(run.path), "--resume", "--max-steps", "120", "--quiet")
     assert p.returncode == 0, p.stderr
     assert Run(run.path).steps()[-1] == 120
+
+
+def test_shared_bos_forward_has_the_same_logits_and_gradients(tiny_cfg):
+    """The fast step computes BOS once per batch; logits and every parameter's gradient equal
+    the forward that computes it in every row. Rows that do not share it are refused."""
+    from mi_plateau.model import build_model
+    from mi_plateau.passes.forward import Weights, forward
+    from mi_plateau.task import BatchSampler, make_task
+
+    model = build_model(tiny_cfg)
+    m = tiny_cfg.model
+    toks = BatchSampler(make_task(tiny_cfg.task), 16, 0).sample()[:, :-1]
+    grads = []
+    for shared in (0, 1):
+        params = model.state_dict(keep_vars=True)
+        W = Weights.from_state_dict(params, m.n_layers, m.n_heads, m.d_head)
+        out = forward(W, toks, 5, shared)
+        model.zero_grad()
+        out.square().sum().backward()
+        grads.append((out.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}))
+    (a, ga), (b, gb) = grads
+    assert torch.allclose(a, b, atol=1e-5) and ga.keys() == gb.keys()
+    scale = max(g.abs().max().item() for g in ga.values())  # k's bias has a zero gradient: compare to the largest
+    assert all((ga[n] - gb[n]).abs().max() <= 1e-6 * scale for n in ga)
+    bad = toks.clone()
+    bad[0, 0] = bad[0, 1]
+    with pytest.raises(ValueError, match="same tokens"):
+        forward(W, bad, 5, 1)

@@ -114,6 +114,8 @@ def block(
     want_pattern: bool = False,
     rows: slice | Tensor | None = None,
     blocked: Tensor | None = None,
+    prefix_kv: tuple[Tensor, Tensor] | None = None,
+    return_kv: bool = False,
 ):
     """One transformer block. ``head_scale`` multiplies each head's z (0 = ablated); where a
     head is ablated and ``z_fill`` is given its z becomes ``z_fill`` (mean ablation).
@@ -121,7 +123,9 @@ def block(
     at those positions only (keys and values everywhere) and returns those rows: all a final
     block needs when only some positions' logits are read. ``blocked`` [pos, pos] (or [batch,
     pos, pos]) is True where a query may not see a key (default: causal; packed sequences pass
-    their own)."""
+    their own). ``prefix_kv`` ([1, head, s, d_head] keys and values, from ``return_kv`` on a
+    batch-1 run of the first s positions) are keys every query sees before its own: a prefix
+    that all rows share is computed once."""
     b = W.blocks[l]
     B, P, _ = x.shape
     H, E = W.n_heads, W.d_head
@@ -129,8 +133,12 @@ def block(
     kv = F.linear(h, b["W_KV_flat"], b["b_KV_flat"])  # one GEMM for K and V of every head
     k = kv[..., : H * E].view(B, P, H, E).transpose(1, 2)
     v = kv[..., H * E :].view(B, P, H, E).transpose(1, 2)
+    own = (k, v)
     if blocked is None:
         blocked = _causal_blocked(P, x.device)
+    if prefix_kv is not None:
+        k, v = (torch.cat([p.expand(B, -1, -1, -1), t], 2) for p, t in zip(prefix_kv, own))
+        blocked = F.pad(blocked, (prefix_kv[0].shape[2], 0), value=False)
     if rows is not None:
         h, x, blocked = h[:, rows], x[:, rows], blocked[..., rows, :]
     Q = h.shape[1]
@@ -149,7 +157,7 @@ def block(
     x = mlp(W, l, x)
     if want_pattern:
         return x, pattern, z
-    return x
+    return (x, own) if return_kv else x
 
 
 def mlp(W: Weights, l: int, x: Float[Tensor, "batch pos d_model"]) -> Float[Tensor, "batch pos d_model"]:
@@ -163,14 +171,34 @@ def unembed(W: Weights, x: Float[Tensor, "... d_model"]) -> Float[Tensor, "... d
     return _ln(x, W.ln_f[0], W.ln_f[1], W.eps) @ W.W_U + W.b_U
 
 
-def forward(W: Weights, tokens: Int[Tensor, "batch pos"], from_pos: int = 0) -> Float[Tensor, "batch out_pos d_vocab"]:
+def forward(W: Weights, tokens: Int[Tensor, "batch pos"], from_pos: int = 0, shared: int = 0) -> Float[Tensor, "batch out_pos d_vocab"]:
     """The plain forward, differentiable (the trainer's step runs it on the bridge's own
     parameters): logits at positions ``from_pos..``. With ``from_pos`` > 0 the last block
-    computes queries, attention output and MLP at those positions only."""
-    x = embed(W, tokens)
+    computes queries, attention output and MLP at those positions only. With ``shared`` > 0 the
+    first ``shared`` positions hold the same tokens in every row (BOS): they are computed once,
+    and the other positions read their keys and values (``block``'s ``prefix_kv``)."""
+    last = W.n_layers - 1
+    if not shared:
+        x = embed(W, tokens)
+        for l in range(W.n_layers):
+            x = block(W, l, x, rows=slice(from_pos, None) if from_pos and l == last else None)
+        return unembed(W, x)
+    if not torch.compiler.is_compiling():  # a compiled caller checks outside (``check_shared``)
+        check_shared(tokens, shared, from_pos)
+    P = tokens.shape[1]
+    x0 = embed(W, tokens[:1, :shared])
+    x = embed(W, tokens[:, shared:], torch.arange(shared, P, device=tokens.device))
     for l in range(W.n_layers):
-        x = block(W, l, x, rows=slice(from_pos, None) if from_pos and l == W.n_layers - 1 else None)
+        x0, kv = block(W, l, x0, return_kv=True)
+        x = block(W, l, x, rows=slice(from_pos - shared, None) if from_pos and l == last else None, prefix_kv=kv)
     return unembed(W, x)
+
+
+def check_shared(tokens: Tensor, shared: int, from_pos: int) -> None:
+    """``forward``'s condition for computing the first ``shared`` positions once."""
+    if from_pos < shared or not bool((tokens[:, :shared] == tokens[:1, :shared]).all()):
+        raise ValueError(f"forward(shared={shared}): the first {shared} positions must hold the same tokens in "
+                         f"every row and come before from_pos={from_pos}")
 
 
 @torch.no_grad()
