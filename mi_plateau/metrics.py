@@ -17,8 +17,7 @@ All losses are in nats.
 
 from __future__ import annotations
 
-import math
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -26,7 +25,7 @@ import torch.nn.functional as F
 from jaxtyping import Float, Int
 from torch import Tensor
 
-from .config import Layout, RunConfig
+from .config import Layout
 from .task import EvalSet
 
 

@@ -1,5 +1,4 @@
 import json
-import math
 
 import numpy as np
 import pytest
@@ -8,7 +7,6 @@ import torch
 from mi_plateau.config import preset
 from mi_plateau.metrics import example_correct, group_accuracy
 from mi_plateau.model import build_model
-from mi_plateau.passes.analyze import weights_for
 from mi_plateau.passes.forward import Weights, block, from_layer, run_cached
 from mi_plateau.passes.probes import checkpoint_passes
 from mi_plateau.passes.tables import half_rise_step, phase_steps, table6, table9

@@ -11,11 +11,11 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..checkpoints import Run, RunError, atomic_write_json, load_state_checked
+from ..checkpoints import Run, RunError, atomic_write_json
 from ..summaries import nan_to_none, summarize
 
 

@@ -24,11 +24,9 @@ Everything runs on the fixed evaluation set (200 groups x K examples, clean labe
 
 from __future__ import annotations
 
-import math
 import time
 from typing import Any, Sequence
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -57,8 +55,8 @@ def checkpoint_passes(
     With ``ablation=False`` only the cheap passes run (clean and swapped forwards: losses,
     accuracy, swap gap, selector attention); the per-head ablation columns are NaN and no
     patching rows are produced. ``timings``, if given, receives the seconds of each part:
-    "forward" (the packed clean and swapped forward: losses, accuracy, swap gap, selector
-    attention), "ablation" (every head on the clean and the swapped inputs), "patching".
+    "forward" (the prefix packs of the clean and swapped inputs: losses, accuracy, swap gap,
+    selector attention), "ablation" (every head on the clean and the swapped inputs), "patching".
     """
     clock = [time.perf_counter()]
 
@@ -78,9 +76,6 @@ def checkpoint_passes(
     selpos = list(lay.selector_positions) if has_sel else []
     shifts = [s % K for s in shifts if s % K] if has_sel else []
 
-    # --- one packed forward per chunk: the clean sequence (EOS input dropped) followed, per
-    # shift, by the selector-swapped positions zs..fp, which see the clean keys before the
-    # selector (the same tokens, so causally the same keys and values) ----------------------
     # --- the clean and the swapped sequences, each distinct prefix computed once -------------
     # (``packing``: one pack per group; a swapped input is, up to fp, another clean row)
     S = len(shifts)
@@ -107,15 +102,14 @@ def checkpoint_passes(
             if ablation:
                 resid[l][c] = rs[l][:, :Wd]
                 zc[l][c] = zz[l][:, :, :Wd].transpose(1, 2)
-    toks = ev.tokens
     clean_logits = logits.new_zeros(N, P, V)  # the metrics read positions fp.. only
     clean_logits[:, fp:] = pk.gather(logits, clean, range(fp, P))
     clean_fp_logits = clean_logits[:, fp]
     sw_fp_logits = [pk.gather(logits, (1 + i) * N + clean, fp) for i in range(S)]
     Lc, mass = candidate_losses(clean_fp_logits, ev.candidates, ev.cand_index)
     L1 = F.cross_entropy(clean_fp_logits, ev.target_first, reduction="none")
-    correct = example_correct(clean_logits, toks, lay)
-    full = target_loss(clean_logits, toks, lay).item() * N
+    correct = example_correct(clean_logits, ev.tokens, lay)
+    full = target_loss(clean_logits, ev.tokens, lay).item()
     # mean ablation's fill: every head's z at each position, averaged over the clean rows
     z_mean = [pk.gather(z, clean, range(fp + 1)).mean(0) for z in zc] if mean and ablation else None
     sel_attn = sel_attn / N - (len(selpos) / (fp + 1))
@@ -126,7 +120,7 @@ def checkpoint_passes(
         "step": step,
         "Lc": Lc.mean().item(),
         "L1": L1.mean().item(),
-        "full_loss": full / N,
+        "full_loss": full,
         "cand_mass": mass.mean().item(),
         "acc_mean": acc_group.mean().item(),
         "groups_ge80": (acc_group >= 0.8 - 1e-9).float().mean().item(),
