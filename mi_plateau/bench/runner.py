@@ -71,7 +71,7 @@ def run_benchmarks(quick: bool, *, cfg: RunConfig | None = None, e2e_run: Path |
     if only == "passes":
         return _finish(res, t0)
     _log("checkpoint overhead")
-    ov = bench_overhead(cfg, reps=2 if quick else 5)
+    ov = bench_overhead(cfg, reps=5 if quick else 9)  # evaluate is ~0.2 s: cheap to repeat
     step_s = res["train"]["candidates"]["toolkit"]["ms_per_step"] / 1e3
     ck = ov["evaluate_s"] + ov["save_s"]
     ov["evaluate_in_steps"] = ov["evaluate_s"] / step_s
