@@ -7,7 +7,7 @@ import torch
 from mi_plateau.config import preset
 from mi_plateau.metrics import example_correct, group_accuracy
 from mi_plateau.model import build_model
-from mi_plateau.passes.forward import Weights, block, from_layer, run_cached
+from mi_plateau.passes.forward import Weights, block, forward, run_cached
 from mi_plateau.passes.probes import checkpoint_passes
 from mi_plateau.passes.tables import half_rise_step, phase_steps, table6, table9
 from mi_plateau.task import make_eval_set, make_task
@@ -37,10 +37,9 @@ def test_functional_forward_matches_bridge(setup):
     _, cache = model.run_with_cache(ev.tokens[:8])
     assert torch.allclose(resid[1][:8], cache["blocks.0.hook_resid_post"], atol=1e-5)
     assert torch.allclose(pats[1][:8], cache["blocks.1.attn.hook_pattern"], atol=1e-5)
-    # last-position shortcut gives the same logits as the full forward
+    # the last block at the read positions only gives the same logits as the full forward
     fp = ev.task.layout.first_pred
-    short = from_layer(W, 0, resid[0][:, : fp + 1], at=fp)
-    assert torch.allclose(short, logits[:, fp], atol=1e-4)
+    assert torch.allclose(forward(W, ev.tokens, fp), logits[:, fp:], atol=1e-4)
 
 
 def test_batched_ablation_matches_transformer_lens_hooks(setup, tiny_cfg):
@@ -98,7 +97,8 @@ def test_ablating_a_head_with_zero_output_changes_nothing(setup):
 
 
 def test_ablation_removes_exactly_the_heads_contribution(setup):
-    """With the MLP silenced, zeroing head h moves the residual by exactly z_h @ W_O[h]."""
+    """With the MLP silenced, a block adds b_O and every head's z_h @ W_O[h] to the residual:
+    the decomposition head ablation restarts from (clean mid-point minus z_h W_O[h])."""
     model, W, ev = setup
     sd = {k: v.clone() for k, v in model.state_dict().items()}
     for k in ("blocks.0.mlp.in.weight", "blocks.0.mlp.in.bias", "blocks.0.mlp.out.weight", "blocks.0.mlp.out.bias"):
@@ -106,12 +106,11 @@ def test_ablation_removes_exactly_the_heads_contribution(setup):
     m = preset("tiny").model
     W0 = Weights.from_state_dict(sd, m.n_layers, m.n_heads, m.d_head)
     x = W0.W_E[ev.tokens[:16]] + W0.W_pos[:16]
-    clean, _, z = block(W0, 0, x, want_pattern=True)
-    scale = torch.ones(16, m.n_heads)
-    scale[:, 1] = 0
-    abl = block(W0, 0, x, head_scale=scale)
-    contrib = torch.einsum("bpe,ed->bpd", z[:, 1], W0.blocks[0]["W_O"][1])
-    assert torch.allclose(clean - abl, contrib, atol=1e-5)
+    out, _, z = block(W0, 0, x, want_pattern=True)
+    b = W0.blocks[0]
+    heads = torch.einsum("bhpe,hed->hbpd", z, b["W_O"])
+    assert torch.allclose(out, x + b["b_O"] + heads.sum(0), atol=1e-5)
+    assert heads[1].abs().max() > 1e-2  # the removed head really writes something
 
 
 def test_z_blind_model_has_zero_swap_gap_and_no_routing(setup):

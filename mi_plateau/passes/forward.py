@@ -109,17 +109,14 @@ def block(
     W: Weights,
     l: int,
     x: Float[Tensor, "batch pos d_model"],
-    head_scale: Float[Tensor, "batch n_heads"] | None = None,
-    z_fill: Float[Tensor, "pos n_heads d_head"] | None = None,
     want_pattern: bool = False,
     rows: slice | Tensor | None = None,
     blocked: Tensor | None = None,
     prefix_kv: tuple[Tensor, Tensor] | None = None,
     return_kv: bool = False,
 ):
-    """One transformer block. ``head_scale`` multiplies each head's z (0 = ablated); where a
-    head is ablated and ``z_fill`` is given its z becomes ``z_fill`` (mean ablation).
-    ``rows`` (a slice or index tensor of positions) computes queries, attention output and MLP
+    """One transformer block; with ``want_pattern`` also its attention pattern and every
+    head's z (interventions on heads restart from them: ``probes``). ``rows`` (a slice or index tensor of positions) computes queries, attention output and MLP
     at those positions only (keys and values everywhere) and returns those rows: all a final
     block needs when only some positions' logits are read. ``blocked`` [pos, pos] (or [batch,
     pos, pos]) is True where a query may not see a key (default: causal; packed sequences pass
@@ -147,12 +144,6 @@ def block(
     scores = (q @ k.transpose(-1, -2) / math.sqrt(E)).masked_fill(mask, float("-inf"))
     pattern = scores.softmax(-1)
     z = pattern @ v  # [batch, head, query pos, d_head]
-    if head_scale is not None:
-        s = head_scale[:, :, None, None]
-        z = z * s
-        if z_fill is not None:
-            fill = einops.rearrange(z_fill[:P], "p h e -> h p e")[None]
-            z = z + (1 - s) * (fill if rows is None else fill[:, :, rows])
     x = x + F.linear(z.transpose(1, 2).reshape(B, Q, H * E), b["W_O_flat"], b["b_O"])
     x = mlp(W, l, x)
     if want_pattern:
@@ -215,25 +206,6 @@ def run_cached(W: Weights, tokens: Int[Tensor, "batch pos"], positions: Tensor |
         patterns.append(pat)
         zs.append(z)
     return unembed(W, x), resid, patterns, zs
-
-
-@torch.no_grad()
-def from_layer(
-    W: Weights,
-    l: int,
-    x: Float[Tensor, "batch pos d_model"],
-    head_scale_l: Float[Tensor, "batch n_heads"] | None = None,
-    z_fill: Float[Tensor, "pos n_heads d_head"] | None = None,
-    at: int | None = None,
-) -> Tensor:
-    """Continue a forward from ``blocks.{l}.hook_resid_pre`` = x, with heads of layer l scaled.
-    Returns the logits (at position ``at`` only, if given)."""
-    P = x.shape[1]
-    for j in range(l, W.n_layers):
-        final = at is not None and j == W.n_layers - 1
-        x = block(W, j, x, head_scale_l if j == l else None, z_fill if j == l else None,
-                  rows=slice(at % P, at % P + 1) if final else None)
-    return unembed(W, x[:, 0] if at is not None else x)
 
 
 @torch.no_grad()
