@@ -86,10 +86,10 @@ def evaluate(model, ev: EvalSet, batch: int = 256) -> dict[str, Any]:
     swap_fp = torch.empty(N, W.W_U.shape[1]) if sel else None
     for c, seqs in pk.chunks(batch):
         clean, swapped = seqs[seqs < N], seqs[seqs >= N]
-        read = torch.unique(torch.cat([pk.node[clean][:, fp:P].reshape(-1), pk.node[swapped, fp]]))
+        want = pk.node[clean][:, fp:P].contiguous()  # each clean row's nodes at fp..P-1
+        read = torch.unique(torch.cat([want.reshape(-1), pk.node[swapped, fp]]))
         lg = run_packed(W, pk.tokens[c], pk.positions[c], pk.blocked_for(c), read)
-        at = pk.pack[clean] - c.start
-        logits[clean, fp:] = lg[at[:, None], torch.searchsorted(read, pk.node[clean][:, fp:P].contiguous())]
+        logits[clean, fp:] = lg[(pk.pack[clean] - c.start)[:, None], torch.searchsorted(read, want)]
         if sel:
             swap_fp[swapped - N] = lg[pk.pack[swapped] - c.start, torch.searchsorted(read, pk.node[swapped, fp])]
     Lc, mass = candidate_losses(logits[:, fp], ev.candidates, ev.cand_index)

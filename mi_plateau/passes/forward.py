@@ -116,9 +116,10 @@ def block(
     return_kv: bool = False,
 ):
     """One transformer block; with ``want_pattern`` also its attention pattern and every
-    head's z (interventions on heads restart from them: ``probes``). ``rows`` (a slice or index tensor of positions) computes queries, attention output and MLP
-    at those positions only (keys and values everywhere) and returns those rows: all a final
-    block needs when only some positions' logits are read. ``blocked`` [pos, pos] (or [batch,
+    head's z (interventions on heads restart from them: ``probes``). ``rows`` (a slice or index
+    tensor of positions) computes queries, attention output and MLP at those positions only
+    (keys and values everywhere) and returns those rows: all a final block needs when only some
+    positions' logits are read. ``blocked`` [pos, pos] (or [batch,
     pos, pos]) is True where a query may not see a key (default: causal; packed sequences pass
     their own). ``prefix_kv`` ([1, head, s, d_head] keys and values, from ``return_kv`` on a
     batch-1 run of the first s positions) are keys every query sees before its own: a prefix
@@ -169,18 +170,15 @@ def forward(W: Weights, tokens: Int[Tensor, "batch pos"], from_pos: int = 0, sha
     first ``shared`` positions hold the same tokens in every row (BOS): they are computed once,
     and the other positions read their keys and values (``block``'s ``prefix_kv``)."""
     last = W.n_layers - 1
-    if not shared:
-        x = embed(W, tokens)
-        for l in range(W.n_layers):
-            x = block(W, l, x, rows=slice(from_pos, None) if from_pos and l == last else None)
-        return unembed(W, x)
-    if not torch.compiler.is_compiling():  # a compiled caller checks outside (``check_shared``)
+    if shared and not torch.compiler.is_compiling():  # a compiled caller checks outside (``check_shared``)
         check_shared(tokens, shared, from_pos)
     P = tokens.shape[1]
-    x0 = embed(W, tokens[:1, :shared])
-    x = embed(W, tokens[:, shared:], torch.arange(shared, P, device=tokens.device))
+    x0 = embed(W, tokens[:1, :shared]) if shared else None
+    x = embed(W, tokens[:, shared:], torch.arange(shared, P, device=tokens.device) if shared else None)
     for l in range(W.n_layers):
-        x0, kv = block(W, l, x0, return_kv=True)
+        kv = None
+        if shared:
+            x0, kv = block(W, l, x0, return_kv=True)
         x = block(W, l, x, rows=slice(from_pos - shared, None) if from_pos and l == last else None, prefix_kv=kv)
     return unembed(W, x)
 
