@@ -6,6 +6,7 @@ import os
 from typing import Any
 
 from .checkpoints import Run, RunError
+from .config import compare_name
 
 
 def summary(run: str | os.PathLike | Run) -> dict[str, Any]:
@@ -14,39 +15,20 @@ def summary(run: str | os.PathLike | Run) -> dict[str, Any]:
     Keys include K, log_K, plateau_Lc, plateau_ratio, tau, tau_examples, alpha, converged,
     last_step, n_checkpoints. NaN values become None so the dict is valid JSON.
     """
-    from .summaries import nan_to_none, summarize
-
-    run = run if isinstance(run, Run) else Run(run)
-    manifest = run.manifest()
-    s = summarize(run.config(), [c["record"] for c in manifest["checkpoints"]])
-    s["status"] = manifest.get("status")
-    s["run"] = str(run.path)
-    return nan_to_none(s)
-
-
-def _outputs_for(name: str, cfg, s: dict, tables: dict, pc=None) -> dict[str, Any]:
-    from .passes.analyze import PassConfig
-    from .passes.tables import figure3_data, routing, table6, table9
-
-    pc = pc or PassConfig()
-    K, tau = cfg.task.K, s["tau"]
-    return {
-        "table6": table6(name, K, tau, tables["checkpoint"], pc.table6_fracs),
-        "table9": table9(name, K, tau, tables["heads"], fracs=pc.phase_fracs),
-        "routing": routing(name, K, tau, tables["heads"], tables["checkpoint"]),
-        "figure3": figure3_data(name, K, tau, tables["checkpoint"], tables["groups"]),
-    }
+    return (run if isinstance(run, Run) else Run(run)).summary()
 
 
 TABLE6_NOTE = (
-    "Per-group accuracy = fraction of a group's K examples whose four A tokens are all the "
-    "teacher-forced argmax; 200 fixed groups. Columns paper_* are the paper's Table 6 row "
+    "definition paper: a group's accuracy = fraction of its K examples whose target string scores highest among the "
+    "group's K candidate strings, at fractions of the L_seq tau; first_token: fraction whose four A tokens are all the "
+    "teacher-forced argmax, at fractions of the Lc tau. 200 fixed groups. Columns paper_* are the paper's Table 6 row "
     "nearest in fraction of tau (reference only)."
 )
 TABLE9_NOTE = (
-    "Delta Lc (nats) = candidate loss with the head's hook_z zeroed at every position minus clean. "
-    "Pre ~ 0.25 tau, Mid ~ tau, Post = last checkpoint. Columns paper_* are the paper's Table 9 "
-    "(reference only)."
+    "Delta L (nats, the paper's) = full-vocabulary mean cross-entropy over A1..A4 and EOS with the head's hook_z zeroed "
+    "at every position, minus clean; Delta Lc the same for the first-token candidate loss. definition paper: ranked by "
+    "Delta L at tau/4, tau, 2 tau of the L_seq tau; first_token: ranked by Delta Lc at those fractions of the Lc tau. "
+    "Columns paper_* are the paper's Table 9 (reference only)."
 )
 
 
@@ -58,11 +40,10 @@ def analyze(runs, out: str | os.PathLike = "analyses", *, progress: bool = True,
     from dataclasses import replace
     from pathlib import Path
 
-    from .checkpoints import atomic_write_bytes, atomic_write_json
-    from .figures import figure3
+    from .frames import records
+    from .passes.analyze import PassConfig, analyze_run, run_outputs
     from .summaries import nan_to_none
-    from .passes.analyze import PassConfig, analyze_run
-    from .tabular import write_table
+    from .tabular import write_comparison, write_run_analysis
 
     if isinstance(runs, (str, os.PathLike, Run)):
         runs = [runs]
@@ -81,34 +62,19 @@ def analyze(runs, out: str | os.PathLike = "analyses", *, progress: bool = True,
             raise RunError(f"{run.path}: two runs named {name!r}; their analyses would share analyses/{name}/")
         folder = out / name
         tables = analyze_run(run, folder, pc, progress=progress)
-        o = _outputs_for(name, cfg, s, tables, pc)
-        paths = []
-        for key in ("checkpoint", "heads", "groups", "patching"):
-            paths += write_table(folder / f"pass_{key}", tables[key], title=f"{name}: {key} pass rows")
-        paths += write_table(folder / "table6", o["table6"], title=f"Table 6 (collective transition): {name}", note=TABLE6_NOTE)
-        paths += write_table(folder / "table9", o["table9"], title=f"Table 9 (head ablation): {name}", note=TABLE9_NOTE)
-        atomic_write_json(folder / "routing.json", o["routing"])
-        f3 = folder / "figure3.html"
-        atomic_write_bytes(f3, figure3({name: o["figure3"]}).to_html(include_plotlyjs=True, full_html=True).encode())
-        paths += [folder / "routing.json", f3]
+        o = run_outputs(name, cfg, s, tables, pc)
+        paths = write_run_analysis(folder, name, tables, o, TABLE6_NOTE, TABLE9_NOTE)
         result["runs"][name] = {"summary": s, "routing": o["routing"], "folder": str(folder), "files": [str(p) for p in paths]}
         if with_figure3:  # the data behind figure3.html, for callers that plot it again
             result["runs"][name]["figure3"] = o["figure3"]
-        all_t6 += o["table6"]
-        all_t9 += o["table9"]
+        all_t6 += records(o["table6"])
+        all_t9 += records(o["table9"])
         all_f3[name] = o["figure3"]
         all_routing.append(o["routing"])
     if len(runs) > 1:
         names = list(result["runs"])
-        folder = out / ("compare_" + "__".join(names))
-        if len(folder.name) > 120:
-            import hashlib
-
-            folder = out / ("compare_" + hashlib.sha1("|".join(names).encode()).hexdigest()[:10])
-        write_table(folder / "table6", all_t6, title="Table 6 (collective transition)", note=TABLE6_NOTE)
-        write_table(folder / "table9", all_t9, title="Table 9 (head ablation)", note=TABLE9_NOTE)
-        write_table(folder / "routing", all_routing, title="Selector-routing heads and leads")
-        atomic_write_bytes(folder / "figure3.html", figure3(all_f3).to_html(include_plotlyjs=True, full_html=True).encode())
+        folder = out / compare_name(names)
+        write_comparison(folder, all_t6, all_t9, all_routing, all_f3, TABLE6_NOTE, TABLE9_NOTE)
         result["comparison"] = str(folder)
     return nan_to_none(result)
 
@@ -139,7 +105,7 @@ def inspect(run, step: int, head: str | None = None, n_examples: int = 3) -> dic
     out = checkpoint_passes(W, ev, step=s)
     res: dict[str, Any] = {"run": run.name, "step": s, "checkpoint": out["checkpoint"][0], "heads": out["heads"], "patching": out["patching"]}
     if head is not None:
-        from .passes.forward import run_cached
+        from .model.forward import run_cached
 
         toks = ev.tokens[:n_examples]
         _, _, pats, _ = run_cached(W, toks)

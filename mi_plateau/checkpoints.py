@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import ConfigError, RunConfig
+from .summaries import nan_to_none, nearest, summarize
 
 FORMAT_VERSION = 1
 TMP_MARK = ".tmp"  # temporary files are ".<name>.tmp<pid>" beside their target
@@ -50,7 +51,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             half = len(data) // 2
             f.write(data[:half])
             f.flush()
-            _crash_point("write")  # test hook: die with a half-written temporary file
+            crash_point("write")  # test hook: die with a half-written temporary file
             f.write(data[half:])
             f.flush()
             os.fsync(f.fileno())
@@ -66,8 +67,6 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 
 def atomic_write_json(path: Path, obj: Any) -> None:
-    from .summaries import nan_to_none
-
     atomic_write_bytes(path, (json.dumps(nan_to_none(obj), indent=1, sort_keys=True) + "\n").encode())
 
 
@@ -79,7 +78,7 @@ def save_tensors(path: Path, tensors: dict, metadata: dict[str, str] | None = No
     """Write tensors atomically as safetensors; returns the file's SHA-256 (hex)."""
     from safetensors.torch import save
 
-    _crash_point("ckpt_write")
+    crash_point("ckpt_write")
     data = save({k: v.detach().contiguous().cpu() for k, v in tensors.items()}, metadata=metadata)
     atomic_write_bytes(path, data)
     return hashlib.sha256(data).hexdigest()
@@ -105,7 +104,7 @@ def load_tensors(path: Path, sha256: str | None = None) -> dict:
     return tensors
 
 
-def _crash_point(kind: str) -> None:
+def crash_point(kind: str) -> None:
     """Test hook: MI_PLATEAU_CRASH=<kind>:<n> kills the process (like kill -9) at the n-th event."""
     spec = os.environ.get("MI_PLATEAU_CRASH")
     if not spec or not spec.startswith(kind + ":"):
@@ -229,7 +228,16 @@ class Run:
             raise RunError(f"{self.path}: the run has no checkpoints yet")
         if step < steps[0] or step > steps[-1]:
             raise RunError(f"--step {step} is outside this run: checkpoints exist from step {steps[0]} to {steps[-1]}")
-        return min(steps, key=lambda s: (abs(s - step), s))
+        return nearest(steps, step)
+
+    def summary(self) -> dict[str, Any]:
+        """Plateau height, tau (both definition families) and convergence, from the checkpoint
+        records (``summaries.summarize``), with the run's status and path; NaN becomes None."""
+        manifest = self.manifest()
+        s = summarize(self.config(), [c["record"] for c in manifest["checkpoints"]])
+        s["status"] = manifest.get("status")
+        s["run"] = str(self.path)
+        return nan_to_none(s)
 
     def weights(self, step: int) -> dict:
         for c in self.manifest()["checkpoints"]:
@@ -248,14 +256,44 @@ class Run:
                 raise RunError(f"{self.path / 'manifest.json'}: the run has no checkpoints yet")
             step = steps[-1]
         model = build_model(cfg)
-        load_state_checked(model, self.weights(step), self._weights_path(step))
+        load_state_checked(model, self.weights(step), self.weights_path(step))
         return model
 
-    def _weights_path(self, step: int) -> Path:
+    def weights_path(self, step: int) -> Path:
         for c in self.manifest()["checkpoints"]:
             if c["step"] == step:
                 return self.inside(c["weights"])
         raise RunError(f"{self.path}: no checkpoint at step {step}")
+
+
+def write_checkpoint(root: Path, manifest: dict[str, Any], record: dict[str, Any], wall_s: float, weights: dict,
+                     resume: dict, summary: dict[str, Any] | None = None) -> None:
+    """Write one checkpoint into the run folder ``root`` and commit it (the trainer's writer,
+    the bench times the same function): the weights and the record beside them, the resume
+    state, then the manifest naming all three (the commit point; ``summary``, if given, marks
+    the run finished), then the previous resume state is deleted. ``manifest`` is updated in
+    place. A kill at any moment leaves either the previous or this checkpoint committed."""
+    root = Path(root)
+    step = record["step"]
+    name = f"step_{step:06d}"
+    digest = save_tensors(root / "ckpt" / f"{name}.safetensors", weights, {"step": str(step)})
+    atomic_write_json(root / "ckpt" / f"{name}.json", {**record, "wall_s": wall_s})
+    resume_rel = f"resume/state_{step:06d}.safetensors"
+    resume_digest = save_tensors(root / resume_rel, resume)
+    old_resume = manifest.get("resume")
+    manifest["checkpoints"].append(
+        {"step": step, "weights": f"ckpt/{name}.safetensors", "sha256": digest, "record_file": f"ckpt/{name}.json", "record": record}
+    )
+    manifest["resume"] = resume_rel
+    manifest["resume_sha256"] = resume_digest
+    if summary is not None:
+        manifest["status"] = "finished"
+        manifest["summary"] = summary
+    crash_point("pre_commit")  # test hook: all files of this checkpoint written, not yet committed
+    atomic_write_json(root / "manifest.json", manifest)  # the commit point
+    crash_point("post_commit")  # test hook: committed, the previous resume state not yet deleted
+    if old_resume and old_resume != resume_rel:
+        (root / old_resume).unlink(missing_ok=True)
 
 
 def load_state_checked(model, state: dict, path: Path) -> None:

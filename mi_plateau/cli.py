@@ -136,28 +136,8 @@ def _train_config(args) -> Any:
     return with_overrides(preset(args.preset or "demo"), overrides)
 
 
-def default_run_name(cfg) -> str:
-    """<preset>_K<K>_nb<n_b>_s<seed>, plus a short hash when other settings differ from the preset."""
-    import hashlib
-
-    from .config import preset as get_preset
-
-    t = cfg.task
-    name = f"{cfg.preset}_K{t.K}_nb{t.n_b}_s{t.data_seed}"
-    try:
-        base = get_preset(cfg.preset)
-        from .config import with_overrides
-
-        base = with_overrides(base, {"K": t.K, "n_b": t.n_b, "seed": t.data_seed})
-        if base.to_dict() != cfg.to_dict():
-            name += "_" + hashlib.sha1(cfg.to_json().encode()).hexdigest()[:8]
-    except ConfigError:
-        pass
-    return name
-
-
 def cmd_train(args, argv) -> int:
-    from .config import validate
+    from .config import run_name, validate
 
     cfg = _train_config(args)
     if cfg is not None:
@@ -165,7 +145,7 @@ def cmd_train(args, argv) -> int:
     if args.out is None:
         if cfg is None:
             raise ConfigError("--resume without a preset or settings needs --out RUN_FOLDER")
-        out = Path("checkpoints") / default_run_name(cfg)
+        out = Path("checkpoints") / run_name(cfg)
     else:
         out = Path(args.out)
     from .api import summary

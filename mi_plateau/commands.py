@@ -85,11 +85,49 @@ def cmd_ablate(args) -> int:
     return 0
 
 
-def dispatch(args) -> int:
-    cmd = {"analyze": cmd_analyze, "inspect": cmd_inspect, "ablate": cmd_ablate}.get(args.command)
-    if cmd is None:
-        import importlib
+def cmd_report(args) -> int:
+    from .report import report
 
-        mod = {"report": "report", "bench": "bench", "reproduce": "reproduce"}[args.command]
-        return importlib.import_module(f".{mod}", __package__).main(args)
-    return cmd(args)
+    print(report(args.runs, args.out, progress=not args.quiet))
+    return 0
+
+
+def cmd_bench(args) -> int:
+    from pathlib import Path
+
+    from .bench import run_benchmarks, to_markdown
+    from .checkpoints import atomic_write_bytes
+    from .summaries import nan_to_none
+
+    res = run_benchmarks(quick=args.quick, only=args.only)
+    md = to_markdown(res)
+    if args.out:
+        atomic_write_bytes(Path(args.out), md.encode())
+    print(json.dumps(nan_to_none(res), indent=2) if args.json else md)
+    return 0
+
+
+def cmd_reproduce(args) -> int:
+    from .reproduce import plan, run_recipe, status
+
+    if args.dry_run:
+        for p, c in plan(args.recipe):
+            print(f"{p}  preset={c.preset} K={c.task.K} seed={c.task.data_seed}  {status(p)}")
+        return 0
+    log = run_recipe(args.recipe, jobs=args.jobs, progress=not args.quiet, train=not args.no_train)
+    for name, s in log["summaries"].items():
+        ro, fam = log["routing"][name], s["definitions"]
+        print(f"{name}: tau paper (L_seq) {fam['paper']['tau']} steps, first token (Lc) {fam['first_token']['tau']} steps; "
+              f"plateau/log K paper {_f(fam['paper']['plateau_ratio'])}, first token {_f(fam['first_token']['plateau_ratio'])}; "
+              f"routing head {ro.get('routing_head')}, lead (tau - t_r)/tau attention {_f(ro.get('routing_lead_sel_attn'), 2)}, "
+              f"causal {_f(ro.get('routing_lead_swap_contrib'), 2)}")
+    print(f"wrote {', '.join(log['written'])}")
+    return 0
+
+
+COMMANDS = {"analyze": cmd_analyze, "inspect": cmd_inspect, "ablate": cmd_ablate, "report": cmd_report, "bench": cmd_bench,
+            "reproduce": cmd_reproduce}
+
+
+def dispatch(args) -> int:
+    return COMMANDS[args.command](args)

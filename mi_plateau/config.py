@@ -15,6 +15,9 @@ from typing import Any
 
 N_CHARS = 36  # the alphabet a-z0-9
 IMPLS = ("standard", "fast", "bridge")  # model.training_forward
+INITS = ("tl4", "gpt2")
+BATCHINGS = ("uniform", "epoch")
+STOPS = ("converge", "tau")
 DIRECTIONS = ("backward", "forward", "az_b", "b_a")
 A_TARGET_DIRECTIONS = ("backward", "b_a")
 SELECTOR_DIRECTIONS = ("backward", "az_b")
@@ -67,6 +70,14 @@ class ModelConfig:
     act_fn: str = "gelu"
     normalization_type: str = "LN"
     init_seed: int = 0
+    # "tl4": TransformerLens 4's native init (every matrix N(0, (0.8/sqrt(d_model))^2), W_O and
+    # W_out a further 1/sqrt(2 n_layers) smaller); "gpt2": HookedTransformer's GPT-2 init, the
+    # original code's (every weight matrix N(0, (0.8/sqrt(d_model))^2), biases 0, LN weights 1)
+    init: str = "tl4"
+    train_b_U: bool = False  # a trainable unembedding bias (TL4 native has a fixed zero one)
+    # the ``seed`` shorthand leaves init_seed alone: seeds vary data and batch order only (the
+    # original's Table 4 convention); False keeps the older meaning (one seed for all)
+    fixed_init: bool = False
 
 
 @dataclass(frozen=True)
@@ -84,6 +95,9 @@ class TrainConfig:
     impl: str = "standard"  # the step's implementation: standard, fast (opt-in) or bridge (model.training_forward)
     compile: bool = False  # run the training forward under torch.compile (opt-in; 12-15 s to compile)
     batch_size: int = 128
+    # "uniform": examples drawn uniformly with replacement; "epoch": a fresh permutation of the
+    # D examples each epoch, consecutive slices, the last partial batch kept (DataLoader(shuffle=True))
+    batching: str = "uniform"
     max_steps: int = 20000
     batch_seed: int = 0
     ckpt_every: int = 50
@@ -91,6 +105,10 @@ class TrainConfig:
     converge_Lc: float = 0.05
     margin_steps: int = 200  # keep training this long after convergence
     post_tau_frac: float = 1.6  # and at least until this multiple of tau (Table 6 reads 1.5 tau)
+    # "converge": the rule above; "tau": stop once both families' tau are known and
+    # tau_margin * tau has passed (a tau-only sweep does not pay for the convergence tail)
+    stop: str = "converge"
+    tau_margin: float = 1.2
 
 
 @dataclass(frozen=True)
@@ -101,6 +119,20 @@ class EvalConfig:
     eval_seed: int = 12345
     alpha: float = 0.5
     plateau_start: int = 300  # the plateau window starts after the first few hundred steps
+    # the paper's plateau height (Table 7): mean L_seq over steps [seq_plateau_start, seq_plateau_end]
+    seq_plateau_start: int = 100
+    seq_plateau_end: int = 500
+    # at most this many candidate strings (besides each example's own target) are scored at a
+    # checkpoint: the first n groups of the evaluation set with n K (K - 1) <= seq_max_strings
+    # (at least one group); 0 scores every group (exact). The analysis passes score them all.
+    seq_max_strings: int = 0
+
+    def seq_groups(self, K: int) -> int:
+        """Groups whose candidate strings a checkpoint scores (0: all)."""
+        if not self.seq_max_strings:
+            return 0
+        n = max(1, self.seq_max_strings // (K * (K - 1)))
+        return 0 if n >= self.n_groups else n
 
 
 @dataclass(frozen=True)
@@ -115,6 +147,16 @@ class RunConfig:
     @property
     def seq_len(self) -> int:
         return layout_for(self.task).seq_len
+
+    def examples_seen(self, step: int) -> int:
+        """Training examples drawn in the first ``step`` updates (epoch batching keeps the last
+        partial batch of every epoch, so this is not simply step * batch_size)."""
+        B = self.train.batch_size
+        if self.train.batching != "epoch":
+            return step * B
+        D = self.task.D
+        per_epoch = -(-D // B)
+        return (step // per_epoch) * D + min((step % per_epoch) * B, D)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -262,6 +304,18 @@ def validate(cfg: RunConfig) -> RunConfig:
         raise ConfigError(f"train.beta1={tr.beta1}, train.beta2={tr.beta2}: must be in [0, 1)")
     if tr.eps <= 0 or tr.weight_decay < 0 or tr.grad_clip < 0:
         raise ConfigError("train.eps must be > 0; train.weight_decay and train.grad_clip must be >= 0")
+    if m.init not in INITS:
+        raise ConfigError(f"model.init={m.init!r}: must be one of {', '.join(INITS)}")
+    if tr.batching not in BATCHINGS:
+        raise ConfigError(f"train.batching={tr.batching!r}: must be one of {', '.join(BATCHINGS)}")
+    if tr.stop not in STOPS:
+        raise ConfigError(f"train.stop={tr.stop!r}: must be one of {', '.join(STOPS)}")
+    if tr.tau_margin < 1.0:
+        raise ConfigError(f"train.tau_margin={tr.tau_margin}: must be >= 1 (a multiple of tau)")
+    if not 0 <= ev.seq_plateau_start < ev.seq_plateau_end:
+        raise ConfigError(f"eval.seq_plateau_start={ev.seq_plateau_start}, eval.seq_plateau_end={ev.seq_plateau_end}: need 0 <= start < end")
+    if ev.seq_max_strings < 0:
+        raise ConfigError(f"eval.seq_max_strings={ev.seq_max_strings}: must be >= 0 (0 = every evaluation group)")
     if tr.impl not in IMPLS:
         raise ConfigError(f"train.impl={tr.impl!r}: must be one of {', '.join(IMPLS)}")
     if tr.schedule not in ("constant", "cosine"):
@@ -281,14 +335,24 @@ def validate(cfg: RunConfig) -> RunConfig:
 
 
 def _presets() -> dict[str, RunConfig]:
-    paper = RunConfig(preset="paper")
+    # The original code's K-sweep recipe (SPEC section 3): no warm-up, epoch batches, GPT-2 init
+    # of every weight matrix with a fixed init seed (42), a trainable unembedding bias.
+    paper = RunConfig(
+        model=ModelConfig(init="gpt2", train_b_U=True, init_seed=42, fixed_init=True),
+        train=TrainConfig(warmup_steps=0, batching="epoch", max_steps=30000, post_tau_frac=2.1),
+        # exact up to K = 10 (200 groups x 10 x 9 strings); larger K score the first groups
+        eval=EvalConfig(seq_max_strings=18000),
+        preset="paper",
+    )
+    # What this toolkit trained before revision 2 of the spec (runs named paper_* before then).
+    tl4 = RunConfig(preset="tl4")
     # The demo shrinks the data (the plateau length grows with D) and the model, so that
     # plateau and transition both show in a couple of minutes on two CPU cores.
     demo = RunConfig(
         task=TaskConfig(K=5, n_b=400),
         model=ModelConfig(n_layers=2, n_heads=4, d_model=64, d_head=16, d_mlp=256),
         train=TrainConfig(warmup_steps=200, max_steps=4000, margin_steps=100),
-        eval=EvalConfig(plateau_start=100),
+        eval=EvalConfig(plateau_start=100, seq_plateau_end=300),
         preset="demo",
     )
     tiny = RunConfig(
@@ -296,10 +360,10 @@ def _presets() -> dict[str, RunConfig]:
         model=ModelConfig(n_layers=2, n_heads=2, d_model=32, d_head=16, d_mlp=64),
         train=TrainConfig(lr=3e-3, warmup_steps=50, batch_size=32, max_steps=1500, ckpt_every=20,
                           ckpt_every_transition=10, margin_steps=40),
-        eval=EvalConfig(n_groups=48, plateau_start=60),
+        eval=EvalConfig(n_groups=48, plateau_start=60, seq_plateau_start=20, seq_plateau_end=80),
         preset="tiny",
     )
-    return {"paper": paper, "demo": demo, "tiny": tiny}
+    return {"paper": paper, "tl4": tl4, "demo": demo, "tiny": tiny}
 
 
 PRESETS = tuple(_presets())
@@ -317,6 +381,9 @@ SECTIONS = {"task": TaskConfig, "model": ModelConfig, "train": TrainConfig, "eva
 
 def _field_type(kls, key):
     return {f.name: f.type for f in fields(kls)}[key]
+
+
+_BOOL_WORDS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
 
 def _coerce(kls, key: str, value: Any, where: str) -> Any:
@@ -344,14 +411,23 @@ def _coerce(kls, key: str, value: Any, where: str) -> Any:
             if not isinstance(value, str):
                 raise ValueError
             return value
+        if typ == "bool":
+            if isinstance(value, bool):
+                return value
+            if isinstance(value, int) and value in (0, 1):
+                return bool(value)
+            if isinstance(value, str) and value.strip().lower() in _BOOL_WORDS:
+                return _BOOL_WORDS[value.strip().lower()]
+            raise ValueError
     except (TypeError, ValueError):
-        raise ConfigError(f"{where}={value!r}: expected {'an integer' if typ == 'int' else 'a number' if typ == 'float' else 'a string'}") from None
-    return value
+        kind = {"int": "an integer", "float": "a number", "str": "a string", "bool": "true or false (true/false, 1/0, yes/no)"}[typ]
+        raise ConfigError(f"{where}={value!r}: expected {kind}") from None
+    raise ConfigError(f"{where}: field type {typ!r} has no parser")
 
 
 # Short names accepted everywhere (CLI flags and override keys), mapped to their section.
 ALIASES = {
-    "seed": None,  # sets data_seed, init_seed and batch_seed together
+    "seed": None,  # sets data_seed and batch_seed, and init_seed unless model.fixed_init
     "K": "task.K",
     "n_b": "task.n_b",
     "len_z": "task.len_z",
@@ -364,6 +440,10 @@ ALIASES = {
     "schedule": "train.schedule",
     "impl": "train.impl",
     "compile": "train.compile",
+    "batching": "train.batching",
+    "stop": "train.stop",
+    "init": "model.init",
+    "init_seed": "model.init_seed",
     "alpha": "eval.alpha",
 }
 
@@ -371,8 +451,9 @@ ALIASES = {
 def with_overrides(cfg: RunConfig, overrides: dict[str, Any]) -> RunConfig:
     """Apply ``{"task.K": 20, "lr": 3e-3, "seed": 1, ...}``; unknown keys and bad types fail.
 
-    ``seed`` sets the data, init and batch-order seeds together; a specific seed key given in
-    the same call wins over it.
+    ``seed`` sets the data and batch-order seeds, and the init seed too unless the config pins it
+    (``model.fixed_init``, as the ``paper`` preset does); a specific seed key given in the same
+    call wins over it.
     """
     sections = {name: dataclasses.asdict(getattr(cfg, name)) for name in SECTIONS}
     specific: list[tuple[str, str, Any]] = []
@@ -380,7 +461,8 @@ def with_overrides(cfg: RunConfig, overrides: dict[str, Any]) -> RunConfig:
         if key == "seed":
             s = _coerce(TaskConfig, "data_seed", value, "seed")
             sections["task"]["data_seed"] = s
-            sections["model"]["init_seed"] = s
+            if not cfg.model.fixed_init:
+                sections["model"]["init_seed"] = s
             sections["train"]["batch_seed"] = s
             continue
         full = ALIASES.get(key, key)
@@ -403,3 +485,43 @@ def parse_override(text: str) -> tuple[str, str]:
         raise ConfigError(f"override {text!r}: expected key=value, e.g. train.lr=3e-3")
     key, value = text.split("=", 1)
     return key.strip(), value.strip()
+
+
+# --- names and differences (the one place runs are named and configs compared) ------
+
+
+def config_diff(a: dict, b: dict, prefix: str = "") -> str:
+    """The settings two config dicts disagree on, as "key: stored X, given Y; ..." ("" if none)."""
+    out = []
+    for k in sorted(set(a) | set(b)):
+        if isinstance(a.get(k), dict) and isinstance(b.get(k), dict):
+            d = config_diff(a[k], b[k], f"{prefix}{k}.")
+            if d:
+                out.append(d)
+        elif a.get(k) != b.get(k):
+            out.append(f"{prefix}{k}: stored {a.get(k)!r}, given {b.get(k)!r}")
+    return "; ".join(out)
+
+
+def run_name(cfg: RunConfig) -> str:
+    """<preset>_K<K>_nb<n_b>_s<seed>, plus a short hash when other settings differ from the preset."""
+    import hashlib
+
+    t = cfg.task
+    name = f"{cfg.preset}_K{t.K}_nb{t.n_b}_s{t.data_seed}"
+    try:
+        base = with_overrides(preset(cfg.preset), {"K": t.K, "n_b": t.n_b, "seed": t.data_seed})
+        if base.to_dict() != cfg.to_dict():
+            name += "_" + hashlib.sha1(cfg.to_json().encode()).hexdigest()[:8]
+    except ConfigError:
+        pass
+    return name
+
+
+def compare_name(names: list[str]) -> str:
+    """The folder name of an analysis or report of several runs: compare_<names>, or a hash of
+    them when that would be too long for a file name."""
+    import hashlib
+
+    name = "compare_" + "__".join(names)
+    return name if len(name) <= 120 else "compare_" + hashlib.sha1("|".join(names).encode()).hexdigest()[:10]

@@ -4,36 +4,52 @@ from __future__ import annotations
 
 from typing import Any
 
-Rows = list[dict[str, Any]]
+from .frames import Rows, records
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
 
 
-def figure3(data: dict[str, dict[str, Rows]]):
-    """Figure 3 for one or more runs: data maps run name -> figure3_data(...) output."""
+FAMILY_LABEL = {"paper": "paper definitions (L_seq)", "first_token": "first-token definitions (Lc)"}
+
+
+def figure3(data: dict[str, dict[str, dict[str, Rows]]]):
+    """Figure 3 for one or more runs under both definition families: data maps run name ->
+    family -> figure3_data(...) output. One row of panels per family; one colour per run; in
+    (a) solid = z-dependence, dashed = loss progress; in (b) solid = fraction of groups whose
+    loss falls, dotted = the mean rate (right axis)."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    fig = make_subplots(
-        rows=1, cols=2,
-        subplot_titles=("(a) z-dependence leads loss", "(b) transition = onset of coherent descent"),
-        specs=[[{}, {"secondary_y": True}]],
-    )
-    for i, (name, d) in enumerate(data.items()):
-        c = PALETTE[i % len(PALETTE)]
-        a, b = d["a"], d["b"]
-        x = [r["t_over_tau"] for r in a]
-        fig.add_trace(go.Scatter(x=x, y=[r["z_norm"] for r in a], name=f"{name}: z-dependence", line=dict(color=c), legendgroup=name), 1, 1)
-        fig.add_trace(go.Scatter(x=x, y=[r["loss_progress"] for r in a], name=f"{name}: loss progress", line=dict(color=c, dash="dash"), legendgroup=name), 1, 1)
-        xb = [r["t_over_tau"] for r in b]
-        fig.add_trace(go.Scatter(x=xb, y=[r["frac_falling"] for r in b], name=f"{name}: fraction of groups falling", line=dict(color=c), legendgroup=name, showlegend=True), 1, 2)
-        fig.add_trace(go.Scatter(x=xb, y=[r["mean_rate"] for r in b], name=f"{name}: mean rate (nats/100 steps)", line=dict(color=c, dash="dot"), legendgroup=name), 1, 2, secondary_y=True)
-    for col in (1, 2):
-        fig.add_vline(x=1.0, line=dict(color="gray", dash="dot"), row=1, col=col)
-        fig.update_xaxes(title_text="t / tau", row=1, col=col)
-    fig.update_yaxes(title_text="normalised (0 to 1)", row=1, col=1)
-    fig.update_yaxes(title_text="fraction of groups whose Lc falls", row=1, col=2, range=[0, 1.05])
-    fig.update_yaxes(title_text="mean rate of fall (nats / 100 steps)", row=1, col=2, secondary_y=True)
-    fig.update_layout(title="Figure 3: internal precursors", height=480, template="plotly_white", legend=dict(font=dict(size=10)))
+    fams = [f for f in FAMILY_LABEL if any(len(d.get(f, {}).get("a", [])) for d in data.values())] or ["first_token"]
+    titles = []
+    for f in fams:
+        titles += [f"(a) normalised swap gap and loss progress: {FAMILY_LABEL[f]}",
+                   f"(b) groups whose loss falls between checkpoints: {FAMILY_LABEL[f]}"]
+    fig = make_subplots(rows=len(fams), cols=2, subplot_titles=titles, vertical_spacing=0.16,
+                        specs=[[{}, {"secondary_y": True}] for _ in fams])
+    for row, fam in enumerate(fams, 1):
+        for i, (name, byfam) in enumerate(data.items()):
+            d = byfam.get(fam, {"a": [], "b": []})
+            c = PALETTE[i % len(PALETTE)]
+            a, b = records(d["a"]), records(d["b"])
+            x = [r["t_over_tau"] for r in a]
+            show = row == 1
+            fig.add_trace(go.Scatter(x=x, y=[_nan_none(r["z_norm"]) for r in a], name=f"{name}: z-dependence (swap gap / max)",
+                                     line=dict(color=c), legendgroup=name, showlegend=show, mode="lines+markers" if len(a) < 40 else "lines"), row, 1)
+            fig.add_trace(go.Scatter(x=x, y=[_nan_none(r["loss_progress"]) for r in a], name=f"{name}: loss progress",
+                                     line=dict(color=c, dash="dash"), legendgroup=name, showlegend=show), row, 1)
+            xb = [r["t_over_tau"] for r in b]
+            fig.add_trace(go.Scatter(x=xb, y=[r["frac_falling"] for r in b], name=f"{name}: fraction of groups falling",
+                                     line=dict(color=c, width=1.5), legendgroup=name, showlegend=show), row, 2)
+            fig.add_trace(go.Scatter(x=xb, y=[r["mean_rate"] for r in b], name=f"{name}: mean rate (nats/100 steps)",
+                                     line=dict(color=c, dash="dot"), legendgroup=name, showlegend=show), row, 2, secondary_y=True)
+        for col in (1, 2):
+            fig.add_vline(x=1.0, line=dict(color="gray", dash="longdashdot", width=1), row=row, col=col)
+            fig.update_xaxes(title_text="t / tau (tau of this family)", row=row, col=col)
+        fig.update_yaxes(title_text="normalised (0 to 1)", row=row, col=1)
+        fig.update_yaxes(title_text="fraction of groups", row=row, col=2, range=[0, 1.05])
+        fig.update_yaxes(title_text="nats / 100 steps", row=row, col=2, secondary_y=True)
+    fig.update_layout(title="Figure 3: z-dependence, loss progress and per-group descent against t / tau",
+                      height=420 * len(fams) + 60, template="plotly_white", legend=dict(font=dict(size=10)))
     return fig
 
 
@@ -55,7 +71,8 @@ def _nan_none(v):
     return None if v is None or (isinstance(v, float) and math.isnan(v)) else v
 
 
-LOSS_SERIES = (("Lc", "Lc (candidate loss)", "solid"), ("L1", "L1 (first-token loss)", "dash"), ("full_loss", "full target loss", "dot"))
+LOSS_SERIES = (("L_seq", "L_seq (sequence candidate loss, paper)", "solid"), ("Lc", "Lc (first-token candidate loss)", "dash"),
+               ("L1", "L1 (first token, full vocabulary)", "dashdot"), ("full_loss", "full target loss", "dot"))
 
 
 def loss_curves(rows: dict[str, Rows], marks: dict[str, dict[str, Any]]):
@@ -70,16 +87,18 @@ def loss_curves(rows: dict[str, Rows], marks: dict[str, dict[str, Any]]):
                         subplot_titles=("losses (nats)", "candidate mass (probability on the group's K first tokens)"))
     for i, (name, ck) in enumerate(rows.items()):
         c = PALETTE[i % len(PALETTE)]
-        ck = sorted(ck, key=lambda r: r["step"])
+        ck = sorted(records(ck), key=lambda r: r["step"])
         x = [r["step"] for r in ck]
         for key, label, dash in LOSS_SERIES:
-            fig.add_trace(go.Scatter(x=x, y=[_nan_none(r[key]) for r in ck], name=f"{name}: {label}", mode="lines",
-                                     line=dict(color=c, dash=dash), legendgroup=name), 1, 1)
+            if not _finite([r.get(key) for r in ck]):
+                continue
+            fig.add_trace(go.Scatter(x=x, y=[_nan_none(r.get(key)) for r in ck], name=f"{name}: {label}", mode="lines",
+                                     line=dict(color=c, dash=dash), legendgroup=name, connectgaps=True), 1, 1)
         fig.add_trace(go.Scatter(x=x, y=[_nan_none(r["cand_mass"]) for r in ck], name=f"{name}: candidate mass", mode="lines",
                                  line=dict(color=c, dash="dashdot"), legendgroup=name), 1, 2)
         m = marks.get(name, {})
         if m.get("log_K") is not None:
-            fig.add_hline(y=m["log_K"], line=dict(color=c, dash="dot", width=1), row=1, col=1,
+            fig.add_hline(y=m["log_K"], line=dict(color="gray", dash="longdash", width=1), row=1, col=1,
                           annotation_text=f"log K = {m['log_K']:.3f}", annotation_position="top right")
         if m.get("tau") is not None:
             fig.add_vline(x=m["tau"], line=dict(color=c, dash="dash", width=1), row=1, col=1,
@@ -119,6 +138,7 @@ def head_scores_over_training(head_rows: Rows, name: str, tau: int | None = None
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
+    head_rows = records(head_rows)
     heads = sorted({(r["layer"], r["head_index"], r["head"]) for r in head_rows})
     labels = [h[2] for h in heads]
     fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.07, subplot_titles=[t for _, t, _, _ in HEAD_SCORES])
@@ -146,6 +166,7 @@ def head_grid_slider(head_rows: Rows, name: str, steps: list[int]):
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
+    head_rows = records(head_rows)
     L = 1 + max(r["layer"] for r in head_rows)
     H = 1 + max(r["head_index"] for r in head_rows)
     by = {(r["step"], r["layer"], r["head_index"]): r for r in head_rows}
@@ -211,6 +232,7 @@ def group_accuracy(hist_rows: Rows, checkpoint_rows: Rows, name: str, tau: int |
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
+    hist_rows, checkpoint_rows = records(hist_rows), records(checkpoint_rows)
     steps = sorted({r["step"] for r in hist_rows})
     levels = sorted({r["acc"] for r in hist_rows})
     val = {(r["step"], r["acc"]): r["pct_groups"] for r in hist_rows}
@@ -236,17 +258,48 @@ def group_accuracy(hist_rows: Rows, checkpoint_rows: Rows, name: str, tau: int |
 
 def patching(patch_rows: Rows, name: str, tau: int | None = None):
     """Causal patching of the selector positions: fraction of the logit difference moved when
-    ``blocks.{l}.hook_resid_pre`` at z is patched from the swapped example, per layer, per step."""
+    ``blocks.{l}.hook_resid_pre`` (solid) or ``hook_resid_post`` (dashed) at z is patched from
+    the swapped example, per layer (one colour each), per step."""
     import plotly.graph_objects as go
 
+    patch_rows = records(patch_rows)
     fig = go.Figure()
-    for l in sorted({r["layer"] for r in patch_rows}):
-        rows = sorted((r for r in patch_rows if r["layer"] == l), key=lambda r: r["step"])
-        fig.add_trace(go.Scatter(x=[r["step"] for r in rows], y=[_nan_none(r["patch_frac"]) for r in rows], name=f"resid_pre L{l}",
-                                 mode="lines+markers", line=dict(color=PALETTE[l % len(PALETTE)])))
+    for hook, dash in (("resid_pre", "solid"), ("resid_post", "dash")):
+        for l in sorted({r["layer"] for r in patch_rows}):
+            rows = sorted((r for r in patch_rows if r["layer"] == l and r.get("hook", "resid_pre") == hook), key=lambda r: r["step"])
+            if rows:
+                fig.add_trace(go.Scatter(x=[r["step"] for r in rows], y=[_nan_none(r["patch_frac"]) for r in rows], name=f"{hook} L{l}",
+                                         mode="lines+markers", line=dict(color=PALETTE[l % len(PALETTE)], dash=dash)))
     if tau is not None:
         fig.add_vline(x=tau, line=dict(color="gray", dash="dash"), annotation_text="tau")
     fig.update_xaxes(title_text="step")
     fig.update_yaxes(title_text="fraction of logit difference moved")
     fig.update_layout(title=f"{name}: patching the selector positions, layer by layer", height=380, template="plotly_white")
+    return fig
+
+
+def figure1(curves: dict[str, dict[str, Any]]):
+    """Figure 1: loss against step for several runs, under both definition families (left: the
+    paper's L_seq; right: the first-token Lc), with each run's log K as a labelled horizontal
+    line. ``curves`` maps a run label -> {"steps", "L_seq", "Lc", "log_K"}."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.08,
+                        subplot_titles=("sequence candidate loss L_seq (paper definition)", "first-token candidate loss Lc"))
+    top = 0.0
+    for i, (name, c) in enumerate(curves.items()):
+        col = PALETTE[i % len(PALETTE)]
+        for j, key in enumerate(("L_seq", "Lc"), 1):
+            y = [_nan_none(v) for v in c[key]]
+            top = max([top, *_finite(y)])
+            fig.add_trace(go.Scatter(x=c["steps"], y=y, name=name, legendgroup=name, showlegend=j == 1, mode="lines",
+                                     line=dict(color=col, width=1.6), connectgaps=True), 1, j)
+            fig.add_hline(y=c["log_K"], line=dict(color=col, dash="dash", width=1), row=1, col=j,
+                          annotation_text=f"log {name.split('=')[-1] if '=' in name else 'K'}", annotation_position="top right",
+                          annotation_font=dict(size=9, color=col))
+    fig.update_xaxes(title_text="step", rangemode="tozero")
+    fig.update_yaxes(title_text="nats", range=[0, top * 1.05 or 1.0])
+    fig.update_layout(title="Figure 1: loss curves (dashed: log K of each run)", height=440, width=1100,
+                      template="plotly_white", legend=dict(title="run"))
     return fig

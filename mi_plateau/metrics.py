@@ -1,6 +1,17 @@
-"""Measurements on the fixed evaluation set, and the run-level summaries (SPEC section 4).
+"""Measurements on the fixed evaluation set (SPEC section 4). All losses are in nats.
 
-All losses are in nats.
+Two families, both computed at every checkpoint and named in every table:
+
+**paper** (what the paper's tables mean):
+
+- Sequence candidate loss ``L_seq``: for an example (B, z_k), every candidate target string A^j
+  of its group (j = 1..K) gets the score s_j = sum of the teacher-forced log-probabilities of
+  A^j's four characters and EOS given (B, z_k); ``L_seq = -log softmax_j(s)[k]``. A z-blind
+  model that knows the group's K strings scores exactly log K.
+- Candidate accuracy ``cand_acc``: argmax_j s_j == k; per group, the fraction of its K examples
+  (``cand_groups_ge80``, ``cand_groups_100``: shares of groups at >= 80% and at 100%).
+
+**first_token** (ours; only A1 carries the ambiguity):
 
 - Candidate loss ``Lc``: cross-entropy of the first target token with the softmax restricted
   to the K candidate first characters of the example's group. A z-blind model that spreads its
@@ -26,7 +37,9 @@ from jaxtyping import Float, Int
 from torch import Tensor
 
 from .config import Layout
-from .task import EvalSet
+from .model.forward import Weights, run_packed, run_suffixes
+from .model.packing import eval_packing
+from .task import EOS, EvalSet
 
 
 def candidate_losses(
@@ -62,19 +75,62 @@ def group_accuracy(correct: Tensor, K: int) -> np.ndarray:
     return correct.float().reshape(-1, K).mean(-1).cpu().numpy()
 
 
+def sequence_losses(scores: Float[Tensor, "batch K"], index: Int[Tensor, "batch"]) -> tuple[Float[Tensor, "batch"], Tensor]:
+    """Per-example (L_seq, candidate-correct) from the K candidate scores (log-probabilities of
+    whole target strings): ``L_seq = -log softmax(scores)[index]``, correct = argmax is index."""
+    L_seq = -scores.log_softmax(-1).gather(1, index[:, None]).squeeze(1)
+    return L_seq, scores.argmax(-1) == index
+
+
+def string_logprob(logits: Float[Tensor, "... L vocab"], next_tokens: Int[Tensor, "... L"]) -> Float[Tensor, "..."]:
+    """Sum over positions of log softmax(logits)[next token]: a teacher-forced string's log-probability."""
+    return logits.log_softmax(-1).gather(-1, next_tokens[..., None]).squeeze(-1).sum(-1)
+
+
+def _next_tokens(cands: Tensor) -> Tensor:
+    """What each candidate's positions A1..A4 predict: A2, A3, A4, EOS."""
+    return torch.cat([cands[..., 1:], torch.full_like(cands[..., :1], EOS)], -1)
+
+
+def sequence_scores(W: Weights, ev: EvalSet, rows: Int[Tensor, "n"], prefix_kv: list[tuple[Tensor, Tensor]],
+                    fp_logits: Float[Tensor, "n vocab"], own_tail_logits: Float[Tensor, "n L vocab"]) -> Float[Tensor, "n K"]:
+    """Scores of every candidate string of each row's group given the row's prompt (B, z_k).
+
+    The prompt is computed once per row (its keys and values ``prefix_kv`` per layer, [n, head,
+    fp + 1, d_head], and its logits at fp, which score every candidate's first character); the
+    row's own target is the clean input, so ``own_tail_logits`` (the clean logits at A1..A4)
+    score candidate k, and only the K - 1 other candidates run, as continuations of the prompt
+    (``run_suffixes``).
+    """
+    K = ev.task.cfg.K
+    cands = ev.seq_candidates[rows]  # [n, K, L]
+    own = torch.from_numpy(ev.s[rows.numpy()])
+    first = fp_logits.log_softmax(-1).gather(1, cands[..., 0])  # [n, K]
+    tail = torch.empty_like(first)
+    tail[torch.arange(len(rows)), own] = string_logprob(own_tail_logits, _next_tokens(cands[torch.arange(len(rows)), own]))
+    if K > 1:
+        j = torch.arange(K)
+        others = torch.stack([j[j != k] for k in range(K)])[own]  # [n, K-1]
+        suf = cands.gather(1, others[..., None].expand(-1, -1, cands.shape[-1]))
+        lg = run_suffixes(W, prefix_kv, suf, ev.task.layout.target_start)
+        tail.scatter_(1, others, string_logprob(lg, _next_tokens(suf)))
+    return first + tail
+
+
 @torch.no_grad()
-def evaluate(model, ev: EvalSet, batch: int = 256) -> dict[str, Any]:
+def evaluate(model, ev: EvalSet, batch: int = 256, seq_groups: int = 0) -> dict[str, Any]:
     """Cheap per-checkpoint metrics on the evaluation set (means over its examples).
 
-    The clean rows and the selector-swapped ones run as prefix packs (``passes.packing``): one
+    The clean rows and the selector-swapped ones run as prefix packs (``model.packing``): one
     packed sequence per group in which every distinct prefix is computed once (the K examples
     share BOS, B and SEP; a swapped input is, up to the position that predicts A1, another
     example's clean input), and the last block computes only the positions that are read. The
-    numbers equal ``evaluate_reference`` (two plain bridge forwards) to float precision.
-    """
-    from .passes.forward import Weights, run_packed
-    from .passes.packing import eval_packing
+    numbers equal ``evaluate_reference`` (plain bridge forwards) to float precision.
 
+    The paper family scores the K candidate strings of every example of the first ``seq_groups``
+    groups (0: all): each prompt is read from the packs' keys and values, and only the other
+    candidates' four positions are computed (``sequence_scores``).
+    """
     lay = ev.task.layout
     K, N = ev.task.cfg.K, len(ev.tokens)
     P, fp = lay.seq_len - 1, lay.first_pred
@@ -84,24 +140,47 @@ def evaluate(model, ev: EvalSet, batch: int = 256) -> dict[str, Any]:
     W = Weights.from_state_dict(model.state_dict(), m.n_layers, m.n_heads, m.d_head, getattr(m, "act_fn", "gelu"), getattr(m, "eps", 1e-5))
     logits = torch.zeros(N, P, W.W_U.shape[1])  # the metrics read positions fp.. only
     swap_fp = torch.empty(N, W.W_U.shape[1]) if sel else None
+    n_seq = N if not seq_groups else min(N, seq_groups * K)  # rows are group-major
+    scores = torch.empty(n_seq, K) if ev.has_sequence_candidates else None
     for c, seqs in pk.chunks(batch):
         clean, swapped = seqs[seqs < N], seqs[seqs >= N]
         want = pk.node[clean][:, fp:P].contiguous()  # each clean row's nodes at fp..P-1
         read = torch.unique(torch.cat([want.reshape(-1), pk.node[swapped, fp]]))
-        lg = run_packed(W, pk.tokens[c], pk.positions[c], pk.blocked_for(c), read)
+        lg, kv = run_packed(W, pk.tokens[c], pk.positions[c], pk.blocked_for(c), read, keep_kv=True)
         logits[clean, fp:] = lg[(pk.pack[clean] - c.start)[:, None], torch.searchsorted(read, want)]
         if sel:
             swap_fp[swapped - N] = lg[pk.pack[swapped] - c.start, torch.searchsorted(read, pk.node[swapped, fp])]
+        rows = clean[clean < n_seq]
+        if scores is not None and len(rows):
+            scores[rows] = sequence_scores(W, ev, rows, prefix_kv_of(pk, kv, rows, fp, c.start), logits[rows, fp], logits[rows, fp + 1 :])
     Lc, mass = candidate_losses(logits[:, fp], ev.candidates, ev.cand_index)
     L1 = F.cross_entropy(logits[:, fp], ev.target_first, reduction="none")
     full = target_loss(logits, ev.tokens, lay).item()
     swap = candidate_losses(swap_fp, ev.candidates, ev.cand_index)[0] if sel else None
-    return _metrics(Lc, L1, mass, full, example_correct(logits, ev.tokens, lay), swap, K)
+    seq = sequence_losses(scores, torch.from_numpy(ev.s[:n_seq])) if scores is not None else None
+    return _metrics(Lc, L1, mass, full, example_correct(logits, ev.tokens, lay), swap, K, seq)
 
 
-def _metrics(Lc, L1, mass, full, correct, swap, K) -> dict[str, Any]:
+def prefix_kv_of(pk, kv: list[tuple[Tensor, Tensor]], rows: Tensor, fp: int, first_pack: int) -> list[tuple[Tensor, Tensor]]:
+    """Each row's keys and values at its positions 0..fp, per layer, from a packed run's
+    ``kv`` ([packs, head, node, d_head] each; packs counted from ``first_pack``)."""
+    p = (pk.pack[rows] - first_pack)[:, None]
+    nodes = pk.node[rows, : fp + 1]
+    return [tuple(t.transpose(1, 2)[p, nodes].transpose(1, 2) for t in layer) for layer in kv]
+
+
+def _metrics(Lc, L1, mass, full, correct, swap, K, seq=None) -> dict[str, Any]:
     acc = group_accuracy(correct, K)
+    nan = float("nan")
+    if seq is not None:
+        L_seq, cand_ok = seq
+        cacc = group_accuracy(cand_ok, K)
+        paper = {"L_seq": L_seq.mean().item(), "cand_acc": float(cacc.mean()),
+                 "cand_groups_ge80": float((cacc >= 0.8 - 1e-9).mean()), "cand_groups_100": float((cacc >= 1.0 - 1e-9).mean())}
+    else:
+        paper = {"L_seq": nan, "cand_acc": nan, "cand_groups_ge80": nan, "cand_groups_100": nan}
     return {
+        **paper,
         "Lc": Lc.mean().item(),
         "L1": L1.mean().item(),
         "full_loss": full,
@@ -136,10 +215,26 @@ def evaluate_reference(model, ev: EvalSet, batch: int = 256) -> dict[str, Any]:
             # causal model: the first target prediction needs only the prefix up to fp
             sw_logits = model(swapped[sl, : fp + 1])[:, fp]
             swap.append(candidate_losses(sw_logits, ev.candidates[sl], ev.cand_index[sl])[0])
+    seq = None
+    if ev.has_sequence_candidates:
+        seq = sequence_losses(sequence_scores_reference(model, ev, batch), torch.from_numpy(ev.s))
     return _metrics(torch.cat(Lc), torch.cat(L1), torch.cat(mass), sum(f.item() for f in full) / len(ev.tokens),
-                    torch.cat(correct), torch.cat(swap) if has_swap else None, K)
+                    torch.cat(correct), torch.cat(swap) if has_swap else None, K, seq)
 
 
-# Run-level summaries live in the torch-free module ``summaries`` (light commands stay quick);
-# re-exported here for convenience.
-from .summaries import nan_to_none, plateau_height, summarize, tau  # noqa: E402,F401
+@torch.no_grad()
+def sequence_scores_reference(model, ev: EvalSet, batch: int = 256, prompt_sel=None) -> Tensor:
+    """The candidate scores the plain way: for every candidate j, the full sequence (prompt of
+    the row, target A^j) through the bridge, summing log p over the target tokens and EOS.
+    ``prompt_sel`` (default: each row's own selector) picks the selector shown in the prompt."""
+    lay, K = ev.task.layout, ev.task.cfg.K
+    pos = lay.pred_positions
+    sel = ev.s if prompt_sel is None else np.asarray(prompt_sel)
+    out = torch.empty(len(ev.tokens), K)
+    for j in range(K):
+        toks = ev.task.tokens(ev.g, sel, target_sel=np.full(len(ev.g), j))
+        for i in range(0, len(toks), batch):
+            t = toks[i : i + batch]
+            out[i : i + batch, j] = string_logprob(model(t)[:, pos.start : pos.stop], t[:, pos.start + 1 : pos.stop + 1])
+    return out
+

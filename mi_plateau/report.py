@@ -13,16 +13,17 @@ See docs/report.md.
 
 from __future__ import annotations
 
-import hashlib
 import html
 import json
 import os
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from .checkpoints import Run, atomic_write_bytes
+from .config import compare_name
+from .frames import records
+from .summaries import nearest
 
 MAX_SLIDER_FRAMES = 40  # checkpoints in the head-grid slider
 MAX_ATTENTION_CHECKPOINTS = 12  # checkpoints whose attention patterns are stored
@@ -50,51 +51,6 @@ def spread(items: list, n: int, keep: tuple = ()) -> list:
     return sorted(set(must) | set(pick))
 
 
-def accuracy_histogram(group_rows: list[dict], K: int) -> list[dict]:
-    """Tidy rows (step, acc, pct_groups): % of groups whose accuracy is k / K, for k = 0..K."""
-    counts: dict[int, list[int]] = {}
-    for r in group_rows:
-        counts.setdefault(r["step"], [0] * (K + 1))[round(r["acc"] * K)] += 1
-    return [{"step": s, "acc": k / K, "pct_groups": 100 * c[k] / sum(c)} for s, c in sorted(counts.items()) for k in range(K + 1)]
-
-
-def attention_data(run: Run, cfg, steps: list[int], n: int = N_ATTENTION_EXAMPLES, progress: bool = False) -> dict[str, Any]:
-    """Attention patterns [step][layer*H + head][example] (query x key, upper triangle None,
-    rounded to 3 decimals) of the first ``n`` evaluation rows at ``steps``, with position labels."""
-    from .config import layout_for
-    from .passes.analyze import weights_for
-    from .passes.forward import run_cached
-    from .task import decode, make_eval_set, make_task, token_labels
-
-    ev = make_eval_set(make_task(cfg.task), cfg.eval)
-    toks = ev.tokens[:n]
-    lay = layout_for(cfg.task)
-    role = {p: name for name, start, length in lay.segments for p in range(start, start + length)}
-    role.update({p: "A" for p in range(lay.target_start, lay.target_start + lay.target_len)} if cfg.task.targets_A else {})
-    labels = []
-    for i in range(len(toks)):
-        tl = token_labels(toks[i])
-        labels.append([f"{role[p]}:{t}" if p in role and role[p] in ("z", "A") else t for p, t in enumerate(tl)])
-    examples = [f"group {int(ev.g[i])}, z = {int(ev.s[i])}: {decode(toks[i])}" for i in range(len(toks))]
-    pats = []
-    it = steps
-    if progress:
-        from tqdm import tqdm
-
-        it = tqdm(steps, desc=f"attention {run.name}", unit="ckpt", file=sys.stderr, dynamic_ncols=True)
-    for s in it:
-        _, _, p, _ = run_cached(weights_for(run, s, cfg), toks)
-        per_head = []
-        for l in range(len(p)):
-            for h in range(p[l].shape[1]):
-                per_head.append([[[round(float(v), 3) if k <= q else None for k, v in enumerate(row)] for q, row in enumerate(p[l][i, h].tolist())]
-                                 for i in range(len(toks))])
-        pats.append(per_head)
-    m = cfg.model
-    return {"steps": steps, "heads": [f"L{l}H{h}" for l in range(m.n_layers) for h in range(m.n_heads)],
-            "examples": examples, "labels": labels, "patterns": pats, "first_pred": lay.first_pred}
-
-
 # --- HTML pieces ----------------------------------------------------------------------------
 
 
@@ -111,6 +67,7 @@ def _cell(v: Any) -> str:
 def html_table(rows: list[dict], cols: list[str] | None = None) -> str:
     """Rows as an HTML table; columns named paper_* are labelled and shaded as the paper's
     reference values, not our output. Every header and cell is escaped."""
+    rows = records(rows)
     if not rows:
         return "<p class='note'>(no rows)</p>"
     cols = cols or list(dict.fromkeys(k for r in rows for k in r))
@@ -218,20 +175,16 @@ class Page:
 def default_out(names: list[str], analyses: Path) -> Path:
     if len(names) == 1:
         return analyses / names[0] / "report.html"
-    folder = "compare_" + "__".join(names)
-    if len(folder) > 120:
-        folder = "compare_" + hashlib.sha1("|".join(names).encode()).hexdigest()[:10]
-    return analyses / folder / "report.html"
+    return analyses / compare_name(names) / "report.html"
 
 
 def _gather(run: Run, analyses: Path, pc, progress: bool) -> dict[str, Any]:
-    from .api import _outputs_for, summary
-    from .passes.analyze import analyze_run
+    from .passes.analyze import analyze_run, run_outputs
 
     cfg = run.config()
-    s = summary(run)
+    s = run.summary()
     tables = analyze_run(run, analyses / run.name, pc, progress=progress)
-    out = _outputs_for(run.name, cfg, s, tables)
+    out = run_outputs(run.name, cfg, s, tables)
     cmd_path = run.path / "command.json"
     try:
         command = json.loads(cmd_path.read_text()) if cmd_path.exists() else {}
@@ -278,35 +231,46 @@ def report(runs, out: str | os.PathLike | None = None, progress: bool = True, *,
     srows = []
     for d in data:
         s, ro = d["summary"], d["routing"]
-        srows.append({"run": d["name"], "K": s["K"], "n_b": s["n_b"], "tau (steps)": s["tau"], "plateau Lc / log K": s["plateau_ratio"],
+        fam = s["definitions"]
+        srows.append({"run": d["name"], "K": s["K"], "n_b": s["n_b"], "tau, paper (L_seq), steps": fam["paper"]["tau"],
+                      "tau, first token (Lc), steps": fam["first_token"]["tau"],
+                      "plateau / log K, paper": fam["paper"]["plateau_ratio"], "plateau / log K, first token": fam["first_token"]["plateau_ratio"],
                       "converged": s["converged"], "status": s["status"], "checkpoints": s["n_checkpoints"],
                       "routing head": ro.get("routing_head"), "top attention head": ro.get("top_attention_head"),
                       "lead (tau−t_r)/tau, causal": ro.get("routing_lead_swap_contrib"), "lead, attention": ro.get("routing_lead_sel_attn")})
     page.add(html_table(srows))
 
-    page.add("<h2 id='loss'>Loss curves</h2><p class='note'>Candidate loss Lc (cross-entropy of the first target token "
-             "renormalised over the group's K candidates), L1 (first token, full vocabulary) and the full target loss, in nats, "
-             "on the fixed evaluation set. Dotted: log K (the plateau); dashed: tau (first step with Lc &lt; alpha log K). "
-             "The buttons switch the step axis to log (step 0 is not drawn there).</p>")
+    page.add("<h2 id='loss'>Loss curves</h2><p class='note'>The paper's sequence candidate loss L_seq (log-probability of the "
+             "whole target string and EOS, renormalised over the group's K candidate strings), our first-token candidate loss Lc "
+             "(the first target token renormalised over the group's K candidate first characters), L1 (first token, full "
+             "vocabulary) and the full target loss, in nats, on the fixed evaluation set. Long dashes: log K; dashed vertical: "
+             "tau (first step with L_seq &lt; alpha log K). The buttons switch the step axis to log (step 0 is not drawn there).</p>")
     page.fig(figures.loss_curves({label[d["name"]]: d["tables"]["checkpoint"] for d in data},
                                  {label[d["name"]]: {"log_K": d["summary"]["log_K"], "tau": d["summary"]["tau"]} for d in data}))
 
     page.add("<h2 id='figure3'>Figure 3 panels</h2><p class='note'>(a) z-dependence (swap gap / its maximum) and loss progress "
-             "against t / tau; (b) between consecutive checkpoints, the fraction of groups whose Lc falls and the mean rate.</p>")
+             "against t / tau; (b) between consecutive checkpoints, the fraction of groups whose loss falls and the mean rate. "
+             "Top row: the paper's definitions (L_seq and its swap gap, computed at the per-head checkpoints; t / tau with the L_seq "
+             "tau); bottom row: first-token definitions (Lc, every checkpoint, the Lc tau).</p>")
     page.fig(figures.figure3({label[d["name"]]: d["figure3"] for d in data}))
 
     for i, d in enumerate(data):
         _run_sections(page, d, f"r{i}", notes, progress)
 
     page.add("<h2 id='tables'>Tables</h2><h3>Table 6: the collective transition</h3><p class='note'>"
-             "Per-group accuracy = fraction of a group's K examples whose target tokens are all the teacher-forced argmax. "
+             "definition paper: a group's accuracy = fraction of its K examples whose target string has the highest score among "
+             "the group's K candidate strings (the paper's), at fractions of the L_seq tau; first_token: fraction whose four target "
+             "tokens are all the teacher-forced argmax (exact match), at fractions of the Lc tau. "
              "Shaded columns are the paper's values (reference only, nearest row in fraction of tau), never our output.</p>")
-    page.add(html_table([r for d in data for r in d["table6"]]))
-    page.add("<h3>Table 9: head ablation</h3><p class='note'>ΔLc = Lc with the head's hook_z zeroed minus clean (nats); "
-             "Pre ≈ 0.25 tau, Mid ≈ tau, Post = last ablated checkpoint. Shaded: the paper's Table 9 (reference only).</p>")
-    page.add(html_table([r for d in data for r in d["table9"]]))
+    page.add(html_table([r for d in data for r in records(d["table6"])]))
+    page.add("<h3>Table 9: head ablation</h3><p class='note'>ΔL (the paper's) = full-vocabulary mean cross-entropy over all "
+             "target positions (A1..A4, EOS) with the head's hook_z zeroed, minus clean; ΔLc = the same for the first-token candidate "
+             "loss (nats). definition paper: ranked by ΔL at tau/4, tau, 2 tau of the L_seq tau; first_token: ranked by ΔLc at the "
+             "same fractions of the Lc tau. Shaded: the paper's Table 9 (reference only).</p>")
+    page.add(html_table([r for d in data for r in records(d["table9"])]))
     page.add("<h3>Selector routing</h3><p class='note'>Routing head = largest causal share of the swap gap at the last "
-             "ablated checkpoint; t_r = first step at half of a score's final rise; lead = (tau − t_r) / tau.</p>")
+             "ablated checkpoint; t_r = first step at half of a score's final rise; lead = (tau − t_r) / tau with the L_seq tau, and "
+             "(keys ending _first_token) with the Lc tau.</p>")
     page.add(transposed_table([d["routing"] for d in data]))
 
     page.add("<h2 id='provenance'>Config and provenance</h2>")
@@ -343,9 +307,11 @@ def report(runs, out: str | os.PathLike | None = None, progress: bool = True, *,
 def _run_sections(page: Page, d: dict, key: str, notes: list[str], progress: bool) -> None:
     """The per-run figures: head scores, head grid with slider, attention, groups, patching."""
     from . import figures
+    from .passes.attention import attention_patterns
+    from .passes.tables import accuracy_histogram
 
     name, lab, tau, K = d["name"], esc(d["name"]), d["summary"]["tau"], d["cfg"].task.K
-    t = d["tables"]
+    t = {k: records(v) for k, v in d["tables"].items()}
     all_steps = sorted({r["step"] for r in t["checkpoint"]})
     page.add(f"<h2 id='{key}-heads'>Heads: {esc(name)}</h2><p class='note'>sel_attn = attention from the position that predicts "
              "A1 to the selector positions minus the uniform baseline; ΔLc = ablation (hook_z zeroed) effect on Lc in nats; "
@@ -353,7 +319,7 @@ def _run_sections(page: Page, d: dict, key: str, notes: list[str], progress: boo
     page.fig(figures.head_scores_over_training(t["heads"], lab, tau))
     ablated = sorted({r["step"] for r in t["heads"] if r["dLc"] == r["dLc"]})
     if ablated:
-        keep = [s for s in ablated if tau and s in (min(ablated, key=lambda x: abs(x - f * tau)) for f in (0.25, 0.5, 1.0, 1.5))]
+        keep = [s for s in ablated if tau and s in (nearest(ablated, f * tau) for f in (0.25, 0.5, 1.0, 1.5))]
         frames = spread(ablated, MAX_SLIDER_FRAMES, tuple(keep))
         notes.append(f"{esc(name)}: the head-grid slider shows {len(frames)} of the {len(ablated)} checkpoints that had the "
                      f"per-head ablations ({len(all_steps)} checkpoints in the run; the others have selector attention only, "
@@ -361,8 +327,8 @@ def _run_sections(page: Page, d: dict, key: str, notes: list[str], progress: boo
         page.fig(figures.head_grid_slider(t["heads"], lab, frames))
 
     att_steps = spread(all_steps, MAX_ATTENTION_CHECKPOINTS,
-                       tuple(min(all_steps, key=lambda x: abs(x - f * tau)) for f in (0.25, 0.5, 1.0, 1.5)) if tau else ())
-    A = attention_data(d["run"], d["cfg"], att_steps, progress=progress)
+                       tuple(nearest(all_steps, f * tau) for f in (0.25, 0.5, 1.0, 1.5)) if tau else ())
+    A = attention_patterns(d["run"], d["cfg"], att_steps, N_ATTENTION_EXAMPLES, progress=progress)
     notes.append(f"{esc(name)}: attention patterns are stored for {len(att_steps)} of {len(all_steps)} checkpoints "
                  f"(steps {', '.join(map(str, att_steps))}) and the first {len(A['examples'])} evaluation examples.")
     A["title"] = f"{lab}:"
@@ -386,9 +352,3 @@ def _run_sections(page: Page, d: dict, key: str, notes: list[str], progress: boo
     if t["patching"]:
         page.add(f"<h3>Causal patching: {esc(name)}</h3>")
         page.fig(figures.patching(t["patching"], lab, tau))
-
-
-def main(args) -> int:
-    path = report(args.runs, args.out, progress=not args.quiet)
-    print(path)
-    return 0

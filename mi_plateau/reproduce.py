@@ -19,24 +19,27 @@ from pathlib import Path
 from typing import Any
 
 from .checkpoints import RunError
+from .config import config_diff
 
 RECIPES = {
-    "core": [(5, 0), (10, 0), (20, 0), (36, 0), (10, 1), (10, 2), (20, 1), (20, 2)],
+    # (preset, K, seed): the paper recipe at every K, seeds at K = 10 and 20, and today's K = 10
+    # under the toolkit's earlier recipe (tl4) to separate the recipe from the ruler
+    "core": [("paper", 10, 0), ("paper", 20, 0), ("tl4", 10, 0), ("paper", 5, 0), ("paper", 10, 1), ("paper", 10, 2),
+             ("paper", 20, 1), ("paper", 20, 2), ("paper", 36, 0)],
 }
 
 
 def plan(recipe: str, root: str | Path = "checkpoints"):
-    from .cli import default_run_name
-    from .config import preset, with_overrides
+    from .config import preset, run_name, with_overrides
 
     out = []
-    for K, seed in RECIPES[recipe]:
-        cfg = with_overrides(preset("paper"), {"K": K, "seed": seed})
-        out.append((Path(root) / default_run_name(cfg), cfg))
+    for name, K, seed in RECIPES[recipe]:
+        cfg = with_overrides(preset(name), {"K": K, "seed": seed})
+        out.append((Path(root) / run_name(cfg), cfg))
     return out
 
 
-def _status(path: Path) -> str:
+def status(path: Path) -> str:
     try:
         return json.loads((path / "manifest.json").read_text()).get("status", "?")
     except (OSError, json.JSONDecodeError):
@@ -45,7 +48,7 @@ def _status(path: Path) -> str:
 
 def train_all(runs, jobs: int = 1, progress: bool = True) -> None:
     """Train the unfinished runs, ``jobs`` at a time in subprocesses with cores split evenly."""
-    todo = [(p, c) for p, c in runs if _status(p) != "finished"]
+    todo = [(p, c) for p, c in runs if status(p) != "finished"]
     if not todo:
         return
     threads = max(1, (os.cpu_count() or 1) // jobs)
@@ -70,7 +73,7 @@ def train_all(runs, jobs: int = 1, progress: bool = True) -> None:
         if (path / "config.json").exists():  # started: continue with the stored config
             _check_recipe_config(path, cfg)
         else:
-            cmd += ["--preset", "paper", "--K", str(cfg.task.K), "--seed", str(cfg.task.data_seed)]
+            cmd += ["--preset", cfg.preset, "--K", str(cfg.task.K), "--seed", str(cfg.task.data_seed)]
         while len(running) >= jobs:
             reap()
             time.sleep(2)
@@ -100,9 +103,7 @@ def _check_recipe_config(path: Path, cfg) -> None:
         for k in keys:
             d["train"].pop(k, None)
     if stored != want:
-        from .train import _config_diff
-
-        raise RunError(f"{path / 'config.json'}: not this recipe's run ({_config_diff(stored, want)}); move it away or rerun elsewhere")
+        raise RunError(f"{path / 'config.json'}: not this recipe's run ({config_diff(stored, want)}); move it away or rerun elsewhere")
 
 
 def _train_wall(path: Path) -> float:
@@ -115,61 +116,55 @@ def _train_wall(path: Path) -> float:
 
 
 def write_assets(results: dict[str, Any], runs, docs: Path) -> list[Path]:
-    """Static SVG figures and the generated tables Markdown for docs/reproduction.md."""
+    """Static figures (exported from the same plotly figures the report draws) and the generated
+    tables Markdown for docs/reproduction.md."""
+    from . import figures
     from .checkpoints import Run, atomic_write_bytes
     from .passes.tables import PAPER_TAU
-    from .svgplot import line_plot
-    from .tabular import read_json_rows, to_markdown
+    from .tabular import read_json_rows, to_markdown, write_figure
 
     docs.mkdir(parents=True, exist_ok=True)
     written = []
-    seed0 = [(p, c) for p, c in runs if c.task.data_seed == 0]
-    # Figure 1: Lc curves with log K lines
-    series, hl = [], []
-    for i, (p, c) in enumerate(seed0):
+    seed0 = sorted(((p, c) for p, c in runs if c.task.data_seed == 0 and c.preset == "paper"), key=lambda pc: pc[1].task.K)
+    curves = {}
+    for p, c in seed0:
         recs = Run(p).records()
-        series.append({"x": [r["step"] for r in recs], "y": [r["metrics"]["Lc"] for r in recs], "label": f"K={c.task.K}"})
-        hl.append({"y": c.task.log_K, "color": "#bbb"})
-    svg = line_plot(series, title="Figure 1: candidate loss Lc (n_b=1000, seed 0); dashed: log K", xlabel="step", ylabel="Lc (nats)", hlines=hl)
-    atomic_write_bytes(docs / "figure1.svg", svg.encode())
-    written.append(docs / "figure1.svg")
-    # Figure 3 a and b from the analysis outputs
-    fa, fb = [], []
-    for i, (p, c) in enumerate(seed0):
-        name = p.name
-        f3 = results["figure3"].get(name)
-        if not f3 or not f3["a"]:
-            continue
-        col = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"][i % 4]
-        fa.append({"x": [r["t_over_tau"] for r in f3["a"]], "y": [r["z_norm"] for r in f3["a"]], "label": f"K={c.task.K} z-dep.", "color": col})
-        fa.append({"x": [r["t_over_tau"] for r in f3["a"]], "y": [r["loss_progress"] for r in f3["a"]], "label": f"K={c.task.K} loss", "color": col, "dash": True})
-        fb.append({"x": [r["t_over_tau"] for r in f3["b"]], "y": [r["frac_falling"] for r in f3["b"]], "label": f"K={c.task.K}", "color": col})
-    if fa:
-        atomic_write_bytes(docs / "figure3a.svg", line_plot(fa, title="Figure 3a: normalised z-dependence (solid) and loss progress (dashed)", xlabel="t / tau", ylabel="normalised", vlines=[1.0], ylim=(-0.1, 1.05)).encode())
-        atomic_write_bytes(docs / "figure3b.svg", line_plot(fb, title="Figure 3b: fraction of groups whose Lc falls between checkpoints", xlabel="t / tau", ylabel="fraction of groups", vlines=[1.0], ylim=(0, 1.0)).encode())
-        written += [docs / "figure3a.svg", docs / "figure3b.svg"]
-    # tables
-    t3 = []
-    by_K: dict[int, list] = {}
+        curves[f"K={c.task.K}"] = {"steps": [r["step"] for r in recs], "L_seq": [r["metrics"].get("L_seq") for r in recs],
+                                   "Lc": [r["metrics"].get("Lc") for r in recs], "log_K": c.task.log_K}
+    if curves:
+        written.append(write_figure(docs / "figure1.svg", figures.figure1(curves)))
+    f3 = {name: d for name, d in results["figure3"].items() if any(v["a"] for v in d.values())}
+    if f3:
+        written.append(write_figure(docs / "figure3.svg", figures.figure3(f3), width=1200))
+    t3, by = [], {}
     for p, c in runs:
         s = results["summaries"][p.name]
-        by_K.setdefault(c.task.K, []).append(s)
-        t3.append({"run": p.name, "K": c.task.K, "seed": c.task.data_seed, "tau": s["tau"], "paper_tau": PAPER_TAU.get(c.task.K),
-                   "plateau_Lc": s["plateau_Lc"], "plateau_over_logK": s["plateau_ratio"], "converged_step": s["converged_step"],
-                   "last_step": s["last_step"], "status": s.get("status"), "train_wall_s": results["train_wall"].get(p.name)})
+        fam = s["definitions"]
+        by.setdefault((c.preset, c.task.K), []).append(fam)
+        t3.append({"run": p.name, "preset": c.preset, "K": c.task.K, "seed": c.task.data_seed,
+                   "tau_paper": fam["paper"]["tau"], "tau_first_token": fam["first_token"]["tau"], "paper_tau": PAPER_TAU.get(c.task.K),
+                   "plateau_paper": fam["paper"]["plateau_Lc"], "plateau_paper_over_logK": fam["paper"]["plateau_ratio"],
+                   "plateau_first_token_over_logK": fam["first_token"]["plateau_ratio"],
+                   "converged_step": s["converged_step"], "last_step": s["last_step"], "status": s.get("status"),
+                   "train_wall_s": results["train_wall"].get(p.name)})
     spread = []
-    for K, ss in sorted(by_K.items()):
-        taus = [s["tau"] for s in ss if s["tau"] is not None]
-        if len(taus) > 1:
-            spread.append({"K": K, "seeds": len(taus), "tau_mean": statistics.mean(taus), "tau_std": statistics.stdev(taus),
-                           "tau_min": min(taus), "tau_max": max(taus), "paper_tau": PAPER_TAU.get(K)})
+    for (pre, K), fams in sorted(by.items()):
+        row: dict[str, Any] = {"preset": pre, "K": K, "seeds": len(fams), "paper_tau": PAPER_TAU.get(K)}
+        for f in ("paper", "first_token"):
+            taus = [x[f]["tau"] for x in fams if x[f]["tau"] is not None]
+            row[f"tau_{f}_mean"] = statistics.mean(taus) if taus else None
+            row[f"tau_{f}_std"] = statistics.stdev(taus) if len(taus) > 1 else None
+        if len(fams) > 1:
+            spread.append(row)
     comp = Path(results["comparison"])
     parts = ["# Generated tables (mi-plateau reproduce core)\n",
-             "Regenerate with `mi-plateau reproduce core`. Columns named paper_* are the paper's values, for reference.\n",
-             "## Table 3 (K column): tau and plateau height\n", to_markdown(t3),
+             "Regenerate with `mi-plateau reproduce core`. Columns named paper_* are the paper's values, for reference; "
+             "`definition` says which family a row measures (paper: L_seq / candidate accuracy / Delta L; first_token: Lc / "
+             "exact match / Delta Lc).\n",
+             "## Table 3 (K column) and Table 7 (K = 10): tau and plateau height, both definitions\n", to_markdown(t3),
              "\n## tau across seeds\n", to_markdown(spread) if spread else "(one seed per K)\n",
              "\n## Table 6: collective transition\n", to_markdown(read_json_rows(comp / "table6.json")),
-             "\n## Table 9: head ablation (top 4 heads per phase, Delta Lc in nats)\n", to_markdown(read_json_rows(comp / "table9.json")),
+             "\n## Table 9: head ablation (top 4 heads per phase; Delta L and Delta Lc in nats)\n", to_markdown(read_json_rows(comp / "table9.json")),
              "\n## Selector routing: routing head, assembly time t_r and lead (tau - t_r) / tau\n", to_markdown(read_json_rows(comp / "routing.json"))]
     atomic_write_bytes(docs / "tables.md", "".join(parts).encode())
     written.append(docs / "tables.md")
@@ -187,13 +182,13 @@ def run_recipe(recipe: str = "core", *, jobs: int = 1, progress: bool = True, do
     if train:
         train_all(runs, jobs=jobs, progress=progress)
     else:  # analyse what exists: finished runs and unfinished ones up to their last checkpoint
-        runs = [(p, c) for p, c in runs if _status(p) in ("finished", "running")]
+        runs = [(p, c) for p, c in runs if status(p) in ("finished", "running")]
         if not runs:
             raise RunError("no run of this recipe has started yet; run it without --no-train first")
     t_train = time.perf_counter() - t0
     res = analyze([p for p, _ in runs], analyses, progress=progress, with_figure3=True)
     t_an = time.perf_counter() - t0 - t_train
-    fig3 = {p.name: res["runs"][p.name]["figure3"] for p, c in runs if c.task.data_seed == 0}
+    fig3 = {p.name: res["runs"][p.name]["figure3"] for p, c in runs if c.task.data_seed == 0 and c.preset == "paper"}
     results = {
         "summaries": {n: r["summary"] for n, r in res["runs"].items()},
         "routing": {n: r["routing"] for n, r in res["runs"].items()},
@@ -209,20 +204,3 @@ def run_recipe(recipe: str = "core", *, jobs: int = 1, progress: bool = True, do
 
     atomic_write_json(Path(docs) / "recipe_log.json", log)
     return nan_to_none(log)
-
-
-def main(args) -> int:
-    runs = plan(args.recipe)
-    if args.dry_run:
-        for p, c in runs:
-            print(f"{p}  K={c.task.K} seed={c.task.data_seed}  {_status(p)}")
-        return 0
-    log = run_recipe(args.recipe, jobs=getattr(args, "jobs", 1), progress=not args.quiet, train=not args.no_train)
-    for name, s in log["summaries"].items():
-        ro = log["routing"][name]
-        ratio = s["plateau_ratio"]
-        ratio = f"{ratio:.3f}" if isinstance(ratio, float) else "—"
-        print(f"{name}: tau={s['tau']} plateau/logK={ratio} routing={ro.get('routing_head')} "
-              f"lead(attn)={ro.get('routing_lead_sel_attn')} lead(causal)={ro.get('routing_lead_swap_contrib')}")
-    print(f"wrote {', '.join(log['written'])}")
-    return 0

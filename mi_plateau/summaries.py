@@ -1,7 +1,7 @@
 """Run-level summaries from checkpoint records: tau, plateau height, convergence (SPEC section 4).
 
 Pure Python plus numpy: ``mi-plateau summary`` never imports torch or transformer_lens.
-Records store NaN as JSON null; ``_num`` maps both to NaN so comparisons are simply false.
+Records store NaN as JSON null; ``num`` maps both to NaN so comparisons are simply false.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 from .config import RunConfig
 
 
-def _num(v: Any) -> float:
+def num(v: Any) -> float:
     """A metric value as float; None (JSON null) and non-numbers become NaN."""
     try:
         return float(v)
@@ -23,10 +23,17 @@ def _num(v: Any) -> float:
 
 
 
+def nearest(steps: Sequence[int], target: float) -> int:
+    """The step closest to ``target`` (the earlier one on a tie): the one rule by which every
+    command and table snaps a requested step or a fraction of tau to a checkpoint."""
+    return min(steps, key=lambda s: (abs(s - target), s))
+
+
 def tau(steps: Sequence[int], Lc: Sequence[float], log_K: float, alpha: float = 0.5) -> int | None:
-    """Waiting time: the first evaluated step at which Lc < alpha * log K (None if never)."""
+    """Waiting time: the first evaluated step at which the loss (Lc, or L_seq for the paper
+    family) is below alpha * log K (None if never)."""
     for s, v in zip(steps, Lc):
-        if _num(v) < alpha * log_K:
+        if num(v) < alpha * log_K:
             return int(s)
     return None
 
@@ -38,7 +45,7 @@ def plateau_height(steps: Sequence[int], Lc: Sequence[float], log_K: float, star
     the first step at which Lc < 0.9 log K (the onset of the transition). If the transition
     begins before ``start`` the window is every evaluated step before the onset but step 0.
     """
-    steps, Lc = np.asarray(steps), np.asarray([_num(v) for v in Lc], dtype=float)
+    steps, Lc = np.asarray(steps), np.asarray([num(v) for v in Lc], dtype=float)
     below = np.nonzero((Lc < 0.9 * log_K) & (steps > 0))[0]
     onset = steps[below[0]] if below.size else steps[-1] + 1
     window = (steps >= start) & (steps < onset)
@@ -49,31 +56,77 @@ def plateau_height(steps: Sequence[int], Lc: Sequence[float], log_K: float, star
     return float(np.median(Lc[window]))
 
 
-def summarize(cfg: RunConfig, records: list[dict[str, Any]]) -> dict[str, Any]:
-    """The summary of one run from its checkpoint records (what ``mi-plateau summary`` prints)."""
+def mean_over_window(steps: Sequence[int], values: Sequence[float], start: int, end: int) -> float:
+    """Mean of the values evaluated at steps in [start, end] (the paper's Table 7 plateau height:
+    mean L_seq over steps 100-500); NaN if no finite value lies there."""
+    v = [num(x) for s, x in zip(steps, values) if start <= s <= end]
+    v = [x for x in v if math.isfinite(x)]
+    return float(np.mean(v)) if v else float("nan")
+
+
+DEFINITIONS = {
+    "paper": "sequence candidate loss L_seq (whole target string + EOS, renormalised over the group's K "
+             "candidate strings); plateau = mean L_seq over the steps of eval.seq_plateau_start..end",
+    "first_token": "first-token candidate loss Lc (A1, softmax over the K candidate first characters); "
+                   "plateau = median Lc over the plateau window",
+}
+
+
+def family_summary(cfg: RunConfig, records: list[dict[str, Any]], family: str) -> dict[str, Any]:
+    """tau (steps and examples), plateau height and its ratio to log K under one definition."""
     steps = [r["step"] for r in records]
-    Lc = [_num(r["metrics"].get("Lc")) for r in records]
+    key = "L_seq" if family == "paper" else "Lc"
+    vals = [num(r["metrics"].get(key)) for r in records]
     log_K = cfg.task.log_K
-    t = tau(steps, Lc, log_K, cfg.eval.alpha)
-    ph = plateau_height(steps, Lc, log_K, cfg.eval.plateau_start) if steps else float("nan")
+    t = tau(steps, vals, log_K, cfg.eval.alpha)
+    if family == "paper":
+        ph = mean_over_window(steps, vals, cfg.eval.seq_plateau_start, cfg.eval.seq_plateau_end)
+    else:
+        ph = plateau_height(steps, vals, log_K, cfg.eval.plateau_start) if steps else float("nan")
+    return {
+        "loss": key,
+        "tau": t,
+        "tau_examples": None if t is None else cfg.examples_seen(t),
+        "plateau_Lc": ph,
+        "plateau_ratio": ph / log_K if log_K > 0 else float("nan"),
+    }
+
+
+def summarize(cfg: RunConfig, records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The summary of one run from its checkpoint records (what ``mi-plateau summary`` prints).
+
+    The top-level tau / tau_examples / plateau_Lc / plateau_ratio are the paper family's (for a
+    task without candidate strings, whose paper family is undefined, the first-token family's);
+    ``definitions`` holds both families side by side.
+    """
+    steps = [r["step"] for r in records]
+    Lc = [num(r["metrics"].get("Lc")) for r in records]
+    log_K = cfg.task.log_K
+    fams = {f: family_summary(cfg, records, f) for f in ("paper", "first_token")}
+    has_paper = any(math.isfinite(num(r["metrics"].get("L_seq"))) for r in records)
+    top = "paper" if has_paper else "first_token"
     conv = next((s for s, v in zip(steps, Lc) if v < cfg.train.converge_Lc), None)
-    gap_step = next((r["step"] for r in records if _num(r["metrics"].get("swap_gap")) > 0.1), None)
+    gap_step = next((r["step"] for r in records if num(r["metrics"].get("swap_gap")) > 0.1), None)
+    head = fams[top]
     return {
         "K": cfg.task.K,
         "n_b": cfg.task.n_b,
         "D": cfg.task.D,
         "direction": cfg.task.direction,
         "log_K": log_K,
-        "plateau_Lc": ph,
-        "plateau_ratio": ph / log_K if log_K > 0 else float("nan"),
+        "definition": top,
+        "plateau_Lc": head["plateau_Lc"],
+        "plateau_ratio": head["plateau_ratio"],
         "alpha": cfg.eval.alpha,
-        "tau": t,
-        "tau_examples": None if t is None else t * cfg.train.batch_size,
+        "tau": head["tau"],
+        "tau_examples": head["tau_examples"],
+        "definitions": fams,
         "converged": conv is not None,
         "converged_step": conv,
         "swap_gap_0.1_step": gap_step,
         "last_step": steps[-1] if steps else None,
         "final_Lc": Lc[-1] if Lc else None,
+        "final_L_seq": num(records[-1]["metrics"].get("L_seq")) if records else None,
         "n_checkpoints": len(records),
     }
 

@@ -1,4 +1,9 @@
-"""Tidy tables (lists of row dicts) written as Markdown, CSV and JSON. No pandas needed."""
+"""The report layer's writers: a tidy table (a DataFrame or a list of row dicts) as Markdown,
+CSV and JSON, and a plotly figure as a static image. The one place these formats are written.
+
+The JSON file is the list of rows (``orient="records"``), so ``pandas.read_json(path)`` reads
+the table itself; the title and the note go in the Markdown file.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ import math
 from pathlib import Path
 from typing import Any, Sequence
 
-Rows = list[dict[str, Any]]
+from .frames import Rows, records
 
 
 def columns(rows: Rows) -> list[str]:
@@ -29,28 +34,46 @@ def _cell(v: Any, digits: int) -> str:
     return str(v)
 
 
-def to_markdown(rows: Rows, cols: Sequence[str] | None = None, digits: int = 3) -> str:
+def _md_cell(text: str) -> str:
+    """One Markdown table cell: pipes escaped, line breaks flattened (a newline ends a row)."""
+    return " ".join(text.replace("|", "\\|").split()) if ("\n" in text or "\r" in text) else text.replace("|", "\\|")
+
+
+def to_markdown(rows, cols: Sequence[str] | None = None, digits: int = 3) -> str:
+    rows = records(rows)
     cols = list(cols or columns(rows))
-    out = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    out = ["| " + " | ".join(_md_cell(c) for c in cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
     for r in rows:
-        out.append("| " + " | ".join(_cell(r.get(c), digits).replace("|", "\\|") for c in cols) + " |")
+        out.append("| " + " | ".join(_md_cell(_cell(r.get(c), digits)) for c in cols) + " |")
     return "\n".join(out) + "\n"
 
 
-def to_csv(rows: Rows, cols: Sequence[str] | None = None) -> str:
+def _csv_cell(v: Any) -> Any:
+    """A CSV value; text that a spreadsheet would run as a formula (=, +, -, @ first) is quoted
+    with a leading apostrophe. Numbers stay numbers."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return ""
+    if isinstance(v, str) and v[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + v
+    return v
+
+
+def to_csv(rows, cols: Sequence[str] | None = None) -> str:
+    rows = records(rows)
     cols = list(cols or columns(rows))
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore", lineterminator="\n")
     w.writeheader()
     for r in rows:
-        w.writerow({c: ("" if r.get(c) is None or (isinstance(r.get(c), float) and math.isnan(r[c])) else r.get(c)) for c in cols})
+        w.writerow({c: _csv_cell(r.get(c)) for c in cols})
     return buf.getvalue()
 
 
-def write_table(path_stem: Path, rows: Rows, *, title: str = "", note: str = "", cols: Sequence[str] | None = None) -> list[Path]:
+def write_table(path_stem: Path, rows, *, title: str = "", note: str = "", cols: Sequence[str] | None = None) -> list[Path]:
     """Write ``<stem>.md``, ``<stem>.csv`` and ``<stem>.json``; returns the paths."""
     from .checkpoints import atomic_write_bytes
 
+    rows = records(rows)
     path_stem = Path(path_stem)
     md = (f"## {title}\n\n" if title else "") + to_markdown(rows, cols) + (f"\n{note}\n" if note else "")
     paths = [path_stem.with_suffix(".md"), path_stem.with_suffix(".csv"), path_stem.with_suffix(".json")]
@@ -59,9 +82,54 @@ def write_table(path_stem: Path, rows: Rows, *, title: str = "", note: str = "",
     from .summaries import nan_to_none
 
     # not atomic_write_json: that sorts keys, and a table keeps its column order
-    atomic_write_bytes(paths[2], (json.dumps(nan_to_none({"title": title, "note": note, "rows": rows}), indent=1) + "\n").encode())
+    atomic_write_bytes(paths[2], (json.dumps(nan_to_none(rows), indent=1) + "\n").encode())
     return paths
 
 
+def write_figure(path: Path, fig, *, width: int | None = None, height: int | None = None) -> Path:
+    """A plotly figure as a static image (format from the suffix: .svg, .png), exported by
+    kaleido with the system's Chromium; the same figure object the HTML report shows."""
+    from .checkpoints import atomic_write_bytes
+
+    path = Path(path)
+    data = fig.to_image(format=path.suffix.lstrip("."), width=width or fig.layout.width or 1100,
+                        height=height or fig.layout.height or 480)
+    atomic_write_bytes(path, data)
+    return path
+
+
 def read_json_rows(path: Path) -> Rows:
-    return json.loads(Path(path).read_text())["rows"]
+    """The rows of a table ``write_table`` wrote (as ``pandas.read_json`` reads them)."""
+    return json.loads(Path(path).read_text())
+
+
+def write_run_analysis(folder: Path, name: str, tables: dict, outputs: dict, note6: str = "", note9: str = "") -> list[Path]:
+    """What ``mi-plateau analyze`` writes for one run: the pass tables, Tables 6 and 9, the
+    routing summary (JSON) and Figure 3 (HTML)."""
+    from . import figures
+    from .checkpoints import atomic_write_bytes, atomic_write_json
+
+    folder = Path(folder)
+    paths = []
+    for key in ("checkpoint", "heads", "groups", "patching"):
+        paths += write_table(folder / f"pass_{key}", tables[key], title=f"{name}: {key} pass rows")
+    paths += write_table(folder / "table6", outputs["table6"], title=f"Table 6 (collective transition): {name}", note=note6)
+    paths += write_table(folder / "table9", outputs["table9"], title=f"Table 9 (head ablation): {name}", note=note9)
+    atomic_write_json(folder / "routing.json", outputs["routing"])
+    f3 = folder / "figure3.html"
+    atomic_write_bytes(f3, figures.figure3({name: outputs["figure3"]}).to_html(include_plotlyjs=True, full_html=True).encode())
+    return paths + [folder / "routing.json", f3]
+
+
+def write_comparison(folder: Path, table6, table9, routing: Rows, figure3_data: dict, note6: str = "", note9: str = "") -> list[Path]:
+    """The comparison folder of several runs: Tables 6 and 9 and the routing summaries of all of
+    them, and one Figure 3."""
+    from . import figures
+    from .checkpoints import atomic_write_bytes
+
+    folder = Path(folder)
+    paths = write_table(folder / "table6", table6, title="Table 6 (collective transition)", note=note6)
+    paths += write_table(folder / "table9", table9, title="Table 9 (head ablation)", note=note9)
+    paths += write_table(folder / "routing", routing, title="Selector-routing heads and leads")
+    atomic_write_bytes(folder / "figure3.html", figures.figure3(figure3_data).to_html(include_plotlyjs=True, full_html=True).encode())
+    return paths + [folder / "figure3.html"]

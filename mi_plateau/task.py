@@ -152,6 +152,20 @@ class EvalSet:
     def n_groups(self) -> int:
         return len(self.groups)
 
+    @property
+    def has_sequence_candidates(self) -> bool:
+        """The paper family is defined: the group's K target strings are the candidates (A-target
+        directions); B-target directions have one target per group and no candidate set."""
+        return self.task.cfg.targets_A
+
+    @cached_property
+    def seq_candidates(self) -> Int[Tensor, "N K target_len"]:
+        """Token ids of every candidate target string of each row's group, in selector order:
+        row i's own target is candidate ``s[i]``."""
+        if not self.has_sequence_candidates:
+            raise ValueError(f"direction {self.task.cfg.direction!r}: the sequence candidate loss needs A targets")
+        return torch.from_numpy(self.task.targets[self.g] + CHAR0)
+
     def swapped_tokens(self, shift: int) -> Tensor:
         """The same rows with selector k replaced by (k + shift) mod K; the answer is unchanged."""
         K = self.task.cfg.K
@@ -184,19 +198,62 @@ class BatchSampler:
         self.batch_size = batch_size
         self.gen = torch.Generator().manual_seed(int(seed))
 
+    def next_indices(self) -> Tensor:
+        return torch.randint(0, self.task.n_examples, (self.batch_size,), generator=self.gen)
+
     def sample(self) -> Tensor:
         cfg = self.task.cfg
-        idx = torch.randint(0, self.task.n_examples, (self.batch_size,), generator=self.gen).numpy()
+        idx = self.next_indices().numpy()
+        n = len(idx)
         g, s = idx // cfg.K, idx % cfg.K
         ts = s
         if cfg.label_noise > 0:
-            flip = torch.rand(self.batch_size, generator=self.gen).numpy() < cfg.label_noise
-            other = (s + torch.randint(1, cfg.K, (self.batch_size,), generator=self.gen).numpy()) % cfg.K
+            flip = torch.rand(n, generator=self.gen).numpy() < cfg.label_noise
+            other = (s + torch.randint(1, cfg.K, (n,), generator=self.gen).numpy()) % cfg.K
             ts = np.where(flip, other, s)
         return self.task.tokens(g, s, target_sel=ts)
 
-    def get_state(self) -> Tensor:
-        return self.gen.get_state()
+    def state(self) -> dict[str, Tensor]:
+        """Everything resume needs, as tensors (stored in the run's resume file)."""
+        return {"sampler_rng": self.gen.get_state()}
 
-    def set_state(self, state: Tensor) -> None:
-        self.gen.set_state(state)
+    def load_state(self, state: dict[str, Tensor]) -> None:
+        self.gen.set_state(state["sampler_rng"])
+
+
+class EpochSampler(BatchSampler):
+    """Epoch batches, as PyTorch's ``DataLoader(shuffle=True)`` draws them: each epoch a fresh
+    permutation of the D examples from the sampler's generator, cut into consecutive slices of
+    ``batch_size``; the last, partial slice of an epoch is a (smaller) batch of its own.
+
+    The permutation and the position in it are part of the state, so resume continues mid-epoch.
+    """
+
+    def __init__(self, task: Task, batch_size: int, seed: int):
+        super().__init__(task, batch_size, seed)
+        self.perm = torch.empty(0, dtype=torch.int64)
+        self.pos = 0
+
+    def next_indices(self) -> Tensor:
+        if self.pos >= len(self.perm):
+            self.perm = torch.randperm(self.task.n_examples, generator=self.gen)
+            self.pos = 0
+        out = self.perm[self.pos : self.pos + self.batch_size]
+        self.pos += len(out)
+        return out
+
+    def state(self) -> dict[str, Tensor]:
+        return {"sampler_rng": self.gen.get_state(), "sampler_perm": self.perm.clone(),
+                "sampler_pos": torch.tensor(self.pos, dtype=torch.int64)}
+
+    def load_state(self, state: dict[str, Tensor]) -> None:
+        perm, pos = state["sampler_perm"], int(state["sampler_pos"])
+        if perm.dtype != torch.int64 or perm.dim() != 1 or len(perm) not in (0, self.task.n_examples) or not 0 <= pos <= len(perm):
+            raise ValueError("sampler_perm / sampler_pos do not describe an epoch of this task")
+        self.gen.set_state(state["sampler_rng"])
+        self.perm, self.pos = perm.clone(), pos
+
+
+def make_sampler(task: Task, batching: str, batch_size: int, seed: int) -> BatchSampler:
+    """The training batch sampler of ``train.batching``: "uniform" or "epoch"."""
+    return (EpochSampler if batching == "epoch" else BatchSampler)(task, batch_size, seed)

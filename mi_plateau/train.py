@@ -31,17 +31,17 @@ from .checkpoints import (
     Run,
     RunError,
     RunLock,
-    _crash_point,
+    crash_point,
     atomic_write_json,
     load_state_checked,
     load_tensors,
     remove_stale_files,
-    save_tensors,
+    write_checkpoint,
 )
-from .config import RunConfig, validate
+from .config import RunConfig, config_diff, layout_for, validate
 from .metrics import evaluate
-from .summaries import summarize, tau as tau_of
-from .task import BatchSampler, make_eval_set, make_task
+from .summaries import num as _num, summarize, tau as tau_of
+from .task import make_eval_set, make_sampler, make_task
 
 
 def lr_at(cfg: RunConfig, step: int) -> float:
@@ -65,7 +65,27 @@ def make_optimizer(cfg: RunConfig, model: torch.nn.Module) -> torch.optim.AdamW:
     )
 
 
-def _optimizer_tensors(opt: torch.optim.Optimizer) -> dict[str, torch.Tensor]:
+def train_step(cfg: RunConfig, forward, opt: torch.optim.Optimizer, tokens: torch.Tensor, step: int) -> float:
+    """One update: the mean next-token cross-entropy over the target positions (A1..A4, EOS) of
+    the batch ``tokens``, backward, optional clipping, AdamW at ``lr_at(step)``; returns the
+    loss. ``forward`` maps the inputs [batch, seq_len - 1] (the EOS input predicts nothing) to
+    the logits of the loss positions (``model.training_forward``). The trainer and the bench
+    both step with this function."""
+    pos = layout_for(cfg.task).pred_positions
+    for g in opt.param_groups:
+        g["lr"] = lr_at(cfg, step)
+    lg = forward(tokens[:, :-1])
+    loss = F.cross_entropy(lg.reshape(-1, lg.shape[-1]), tokens[:, pos.start + 1 : pos.stop + 1].reshape(-1))
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    if cfg.train.grad_clip > 0:
+        torch.nn.utils.clip_grad_norm_([p for g in opt.param_groups for p in g["params"]], cfg.train.grad_clip)
+    opt.step()
+    return loss.item()
+
+
+def optimizer_tensors(opt: torch.optim.Optimizer) -> dict[str, torch.Tensor]:
+    """AdamW's state as flat tensors ``opt.<param index>.<step|exp_avg|exp_avg_sq>`` (resume files)."""
     out = {}
     for i, st in opt.state_dict()["state"].items():
         for k, v in st.items():
@@ -73,7 +93,7 @@ def _optimizer_tensors(opt: torch.optim.Optimizer) -> dict[str, torch.Tensor]:
     return out
 
 
-def _load_optimizer(opt: torch.optim.Optimizer, tensors: dict[str, torch.Tensor], path: Path | None = None) -> None:
+def load_optimizer(opt: torch.optim.Optimizer, tensors: dict[str, torch.Tensor], path: Path | None = None) -> None:
     sd = opt.state_dict()
     params = [p for g in opt.param_groups for p in g["params"]]
     state: dict[int, dict[str, torch.Tensor]] = {}
@@ -94,25 +114,39 @@ def _load_optimizer(opt: torch.optim.Optimizer, tensors: dict[str, torch.Tensor]
     opt.load_state_dict(sd)
 
 
-def next_interval(cfg: RunConfig, last_Lc: float) -> int:
-    """Checkpoint spacing: denser while the transition is under way (0.1 log K < Lc < 0.95 log K).
+def next_interval(cfg: RunConfig, last: dict[str, Any]) -> int:
+    """Checkpoint spacing: denser while the transition is under way in either family
+    (0.1 log K < Lc or L_seq < 0.95 log K).
 
     The slow convergence tail below 0.1 log K goes back to the plateau spacing: it is long and
     nothing in it needs 25-step resolution.
     """
     log_K = cfg.task.log_K
-    if max(cfg.train.converge_Lc, 0.1 * log_K) < last_Lc < 0.95 * log_K:
+    lo = max(cfg.train.converge_Lc, 0.1 * log_K)
+    if any(lo < _num(last.get(k)) < 0.95 * log_K for k in ("Lc", "L_seq")):
         return cfg.train.ckpt_every_transition
     return cfg.train.ckpt_every
 
 
 def should_stop(cfg: RunConfig, records: Sequence[dict[str, Any]]) -> bool:
+    """The stopping rule ``train.stop``.
+
+    "converge": Lc has fallen below ``converge_Lc``, ``margin_steps`` have passed since, and the
+    step is at least ``post_tau_frac`` times the later of the two families' tau.
+    "tau": both families' tau are known and the step is at least ``tau_margin`` times the later.
+    """
     steps = [r["step"] for r in records]
+    taus = [tau_of(steps, [r["metrics"].get(k) for r in records], cfg.task.log_K, cfg.eval.alpha) for k in ("Lc", "L_seq")]
+    known = [t for t in taus if t is not None]
+    if cfg.train.stop == "tau":
+        # the paper family is undefined for B-target directions; it does not hold such a run
+        need = 2 if cfg.task.targets_A else 1
+        return len(known) >= need and steps[-1] >= cfg.train.tau_margin * max(known)
     Lc = [r["metrics"]["Lc"] for r in records]
     conv = next((s for s, v in zip(steps, Lc) if v < cfg.train.converge_Lc), None)
     if conv is None:
         return False
-    t = tau_of(steps, Lc, cfg.task.log_K, cfg.eval.alpha) or conv
+    t = max(known) if known else conv
     return steps[-1] >= conv + cfg.train.margin_steps and steps[-1] >= cfg.train.post_tau_frac * t
 
 
@@ -159,7 +193,7 @@ def train(
             stored = run.config()
             if cfg is not None and cfg.to_dict() != stored.to_dict():
                 if not extends(stored, cfg):
-                    diff = _config_diff(stored.to_dict(), cfg.to_dict())
+                    diff = config_diff(stored.to_dict(), cfg.to_dict())
                     raise RunError(f"{run.path / 'config.json'}: resume with a different config is refused ({diff})")
                 atomic_write_json(run.path / "config.json", cfg.to_dict())
                 stored = cfg
@@ -184,27 +218,15 @@ def extends(stored: RunConfig, cfg: RunConfig) -> bool:
     return cfg.train.max_steps > stored.train.max_steps and stored.train.schedule == "constant" and same == stored
 
 
-def _config_diff(a: dict, b: dict, prefix: str = "") -> str:
-    out = []
-    for k in sorted(set(a) | set(b)):
-        if isinstance(a.get(k), dict) and isinstance(b.get(k), dict):
-            d = _config_diff(a[k], b[k], f"{prefix}{k}.")
-            if d:
-                out.append(d)
-        elif a.get(k) != b.get(k):
-            out.append(f"{prefix}{k}: stored {a.get(k)!r}, given {b.get(k)!r}")
-    return "; ".join(out)
-
-
 def _train_loop(cfg: RunConfig, run: Run, *, progress: bool) -> None:
     from .model import build_model, training_forward
 
     task = make_task(cfg.task)
     ev = make_eval_set(task, cfg.eval)
-    layout = task.layout
+
     model = build_model(cfg)
     opt = make_optimizer(cfg, model)
-    sampler = BatchSampler(task, cfg.train.batch_size, cfg.train.batch_seed)
+    sampler = make_sampler(task, cfg.train.batching, cfg.train.batch_size, cfg.train.batch_seed)
 
     manifest: dict[str, Any]
     if run.exists():
@@ -224,12 +246,11 @@ def _train_loop(cfg: RunConfig, run: Run, *, progress: bool) -> None:
         load_state_checked(model, load_tensors(wpath, last.get("sha256")), wpath)
         spath = run.inside(manifest["resume"])
         state = load_tensors(spath, manifest.get("resume_sha256"))
-        _load_optimizer(opt, state, spath)
-        rng = state.get("sampler_rng")
+        load_optimizer(opt, state, spath)
         try:
-            sampler.set_state(rng)
-        except (TypeError, RuntimeError):
-            raise RunError(f"{spath}: sampler_rng is missing or not a generator state") from None
+            sampler.load_state(state)
+        except (KeyError, TypeError, RuntimeError, ValueError) as e:
+            raise RunError(f"{spath}: the sampler state is missing or does not fit this run ({e})") from None
         step = last["step"]
         try:  # wall_s counts training time across resumes
             wall_before = float(json.loads(run.inside(last["record_file"]).read_text()).get("wall_s", 0.0))
@@ -244,40 +265,19 @@ def _train_loop(cfg: RunConfig, run: Run, *, progress: bool) -> None:
 
     def checkpoint(step: int, train_loss: float | None, wall: float) -> None:
         model.eval()
-        metrics = evaluate(model, ev)
+        metrics = evaluate(model, ev, seq_groups=cfg.eval.seq_groups(cfg.task.K))
         model.train()
         record = {
             "step": step,
-            "examples_seen": step * cfg.train.batch_size,
+            "examples_seen": cfg.examples_seen(step),
             "lr": lr_at(cfg, max(step - 1, 0)) if step else 0.0,
             "train_loss": train_loss,
             "metrics": metrics,
         }
-        name = f"step_{step:06d}"
-        digest = save_tensors(run.path / "ckpt" / f"{name}.safetensors", model.state_dict(), {"step": str(step)})
-        atomic_write_json(run.path / "ckpt" / f"{name}.json", {**record, "wall_s": wall})
-        resume_rel = f"resume/state_{step:06d}.safetensors"
-        resume_digest = save_tensors(run.path / resume_rel, {**_optimizer_tensors(opt), "sampler_rng": sampler.get_state()})
-        old_resume = manifest.get("resume")
-        manifest["checkpoints"].append(
-            {"step": step, "weights": f"ckpt/{name}.safetensors", "sha256": digest,
-             "record_file": f"ckpt/{name}.json", "record": record}
-        )
-        manifest["resume"] = resume_rel
-        manifest["resume_sha256"] = resume_digest
         records.append(record)
         done = should_stop(cfg, records) or step >= cfg.train.max_steps
-        if done:
-            manifest["status"] = "finished"
-            manifest["summary"] = summarize(cfg, records)
-        _crash_point("pre_commit")  # test hook: all files of this checkpoint written, not yet committed
-        atomic_write_json(run.path / "manifest.json", manifest)  # the commit point
-        _crash_point("post_commit")  # test hook: committed, the previous resume state not yet deleted
-        if old_resume and old_resume != resume_rel:
-            try:
-                run.inside(old_resume).unlink()
-            except FileNotFoundError:
-                pass
+        write_checkpoint(run.path, manifest, record, wall, model.state_dict(), {**optimizer_tensors(opt), **sampler.state()},
+                         summarize(cfg, records) if done else None)
 
     # The step runs on the bridge's own parameters without its hooks (model.training_forward);
     # evaluation, checkpoints and every analysis still read the TransformerBridge.
@@ -286,7 +286,7 @@ def _train_loop(cfg: RunConfig, run: Run, *, progress: bool) -> None:
     if step == 0 and not records:
         checkpoint(0, None, 0.0)
     model.train()
-    next_ckpt = step + next_interval(cfg, records[-1]["metrics"]["Lc"])
+    next_ckpt = step + next_interval(cfg, records[-1]["metrics"])
     bar = None
     if progress:
         from tqdm import tqdm
@@ -296,31 +296,19 @@ def _train_loop(cfg: RunConfig, run: Run, *, progress: bool) -> None:
     n_run = 0
     try:
         while manifest["status"] != "finished":
-            tokens = sampler.sample()
-            for g in opt.param_groups:
-                g["lr"] = lr_at(cfg, step)
-            # the EOS position predicts nothing, so the model never needs to read it
-            lg = forward(tokens[:, :-1])
-            pos = layout.pred_positions
-            loss = F.cross_entropy(lg.reshape(-1, lg.shape[-1]), tokens[:, pos.start + 1 : pos.stop + 1].reshape(-1))
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            if cfg.train.grad_clip > 0:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.train.grad_clip)
-            opt.step()
+            running += train_step(cfg, forward, opt, sampler.sample(), step)
             step += 1
-            running += loss.item()
             n_run += 1
-            _crash_point("step")
+            crash_point("step")
             if bar is not None:
                 bar.update(1)
             if step >= next_ckpt or step >= cfg.train.max_steps:
                 checkpoint(step, running / n_run, time.perf_counter() - t0)
                 running, n_run = 0.0, 0
                 m = records[-1]["metrics"]
-                next_ckpt = step + next_interval(cfg, m["Lc"])
+                next_ckpt = step + next_interval(cfg, m)
                 if bar is not None:
-                    bar.set_postfix(Lc=f"{m['Lc']:.3f}", gap=f"{m['swap_gap']:.3f}", acc=f"{m['acc_mean']:.2f}")
+                    bar.set_postfix(L_seq=f"{m['L_seq']:.3f}", Lc=f"{m['Lc']:.3f}", gap=f"{m['swap_gap']:.3f}", acc=f"{m['acc_mean']:.2f}")
     finally:
         if bar is not None:
             bar.close()

@@ -5,7 +5,8 @@ import pytest
 import torch
 
 from mi_plateau.config import preset, with_overrides
-from mi_plateau.metrics import candidate_losses, evaluate, plateau_height, summarize, tau
+from mi_plateau.metrics import candidate_losses, evaluate
+from mi_plateau.summaries import plateau_height, summarize, tau
 from mi_plateau.model import build_model
 from mi_plateau.task import make_eval_set, make_task
 
@@ -59,13 +60,35 @@ def test_plateau_height_ignores_warmup_and_transition():
 
 
 def test_summary_keys():
-    cfg = preset("paper")
+    """Records without L_seq (runs written before the paper family): the first-token family."""
+    cfg = preset("tl4")
     recs = [{"step": s, "metrics": {"Lc": v, "swap_gap": 0.0}} for s, v in [(0, 2.4), (400, 2.31), (800, 2.3), (1000, 0.5), (1100, 0.01)]]
     s = summarize(cfg, recs)
     for key in ("K", "log_K", "plateau_Lc", "plateau_ratio", "tau", "alpha", "converged", "last_step", "n_checkpoints"):
         assert key in s
+    assert s["definition"] == "first_token"
     assert s["tau"] == 1000 and s["tau_examples"] == 128000 and s["converged"] and s["n_checkpoints"] == 5
     assert s["plateau_ratio"] == pytest.approx(np.median([2.31, 2.3]) / math.log(10))
+    assert s["definitions"]["paper"]["tau"] is None
+
+
+def test_summary_paper_family_on_a_synthetic_curve():
+    """tau on L_seq, the paper's plateau (mean L_seq over steps 100-500) and examples seen under
+    epoch batching (D = 10,000, batch 128: 79 batches an epoch, the last one of 16)."""
+    cfg = preset("paper")
+    curve = [(0, 3.0, 3.0), (100, 2.40, 2.31), (300, 2.38, 2.30), (500, 2.36, 2.30), (600, 2.2, 2.29), (800, 1.2, 2.0),
+             (850, 0.9, 1.5), (900, 0.5, 1.1), (1000, 0.1, 0.3)]
+    recs = [{"step": s, "metrics": {"L_seq": a, "Lc": b}} for s, a, b in curve]
+    s = summarize(cfg, recs)
+    log_K = math.log(10)
+    assert s["definition"] == "paper"
+    assert s["tau"] == 850  # first L_seq < 0.5 log K = 1.151
+    assert s["definitions"]["first_token"]["tau"] == 900
+    assert s["plateau_Lc"] == pytest.approx((2.40 + 2.38 + 2.36) / 3)
+    assert s["plateau_ratio"] == pytest.approx(s["plateau_Lc"] / log_K)
+    # 850 steps = 10 epochs (790 steps, 100,000 examples) + 60 batches of 128
+    assert s["tau_examples"] == 100000 + 60 * 128
+    assert cfg.examples_seen(79) == 10000 and cfg.examples_seen(78) == 78 * 128
 
 
 @pytest.mark.parametrize("overrides", [{"len_z": 1}, {"len_z": 2}, {"len_z": 3}, {"direction": "az_b"},
@@ -88,3 +111,57 @@ def test_packed_evaluate_equals_two_plain_forwards(overrides):
         assert a[k] == pytest.approx(b[k], abs=1e-5, nan_ok=True), k
     if cfg.task.has_selector:
         assert abs(a["swap_gap"]) > 0.01  # the swap really changes something here
+
+
+def test_z_blind_uniform_model_scores_log_K_exactly():
+    """A model whose logits are all equal gives every candidate string the same score: L_seq is
+    log K exactly (and Lc too); the argmax of K equal scores is the first candidate, so the
+    candidate accuracy is 1/K."""
+    from mi_plateau.metrics import sequence_losses
+
+    cfg = with_overrides(preset("tiny"), {"model.train_b_U": True})
+    model = build_model(cfg)
+    with torch.no_grad():
+        model.state_dict(keep_vars=True)["unembed.weight"].zero_()
+    ev = make_eval_set(make_task(cfg.task), cfg.eval)
+    m = evaluate(model, ev)
+    K = cfg.task.K
+    assert m["L_seq"] == pytest.approx(math.log(K), abs=1e-6) and m["Lc"] == pytest.approx(math.log(K), abs=1e-6)
+    assert m["cand_acc"] == pytest.approx(1 / K)
+    scores = torch.full((6, K), -7.3)
+    L, ok = sequence_losses(scores, torch.arange(6) % K)
+    assert torch.allclose(L, torch.full((6,), math.log(K)))
+
+
+def test_sequence_loss_on_hand_built_scores():
+    from mi_plateau.metrics import sequence_losses
+
+    scores = torch.tensor([[0.0, math.log(3.0), -1e9], [-1.0, -2.0, -3.0]])
+    L, ok = sequence_losses(scores, torch.tensor([1, 2]))
+    assert L[0].item() == pytest.approx(-math.log(3 / 4)) and ok.tolist() == [True, False]
+    assert L[1].item() == pytest.approx(3 + math.log(math.exp(-1) + math.exp(-2) + math.exp(-3)))
+
+
+def test_paper_init_std_per_matrix_and_b_U_gets_gradients():
+    """GPT-2 init: every weight matrix N(0, (0.8 / sqrt(d_model))^2), biases 0, LN weights 1; the
+    unembedding bias is a Parameter that training moves."""
+    cfg = preset("paper")
+    model = build_model(cfg)
+    std = 0.8 / math.sqrt(cfg.model.d_model)
+    sd = model.state_dict(keep_vars=True)
+    for name, p in sd.items():
+        if name.split(".")[-2] in ("ln1", "ln2", "ln_final"):
+            assert torch.all(p == (1.0 if name.endswith("weight") else 0.0)), name
+        elif name.endswith("bias"):
+            assert torch.all(p == 0), name
+        else:
+            assert p.std().item() == pytest.approx(std, rel=0.05), name  # W_O and W_out too (tl4 scales them down)
+    assert isinstance(sd["unembed.bias"], torch.nn.Parameter)
+    tl4 = build_model(preset("tl4")).state_dict()
+    assert tl4["blocks.0.attn.o.weight"].std().item() == pytest.approx(std / math.sqrt(8), rel=0.05)
+    tokens = make_eval_set(make_task(cfg.task), cfg.eval).tokens[:8]
+    model(tokens).logsumexp(-1).sum().backward()
+    assert sd["unembed.bias"].grad is not None and sd["unembed.bias"].grad.abs().sum() > 0
+    # the same init seed gives the same weights, whatever the data seed
+    other = build_model(with_overrides(cfg, {"seed": 5})).state_dict()
+    assert torch.equal(other["blocks.1.mlp.in.weight"], sd["blocks.1.mlp.in.weight"].detach())

@@ -7,7 +7,7 @@ import torch
 from mi_plateau.config import preset
 from mi_plateau.metrics import example_correct, group_accuracy
 from mi_plateau.model import build_model
-from mi_plateau.passes.forward import Weights, block, forward, run_cached
+from mi_plateau.model.forward import Weights, block, forward, run_cached
 from mi_plateau.passes.probes import checkpoint_passes
 from mi_plateau.passes.tables import half_rise_step, phase_steps, table6, table9
 from mi_plateau.task import make_eval_set, make_task
@@ -128,8 +128,12 @@ def test_patching_layer0_moves_everything(setup):
     """Patching the embeddings at the selector positions is the swapped input: fraction 1."""
     _, W, ev = setup
     out = checkpoint_passes(W, ev)
-    p = {r["layer"]: r["patch_frac"] for r in out["patching"]}
-    assert p[0] == pytest.approx(1.0, abs=1e-4)
+    p = {(r["hook"], r["layer"]): r["patch_frac"] for r in out["patching"]}
+    assert p[("resid_pre", 0)] == pytest.approx(1.0, abs=1e-4)
+    # resid_post of layer l is resid_pre of layer l + 1; after the last layer nothing reaches fp
+    L = W.n_layers
+    assert all(p[("resid_post", l)] == p[("resid_pre", l + 1)] for l in range(L - 1))
+    assert p[("resid_post", L - 1)] == 0.0
 
 
 def test_oracle_scores_100_percent_per_group(tiny_cfg):
@@ -146,16 +150,28 @@ def test_oracle_scores_100_percent_per_group(tiny_cfg):
 
 
 def test_phase_selection_on_synthetic_run():
-    steps = list(range(0, 3001, 50))
-    assert phase_steps(steps, 1850) == {"Pre": 450, "Mid": 1850, "Post": 3000}  # 0.25*1850=462.5
-    ck = [{"step": s, "groups_ge80": s / 3000, "groups_100": 0.0, "acc_mean": 0.5} for s in steps]
-    rows = table6("r", 10, 1800, ck)
-    assert [r["step"] for r in rows] == [450, 900, 1800, 2700]
-    assert rows[2]["paper_ge80_pct"] == 31.5  # nearest paper row in fraction of tau (0.97)
-    heads = [{"step": s, "head": f"L0H{h}", "dLc": h * s / 1000, "dL1": 0.0} for s in (450, 1800, 3000) for h in range(4)]
-    t9 = table9("r", 10, 1800, heads)
-    assert [(r["phase"], r["rank"], r["head"]) for r in t9[:2]] == [("Pre", 1, "L0H3"), ("Pre", 2, "L0H2")]
-    assert t9[0]["paper_head"] == "L0H3"
+    """Each family reads its own tau and its own columns; the paper family's accuracy exists
+    only at the checkpoints that had the sequence scoring."""
+    steps = list(range(0, 4001, 50))
+    assert phase_steps(steps, 1850) == {"Pre": 450, "Mid": 1850, "Post": 3700}  # 0.25*1850=462.5
+    nan = float("nan")
+    ck = [{"step": s, "groups_ge80": s / 4000, "groups_100": 0.0, "acc_mean": 0.5,
+           "cand_acc": 0.7 if s % 100 == 0 else nan, "cand_groups_ge80": 0.3, "cand_groups_100": 0.1} for s in steps]
+    t6 = table6("r", 10, {"paper": 1700, "first_token": 1800}, ck)
+    assert list(t6["definition"]) == ["paper"] * 4 + ["first_token"] * 4
+    paper, first = t6[t6.definition == "paper"], t6[t6.definition == "first_token"]
+    assert list(paper["step"]) == [400, 800, 1700, 2500]  # 425 -> 400 and 2550 -> 2500 (ties go to the earlier step)
+    assert list(first["step"]) == [450, 900, 1800, 2700]
+    assert first.iloc[2]["paper_ge80_pct"] == 31.5  # nearest paper row in fraction of tau (0.97)
+    assert paper.iloc[0]["mean_acc"] == 0.7 and first.iloc[0]["ge80_pct"] == pytest.approx(100 * 450 / 4000)
+    heads = [{"step": s, "head": f"L0H{h}", "dLc": h * s / 1000, "dL": (3 - h) * s / 1000, "dL1": 0.0}
+             for s in (450, 1800, 3600) for h in range(4)]
+    t9 = table9("r", 10, {"paper": 1800, "first_token": 1800}, heads)
+    pre = t9[t9.phase == "Pre"]
+    assert list(pre[pre.definition == "first_token"]["head"][:2]) == ["L0H3", "L0H2"]  # ranked by Delta Lc
+    assert list(pre[pre.definition == "paper"]["head"][:2]) == ["L0H0", "L0H1"]  # ranked by Delta L
+    assert set(t9[t9.phase == "Post"]["step"]) == {3600}  # 2 tau
+    assert t9.iloc[0]["paper_head"] == "L0H3"
 
 
 def test_half_rise():
@@ -170,19 +186,28 @@ def test_analyze_inspect_ablate_on_a_trained_run(tiny_run, tmp_path):
     folder = tmp_path / tiny_run.name
     for f in ("table6.md", "table6.csv", "table6.json", "table9.md", "table9.csv", "table9.json", "figure3.html", "routing.json"):
         assert (folder / f).exists(), f
-    t6 = json.loads((folder / "table6.json").read_text())["rows"]
-    assert len(t6) == 4 and t6[-1]["mean_acc"] > t6[0]["mean_acc"]
-    t9 = json.loads((folder / "table9.json").read_text())["rows"]
-    assert {r["phase"] for r in t9} == {"Pre", "Mid", "Post"}
+    import pandas as pd
+
+    t6 = pd.read_json(folder / "table6.json")  # the file is the table itself
+    assert set(t6["definition"]) == {"paper", "first_token"}
+    for fam, rows in t6.groupby("definition"):
+        assert len(rows) == 4 and rows["mean_acc"].iloc[-1] > rows["mean_acc"].iloc[0], fam
+    t9 = pd.read_json(folder / "table9.json")
+    assert set(t9["phase"]) == {"Pre", "Mid", "Post"} and set(t9["definition"]) == {"paper", "first_token"}
+    assert t9["dL"].notna().all()
     ro = res["runs"][tiny_run.name]["routing"]
     assert ro["routing_head"] is not None
     # passes agree with the training-time metrics at every checkpoint
-    rows = json.loads((folder / "pass_checkpoint.json").read_text())["rows"]
+    rows = json.loads((folder / "pass_checkpoint.json").read_text())
     recs = {r["step"]: r["metrics"] for r in tiny_run.records()}
     for r in rows:
         assert r["Lc"] == pytest.approx(recs[r["step"]]["Lc"], abs=1e-4)
         assert r["swap_gap"] == pytest.approx(recs[r["step"]]["swap_gap"], abs=1e-4)
         assert r["acc_mean"] == pytest.approx(recs[r["step"]]["acc_mean"], abs=1e-6)
+        if r["L_seq"] is not None:  # the paper family, at the checkpoints that had the per-head passes
+            assert r["L_seq"] == pytest.approx(recs[r["step"]]["L_seq"], abs=1e-4)
+            assert r["cand_acc"] == pytest.approx(recs[r["step"]]["cand_acc"], abs=1e-6)
+    assert sum(r["L_seq"] is not None for r in rows) >= 4
     # second call reuses the cache and gives the same numbers
     again = analyze([tiny_run], tmp_path, progress=False, max_head_checkpoints=6)
     assert again["runs"][tiny_run.name]["routing"] == ro
@@ -202,9 +227,9 @@ def test_analysis_does_not_depend_on_the_cache_history(tiny_run, tmp_path):
     reused = analyze_run(tiny_run, tmp_path / "a", PassConfig(max_head_checkpoints=3), progress=False)
     fresh = analyze_run(tiny_run, tmp_path / "b", PassConfig(max_head_checkpoints=3), progress=False)
     for k in fresh:
-        assert json.dumps(reused[k], sort_keys=True) == json.dumps(fresh[k], sort_keys=True), k
-    assert len({r["step"] for r in fresh["patching"]}) < len({r["step"] for r in analyze_run(
-        tiny_run, tmp_path / "a", PassConfig(max_head_checkpoints=8), progress=False)["patching"]})
+        assert reused[k].equals(fresh[k]), k
+    assert fresh["patching"]["step"].nunique() < analyze_run(
+        tiny_run, tmp_path / "a", PassConfig(max_head_checkpoints=8), progress=False)["patching"]["step"].nunique()
 
 
 def test_cli_analysis_commands(tiny_run, tmp_path):

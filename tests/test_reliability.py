@@ -361,7 +361,7 @@ def _other_model(overrides):
 
 
 def _other_vocabulary(run):
-    from mi_plateau.model import D_VOCAB
+    from mi_plateau.task import D_VOCAB
 
     state = _weights_of(_cfg())
     for k, v in state.items():  # one more token: every vocabulary-sized axis grows by one
@@ -446,14 +446,14 @@ RESUME_CASES = {
     "resume state missing": (lambda run: (run.path / STATE).unlink(), STATE, "file is missing"),
     "resume path ../x": (_manifest_set(resume="../state.safetensors"), "manifest.json", "leaves the run folder"),
     "resume state of another model": (None, STATE, r"optimizer state 'opt\.\d+\.\w+' does not match"),
-    "resume state without sampler": (None, STATE, "sampler_rng is missing"),
+    "resume state without sampler": (None, STATE, "the sampler state is missing"),
     "truncated last weights": (_truncate(LAST), LAST, "not a readable safetensors file"),
     "last weights of another model": (_other_model({"model.d_model": 48}), LAST, "has shape"),
 }
 
 
 def _resume_state_of_another_model(run):
-    from mi_plateau.train import _optimizer_tensors, make_optimizer
+    from mi_plateau.train import make_optimizer, optimizer_tensors
     from mi_plateau.model import build_model
 
     cfg = with_overrides(_cfg(), {"model.d_model": 48})
@@ -462,7 +462,7 @@ def _resume_state_of_another_model(run):
     for p in model.parameters():
         p.grad = torch.ones_like(p)
     opt.step()
-    tensors = {**_optimizer_tensors(opt), "sampler_rng": torch.Generator().get_state()}
+    tensors = {**optimizer_tensors(opt), "sampler_rng": torch.Generator().get_state()}
     digest = save_tensors(run.path / STATE, tensors)
     _edit_manifest(run, lambda m: m.update(resume_sha256=digest))
 

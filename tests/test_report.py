@@ -6,7 +6,6 @@ import json
 import re
 import shutil
 import subprocess
-from argparse import Namespace
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -82,13 +81,13 @@ def test_user_strings_escaped(reports):
 
 
 def test_cli_main_prints_path(reports, tmp_path, capsys, monkeypatch):
-    from mi_plateau.report import main
+    from mi_plateau.cli import main
 
     monkeypatch.chdir(tmp_path)  # the passes cache under ./analyses/, never the checkout's
     name = reports["tiny"].name
     shutil.copytree(reports["analyses"] / name / "passes", tmp_path / "analyses" / name / "passes")
     out = tmp_path / "r.html"
-    assert main(Namespace(runs=[str(reports["tiny"].path)], out=str(out), quiet=True)) == 0
+    assert main(["report", str(reports["tiny"].path), "--out", str(out), "--quiet"]) == 0
     assert capsys.readouterr().out.strip() == str(out)
     assert out.stat().st_size > 1_000_000
 

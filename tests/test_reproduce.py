@@ -1,26 +1,37 @@
 import xml.etree.ElementTree as ET
 
+import pytest
+
 from mi_plateau.reproduce import RECIPES, plan
-from mi_plateau.svgplot import line_plot
 
 from conftest import run_cli
 
 
 def test_core_recipe_plan_names_the_paper_runs(tmp_path):
     runs = plan("core", tmp_path)
-    assert [(c.task.K, c.task.data_seed) for _, c in runs] == RECIPES["core"]
+    assert [(c.preset, c.task.K, c.task.data_seed) for _, c in runs] == RECIPES["core"]
     assert all(c.task.n_b == 1000 and c.model.d_model == 128 and c.train.lr == 1e-3 for _, c in runs)
-    assert runs[1][0].name == "paper_K10_nb1000_s0"
+    assert runs[0][0].name == "paper_K10_nb1000_s0" and runs[2][0].name == "tl4_K10_nb1000_s0"
+    paper = runs[0][1]
+    # the original code's K-sweep recipe; seeds vary data and order, the init seed stays 42
+    assert (paper.train.warmup_steps, paper.train.batching, paper.model.init, paper.model.train_b_U) == (0, "epoch", "gpt2", True)
+    assert {c.model.init_seed for _, c in runs if c.preset == "paper"} == {42}
     p = run_cli("reproduce", "core", "--dry-run")
-    assert p.returncode == 0 and p.stdout.count("K=") == 8
+    assert p.returncode == 0 and p.stdout.count("K=") == len(RECIPES["core"])
 
 
-def test_svg_plot_is_valid_and_escapes_labels():
-    svg = line_plot([{"x": [0, 1, 2], "y": [2.3, 2.3, 0.1], "label": "K=10 <b>"}], title="t & t", xlabel="step", ylabel="Lc",
-                    hlines=[{"y": 2.302}], vlines=[1.0])
+@pytest.mark.browser
+def test_static_figures_are_exported_from_the_plotly_figures(tmp_path):
+    """docs/ figures are the plotly figure definitions exported by kaleido (Chromium): a valid SVG
+    that holds the run labels and the log K annotations."""
+    from mi_plateau import figures
+    from mi_plateau.tabular import write_figure
+
+    curves = {f"K={K}": {"steps": [0, 50, 100], "L_seq": [2.4, 2.3, 0.1], "Lc": [2.4, 2.3, 0.2], "log_K": 2.302} for K in (5, 10)}
+    path = write_figure(tmp_path / "f1.svg", figures.figure1(curves))
+    svg = path.read_text()
     root = ET.fromstring(svg)
-    assert root.tag.endswith("svg")
-    assert "<b>" not in svg and "&lt;b&gt;" in svg
+    assert root.tag.endswith("svg") and "K=10" in svg and "log 10" in svg
 
 
 def test_recipe_resumes_a_started_run_only_if_it_is_the_recipes(tmp_path):

@@ -7,7 +7,7 @@ pytestmark = pytest.mark.slow
 
 def test_paper_configuration_plateaus_at_log_K_and_transitions(tmp_path):
     from mi_plateau.config import preset
-    from mi_plateau.metrics import summarize
+    from mi_plateau.summaries import summarize
     from mi_plateau.train import train
 
     cfg = preset("paper")

@@ -32,13 +32,13 @@ Nothing is written outside temporary folders. See docs/performance.md for result
 
 from .fast import make_candidate
 from .reference import PlainBlock, PlainTransformer, loop_passes
-from .runner import FULL_CANDIDATES, QUICK_CANDIDATES, main, run_benchmarks, to_markdown
+from .runner import FULL_CANDIDATES, QUICK_CANDIDATES, run_benchmarks, to_markdown
 from .sections import E2E_RUN, bench_end_to_end, bench_overhead, bench_passes, bench_threads, bench_train
 from .timing import alternate, machine, matmul_peak_gflops, train_step_flops
 
 __all__ = [
     "E2E_RUN", "FULL_CANDIDATES", "QUICK_CANDIDATES", "PlainBlock", "PlainTransformer", "alternate",
     "bench_end_to_end", "bench_overhead", "bench_passes", "bench_threads", "bench_train",
-    "loop_passes", "machine", "main", "make_candidate", "matmul_peak_gflops", "run_benchmarks", "to_markdown",
+    "loop_passes", "machine", "make_candidate", "matmul_peak_gflops", "run_benchmarks", "to_markdown",
     "train_step_flops",
 ]

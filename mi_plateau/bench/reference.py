@@ -63,7 +63,7 @@ class PlainTransformer(nn.Module):
         self.pos_embed = nn.Embedding(layout_for(cfg.task).seq_len, m.d_model)
         self.blocks = nn.ModuleList(PlainBlock(m.d_model, m.n_heads, m.d_head, m.d_mlp) for _ in range(m.n_layers))
         self.ln_final = nn.LayerNorm(m.d_model)
-        self.unembed = nn.Linear(m.d_model, D_VOCAB, bias=False)
+        self.unembed = nn.Linear(m.d_model, D_VOCAB, bias=m.train_b_U)
 
     def forward(self, tokens: Int[Tensor, "batch pos"], from_pos: int = 0) -> Float[Tensor, "batch out_pos vocab"]:
         P = tokens.shape[1]
@@ -91,7 +91,6 @@ class PlainTransformer(nn.Module):
         so its optimizer, state dict and checkpoints stay exactly the trainer's."""
         plain = cls(cfg, sdpa)
         sd = model.state_dict(keep_vars=True)
-        assert not sd["unembed.bias"].any(), "the native bridge's unembedding bias is a zero buffer"
         for name, p in list(plain.named_parameters()):
             src = sd[cls.tl_name(name)]
             mod_name, _, attr = name.rpartition(".")
@@ -113,8 +112,12 @@ def loop_passes(model, ev, *, ablation: bool = True, batch: int = 1000, shift: i
     with TransformerLens hooks on the bridge: per example batch, ``run_with_cache`` of the clean
     and the swapped inputs, then one ``run_with_hooks`` per head and input zeroing
     ``blocks.{l}.attn.hook_z[:, :, h]``, and one per layer patching ``blocks.{l}.hook_resid_pre``
-    at the selector positions from the swapped run. Returns per-head [layer][head] lists."""
-    from ..metrics import candidate_losses, example_correct
+    and ``blocks.{l}.hook_resid_post`` at the selector positions from the swapped run; the paper
+    family by scoring every candidate string with its own forward
+    (``metrics.sequence_scores_reference``), for the clean, swapped and z-shuffled prompts.
+    Returns per-head [layer][head] lists."""
+    from ..metrics import candidate_losses, example_correct, sequence_losses, sequence_scores_reference
+    from ..passes.probes import derangement
     from ..task import CHAR0
 
     task, lay = ev.task, ev.task.layout
@@ -123,8 +126,15 @@ def loop_passes(model, ev, *, ablation: bool = True, batch: int = 1000, shift: i
     selpos = list(lay.selector_positions)
     swapped = ev.swapped_tokens(shift)
     other = torch.from_numpy(task.targets[ev.g, (ev.s + shift) % K, 0] + CHAR0) if task.cfg.targets_A else ev.target_first
-    acc = {k: torch.zeros(L, H) for k in ("sel_attn", "dLc", "dL1", "dLc_sw")}
-    moved, tot = torch.zeros(L), {"Lc": 0.0, "Lc_sw": 0.0, "correct": 0.0, "ld_clean": 0.0, "ld_swap": 0.0}
+    acc = {k: torch.zeros(L, H) for k in ("sel_attn", "dL", "dLc", "dL1", "dLc_sw")}
+    moved, tot = {h: torch.zeros(L) for h in ("resid_pre", "resid_post")}, {"Lc": 0.0, "Lc_sw": 0.0, "correct": 0.0, "ld_clean": 0.0, "ld_swap": 0.0, "Lc_sh": 0.0}
+    pos = lay.pred_positions
+    shuffled_sel = ev.s[derangement(N, 0)]
+    shuffled = task.tokens(ev.g, shuffled_sel, target_sel=ev.s)
+
+    def full_ce(logits, toks):  # per example: mean cross-entropy over the target positions
+        lg = logits[:, pos.start : pos.stop]
+        return F.cross_entropy(lg.transpose(1, 2), toks[:, pos.start + 1 : pos.stop + 1], reduction="none").mean(1)
 
     def losses(logits, sl):
         lg = logits[:, fp]
@@ -137,8 +147,10 @@ def loop_passes(model, ev, *, ablation: bool = True, batch: int = 1000, shift: i
         toks, sw = ev.tokens[sl], swapped[sl]
         logits, cache = model.run_with_cache(toks, names_filter=lambda n: n.endswith("hook_pattern"))
         lc, l1, ld = losses(logits, sl)
-        sw_logits, sw_cache = model.run_with_cache(sw, names_filter=lambda n: n.endswith("hook_resid_pre"))
+        sw_logits, sw_cache = model.run_with_cache(sw, names_filter=lambda n: n.endswith(("hook_resid_pre", "hook_resid_post")))
         lc_sw, _, ld_sw = losses(sw_logits, sl)
+        tot["Lc_sh"] += losses(model(shuffled[sl]), sl)[0].sum().item()
+        ce = full_ce(logits, toks)
         tot["Lc"] += lc.sum().item()
         tot["Lc_sw"] += lc_sw.sum().item()
         tot["correct"] += example_correct(logits, toks, lay).float().sum().item()
@@ -155,26 +167,41 @@ def loop_passes(model, ev, *, ablation: bool = True, batch: int = 1000, shift: i
                     return z
 
                 hook = [(f"blocks.{l}.attn.hook_z", zero)]
-                a_lc, a_l1, _ = losses(model.run_with_hooks(toks, fwd_hooks=hook), sl)
+                a_logits = model.run_with_hooks(toks, fwd_hooks=hook)
+                a_lc, a_l1, _ = losses(a_logits, sl)
+                acc["dL"][l, h] += (full_ce(a_logits, toks) - ce).sum()
                 acc["dLc"][l, h] += (a_lc - lc).sum()
                 acc["dL1"][l, h] += (a_l1 - l1).sum()
                 acc["dLc_sw"][l, h] += (losses(model.run_with_hooks(sw, fwd_hooks=hook), sl)[0] - lc_sw).sum()
 
-            src = sw_cache[f"blocks.{l}.hook_resid_pre"]
+            for hname in ("resid_pre", "resid_post"):
+                src = sw_cache[f"blocks.{l}.hook_{hname}"]
 
-            def patch(x, hook, src=src):
-                x[:, selpos] = src[:, selpos]
-                return x
+                def patch(x, hook, src=src):
+                    x[:, selpos] = src[:, selpos]
+                    return x
 
-            moved[l] += (losses(model.run_with_hooks(toks, fwd_hooks=[(f"blocks.{l}.hook_resid_pre", patch)]), sl)[2] - ld).sum()
+                patched = model.run_with_hooks(toks, fwd_hooks=[(f"blocks.{l}.hook_{hname}", patch)])
+                moved[hname][l] += (losses(patched, sl)[2] - ld).sum()
 
     sel_base = len(selpos) / (fp + 1)
     out = {"Lc": tot["Lc"] / N, "swap_gap": (tot["Lc_sw"] - tot["Lc"]) / N, "acc_mean": tot["correct"] / N,
            "sel_attn": (acc["sel_attn"] / N - sel_base).tolist()}
+    if task.cfg.targets_A:
+        out["shuffle_gap"] = (tot["Lc_sh"] - tot["Lc"]) / N
+    if ablation and ev.has_sequence_candidates:
+        own = torch.from_numpy(ev.s)
+        L_seq, ok = sequence_losses(sequence_scores_reference(model, ev), own)
+        out.update({"L_seq": L_seq.mean().item(), "cand_acc": ok.float().mean().item()})
+        if task.cfg.has_selector:
+            sw_seq = sequence_losses(sequence_scores_reference(model, ev, prompt_sel=(ev.s + shift) % K), own)[0]
+            sh_seq = sequence_losses(sequence_scores_reference(model, ev, prompt_sel=shuffled_sel), own)[0]
+            out.update({"swap_gap_seq": (sw_seq - L_seq).mean().item(), "shuffle_gap_seq": (sh_seq - L_seq).mean().item()})
     if ablation:
         denom = (tot["ld_swap"] - tot["ld_clean"]) / N
+        out["dL"] = (acc["dL"] / N).tolist()
         out["dLc"] = (acc["dLc"] / N).tolist()
         out["dL1"] = (acc["dL1"] / N).tolist()
         out["swap_contrib"] = ((acc["dLc"] - acc["dLc_sw"]) / N).tolist()
-        out["patch_frac"] = (moved / N / denom).tolist()
+        out["patch_frac"] = {h: (m / N / denom).tolist() for h, m in moved.items()}
     return out

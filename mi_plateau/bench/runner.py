@@ -3,7 +3,6 @@ tables, ``main`` is ``mi-plateau bench``."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -178,15 +177,3 @@ def _e2e_lines(e: dict[str, Any]) -> list[str]:
 
 def _load(la) -> str:
     return "/".join(f"{x:.1f}" for x in la)
-
-
-def main(args) -> int:
-    res = run_benchmarks(quick=args.quick, only=getattr(args, "only", None))
-    md = to_markdown(res)
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(md)
-    from ..metrics import nan_to_none
-
-    print(json.dumps(nan_to_none(res), indent=2) if args.json else md)
-    return 0

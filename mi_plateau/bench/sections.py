@@ -15,10 +15,10 @@ from typing import Any, Callable
 import torch
 
 from ..config import RunConfig, layout_for
-from ..task import BatchSampler, make_eval_set, make_task
+from ..task import make_eval_set, make_sampler, make_task
 from .fast import make_candidate
 from .reference import PlainTransformer, loop_passes
-from .timing import _timed, alternate, train_step_flops
+from .timing import timed, alternate, train_step_flops
 
 E2E_RUN = Path("checkpoints/paper_K10_nb1000_s0")
 
@@ -33,7 +33,7 @@ def bench_train(cfg: RunConfig, which: list[str], *, reps: int, inner: int, chec
     cands = {k: make_candidate(cfg, k) for k in ("toolkit", *[w for w in which if w != "toolkit"])}
     first: dict[str, float] = {}
     for k, fn in cands.items():
-        first[k] = _timed(fn)
+        first[k] = timed(fn)
         for _ in range(check_steps - 1):
             fn()
     curves = {k: list(fn.losses) for k, fn in cands.items()}  # type: ignore[attr-defined]
@@ -80,17 +80,18 @@ def bench_threads(cfg: RunConfig, *, reps: int, inner: int) -> dict[str, Any]:
 def _max_diff(tool: dict, ref: dict) -> float:
     """Largest absolute difference between the toolkit's rows and the loop reference."""
     ck, heads = tool["checkpoint"][0], tool["heads"]
-    d = [abs(ck[k] - ref[k]) for k in ("Lc", "swap_gap", "acc_mean")]
-    for k in ("sel_attn", "dLc", "dL1", "swap_contrib"):
+    d = [abs(ck[k] - ref[k]) for k in ("Lc", "swap_gap", "acc_mean", "shuffle_gap", "L_seq", "cand_acc", "swap_gap_seq",
+                                        "shuffle_gap_seq") if k in ref]
+    for k in ("sel_attn", "dL", "dLc", "dL1", "swap_contrib"):
         if k in ref:
             d += [abs(r[k] - ref[k][r["layer"]][r["head_index"]]) for r in heads]
-    d += [abs(r["patch_frac"] - ref["patch_frac"][r["layer"]]) for r in tool["patching"] if "patch_frac" in ref]
+    d += [abs(r["patch_frac"] - ref["patch_frac"][r["hook"]][r["layer"]]) for r in tool["patching"] if "patch_frac" in ref]
     return max(d)
 
 
 def bench_passes(cfg: RunConfig, *, reps: int, weights: dict | None = None) -> dict[str, Any]:
     from ..model import build_model
-    from ..passes.forward import Weights
+    from ..model.forward import Weights
     from ..passes.probes import checkpoint_passes
 
     model = build_model(cfg)
@@ -133,15 +134,15 @@ def bench_overhead(cfg: RunConfig, *, reps: int, n_records: int = 100) -> dict[s
     """Seconds of ``evaluate`` (the packed functional forward; ``evaluate_reference``, two
     plain forwards through PlainTransformer, for comparison) and of writing one checkpoint the way ``train._train_loop`` does (weights, record, resume state,
     a manifest of ``n_records`` checkpoints; atomic writes with fsync) into a temp dir."""
-    from ..checkpoints import atomic_write_json, save_tensors
+    from ..checkpoints import write_checkpoint
     from ..metrics import evaluate, evaluate_reference
     from ..model import build_model
-    from ..train import _optimizer_tensors, make_optimizer
+    from ..train import make_optimizer, optimizer_tensors
 
     model = build_model(cfg)
     opt = make_optimizer(cfg, model)
     task = make_task(cfg.task)
-    sampler = BatchSampler(task, cfg.train.batch_size, cfg.train.batch_seed)
+    sampler = make_sampler(task, cfg.train.batching, cfg.train.batch_size, cfg.train.batch_seed)
     model(sampler.sample()).sum().backward()
     opt.step()  # the optimizer now holds its moments, as at every checkpoint but step 0
     model.eval()
@@ -158,17 +159,11 @@ def bench_overhead(cfg: RunConfig, *, reps: int, n_records: int = 100) -> dict[s
              "record_file": f"ckpt/step_{50 * i:06d}.json", "record": record} for i in range(n_records)]}
         n = [0]
 
-        def save() -> None:  # the file work of train._train_loop's checkpoint(), in the same order
+        def save() -> None:  # the trainer's checkpoint writer
             n[0] += 1
-            name = f"step_{n[0]:06d}"
-            save_tensors(root / "ckpt" / f"{name}.safetensors", model.state_dict(), {"step": str(n[0])})
-            atomic_write_json(root / "ckpt" / f"{name}.json", {**record, "wall_s": 0.0})
-            rel = f"resume/state_{n[0]:06d}.safetensors"
-            save_tensors(root / rel, {**_optimizer_tensors(opt), "sampler_rng": sampler.get_state()})
-            old, manifest["resume"] = manifest["resume"], rel
-            atomic_write_json(root / "manifest.json", manifest)
-            if old:
-                (root / old).unlink()
+            write_checkpoint(root, manifest, {**record, "step": 50 * n_records + n[0]}, 0.0, model.state_dict(),
+                             {**optimizer_tensors(opt), **sampler.state()})
+            manifest["checkpoints"].pop()  # keep the manifest at n_records + 1 entries
 
         cands = {"evaluate": lambda: evaluate(model, ev), "evaluate_plain": lambda: evaluate_reference(plain, ev), "save": save}
         t = {k: statistics.median(v) for k, v in alternate(cands, reps, 1).items()}

@@ -32,11 +32,11 @@ def matmul_peak_gflops(n: int = 2048, reps: int = 5) -> float:
     """Best fp32 ``torch.mm`` rate of an n x n product, GFLOP/s (2 n^3 FLOPs each)."""
     a, b = torch.randn(n, n), torch.randn(n, n)
     torch.mm(a, b)
-    best = min(_timed(lambda: torch.mm(a, b)) for _ in range(reps))
+    best = min(timed(lambda: torch.mm(a, b)) for _ in range(reps))
     return 2 * n**3 / best / 1e9
 
 
-def _timed(fn: Callable[[], Any]) -> float:
+def timed(fn: Callable[[], Any]) -> float:
     t = time.perf_counter()
     fn()
     return time.perf_counter() - t

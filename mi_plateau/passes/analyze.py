@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from ..checkpoints import Run, RunError, atomic_write_json
-from ..summaries import nan_to_none, summarize
+from ..summaries import nan_to_none, nearest, summarize
+from ..frames import frame
+from .tables import figure3_data, routing, table6, table9
 
 
 @dataclass(frozen=True)
@@ -26,29 +28,28 @@ class PassConfig:
     max_head_checkpoints: int = 21  # per-head passes at this many points over [0, head_span * tau]
     head_span: float = 2.0
     table6_fracs: tuple[float, ...] = (0.25, 0.5, 1.0, 1.5)
-    phase_fracs: tuple[float, float] = (0.25, 1.0)  # Pre and Mid of Table 9; Post = last checkpoint
+    phase_fracs: tuple[float, float, float] = (0.25, 1.0, 2.0)  # Pre, Mid and Post of Table 9
     min_gap: float = 0.05
 
     def key(self) -> str:
-        d = {"shifts": list(self.shifts), "mean": self.mean_ablation, "min_gap": self.min_gap, "v": 1}
+        d = {"shifts": list(self.shifts), "mean": self.mean_ablation, "min_gap": self.min_gap, "v": 2}
         return hashlib.sha1(json.dumps(d, sort_keys=True).encode()).hexdigest()[:10]
 
 
-def nearest(steps: list[int], target: float) -> int:
-    return min(steps, key=lambda s: (abs(s - target), s))
+def head_checkpoints(steps: list[int], taus, pc: PassConfig) -> list[int]:
+    """The steps that get the expensive per-head passes (and the paper family's scoring).
 
-
-def head_checkpoints(steps: list[int], tau: int | None, pc: PassConfig) -> list[int]:
-    """The steps that get the expensive per-head passes.
-
-    Once tau is known: ``max_head_checkpoints`` points evenly spaced in t / tau over
-    [0, ``head_span`` tau], so the set does not move as a run grows and resolves the plateau and
-    the transition alike; plus the checkpoints the tables read and the last one (Post). Before
-    tau is known (a run still on its plateau) only the last checkpoint.
+    For each known tau (``taus``: one tau or several, e.g. both families'):
+    ``max_head_checkpoints`` points evenly spaced in t / tau over [0, ``head_span`` tau], so the
+    set does not move as a run grows and resolves the plateau and the transition alike; plus the
+    checkpoints the tables read; and the last one. Before any tau is known (a run still on its
+    plateau) only the last checkpoint.
     """
     chosen = {steps[-1]}
     n = min(pc.max_head_checkpoints, len(steps))
-    if tau is not None:
+    for tau in ([taus] if taus is None or isinstance(taus, int) else taus):
+        if tau is None:
+            continue
         if n > 1:
             for i in range(n):
                 chosen.add(nearest(steps, pc.head_span * tau * i / (n - 1)))
@@ -58,7 +59,7 @@ def head_checkpoints(steps: list[int], tau: int | None, pc: PassConfig) -> list[
 
 
 def weights_for(run: Run, step: int, cfg):
-    from .forward import Weights
+    from ..model.forward import Weights
 
     sd = run.weights(step)
     m = cfg.model
@@ -66,18 +67,22 @@ def weights_for(run: Run, step: int, cfg):
     for k, shape in expected.items():
         if k not in sd or tuple(sd[k].shape) != shape:
             got = tuple(sd[k].shape) if k in sd else "missing"
-            raise RunError(f"{run._weights_path(step)}: {k} is {got}, the run's config expects {shape}")
+            raise RunError(f"{run.weights_path(step)}: {k} is {got}, the run's config expects {shape}")
     return Weights.from_state_dict(sd, m.n_layers, m.n_heads, m.d_head, m.act_fn)
 
 
-HEAVY_HEAD_COLUMNS = ("dLc", "dL1", "swap_contrib", "causal_share")
+HEAVY_HEAD_COLUMNS = ("dL", "dLc", "dL1", "swap_contrib", "causal_share")
+SEQUENCE_CHECKPOINT_COLUMNS = ("L_seq", "cand_acc", "cand_groups_ge80", "cand_groups_100", "swap_gap_seq", "shuffle_gap_seq")
+SEQUENCE_GROUP_COLUMNS = ("cand_acc", "L_seq")
 
 
 def _cheap_part(tables: dict[str, list]) -> dict[str, list]:
     """The rows ``checkpoint_passes(..., ablation=False)`` gives, from a result with ablation."""
-    ck = [{k: v for k, v in r.items() if k not in ("ld_clean", "ld_swap")} for r in tables["checkpoint"]]
+    ck = [{**{k: v for k, v in r.items() if k not in ("ld_clean", "ld_swap")}, **{k: None for k in SEQUENCE_CHECKPOINT_COLUMNS}}
+          for r in tables["checkpoint"]]
     heads = [{**r, **{k: None for k in HEAVY_HEAD_COLUMNS}} for r in tables["heads"]]
-    return {**tables, "checkpoint": ck, "heads": heads, "patching": []}
+    groups = [{**r, **{k: None for k in SEQUENCE_GROUP_COLUMNS}} for r in tables["groups"]]
+    return {**tables, "checkpoint": ck, "heads": heads, "groups": groups, "patching": []}
 
 
 def _expected_shapes(cfg) -> dict[str, tuple[int, ...]]:
@@ -104,8 +109,8 @@ def analyze_run(
 ) -> dict[str, list[dict[str, Any]]]:
     """All passes over a run; returns the tidy tables and writes per-checkpoint caches.
 
-    Tables: "checkpoint" (one row per checkpoint), "heads" (checkpoint x head), "groups"
-    (checkpoint x group), "patching" (checkpoint x layer).
+    Tables (pandas DataFrames): "checkpoint" (one row per checkpoint), "heads" (checkpoint x
+    head), "groups" (checkpoint x group), "patching" (checkpoint x hook x layer).
     """
     from ..task import make_eval_set, make_task
     from .probes import checkpoint_passes
@@ -116,8 +121,8 @@ def analyze_run(
     all_steps = [r["step"] for r in records]
     if steps is None:
         steps = all_steps
-    tau = summarize(cfg, records)["tau"]
-    heavy = set(head_checkpoints(all_steps, tau, pc))
+    fams = summarize(cfg, records)["definitions"]
+    heavy = set(head_checkpoints(all_steps, [f["tau"] for f in fams.values()], pc))
     ev = make_eval_set(make_task(cfg.task), cfg.eval)
     cache = Path(out_dir) / "passes"
     # the cache key names the pass settings and the run (config); each file also records the
@@ -163,4 +168,23 @@ def analyze_run(
             for k, v in r.items():
                 if v is None:
                     r[k] = float("nan")
-    return tables
+    # columns in one order (step first, then by name), however the rows were made or cached
+    return {k: _ordered(frame(rows)) for k, rows in tables.items()}
+
+
+def _ordered(df):
+    return df[sorted(df.columns, key=lambda c: (c != "step", c))] if len(df.columns) else df
+
+
+def run_outputs(name: str, cfg, s: dict, tables: dict, pc: PassConfig | None = None) -> dict[str, Any]:
+    """Tables 6 and 9, the routing summary and Figure 3's data of one run, from its pass tables
+    and its summary (both families' tau)."""
+    pc = pc or PassConfig()
+    K = cfg.task.K
+    taus = {f: v["tau"] for f, v in s["definitions"].items()}
+    return {
+        "table6": table6(name, K, taus, tables["checkpoint"], pc.table6_fracs),
+        "table9": table9(name, K, taus, tables["heads"], fracs=pc.phase_fracs),
+        "routing": routing(name, K, taus, tables["heads"], tables["checkpoint"]),
+        "figure3": {f: figure3_data(name, K, t, tables["checkpoint"], tables["groups"], f) for f, t in taus.items()},
+    }

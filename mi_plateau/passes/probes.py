@@ -20,6 +20,23 @@ Everything runs on the fixed evaluation set (200 groups x K examples, clean labe
   head), and ``causal_share = swap_contrib / swap_gap`` (NaN while swap_gap < ``min_gap``).
 - **Per-group accuracy.** A group's accuracy is the fraction of its K examples whose target
   tokens (EOS excluded) are all the teacher-forced argmax.
+
+The paper family (``metrics``: sequence candidate loss L_seq, candidate accuracy) runs where
+``sequence`` is set (by default with the per-head passes): every example's K candidate strings
+are scored from its prompt's keys and values. A selector-swapped or z-shuffled prompt (B, z')
+is the clean prompt of another example of the same group, so its scores are that example's
+row of the score matrix, read at the true target's index: the paper's swap gap
+``swap_gap_seq = L_seq(z replaced) - L_seq`` and z-shuffle gap cost no forward of their own.
+
+- **z-shuffle.** The selectors are deranged across the evaluation set's examples (a fixed
+  permutation with no fixed point, seed ``shuffle_seed``): example i is shown example pi(i)'s
+  selector, which is its own with probability ~1/K, as in the paper's shuffle.
+  ``shuffle_gap = Lc(shuffled) - Lc``; ``shuffle_gap_seq`` likewise for L_seq.
+- **Head ablation, the paper's Delta L.** ``dL`` = full-vocabulary mean cross-entropy over all
+  target positions (A1..A4 and EOS) with the head ablated, minus clean.
+- **Patching at both hooks.** ``hook`` "resid_pre" patches ``blocks.{l}.hook_resid_pre``;
+  "resid_post" patches ``blocks.{l}.hook_resid_post`` (= the next layer's resid_pre; after the
+  last layer the selector positions feed nothing that reaches fp, so its fraction is 0).
 """
 
 from __future__ import annotations
@@ -30,11 +47,28 @@ from typing import Any, Sequence
 import torch
 import torch.nn.functional as F
 
-from ..metrics import candidate_losses, example_correct, target_loss
+import numpy as np
+
+from ..metrics import candidate_losses, example_correct, prefix_kv_of, sequence_losses, sequence_scores, target_loss
 from ..model import head_names
+from ..model.forward import Weights, block, from_mid, run_cached, unembed
+from ..model.packing import eval_packing
 from ..task import CHAR0, EvalSet
-from .forward import Weights, block, from_mid, run_cached, unembed
-from .packing import eval_packing
+
+
+def derangement(n: int, seed: int) -> np.ndarray:
+    """A random permutation of range(n) with no fixed point (n >= 2), from ``seed``."""
+    rng = np.random.default_rng([seed, 0x5F0F])
+    while True:
+        p = rng.permutation(n)
+        if n < 2 or not (p == np.arange(n)).any():
+            return p
+
+
+def same_group_row(ev: EvalSet, sel: np.ndarray) -> torch.Tensor:
+    """Row of the evaluation set with each row's group and selector ``sel`` (rows are group-major)."""
+    K = ev.task.cfg.K
+    return torch.from_numpy((np.arange(len(ev.g)) // K) * K + sel)
 
 
 @torch.no_grad()
@@ -46,6 +80,8 @@ def checkpoint_passes(
     shifts: Sequence[int] = (1,),
     mean: bool = False,
     ablation: bool = True,
+    sequence: bool | None = None,
+    shuffle_seed: int = 0,
     min_gap: float = 0.05,
     chunk: int = 256,
     timings: dict[str, float] | None = None,
@@ -54,7 +90,7 @@ def checkpoint_passes(
 
     With ``ablation=False`` only the cheap passes run (clean and swapped forwards: losses,
     accuracy, swap gap, selector attention); the per-head ablation columns are NaN and no
-    patching rows are produced. ``timings``, if given, receives the seconds of each part:
+    patching rows are produced. ``sequence`` (default: ``ablation``) adds the paper family. ``timings``, if given, receives the seconds of each part:
     "forward" (the prefix packs of the clean and swapped inputs: losses, accuracy, swap gap,
     selector attention), "ablation" (every head on the clean and the swapped inputs), "patching".
     """
@@ -81,27 +117,33 @@ def checkpoint_passes(
     S = len(shifts)
     P, d, V = lay.seq_len - 1, W.W_E.shape[1], W.W_U.shape[1]
     pk = eval_packing(ev, shifts)
-    Wd = pk.width(fp + 1)  # the nodes the interventions restart from: every node of depth <= fp
+    Wd = pk.width(fp + 1)  # the nodes the swap interventions restart from: every node of depth <= fp
+    T = pk.tokens.shape[1]  # ablation restarts from every node (Delta L reads all target positions)
     clean = torch.arange(N)
-    logits = torch.empty(pk.n_packs, pk.tokens.shape[1], V)
+    logits = torch.empty(pk.n_packs, T, V)
     # per layer: the residual stream before it and every head's z ([pack, node, head, d_head])
-    # at those nodes; kept only when the interventions run
+    # at every node; kept only when the interventions run
     n_keep = pk.n_packs if ablation else 0
-    resid = [torch.empty(n_keep, Wd, d) for _ in range(L)]
-    zc = [torch.empty(n_keep, Wd, H, W.d_head) for _ in range(L)]
+    resid = [torch.empty(n_keep, T, d) for _ in range(L)]
+    zc = [torch.empty(n_keep, T, H, W.d_head) for _ in range(L)]
     sel_attn = torch.zeros(L, H)
+    sequence = ablation if sequence is None else sequence
+    scores = torch.empty(N, K) if sequence and ev.has_sequence_candidates else None
     for c, seqs in pk.chunks(chunk):
-        lg, rs, pats, zz = run_cached(W, pk.tokens[c], pk.positions[c], pk.blocked_for(c))
+        lg, rs, pats, zz, kv = run_cached(W, pk.tokens[c], pk.positions[c], pk.blocked_for(c), keep_kv=True)
         logits[c] = lg
         mine = seqs[seqs < N]  # the clean rows in these packs
+        if scores is not None:
+            scores[mine] = sequence_scores(W, ev, mine, prefix_kv_of(pk, kv, mine, fp, c.start), pk.gather(lg, mine, fp, c.start),
+                                           pk.gather(lg, mine, range(fp + 1, P), c.start))
         for l in range(L):
             if selpos:
                 at_fp = pk.gather(pats[l].transpose(1, 2), mine, fp, c.start)  # [n, head, key]
                 keys = pk.node[mine][:, selpos]
                 sel_attn[l] += at_fp.gather(2, keys[:, None].expand(-1, H, -1)).sum((0, 2))
             if ablation:
-                resid[l][c] = rs[l][:, :Wd]
-                zc[l][c] = zz[l][:, :, :Wd].transpose(1, 2)
+                resid[l][c] = rs[l]
+                zc[l][c] = zz[l].transpose(1, 2)
     clean_logits = logits.new_zeros(N, P, V)  # the metrics read positions fp.. only
     clean_logits[:, fp:] = pk.gather(logits, clean, range(fp, P))
     clean_fp_logits = clean_logits[:, fp]
@@ -111,11 +153,31 @@ def checkpoint_passes(
     correct = example_correct(clean_logits, ev.tokens, lay)
     full = target_loss(clean_logits, ev.tokens, lay).item()
     # mean ablation's fill: every head's z at each position, averaged over the clean rows
-    z_mean = [pk.gather(z, clean, range(fp + 1)).mean(0) for z in zc] if mean and ablation else None
+    z_mean = [pk.gather(z, clean, range(P)).mean(0) for z in zc] if mean and ablation else None
     sel_attn = sel_attn / N - (len(selpos) / (fp + 1))
 
     acc_group = correct.float().reshape(-1, K).mean(-1)
     Lc_group = Lc.reshape(-1, K).mean(-1)
+    nan = float("nan")
+    # the paper family: every example's K candidate strings; swapped and shuffled prompts are
+    # other rows of the score matrix (same group, other selector), read at the true index
+    own = torch.from_numpy(ev.s)
+    perm = derangement(N, shuffle_seed)
+    shuffled_sel = ev.s[perm]
+    seq: dict[str, Any] = {"L_seq": nan, "cand_acc": nan, "cand_groups_ge80": nan, "cand_groups_100": nan,
+                           "swap_gap_seq": nan, "shuffle_gap_seq": nan}
+    cand_group = Lseq_group = None
+    if scores is not None:
+        L_seq, cand_ok = sequence_losses(scores, own)
+        cand_group = cand_ok.float().reshape(-1, K).mean(-1)
+        Lseq_group = L_seq.reshape(-1, K).mean(-1)
+        seq.update({"L_seq": L_seq.mean().item(), "cand_acc": cand_group.mean().item(),
+                    "cand_groups_ge80": (cand_group >= 0.8 - 1e-9).float().mean().item(),
+                    "cand_groups_100": (cand_group >= 1 - 1e-9).float().mean().item()})
+        if has_sel:
+            sw = torch.stack([sequence_losses(scores[same_group_row(ev, (ev.s + s_) % K)], own)[0] for s_ in shifts]).mean(0)
+            seq["swap_gap_seq"] = (sw.mean() - L_seq.mean()).item() if shifts else nan
+            seq["shuffle_gap_seq"] = (sequence_losses(scores[same_group_row(ev, shuffled_sel)], own)[0].mean() - L_seq.mean()).item()
     ck: dict[str, Any] = {
         "step": step,
         "Lc": Lc.mean().item(),
@@ -125,10 +187,13 @@ def checkpoint_passes(
         "acc_mean": acc_group.mean().item(),
         "groups_ge80": (acc_group >= 0.8 - 1e-9).float().mean().item(),
         "groups_100": (acc_group >= 1 - 1e-9).float().mean().item(),
+        **seq,
     }
+    cg = cand_group.tolist() if cand_group is not None else [nan] * len(ev.groups)
+    lg_ = Lseq_group.tolist() if Lseq_group is not None else [nan] * len(ev.groups)
     groups = [
-        {"step": step, "group": int(g), "acc": float(a), "Lc": float(c)}
-        for g, a, c in zip(ev.groups, acc_group.tolist(), Lc_group.tolist())
+        {"step": step, "group": int(g), "acc": float(a), "Lc": float(c), "cand_acc": float(ca), "L_seq": float(ls)}
+        for g, a, c, ca, ls in zip(ev.groups, acc_group.tolist(), Lc_group.tolist(), cg, lg_)
     ]
 
     # --- selector swaps --------------------------------------------------------------
@@ -144,23 +209,29 @@ def checkpoint_passes(
     gap = (Lc_sw.mean() - Lc.mean()).item() if shifts else float("nan")
     ck["swap_gap"] = gap
     ck["swap_Lc"] = Lc_sw.mean().item() if shifts else float("nan")
+    # the z-shuffle in the first-token family; for B-target directions a shuffled prompt is no
+    # clean row (the prompt holds the row's own A), so it is defined for A-target directions
+    if has_sel and task.cfg.targets_A:
+        Lc_sh = candidate_losses(clean_fp_logits[same_group_row(ev, shuffled_sel)], ev.candidates, ev.cand_index)[0]
+        ck["shuffle_gap"] = (Lc_sh.mean() - Lc.mean()).item()
+    else:
+        ck["shuffle_gap"] = nan
 
     lap("forward")
     # --- head ablation (clean and swapped inputs), variants stacked on the batch -------
     head_rows: list[dict[str, Any]] = []
     names = head_names(L, H)
-    nan = float("nan")
     if not ablation:
         head_rows = [
             {"step": step, "head": names[l * H + h], "layer": l, "head_index": h, "sel_attn": sel_attn[l, h].item(),
-             "dLc": nan, "dL1": nan, "swap_contrib": nan, "causal_share": nan}
+             "dL": nan, "dLc": nan, "dL1": nan, "swap_contrib": nan, "causal_share": nan}
             for l in range(L) for h in range(H)
         ]
     else:
-        base = _Base(clean_fp_logits, sw_fp_logits, ev)
+        base = _Base(clean_fp_logits, sw_fp_logits, ev, full)
         for l in range(L):
             fill = z_mean[l] if mean else None
-            dLc, dL1, dLc_sw = _ablate_layer(W, l, ev, pk, resid[l], zc[l], fill, base, chunk)
+            dL, dLc, dL1, dLc_sw = _ablate_layer(W, l, ev, pk, resid[l], zc[l], fill, base, chunk)
             # gap with head h ablated = (Lc_sw + dLc_sw) - (Lc + dLc): the swap gap it removes
             contrib = dLc - dLc_sw
             for h in range(H):
@@ -172,6 +243,7 @@ def checkpoint_passes(
                         "layer": l,
                         "head_index": h,
                         "sel_attn": sel_attn[l, h].item(),
+                        "dL": dL[h].item(),
                         "dLc": dLc[h].item(),
                         "dL1": dL1[h].item(),
                         "swap_contrib": c,
@@ -184,10 +256,16 @@ def checkpoint_passes(
     patch_rows: list[dict[str, Any]] = []
     if ablation and shifts:
         denom = (ld_swap - ld_clean).mean().item()
+        pre = []
         for l in range(L):
-            moved = _ld(_patch_layer(W, l, ev, pk, resid[l], chunk), ev.target_first, other_first) - ld_clean
+            moved = _ld(_patch_layer(W, l, ev, pk, resid[l][:, :Wd], chunk), ev.target_first, other_first) - ld_clean
             frac = moved.mean().item() / denom if abs(denom) > 1e-6 else float("nan")
-            patch_rows.append({"step": step, "layer": l, "patch_frac": frac, "ld_moved": moved.mean().item()})
+            pre.append((frac, moved.mean().item()))
+        # resid_post of layer l is resid_pre of layer l + 1; after the last layer nothing moves
+        post = pre[1:] + [(0.0, 0.0)]
+        for hook, vals in (("resid_pre", pre), ("resid_post", post)):
+            for l, (frac, mv) in enumerate(vals):
+                patch_rows.append({"step": step, "hook": hook, "layer": l, "patch_frac": frac, "ld_moved": mv})
         ck["ld_clean"] = ld_clean.mean().item()
         ck["ld_swap"] = ld_swap.mean().item()
     lap("patching")
@@ -201,7 +279,8 @@ def _ld(logits: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 class _Base:
     """Per-example losses of the unablated model that every ablation is compared with."""
 
-    def __init__(self, clean_fp_logits, sw_fp_logits, ev):
+    def __init__(self, clean_fp_logits, sw_fp_logits, ev, full: float):
+        self.full = full  # mean cross-entropy over the target positions, clean
         self.lc = candidate_losses(clean_fp_logits, ev.candidates, ev.cand_index)[0]
         self.l1 = F.cross_entropy(clean_fp_logits, ev.target_first, reduction="none")
         self.lc_sw = [candidate_losses(lg, ev.candidates, ev.cand_index)[0] for lg in sw_fp_logits]
@@ -209,37 +288,47 @@ class _Base:
 
 def _ablate_layer(W, l, ev, pk, x, z, fill, base: _Base, chunk):
     """Mean over examples of (loss with head h of layer l ablated) - (loss unablated), for every
-    h: dLc and dL1 on the clean input, dLc averaged over the selector shifts on the swapped one.
+    h: dL (full-vocabulary cross-entropy over all target positions, the paper's), dLc and dL1 on
+    the clean input, dLc averaged over the selector shifts on the swapped one.
 
     Ablating head h changes layer l only by that head's output, so every variant restarts at
     layer l's residual mid-point: ``x`` (= ``hook_resid_pre``) plus the attention output of all
     heads, minus head h's ``z_h W_O[h]`` (plus ``fill_h W_O[h]`` for mean ablation). It runs on
-    the packed nodes up to fp (``x`` and ``z`` [pack, node, ...]), where a swapped input that is
-    another clean row up to fp costs nothing more, and the H variants are stacked on the batch.
+    the packed nodes (``x`` and ``z`` [pack, node, ...]), where a swapped input that is another
+    clean row up to fp costs nothing more, and the H variants are stacked on the batch.
     """
     b = W.blocks[l]
     H, E = W.n_heads, W.d_head
-    N, fp = len(ev.tokens), ev.task.layout.first_pred
+    lay = ev.task.layout
+    N, fp, P = len(ev.tokens), lay.first_pred, lay.seq_len - 1
     Wd = x.shape[1]
-    lg_fp = torch.empty(H, pk.n_seqs, W.W_U.shape[1])  # every sequence's ablated logits at fp
-    for c, seqs in pk.chunks(chunk):  # x H variants: ~1,800 rows per forward at K = 10
+    V = W.W_U.shape[1]
+    lg_fp = torch.empty(H, pk.n_seqs, V)  # every sequence's ablated logits at fp
+    lg_tail = torch.empty(H, N, P - fp, V)  # the clean rows' at fp..P-1
+    for c, seqs in pk.chunks(chunk):  # x H variants
         n = c.stop - c.start
         zz = z[c]  # [n, node, head, d_head]
         mid = x[c] + F.linear(zz.reshape(n, Wd, H * E), b["W_O_flat"], b["b_O"])
-        dz = (fill[pk.positions[c, :Wd].clamp(max=fp)] if fill is not None else 0.0) - zz
+        dz = (fill[pk.positions[c, :Wd].clamp(max=P - 1)] if fill is not None else 0.0) - zz
         xb = (mid[None] + torch.einsum("nthe,hed->hntd", dz, b["W_O"])).reshape(H * n, Wd, -1)
         blocked = pk.blocked_for(c, Wd)
-        read, col = pk.rows(seqs, fp)
-        lg = from_mid(W, l, xb, read, blocked if blocked.dim() == 2 else blocked.repeat(H, 1, 1))
-        lg_fp[:, seqs] = lg.view(H, n, len(read), -1)[:, pk.pack[seqs] - c.start, col]
+        cl = seqs[seqs < N]
+        want = torch.cat([pk.node[seqs, fp], pk.node[cl][:, fp:P].reshape(-1)])
+        read = torch.unique(want)
+        lg = from_mid(W, l, xb, read, blocked if blocked.dim() == 2 else blocked.repeat(H, 1, 1)).view(H, n, len(read), -1)
+        lg_fp[:, seqs] = lg[:, pk.pack[seqs] - c.start, torch.searchsorted(read, pk.node[seqs, fp])]
+        at = (pk.pack[cl] - c.start)[:, None]
+        lg_tail[:, cl] = lg[:, at, torch.searchsorted(read, pk.node[cl][:, fp:P].contiguous())]
     cand, ci = ev.candidates.repeat(H, 1), ev.cand_index.repeat(H)
     lc = candidate_losses(lg_fp[:, :N].reshape(H * N, -1), cand, ci)[0].reshape(H, N)
     l1 = F.cross_entropy(lg_fp[:, :N].reshape(H * N, -1), ev.target_first.repeat(H), reduction="none").reshape(H, N)
+    gold = ev.tokens[:, fp + 1 : P + 1]
+    full = F.cross_entropy(lg_tail.reshape(-1, V), gold.repeat(H, 1).reshape(-1), reduction="none").view(H, -1).mean(1)
     dLc_sw = torch.zeros(H)
     for i, base_sw in enumerate(base.lc_sw):
         lc_sw = candidate_losses(lg_fp[:, (1 + i) * N : (2 + i) * N].reshape(H * N, -1), cand, ci)[0].reshape(H, N)
         dLc_sw += (lc_sw - base_sw[None]).mean(1) / len(base.lc_sw)
-    return (lc - base.lc[None]).mean(1), (l1 - base.l1[None]).mean(1), dLc_sw
+    return full - base.full, (lc - base.lc[None]).mean(1), (l1 - base.l1[None]).mean(1), dLc_sw
 
 
 def _patch_layer(W, l, ev, pk, x, chunk):

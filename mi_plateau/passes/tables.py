@@ -1,5 +1,8 @@
 """Tables 6 and 9, the routing-head summary and the data of Figure 3, from tidy pass rows.
 
+Each table is computed under one or both definition families (``definitions``): the paper's
+(L_seq and its tau, candidate accuracy, Delta L) and the first-token one (Lc and its tau, exact
+match, Delta Lc); a ``definition`` column names which. ``taus`` maps a family to its tau.
 The paper's values appear only in columns whose names start with ``paper_``; every other
 number comes from the run named in the row.
 """
@@ -10,6 +13,10 @@ import math
 from typing import Any, Sequence
 
 import numpy as np
+
+from ..definitions import FAMILIES, definition
+from ..frames import frame, records
+from ..summaries import nearest
 
 Rows = list[dict[str, Any]]
 
@@ -26,67 +33,80 @@ PAPER_TABLE9 = {
 PAPER_TAU = {3: 450, 5: 800, 7: 1050, 10: 1850, 13: 2100, 17: 3300, 20: 3950, 25: 5250, 30: 6950, 36: 8750}
 
 
-def _nearest(steps: Sequence[int], target: float) -> int:
-    return min(steps, key=lambda s: (abs(s - target), s))
+def _finite(v) -> bool:
+    return v is not None and not (isinstance(v, float) and math.isnan(v))
 
 
-def table6(name: str, K: int, tau: int | None, checkpoint_rows: Rows, fracs: Sequence[float] = (0.25, 0.5, 1.0, 1.5)) -> Rows:
-    """Collective transition: per-group accuracy at the checkpoints nearest fractions of tau.
+def table6(name: str, K: int, taus: dict[str, int | None], checkpoint_rows: Rows,
+           fracs: Sequence[float] = (0.25, 0.5, 1.0, 1.5), families: Sequence[str] = FAMILIES) -> Rows:
+    """Collective transition: per-group accuracy at the checkpoints nearest fractions of tau,
+    for each family (the paper's: candidate accuracy at fractions of the L_seq tau; first
+    token: exact match at fractions of the Lc tau). Only checkpoints where the family's
+    accuracy was computed are candidates.
 
     A fraction with no checkpoint within 0.1 tau (a run stopped early) gets an empty row; a
-    paper reference is attached only from a paper row within 0.15 tau of the checkpoint."""
-    if tau is None:
-        return []
-    by_step = {r["step"]: r for r in checkpoint_rows}
-    steps = sorted(by_step)
+    paper reference is attached only from a paper row within 0.15 tau of the checkpoint.
+    Returns a DataFrame, one row per family and fraction."""
+    checkpoint_rows = records(checkpoint_rows)
     out = []
-    for f in fracs:
-        s = _nearest(steps, f * tau)
-        if abs(s - f * tau) > 0.1 * tau:  # the run has no checkpoint near this fraction (yet)
-            out.append({"run": name, "K": K, "target": f"{f:g} tau", "step": None, "frac_tau": None,
-                        "ge80_pct": None, "eq100_pct": None, "mean_acc": None})
+    for fam in families:
+        d, tau = definition(fam), taus.get(fam)
+        if tau is None:
             continue
-        r = by_step[s]
-        row = {
-            "run": name, "K": K, "target": f"{f:g} tau", "step": s, "frac_tau": s / tau,
-            "ge80_pct": 100 * r["groups_ge80"], "eq100_pct": 100 * r["groups_100"], "mean_acc": r["acc_mean"],
-        }
-        ref = PAPER_TABLE6.get(K)
-        near = [t for t in ref or [] if abs(t[1] - s / tau) <= 0.15]
-        if near:
-            p = min(near, key=lambda t: abs(t[1] - s / tau))
-            row.update({"paper_step": p[0], "paper_frac_tau": p[1], "paper_ge80_pct": p[2], "paper_eq100_pct": p[3], "paper_mean_acc": p[4]})
-        out.append(row)
-    return out
-
-
-def phase_steps(steps: Sequence[int], tau: int | None, fracs=(0.25, 1.0)) -> dict[str, int]:
-    """Pre ~ fracs[0] * tau (plateau), Mid ~ fracs[1] * tau (mid-transition), Post = last checkpoint."""
-    out = {}
-    if tau is not None:
-        out["Pre"] = _nearest(steps, fracs[0] * tau)
-        out["Mid"] = _nearest(steps, fracs[1] * tau)
-    out["Post"] = steps[-1]
-    return out
-
-
-def table9(name: str, K: int, tau: int | None, head_rows: Rows, top: int = 4, fracs=(0.25, 1.0)) -> Rows:
-    """Head ablation: the top heads by Delta Lc at the Pre, Mid and Post checkpoints."""
-    ablated = sorted({r["step"] for r in head_rows if not _isnan(r["dLc"])})
-    if not ablated:
-        return []
-    out = []
-    for phase, s in phase_steps(ablated, tau, fracs).items():
-        rows = sorted((r for r in head_rows if r["step"] == s), key=lambda r: -r["dLc"])[:top]
-        ref = PAPER_TABLE9.get(K, {}).get(phase, [])
-        for rank, r in enumerate(rows, 1):
-            row = {"run": name, "K": K, "phase": phase, "step": s, "frac_tau": s / tau if tau else float("nan"),
-                   "rank": rank, "head": r["head"], "dLc": r["dLc"], "dL1": r["dL1"]}
-            if K in PAPER_TABLE9:
-                row["paper_head"] = ref[rank - 1][0] if rank <= len(ref) else None
-                row["paper_dL"] = ref[rank - 1][1] if rank <= len(ref) else None
+        by_step = {r["step"]: r for r in checkpoint_rows if _finite(r.get(d.acc_mean))}
+        steps = sorted(by_step)
+        for f in fracs:
+            s = nearest(steps, f * tau) if steps else None
+            base = {"run": name, "K": K, "definition": fam, "tau": tau, "target": f"{f:g} tau"}
+            if s is None or abs(s - f * tau) > 0.1 * tau:  # no checkpoint near this fraction (yet)
+                out.append({**base, "step": None, "frac_tau": None, "ge80_pct": None, "eq100_pct": None, "mean_acc": None})
+                continue
+            r = by_step[s]
+            row = {**base, "step": s, "frac_tau": s / tau, "ge80_pct": 100 * r[d.ge80], "eq100_pct": 100 * r[d.eq100],
+                   "mean_acc": r[d.acc_mean]}
+            near = [t for t in PAPER_TABLE6.get(K) or [] if abs(t[1] - s / tau) <= 0.15]
+            if near:
+                p = min(near, key=lambda t: abs(t[1] - s / tau))
+                row.update({"paper_step": p[0], "paper_frac_tau": p[1], "paper_ge80_pct": p[2], "paper_eq100_pct": p[3], "paper_mean_acc": p[4]})
             out.append(row)
-    return out
+    return frame(out)
+
+
+PHASES = ("Pre", "Mid", "Post")
+
+
+def phase_steps(steps: Sequence[int], tau: int | None, fracs=(0.25, 1.0, 2.0)) -> dict[str, int]:
+    """Pre ~ fracs[0] tau (plateau), Mid ~ fracs[1] tau, Post ~ fracs[2] tau (the paper's tau/4,
+    tau, 2 tau); without tau only Post, the last checkpoint."""
+    if tau is None:
+        return {"Post": steps[-1]}
+    return {ph: nearest(steps, f * tau) for ph, f in zip(PHASES, fracs)}
+
+
+def table9(name: str, K: int, taus: dict[str, int | None], head_rows: Rows, top: int = 4, fracs=(0.25, 1.0, 2.0),
+           families: Sequence[str] = FAMILIES) -> Rows:
+    """Head ablation: the top heads at the Pre, Mid and Post checkpoints of each family (paper:
+    ranked by Delta L at fractions of the L_seq tau; first token: by Delta Lc at fractions of
+    the Lc tau). Both Delta L and Delta Lc are shown in every row. Returns a DataFrame."""
+    head_rows = records(head_rows)
+    out = []
+    for fam in families:
+        d, tau = definition(fam), taus.get(fam)
+        ablated = sorted({r["step"] for r in head_rows if _finite(r.get(d.ablation))})
+        if not ablated:
+            continue
+        for phase, s in phase_steps(ablated, tau, fracs).items():
+            rows = sorted((r for r in head_rows if r["step"] == s), key=lambda r: -r[d.ablation])[:top]
+            ref = PAPER_TABLE9.get(K, {}).get(phase, [])
+            for rank, r in enumerate(rows, 1):
+                row = {"run": name, "K": K, "definition": fam, "phase": phase, "step": s,
+                       "frac_tau": s / tau if tau else float("nan"), "rank": rank, "head": r["head"],
+                       "dL": r.get("dL"), "dLc": r["dLc"], "dL1": r["dL1"]}
+                if K in PAPER_TABLE9:
+                    row["paper_head"] = ref[rank - 1][0] if rank <= len(ref) else None
+                    row["paper_dL"] = ref[rank - 1][1] if rank <= len(ref) else None
+                out.append(row)
+    return frame(out)
 
 
 def _isnan(v) -> bool:
@@ -111,15 +131,22 @@ def half_rise_step(steps: Sequence[int], values: Sequence[float]) -> int | None:
     return next(s for s, v in pairs if v >= half)
 
 
-def routing(name: str, K: int, tau: int | None, head_rows: Rows, checkpoint_rows: Rows) -> dict[str, Any]:
+def routing(name: str, K: int, taus: dict[str, int | None], head_rows: Rows, checkpoint_rows: Rows) -> dict[str, Any]:
     """The routing head (largest causal share of the swap gap at the last ablated checkpoint),
     the top selector-attention head, their assembly times t_r (half of the final rise of each
     score) and the leads (tau - t_r) / tau; plus when the swap gap first exceeded 0.1 nats and
     the candidate mass at 0.5 tau. Onsets: the first checkpoint where the swap gap reaches 5% of
-    its maximum, and where Lc has fallen 5% of the way from its plateau to its minimum."""
+    its maximum, and where Lc has fallen 5% of the way from its plateau to its minimum.
+
+    tau is the paper family's (L_seq); every lead is also given against the first-token tau,
+    in keys ending ``_first_token``."""
+    head_rows, checkpoint_rows = records(head_rows), records(checkpoint_rows)
+    tau, tau_ft = taus.get("paper"), taus.get("first_token")
+    if tau is None:  # a task without candidate strings: the first-token tau serves both
+        tau = tau_ft
     ablated = sorted({r["step"] for r in head_rows if not _isnan(r["swap_contrib"])})
     last_all = max(r["step"] for r in head_rows)
-    out: dict[str, Any] = {"run": name, "K": K, "tau": tau}
+    out: dict[str, Any] = {"run": name, "K": K, "tau": tau, "tau_first_token": tau_ft}
     final_attn = {r["head"]: r["sel_attn"] for r in head_rows if r["step"] == last_all}
     top_attn = max(final_attn, key=final_attn.get)
     out["top_attention_head"] = top_attn
@@ -141,10 +168,12 @@ def routing(name: str, K: int, tau: int | None, head_rows: Rows, checkpoint_rows
             t_r = half_rise_step([r["step"] for r in rows], [r[score] for r in rows])
             out[f"{label}_t_r_{score}"] = t_r
             out[f"{label}_lead_{score}"] = (tau - t_r) / tau if (tau and t_r is not None) else None
+            out[f"{label}_lead_{score}_first_token"] = (tau_ft - t_r) / tau_ft if (tau_ft and t_r is not None) else None
     ck = sorted(checkpoint_rows, key=lambda r: r["step"])
     gap_step = next((r["step"] for r in ck if not _isnan(r["swap_gap"]) and r["swap_gap"] > 0.1), None)
     out["swap_gap_0.1_step"] = gap_step
     out["swap_gap_0.1_frac_tau"] = gap_step / tau if (gap_step is not None and tau) else None
+    out["swap_gap_0.1_frac_tau_first_token"] = gap_step / tau_ft if (gap_step is not None and tau_ft) else None
     # onsets: first checkpoint where each curve has covered 5% of its full range
     if tau and ck:
         steps = [r["step"] for r in ck]
@@ -158,7 +187,7 @@ def routing(name: str, K: int, tau: int | None, head_rows: Rows, checkpoint_rows
         out["z_onset_frac_tau"] = z_on / tau if z_on is not None else None
         out["loss_onset_frac_tau"] = l_on / tau if l_on is not None else None
     if tau:
-        half = _nearest([r["step"] for r in ck], 0.5 * tau)
+        half = nearest([r["step"] for r in ck], 0.5 * tau)
         r = next(r for r in ck if r["step"] == half)
         out["cand_mass_at_0.5tau"] = r["cand_mass"]
         out["L1_at_0.5tau"] = r["L1"]
@@ -166,31 +195,38 @@ def routing(name: str, K: int, tau: int | None, head_rows: Rows, checkpoint_rows
     return out
 
 
-def figure3_data(name: str, K: int, tau: int | None, checkpoint_rows: Rows, group_rows: Rows) -> dict[str, Rows]:
-    """(a) normalised z-dependence and loss progress against t / tau; (b) per-group coherence.
+def figure3_data(name: str, K: int, tau: int | None, checkpoint_rows: Rows, group_rows: Rows,
+                 family: str = "first_token") -> dict[str, Rows]:
+    """(a) normalised z-dependence and loss progress against t / tau; (b) per-group coherence,
+    under one definition family (its loss, swap gap and tau; the paper family's are computed at
+    the per-head checkpoints only, so its curves have those points).
 
-    (a) ``z_norm = swap_gap / max(swap_gap)``; ``loss_progress = (Lc_plateau - Lc) /
-    (Lc_plateau - min Lc)``, Lc_plateau the median Lc over checkpoints before 0.5 tau.
-    (b) between consecutive checkpoints, the fraction of groups whose Lc fell and the mean rate
+    (a) ``z_norm = swap_gap / max(swap_gap)``; ``loss_progress = (L_plateau - L) /
+    (L_plateau - min L)``, L_plateau the median loss over checkpoints before 0.5 tau.
+    (b) between consecutive checkpoints, the fraction of groups whose loss fell and the mean rate
     of fall in nats per 100 steps, placed at the interval's midpoint.
     """
-    if not tau:
-        return {"a": [], "b": []}
-    ck = sorted(checkpoint_rows, key=lambda r: r["step"])
+    d = definition(family)
+    checkpoint_rows, group_rows = records(checkpoint_rows), records(group_rows)
+    ck = sorted((r for r in checkpoint_rows if _finite(r.get(d.loss))), key=lambda r: r["step"])
+    if not tau or not ck:
+        return {"a": frame([]), "b": frame([])}
     steps = np.array([r["step"] for r in ck], dtype=float)
-    gap = np.array([r["swap_gap"] for r in ck], dtype=float)
-    Lc = np.array([r["Lc"] for r in ck], dtype=float)
+    gap = np.array([r[d.swap_gap] if _finite(r.get(d.swap_gap)) else np.nan for r in ck], dtype=float)
+    Lc = np.array([r[d.loss] for r in ck], dtype=float)
     Lp = _plateau_level(steps, Lc, tau)
     denom = Lp - Lc.min()
     gmax = np.nanmax(gap) if np.isfinite(gap).any() else float("nan")
     a = [
-        {"run": name, "K": K, "step": int(s), "t_over_tau": s / tau, "z_norm": float(g / gmax) if gmax > 0 else float("nan"),
-         "loss_progress": float((Lp - l) / denom) if denom > 0 else float("nan"), "swap_gap": float(g), "Lc": float(l)}
+        {"run": name, "K": K, "definition": family, "step": int(s), "t_over_tau": s / tau,
+         "z_norm": float(g / gmax) if gmax > 0 else float("nan"),
+         "loss_progress": float((Lp - l) / denom) if denom > 0 else float("nan"), "swap_gap": float(g), "loss": float(l)}
         for s, g, l in zip(steps, gap, Lc)
     ]
     by_step: dict[int, dict[int, float]] = {}
     for r in group_rows:
-        by_step.setdefault(r["step"], {})[r["group"]] = r["Lc"]
+        if _finite(r.get(d.group_loss)):
+            by_step.setdefault(r["step"], {})[r["group"]] = r[d.group_loss]
     gsteps = sorted(by_step)
     b = []
     for s0, s1 in zip(gsteps, gsteps[1:]):
@@ -198,6 +234,14 @@ def figure3_data(name: str, K: int, tau: int | None, checkpoint_rows: Rows, grou
         x0 = np.array([by_step[s0][k] for k in g])
         x1 = np.array([by_step[s1][k] for k in g])
         d = x1 - x0
-        b.append({"run": name, "K": K, "step": (s0 + s1) / 2, "t_over_tau": (s0 + s1) / 2 / tau,
+        b.append({"run": name, "K": K, "definition": family, "step": (s0 + s1) / 2, "t_over_tau": (s0 + s1) / 2 / tau,
                   "frac_falling": float((d < 0).mean()), "mean_rate": float(-d.mean() / (s1 - s0) * 100)})
-    return {"a": a, "b": b}
+    return {"a": frame(a), "b": frame(b)}
+
+
+def accuracy_histogram(group_rows: list[dict], K: int) -> list[dict]:
+    """Tidy rows (step, acc, pct_groups): % of groups whose accuracy is k / K, for k = 0..K."""
+    counts: dict[int, list[int]] = {}
+    for r in records(group_rows):
+        counts.setdefault(r["step"], [0] * (K + 1))[round(r["acc"] * K)] += 1
+    return frame([{"step": s, "acc": k / K, "pct_groups": 100 * c[k] / sum(c)} for s, c in sorted(counts.items()) for k in range(K + 1)])

@@ -8,13 +8,15 @@ transformer_lens is imported lazily: it costs seconds and the CLI must stay quic
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Callable
 
 import torch
 from torch import Tensor
 
-from .config import RunConfig, layout_for
-from .task import D_VOCAB
+from ..config import RunConfig, layout_for
+from ..task import D_VOCAB
+from .forward import Weights, check_shared, forward
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformer_lens.model_bridge import TransformerBridge
@@ -50,8 +52,46 @@ def build_model(cfg: RunConfig) -> "TransformerBridge":
     import transformer_lens.model_bridge.sources  # noqa: F401
 
     model = TransformerBridge.boot_native(bridge_config(cfg))
+    if cfg.model.train_b_U:
+        _trainable_b_U(model)
+    if cfg.model.init == "gpt2":
+        gpt2_init(model, cfg.model.d_model, cfg.model.init_seed)
     model.eval()
     return model
+
+
+def _trainable_b_U(model) -> None:
+    """Give the bridge a trainable unembedding bias.
+
+    TL4's native model has an unembedding ``nn.Linear`` without bias; the bridge registers a
+    fixed zero buffer in its place so that ``b_U`` / ``unembed.bias`` exist. The supported way
+    to train it is to put a Parameter where the buffer is: the bridge's state dict, hooks and
+    ``b_U`` read the same attribute, so checkpoints keep the key ``unembed.bias``.
+    """
+    head = model.original_model.head
+    head = getattr(head, "_original_component", head)
+    zeros = head.bias.detach().clone() if head.bias is not None else torch.zeros(head.out_features)
+    del head.bias
+    head.bias = torch.nn.Parameter(zeros)
+
+
+@torch.no_grad()
+def gpt2_init(model, d_model: int, seed: int) -> None:
+    """HookedTransformer's GPT-2 init (the original code's): every weight matrix (embeddings,
+    W_Q, W_K, W_V, W_O, W_in, W_out, W_U) N(0, (0.8 / sqrt(d_model))^2), every bias 0, LayerNorm
+    weights 1. Drawn in the order of the bridge's state dict from a generator seeded with
+    ``seed``, so it does not depend on the global RNG."""
+    gen = torch.Generator().manual_seed(int(seed))
+    std = 0.8 / d_model**0.5
+    for name, p in model.state_dict(keep_vars=True).items():
+        if not isinstance(p, torch.nn.Parameter):
+            continue
+        if name.split(".")[-2] in ("ln1", "ln2", "ln_final"):
+            p.fill_(1.0 if name.endswith("weight") else 0.0)  # LayerNorm
+        elif name.endswith("bias"):
+            p.zero_()
+        else:
+            p.copy_(torch.randn(p.shape, generator=gen) * std)
 
 
 def training_forward(cfg: RunConfig, model: "TransformerBridge") -> Callable[[Tensor], Tensor]:
@@ -72,7 +112,6 @@ def training_forward(cfg: RunConfig, model: "TransformerBridge") -> Callable[[Te
 
     ``cfg.train.compile`` puts the forward under ``torch.compile``.
     """
-    from .passes.forward import Weights, check_shared, forward
 
     pos = layout_for(cfg.task).pred_positions
     kind = cfg.train.impl
@@ -108,8 +147,6 @@ def head_names(n_layers: int, n_heads: int) -> list[str]:
 
 def parse_head(name: str, n_layers: int, n_heads: int) -> tuple[int, int]:
     """'L0H3' -> (0, 3), with a clear error for names outside the model."""
-    import re
-
     m = re.fullmatch(r"L(\d+)H(\d+)", name.strip())
     if not m:
         raise ValueError(f"head {name!r}: expected the form L<layer>H<head>, e.g. L0H3")

@@ -148,7 +148,7 @@ def block(
     x = x + F.linear(z.transpose(1, 2).reshape(B, Q, H * E), b["W_O_flat"], b["b_O"])
     x = mlp(W, l, x)
     if want_pattern:
-        return x, pattern, z
+        return (x, pattern, z, own) if return_kv else (x, pattern, z)
     return (x, own) if return_kv else x
 
 
@@ -191,19 +191,23 @@ def check_shared(tokens: Tensor, shared: int, from_pos: int) -> None:
 
 
 @torch.no_grad()
-def run_cached(W: Weights, tokens: Int[Tensor, "batch pos"], positions: Tensor | None = None, blocked: Tensor | None = None):
+def run_cached(W: Weights, tokens: Int[Tensor, "batch pos"], positions: Tensor | None = None, blocked: Tensor | None = None,
+               keep_kv: bool = False):
     """Clean forward. Returns logits, the residual stream before every layer and after the last
     (``resid[l]`` is ``blocks.{l}.hook_resid_pre``; ``resid[n_layers]`` the final one), the
-    attention patterns [layer][batch, head, query, key] and the z of every head [layer][batch, head, pos, d_head].
+    attention patterns [layer][batch, head, query, key] and the z of every head [layer][batch, head, pos, d_head];
+    with ``keep_kv`` also every layer's keys and values ([batch, head, pos, d_head] each).
     ``positions`` [pos] or [batch, pos] and ``blocked`` run packed sequences (``packing``)."""
     x = embed(W, tokens, positions)
-    resid, patterns, zs = [x], [], []
+    resid, patterns, zs, kvs = [x], [], [], []
     for l in range(W.n_layers):
-        x, pat, z = block(W, l, x, want_pattern=True, blocked=blocked)
+        x, pat, z, kv = block(W, l, x, want_pattern=True, blocked=blocked, return_kv=True)
         resid.append(x)
         patterns.append(pat)
         zs.append(z)
-    return unembed(W, x), resid, patterns, zs
+        kvs.append(kv)
+    out = (unembed(W, x), resid, patterns, zs)
+    return (*out, kvs) if keep_kv else out
 
 
 @torch.no_grad()
@@ -220,11 +224,57 @@ def from_mid(W: Weights, l: int, x: Float[Tensor, "batch pos d_model"], rows: Te
 
 @torch.no_grad()
 def run_packed(W: Weights, tokens: Int[Tensor, "batch pos"], positions: Tensor, blocked: Tensor,
-               rows: Tensor | None = None) -> Tensor:
+               rows: Tensor | None = None, keep_kv: bool = False):
     """Logits of packed sequences (``packing``): explicit positions and an explicit attention
     mask, so sequences that share a prefix are read from one forward. With ``rows``, the logits
-    of those positions only (the last block computes nothing else)."""
+    of those positions only (the last block computes nothing else). With ``keep_kv``, also every
+    layer's keys and values at every node ([batch, head, node, d_head] each), for
+    ``run_suffixes``."""
     x = embed(W, tokens, positions)
+    kvs = []
     for l in range(W.n_layers):
-        x = block(W, l, x, blocked=blocked, rows=rows if l == W.n_layers - 1 else None)
+        x, kv = block(W, l, x, blocked=blocked, rows=rows if l == W.n_layers - 1 else None, return_kv=True)
+        kvs.append(kv)
+    return (unembed(W, x), kvs) if keep_kv else unembed(W, x)
+
+
+def suffix_block(W: Weights, l: int, x: Float[Tensor, "batch n_suffix suffix_len d_model"],
+                 prefix_kv: tuple[Tensor, Tensor]) -> Float[Tensor, "batch n_suffix suffix_len d_model"]:
+    """Block l for continuations of a shared prefix: every continuation attends to the prefix
+    (keys and values [batch, head, S, d_head]) and causally to its own earlier positions. The
+    prefix part of the attention is one broadcast product, so nothing is masked or repeated."""
+    b = W.blocks[l]
+    B, C, L, d = x.shape
+    H, E = W.n_heads, W.d_head
+    h = _ln(x, b["ln1_w"], b["ln1_b"], W.eps)
+    q = F.linear(h, b["W_Q_flat"], b["b_Q_flat"]).view(B, C, L, H, E).permute(0, 3, 1, 2, 4)  # [B, H, C, L, E]
+    kv = F.linear(h, b["W_KV_flat"], b["b_KV_flat"])
+    k = kv[..., : H * E].view(B, C, L, H, E).permute(0, 3, 1, 2, 4)
+    v = kv[..., H * E :].view(B, C, L, H, E).permute(0, 3, 1, 2, 4)
+    pk, pv = prefix_kv  # [B, H, S, E]
+    scale = 1 / math.sqrt(E)
+    s_pre = (q.reshape(B, H, C * L, E) @ pk.transpose(-1, -2)).view(B, H, C, L, -1) * scale
+    s_own = (q @ k.transpose(-1, -2) * scale).masked_fill(_causal_blocked(L, x.device), float("-inf"))
+    S = s_pre.shape[-1]
+    p = torch.cat([s_pre, s_own], -1).softmax(-1)
+    z = (p[..., :S].reshape(B, H, C * L, S) @ pv).view(B, H, C, L, E) + p[..., S:] @ v
+    x = x + F.linear(z.permute(0, 2, 3, 1, 4).reshape(B, C, L, H * E), b["W_O_flat"], b["b_O"])
+    return mlp(W, l, x)
+
+
+@torch.no_grad()
+def run_suffixes(W: Weights, prefix_kv: list[tuple[Tensor, Tensor]], tokens: Int[Tensor, "batch n_suffix suffix_len"],
+                 start: int) -> Float[Tensor, "batch n_suffix suffix_len d_vocab"]:
+    """Logits of many continuations of one prefix per row, each prefix computed once.
+
+    Row b has a prefix of S positions whose keys and values per layer are ``prefix_kv[l]``
+    ([batch, head, S, d_head] each, e.g. gathered from ``run_packed(keep_kv=True)``), and
+    ``n_suffix`` continuations ``tokens[b, c]`` that occupy positions ``start ..`` after it. Every
+    continuation sees the whole prefix and its own earlier tokens, never another continuation:
+    the logits equal those of the full sequences prefix + continuation run one by one.
+    """
+    L = tokens.shape[-1]
+    x = W.W_E[tokens] + W.W_pos[start : start + L]
+    for l in range(W.n_layers):
+        x = suffix_block(W, l, x, prefix_kv[l])
     return unembed(W, x)
