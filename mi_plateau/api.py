@@ -91,7 +91,8 @@ def _checkpoint_at(run: Run, step: int):
 
 def inspect(run, step: int, head: str | None = None, n_examples: int = 3) -> dict[str, Any]:
     """Per-head scores at the checkpoint nearest ``step``: selector attention (minus baseline),
-    ablation Delta Lc / Delta L1, swap contribution and causal share of the swap gap. With
+    ablation Delta L (the paper's) / Delta Lc / Delta L1, swap contribution and causal share of
+    the swap gap; the checkpoint's losses in both families. With
     ``head`` (e.g. "L0H3"), also that head's attention pattern on ``n_examples`` examples."""
     from .summaries import nan_to_none
     from .model import parse_head
@@ -119,15 +120,16 @@ def inspect(run, step: int, head: str | None = None, n_examples: int = 3) -> dic
 
 
 def ablation_report(run, step: int, mean: bool = False) -> dict[str, Any]:
-    """Head ablation at the checkpoint nearest ``step``: Delta Lc and Delta L1 per head (nats),
-    sorted by Delta Lc; zero ablation, or mean ablation with ``mean=True``."""
+    """Head ablation at the checkpoint nearest ``step``: per head (nats) the paper's Delta L
+    (full-vocabulary cross-entropy over A1..A4 and EOS, ablated minus clean), Delta Lc and
+    Delta L1, sorted by Delta L; zero ablation, or mean ablation with ``mean=True``."""
     from .summaries import nan_to_none
     from .passes.probes import checkpoint_passes
 
     run = run if isinstance(run, Run) else Run(run)
     cfg, s, W, ev = _checkpoint_at(run, step)
     out = checkpoint_passes(W, ev, step=s, mean=mean)
-    heads = sorted(out["heads"], key=lambda r: -r["dLc"])
+    heads = sorted(out["heads"], key=lambda r: -r["dL"])
     ck = out["checkpoint"][0]
-    return nan_to_none({"run": run.name, "step": s, "mode": "mean" if mean else "zero", "Lc": ck["Lc"], "L1": ck["L1"],
-                        "swap_gap": ck["swap_gap"], "heads": heads})
+    return nan_to_none({"run": run.name, "step": s, "mode": "mean" if mean else "zero", "L_seq": ck["L_seq"], "full_loss": ck["full_loss"],
+                        "Lc": ck["Lc"], "L1": ck["L1"], "swap_gap_seq": ck["swap_gap_seq"], "swap_gap": ck["swap_gap"], "heads": heads})

@@ -103,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="benchmarks against plain PyTorch / loop references")
     bench.add_argument("--quick", action="store_true")
     bench.add_argument("--json", action="store_true")
-    bench.add_argument("--only", choices=["train", "passes"], default=None, help="run one section alone")
+    bench.add_argument("--only", choices=["train", "passes", "overhead"], default=None, help="run one section alone")
     bench.add_argument("--out", default=None, help="also write the Markdown table here")
 
     rep = sub.add_parser("reproduce", help="named recipes that rebuild the paper's artifacts")

@@ -56,13 +56,18 @@ def cmd_inspect(args) -> int:
         print(json.dumps(res, indent=2))
         return 0
     ck = res["checkpoint"]
-    print(f"{res['run']} at step {res['step']}: Lc={_f(ck['Lc'])} L1={_f(ck['L1'])} swap gap={_f(ck['swap_gap'])} mean acc={_f(ck['acc_mean'])}")
-    print("sel_attn = attention from the A1 query to z minus uniform baseline; dLc = ablation Delta Lc (nats);")
-    print("swap_contrib = swap gap removed by ablating the head (nats); causal_share = swap_contrib / swap gap")
-    print(_head_table(res["heads"], ["sel_attn", "dLc", "swap_contrib", "causal_share"]))
-    if res["patching"]:
-        print("patching z positions of resid_pre, fraction of logit difference moved: "
-              + ", ".join(f"L{r['layer']}={_f(r['patch_frac'], 2)}" for r in res["patching"]))
+    print(f"{res['run']} at step {res['step']}")
+    print(f"  paper:       L_seq {_f(ck['L_seq'])} nats, candidate accuracy {_f(ck['cand_acc'])}, swap gap {_f(ck['swap_gap_seq'])} nats")
+    print(f"  first token: Lc {_f(ck['Lc'])} nats, L1 {_f(ck['L1'])} nats, exact match {_f(ck['acc_mean'])}, swap gap {_f(ck['swap_gap'])} nats")
+    print("sel_attn = attention from the A1 query to z minus uniform baseline; dL = ablation Delta L over all target")
+    print("positions (the paper's), dLc = ablation Delta Lc (nats); swap_contrib = swap gap removed by ablating the head")
+    print("(nats); causal_share = swap_contrib / swap gap")
+    print(_head_table(res["heads"], ["sel_attn", "dL", "dLc", "swap_contrib", "causal_share"]))
+    for hook in ("resid_pre", "resid_post"):
+        rows = [r for r in res["patching"] if r.get("hook") == hook]
+        if rows:
+            print(f"patching the z positions of {hook}, fraction of the logit difference moved: "
+                  + ", ".join(f"L{r['layer']}={_f(r['patch_frac'], 2)}" for r in rows))
     if "pattern" in res:
         for ex in res["pattern"]["examples"]:
             toks = ex["tokens"]
@@ -80,8 +85,11 @@ def cmd_ablate(args) -> int:
     if args.json:
         print(json.dumps(res, indent=2))
         return 0
-    print(f"{res['run']} at step {res['step']} ({res['mode']} ablation): clean Lc={_f(res['Lc'])} L1={_f(res['L1'])} swap gap={_f(res['swap_gap'])}")
-    print(_head_table(res["heads"], ["dLc", "dL1", "swap_contrib", "causal_share"]))
+    print(f"{res['run']} at step {res['step']} ({res['mode']} ablation), clean: L_seq {_f(res['L_seq'])}, full target loss "
+          f"{_f(res['full_loss'])}, Lc {_f(res['Lc'])}, L1 {_f(res['L1'])} nats; swap gap {_f(res['swap_gap_seq'])} (L_seq), "
+          f"{_f(res['swap_gap'])} (Lc) nats")
+    print("dL = the paper's Delta L (full-vocabulary cross-entropy over A1..A4 and EOS), dLc, dL1 in nats; sorted by dL")
+    print(_head_table(res["heads"], ["dL", "dLc", "dL1", "swap_contrib", "causal_share"]))
     return 0
 
 

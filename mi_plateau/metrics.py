@@ -118,7 +118,7 @@ def sequence_scores(W: Weights, ev: EvalSet, rows: Int[Tensor, "n"], prefix_kv: 
 
 
 @torch.no_grad()
-def evaluate(model, ev: EvalSet, batch: int = 256, seq_groups: int = 0) -> dict[str, Any]:
+def evaluate(model, ev: EvalSet, batch: int = 256, seq_groups: int = 0, sequence: bool = True) -> dict[str, Any]:
     """Cheap per-checkpoint metrics on the evaluation set (means over its examples).
 
     The clean rows and the selector-swapped ones run as prefix packs (``model.packing``): one
@@ -129,7 +129,8 @@ def evaluate(model, ev: EvalSet, batch: int = 256, seq_groups: int = 0) -> dict[
 
     The paper family scores the K candidate strings of every example of the first ``seq_groups``
     groups (0: all): each prompt is read from the packs' keys and values, and only the other
-    candidates' four positions are computed (``sequence_scores``).
+    candidates' four positions are computed (``sequence_scores``). ``sequence=False`` leaves the
+    paper family out (NaN), for timing the first-token family alone.
     """
     lay = ev.task.layout
     K, N = ev.task.cfg.K, len(ev.tokens)
@@ -141,12 +142,12 @@ def evaluate(model, ev: EvalSet, batch: int = 256, seq_groups: int = 0) -> dict[
     logits = torch.zeros(N, P, W.W_U.shape[1])  # the metrics read positions fp.. only
     swap_fp = torch.empty(N, W.W_U.shape[1]) if sel else None
     n_seq = N if not seq_groups else min(N, seq_groups * K)  # rows are group-major
-    scores = torch.empty(n_seq, K) if ev.has_sequence_candidates else None
+    scores = torch.empty(n_seq, K) if sequence and ev.has_sequence_candidates else None
     for c, seqs in pk.chunks(batch):
         clean, swapped = seqs[seqs < N], seqs[seqs >= N]
         want = pk.node[clean][:, fp:P].contiguous()  # each clean row's nodes at fp..P-1
         read = torch.unique(torch.cat([want.reshape(-1), pk.node[swapped, fp]]))
-        lg, kv = run_packed(W, pk.tokens[c], pk.positions[c], pk.blocked_for(c), read, keep_kv=True)
+        lg, kv = run_packed(W, pk.tokens[c], pk.positions[c], pk.blocked_for(c), read, keep_kv=scores is not None)
         logits[clean, fp:] = lg[(pk.pack[clean] - c.start)[:, None], torch.searchsorted(read, want)]
         if sel:
             swap_fp[swapped - N] = lg[pk.pack[swapped] - c.start, torch.searchsorted(read, pk.node[swapped, fp])]

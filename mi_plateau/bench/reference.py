@@ -205,3 +205,15 @@ def loop_passes(model, ev, *, ablation: bool = True, batch: int = 1000, shift: i
         out["swap_contrib"] = ((acc["dLc"] - acc["dLc_sw"]) / N).tolist()
         out["patch_frac"] = {h: (m / N / denom).tolist() for h, m in moved.items()}
     return out
+
+
+def max_diff(tool: dict, ref: dict) -> float:
+    """Largest absolute difference between the toolkit's rows and the loop reference."""
+    ck, heads = tool["checkpoint"][0], tool["heads"]
+    d = [abs(ck[k] - ref[k]) for k in ("Lc", "swap_gap", "acc_mean", "shuffle_gap", "L_seq", "cand_acc", "swap_gap_seq",
+                                        "shuffle_gap_seq") if k in ref]
+    for k in ("sel_attn", "dL", "dLc", "dL1", "swap_contrib"):
+        if k in ref:
+            d += [abs(r[k] - ref[k][r["layer"]][r["head_index"]]) for r in heads]
+    d += [abs(r["patch_frac"] - ref["patch_frac"][r["hook"]][r["layer"]]) for r in tool["patching"] if "patch_frac" in ref]
+    return max(d)

@@ -17,7 +17,7 @@ import torch
 from ..config import RunConfig, layout_for
 from ..task import make_eval_set, make_sampler, make_task
 from .fast import make_candidate
-from .reference import PlainTransformer, loop_passes
+from .reference import PlainTransformer, loop_passes, max_diff
 from .timing import timed, alternate, train_step_flops
 
 E2E_RUN = Path("checkpoints/paper_K10_nb1000_s0")
@@ -77,18 +77,6 @@ def bench_threads(cfg: RunConfig, *, reps: int, inner: int) -> dict[str, Any]:
 # --- 2. analysis passes -------------------------------------------------------------
 
 
-def _max_diff(tool: dict, ref: dict) -> float:
-    """Largest absolute difference between the toolkit's rows and the loop reference."""
-    ck, heads = tool["checkpoint"][0], tool["heads"]
-    d = [abs(ck[k] - ref[k]) for k in ("Lc", "swap_gap", "acc_mean", "shuffle_gap", "L_seq", "cand_acc", "swap_gap_seq",
-                                        "shuffle_gap_seq") if k in ref]
-    for k in ("sel_attn", "dL", "dLc", "dL1", "swap_contrib"):
-        if k in ref:
-            d += [abs(r[k] - ref[k][r["layer"]][r["head_index"]]) for r in heads]
-    d += [abs(r["patch_frac"] - ref["patch_frac"][r["hook"]][r["layer"]]) for r in tool["patching"] if "patch_frac" in ref]
-    return max(d)
-
-
 def bench_passes(cfg: RunConfig, *, reps: int, weights: dict | None = None) -> dict[str, Any]:
     from ..model import build_model
     from ..model.forward import Weights
@@ -107,8 +95,8 @@ def bench_passes(cfg: RunConfig, *, reps: int, weights: dict | None = None) -> d
         "loop_cheap": lambda: loop_passes(model, ev, ablation=False),
     }
     agree = {
-        "all": _max_diff(checkpoint_passes(W, ev, ablation=True), loop_passes(model, ev, ablation=True)),
-        "cheap": _max_diff(checkpoint_passes(W, ev, ablation=False), loop_passes(model, ev, ablation=False)),
+        "all": max_diff(checkpoint_passes(W, ev, ablation=True), loop_passes(model, ev, ablation=True)),
+        "cheap": max_diff(checkpoint_passes(W, ev, ablation=False), loop_passes(model, ev, ablation=False)),
     }
     s = {k: statistics.median(v) for k, v in alternate(cands, reps, 1).items()}
     parts: dict[str, list[float]] = {}
@@ -165,9 +153,10 @@ def bench_overhead(cfg: RunConfig, *, reps: int, n_records: int = 100) -> dict[s
                              {**optimizer_tensors(opt), **sampler.state()})
             manifest["checkpoints"].pop()  # keep the manifest at n_records + 1 entries
 
-        cands = {"evaluate": lambda: evaluate(model, ev), "evaluate_plain": lambda: evaluate_reference(plain, ev), "save": save}
+        cands = {"evaluate": lambda: evaluate(model, ev), "evaluate_first_token": lambda: evaluate(model, ev, sequence=False),
+                 "evaluate_plain": lambda: evaluate_reference(plain, ev), "save": save}
         t = {k: statistics.median(v) for k, v in alternate(cands, reps, 1).items()}
-    return {"evaluate_s": t["evaluate"], "evaluate_plain_s": t["evaluate_plain"],
+    return {"evaluate_s": t["evaluate"], "evaluate_first_token_s": t["evaluate_first_token"], "evaluate_plain_s": t["evaluate_plain"],
             "save_s": t["save"], "evaluate_plain_max_abs_diff": diff["plain"],
             "n_sequences": len(ev.tokens), "manifest_records": n_records}
 

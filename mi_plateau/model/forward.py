@@ -227,15 +227,15 @@ def run_packed(W: Weights, tokens: Int[Tensor, "batch pos"], positions: Tensor, 
                rows: Tensor | None = None, keep_kv: bool = False):
     """Logits of packed sequences (``packing``): explicit positions and an explicit attention
     mask, so sequences that share a prefix are read from one forward. With ``rows``, the logits
-    of those positions only (the last block computes nothing else). With ``keep_kv``, also every
-    layer's keys and values at every node ([batch, head, node, d_head] each), for
-    ``run_suffixes``."""
+    of those positions only (the last block computes nothing else). Returns (logits, kv): kv is
+    every layer's keys and values at every node ([batch, head, node, d_head] each, for
+    ``run_suffixes``) with ``keep_kv``, else None."""
     x = embed(W, tokens, positions)
     kvs = []
     for l in range(W.n_layers):
         x, kv = block(W, l, x, blocked=blocked, rows=rows if l == W.n_layers - 1 else None, return_kv=True)
         kvs.append(kv)
-    return (unembed(W, x), kvs) if keep_kv else unembed(W, x)
+    return (unembed(W, x), kvs) if keep_kv else (unembed(W, x), None)
 
 
 def suffix_block(W: Weights, l: int, x: Float[Tensor, "batch n_suffix suffix_len d_model"],

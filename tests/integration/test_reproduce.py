@@ -4,10 +4,9 @@ import pytest
 
 from mi_plateau.reproduce import RECIPES, plan
 
-from conftest import run_cli
 
 
-def test_core_recipe_plan_names_the_paper_runs(tmp_path):
+def test_core_recipe_plan_names_the_paper_runs(run_cli, tmp_path):
     runs = plan("core", tmp_path)
     assert [(c.preset, c.task.K, c.task.data_seed) for _, c in runs] == RECIPES["core"]
     assert all(c.task.n_b == 1000 and c.model.d_model == 128 and c.train.lr == 1e-3 for _, c in runs)

@@ -32,7 +32,6 @@ from mi_plateau.checkpoints import (
 from mi_plateau.config import preset, with_overrides
 from mi_plateau.train import train
 
-from conftest import ROOT, run_cli
 
 MAX_STEPS = 60
 EVERY = 20  # tiny preset's ckpt_every; no transition happens within 60 steps
@@ -45,7 +44,6 @@ def _cfg():
 
 def _env(**extra):
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     env.pop("MI_PLATEAU_CRASH", None)
     env.update(extra)
     return env
@@ -212,7 +210,7 @@ def test_checkpoint_files_written_before_manifest(tmp_path, monkeypatch):
 # --- two trainers, one folder ---------------------------------------------------------------
 
 
-def test_second_trainer_is_refused_while_one_is_running(tmp_path):
+def test_second_trainer_is_refused_while_one_is_running(run_cli, tmp_path):
     cfg = with_overrides(preset("tiny"), {"max_steps": 100000, "train.margin_steps": 100000})
     cfg_path = tmp_path / "cfg.json"
     cfg_path.write_text(cfg.to_json())
@@ -503,7 +501,7 @@ def test_clean_copy_loads_and_resumes(run_copy, good_run):
     assert run_copy.manifest()["status"] == "finished"
 
 
-def test_cli_reports_bad_manifest_in_one_line(run_copy):
+def test_cli_reports_bad_manifest_in_one_line(run_cli, run_copy):
     (run_copy.path / "manifest.json").write_text("{")
     p = run_cli("summary", str(run_copy.path))
     assert p.returncode == 2 and "Traceback" not in p.stderr
@@ -513,12 +511,14 @@ def test_cli_reports_bad_manifest_in_one_line(run_copy):
 
 def test_nothing_is_unpickled():
     """No pickle anywhere in the package; torch.load, if ever used, only with weights_only=True."""
-    pkg = ROOT / "mi_plateau"
+    import mi_plateau
+
+    pkg = Path(mi_plateau.__file__).parent
     sources = sorted(pkg.rglob("*.py"))
     assert len(sources) > 5
     for src in sources:
         text = src.read_text()
-        rel = src.relative_to(ROOT)
+        rel = src.relative_to(pkg.parent)
         for bad in (r"\bimport\s+(c?pickle|dill|joblib|shelve|marshal)\b", r"\bfrom\s+(c?pickle|dill|joblib|shelve|marshal)\b",
                     r"\bpickle\.", r"allow_pickle\s*=\s*True", r"\btorch\.jit\.load\b"):
             assert not re.search(bad, text), f"{rel}: {bad}"

@@ -8,7 +8,6 @@ from mi_plateau.checkpoints import Run, RunError, load_tensors
 from mi_plateau.config import with_overrides
 from mi_plateau.train import lr_at, train
 
-from conftest import run_cli
 
 
 def test_tiny_run_plateaus_then_transitions(tiny_run, tiny_cfg):
@@ -76,9 +75,8 @@ def test_resume_after_kill_equals_uninterrupted(tmp_path, tiny_cfg, recipe):
         f"train(RunConfig.from_dict(json.load(open({str(cfg_path)!r}))), {str(out)!r}, progress=False)"
     )
     import os, subprocess, sys
-    from conftest import ROOT
 
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "MI_PLATEAU_CRASH": "step:53"}
+    env = {**os.environ, "MI_PLATEAU_CRASH": "step:53"}
     p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert p.returncode == 137, p.stderr
     partial = Run(out)
@@ -106,18 +104,17 @@ def test_warmup_then_constant_and_cosine(tiny_cfg):
     assert lr_at(cos, 110) == pytest.approx(0.0, abs=1e-12)
 
 
-def test_cli_help_is_fast_and_light():
+def test_cli_help_is_fast_and_light(run_cli):
     p = run_cli("--help")
     assert p.returncode == 0 and "train" in p.stdout
     code = "import sys; from mi_plateau.cli import build_parser; build_parser(); print('torch' in sys.modules, 'transformer_lens' in sys.modules)"
-    import subprocess, sys, os
-    from conftest import ROOT
+    import subprocess, sys
 
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.split() == ["False", "False"]
 
 
-def test_cli_train_and_summary(tmp_path):
+def test_cli_train_and_summary(run_cli, tmp_path):
     out = tmp_path / "cli_run"
     p = run_cli("train", "--preset", "tiny", "--max-steps", "40", "--out", str(out), "--quiet")
     assert p.returncode == 0, p.stderr
@@ -142,7 +139,7 @@ def test_cli_train_and_summary(tmp_path):
         (["summary", "/nonexistent/run"], "no such run folder"),
     ],
 )
-def test_cli_bad_input_gives_clear_error(args, message, tmp_path):
+def test_cli_bad_input_gives_clear_error(run_cli, args, message, tmp_path):
     p = run_cli(*args, "--out", str(tmp_path / "x")) if args[0] == "train" else run_cli(*args)
     assert p.returncode == 2
     assert message in p.stderr
@@ -150,7 +147,7 @@ def test_cli_bad_input_gives_clear_error(args, message, tmp_path):
     assert not (tmp_path / "x").exists()  # nothing was created
 
 
-def test_selector_free_control_trains_and_summarises(tmp_path, tiny_cfg):
+def test_selector_free_control_trains_and_summarises(run_cli, tmp_path, tiny_cfg):
     """B->A without a selector: no swap gap (NaN, stored as null) must not break the summaries."""
     from mi_plateau.api import summary
 
@@ -172,12 +169,11 @@ def test_invalid_config_leaves_no_folder(tmp_path, tiny_cfg):
 
 
 def test_summary_command_does_not_import_torch(tiny_run):
-    import os, subprocess, sys
-    from conftest import ROOT
+    import subprocess, sys
 
     code = (f"import sys; from mi_plateau.cli import main; main(['summary', {str(tiny_run.path)!r}]);"
             "print('torch' in sys.modules, 'transformer_lens' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.split()[-2:] == ["False", "False"], out.stderr
 
 
@@ -236,7 +232,7 @@ def test_runs_written_before_impl_existed_resume_with_the_bridge(tmp_path, tiny_
         train(cfg, run.path, resume=True, progress=False)
 
 
-def test_a_run_finished_at_max_steps_continues_with_a_larger_cap(tmp_path, tiny_cfg):
+def test_a_run_finished_at_max_steps_continues_with_a_larger_cap(run_cli, tmp_path, tiny_cfg):
     """Raising train.max_steps on resume changes only the stopping rule: the continued run
     equals one trained with the larger cap from the start. Any other change is still refused."""
     short = with_overrides(tiny_cfg, {"max_steps": 60})

@@ -12,7 +12,6 @@ from mi_plateau.passes.probes import checkpoint_passes
 from mi_plateau.passes.tables import half_rise_step, phase_steps, table6, table9
 from mi_plateau.task import make_eval_set, make_task
 
-from conftest import run_cli
 
 
 @pytest.fixture(scope="module")
@@ -232,7 +231,7 @@ def test_analysis_does_not_depend_on_the_cache_history(tiny_run, tmp_path):
         tiny_run, tmp_path / "a", PassConfig(max_head_checkpoints=8), progress=False)["patching"]["step"].nunique()
 
 
-def test_cli_analysis_commands(tiny_run, tmp_path):
+def test_cli_analysis_commands(run_cli, tiny_run, tmp_path):
     p = run_cli("ablate", str(tiny_run.path), "--step", "100")
     assert p.returncode == 0, p.stderr
     assert "L0H0" in p.stdout and "dLc" in p.stdout
@@ -252,8 +251,7 @@ def test_passes_equal_the_transformer_lens_loop(overrides):
     """Every number of checkpoint_passes equals the plain TransformerLens loop (hooks per head,
     per input), whatever prefixes the task's sequences share (backward: the group's B and the
     selectors' first characters; az_b: the example's own A only)."""
-    from mi_plateau.bench.reference import loop_passes
-    from mi_plateau.bench.sections import _max_diff
+    from mi_plateau.bench.reference import loop_passes, max_diff
     from mi_plateau.config import with_overrides
 
     cfg = with_overrides(preset("tiny"), overrides)
@@ -267,4 +265,4 @@ def test_passes_equal_the_transformer_lens_loop(overrides):
     W = Weights.from_state_dict(model.state_dict(), m.n_layers, m.n_heads, m.d_head)
     out, ref = checkpoint_passes(W, ev, chunk=40), loop_passes(model, ev, batch=50)
     assert abs(out["checkpoint"][0]["swap_gap"]) > 0.005 and max(abs(r["dLc"]) for r in out["heads"]) > 0.01
-    assert _max_diff(out, ref) < 1e-4
+    assert max_diff(out, ref) < 1e-4

@@ -1,8 +1,9 @@
-"""Run configuration: frozen dataclasses, presets, validation and overrides.
+"""The configuration's schema: frozen dataclasses with their derived values, the token
+layout, validation, and reading values from JSON or the command line (``coerce``).
 
 One ``RunConfig`` travels through the whole pipeline. It is built from a preset plus
-overrides, validated before any work starts, and stored as JSON in every run folder so
-that a run can be rebuilt from its folder alone. This module imports nothing heavy.
+overrides (``presets``), validated before any work starts, and stored as JSON in every run
+folder so that a run can be rebuilt from its folder alone. Nothing heavy is imported.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 N_CHARS = 36  # the alphabet a-z0-9
@@ -173,7 +174,7 @@ class RunConfig:
             unknown = set(sub) - known
             if unknown:
                 raise ConfigError(f"{where}: unknown keys {sorted(unknown)}")
-            return kls(**{k: _coerce(kls, k, v, f"{where}.{k}") for k, v in sub.items()})
+            return kls(**{k: coerce(kls, k, v, f"{where}.{k}") for k, v in sub.items()})
 
         unknown = set(d) - {"task", "model", "train", "eval", "preset"}
         if unknown:
@@ -331,49 +332,7 @@ def validate(cfg: RunConfig) -> RunConfig:
     return cfg
 
 
-# --- presets and overrides --------------------------------------------------------
-
-
-def _presets() -> dict[str, RunConfig]:
-    # The original code's K-sweep recipe (SPEC section 3): no warm-up, epoch batches, GPT-2 init
-    # of every weight matrix with a fixed init seed (42), a trainable unembedding bias.
-    paper = RunConfig(
-        model=ModelConfig(init="gpt2", train_b_U=True, init_seed=42, fixed_init=True),
-        train=TrainConfig(warmup_steps=0, batching="epoch", max_steps=30000, post_tau_frac=2.1),
-        # exact up to K = 10 (200 groups x 10 x 9 strings); larger K score the first groups
-        eval=EvalConfig(seq_max_strings=18000),
-        preset="paper",
-    )
-    # What this toolkit trained before revision 2 of the spec (runs named paper_* before then).
-    tl4 = RunConfig(preset="tl4")
-    # The demo shrinks the data (the plateau length grows with D) and the model, so that
-    # plateau and transition both show in a couple of minutes on two CPU cores.
-    demo = RunConfig(
-        task=TaskConfig(K=5, n_b=400),
-        model=ModelConfig(n_layers=2, n_heads=4, d_model=64, d_head=16, d_mlp=256),
-        train=TrainConfig(warmup_steps=200, max_steps=4000, margin_steps=100),
-        eval=EvalConfig(plateau_start=100, seq_plateau_end=300),
-        preset="demo",
-    )
-    tiny = RunConfig(
-        task=TaskConfig(K=4, n_b=48),
-        model=ModelConfig(n_layers=2, n_heads=2, d_model=32, d_head=16, d_mlp=64),
-        train=TrainConfig(lr=3e-3, warmup_steps=50, batch_size=32, max_steps=1500, ckpt_every=20,
-                          ckpt_every_transition=10, margin_steps=40),
-        eval=EvalConfig(n_groups=48, plateau_start=60, seq_plateau_start=20, seq_plateau_end=80),
-        preset="tiny",
-    )
-    return {"paper": paper, "tl4": tl4, "demo": demo, "tiny": tiny}
-
-
-PRESETS = tuple(_presets())
-
-
-def preset(name: str) -> RunConfig:
-    presets = _presets()
-    if name not in presets:
-        raise ConfigError(f"unknown preset {name!r}: choose one of {', '.join(presets)}")
-    return presets[name]
+# --- reading values (config.json, CLI strings) -------------------------------------
 
 
 SECTIONS = {"task": TaskConfig, "model": ModelConfig, "train": TrainConfig, "eval": EvalConfig}
@@ -386,7 +345,7 @@ def _field_type(kls, key):
 _BOOL_WORDS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
 
-def _coerce(kls, key: str, value: Any, where: str) -> Any:
+def coerce(kls, key: str, value: Any, where: str) -> Any:
     """Convert value (possibly a CLI string) to the field's declared type, or fail clearly."""
     typ = _field_type(kls, key)
     try:
@@ -423,105 +382,3 @@ def _coerce(kls, key: str, value: Any, where: str) -> Any:
         kind = {"int": "an integer", "float": "a number", "str": "a string", "bool": "true or false (true/false, 1/0, yes/no)"}[typ]
         raise ConfigError(f"{where}={value!r}: expected {kind}") from None
     raise ConfigError(f"{where}: field type {typ!r} has no parser")
-
-
-# Short names accepted everywhere (CLI flags and override keys), mapped to their section.
-ALIASES = {
-    "seed": None,  # sets data_seed and batch_seed, and init_seed unless model.fixed_init
-    "K": "task.K",
-    "n_b": "task.n_b",
-    "len_z": "task.len_z",
-    "direction": "task.direction",
-    "label_noise": "task.label_noise",
-    "lr": "train.lr",
-    "batch_size": "train.batch_size",
-    "max_steps": "train.max_steps",
-    "grad_clip": "train.grad_clip",
-    "schedule": "train.schedule",
-    "impl": "train.impl",
-    "compile": "train.compile",
-    "batching": "train.batching",
-    "stop": "train.stop",
-    "init": "model.init",
-    "init_seed": "model.init_seed",
-    "alpha": "eval.alpha",
-}
-
-
-def with_overrides(cfg: RunConfig, overrides: dict[str, Any]) -> RunConfig:
-    """Apply ``{"task.K": 20, "lr": 3e-3, "seed": 1, ...}``; unknown keys and bad types fail.
-
-    ``seed`` sets the data and batch-order seeds, and the init seed too unless the config pins it
-    (``model.fixed_init``, as the ``paper`` preset does); a specific seed key given in the same
-    call wins over it.
-    """
-    sections = {name: dataclasses.asdict(getattr(cfg, name)) for name in SECTIONS}
-    specific: list[tuple[str, str, Any]] = []
-    for key, value in overrides.items():
-        if key == "seed":
-            s = _coerce(TaskConfig, "data_seed", value, "seed")
-            sections["task"]["data_seed"] = s
-            if not cfg.model.fixed_init:
-                sections["model"]["init_seed"] = s
-            sections["train"]["batch_seed"] = s
-            continue
-        full = ALIASES.get(key, key)
-        if "." not in full:
-            raise ConfigError(f"unknown setting {key!r}: use section.key (task, model, train, eval) or one of {', '.join(ALIASES)}")
-        section, name = full.split(".", 1)
-        if section not in SECTIONS or name not in sections[section]:
-            raise ConfigError(f"unknown setting {key!r}")
-        specific.append((section, name, _coerce(SECTIONS[section], name, value, full)))
-    for section, name, value in specific:
-        sections[section][name] = value
-    return replace(
-        cfg, **{name: SECTIONS[name](**sections[name]) for name in SECTIONS}
-    )
-
-
-def parse_override(text: str) -> tuple[str, str]:
-    """Split ``key=value`` from the command line."""
-    if "=" not in text:
-        raise ConfigError(f"override {text!r}: expected key=value, e.g. train.lr=3e-3")
-    key, value = text.split("=", 1)
-    return key.strip(), value.strip()
-
-
-# --- names and differences (the one place runs are named and configs compared) ------
-
-
-def config_diff(a: dict, b: dict, prefix: str = "") -> str:
-    """The settings two config dicts disagree on, as "key: stored X, given Y; ..." ("" if none)."""
-    out = []
-    for k in sorted(set(a) | set(b)):
-        if isinstance(a.get(k), dict) and isinstance(b.get(k), dict):
-            d = config_diff(a[k], b[k], f"{prefix}{k}.")
-            if d:
-                out.append(d)
-        elif a.get(k) != b.get(k):
-            out.append(f"{prefix}{k}: stored {a.get(k)!r}, given {b.get(k)!r}")
-    return "; ".join(out)
-
-
-def run_name(cfg: RunConfig) -> str:
-    """<preset>_K<K>_nb<n_b>_s<seed>, plus a short hash when other settings differ from the preset."""
-    import hashlib
-
-    t = cfg.task
-    name = f"{cfg.preset}_K{t.K}_nb{t.n_b}_s{t.data_seed}"
-    try:
-        base = with_overrides(preset(cfg.preset), {"K": t.K, "n_b": t.n_b, "seed": t.data_seed})
-        if base.to_dict() != cfg.to_dict():
-            name += "_" + hashlib.sha1(cfg.to_json().encode()).hexdigest()[:8]
-    except ConfigError:
-        pass
-    return name
-
-
-def compare_name(names: list[str]) -> str:
-    """The folder name of an analysis or report of several runs: compare_<names>, or a hash of
-    them when that would be too long for a file name."""
-    import hashlib
-
-    name = "compare_" + "__".join(names)
-    return name if len(name) <= 120 else "compare_" + hashlib.sha1("|".join(names).encode()).hexdigest()[:10]
