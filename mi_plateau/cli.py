@@ -63,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     t = sub.add_parser("train", help="train a run with dense checkpoints")
     t.add_argument("--preset", choices=PRESETS, default=None, help="starting configuration (default: demo)")
+    t.add_argument("--config", default=None, metavar="FILE", help="start from a config JSON file ('-': read it from standard input) instead of a preset")
     for flag, dest, typ, helptext in TRAIN_FLAGS:
         t.add_argument(flag, dest=dest, type=_num_arg(typ) if typ is not str else str, default=None, help=helptext)
     t.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="any setting, e.g. train.warmup_steps=200 (repeatable)")
@@ -106,11 +107,21 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--only", choices=["train", "passes", "overhead"], default=None, help="run one section alone")
     bench.add_argument("--out", default=None, help="also write the Markdown table here")
 
+    sw = sub.add_parser("sweep", help="train a sweep file's runs (resumable); `sweep status FOLDER` prints its table")
+    sw.add_argument("target", help="a sweep file (TOML), or the word status")
+    sw.add_argument("folder", nargs="?", help="with status: the sweep folder (checkpoints/<name>)")
+    sw.add_argument("--jobs", type=_positive_int, default=None, help="runs at once (default: one per core; one thread each)")
+    sw.add_argument("--backend", choices=["local", "ray"], default="local", help="local process pool (default) or Ray")
+    sw.add_argument("--address", default=None, help="with --backend ray: the cluster's address (default: a local Ray instance)")
+    sw.add_argument("--root", default="checkpoints", help="where sweep folders live (default: checkpoints/)")
+    sw.add_argument("--dry-run", action="store_true", help="validate the file and list the runs, train nothing")
+    sw.add_argument("--quiet", action="store_true")
+
     rep = sub.add_parser("reproduce", help="named recipes that rebuild the paper's artifacts")
     rep.add_argument("recipe", choices=["core"])
     rep.add_argument("--dry-run", action="store_true", help="list the runs and whether they are done")
     rep.add_argument("--no-train", action="store_true", help="only analyse the runs that exist (unfinished ones up to their last checkpoint)")
-    rep.add_argument("--jobs", type=_positive_int, default=1, help="train this many runs at once (cores are split)")
+    rep.add_argument("--jobs", type=_positive_int, default=None, help="train this many runs at once, one thread each (default: one per core)")
     rep.add_argument("--quiet", action="store_true")
     return p
 
@@ -126,6 +137,17 @@ def _train_config(args) -> Any:
     for item in args.set:
         k, v = parse_override(item)
         overrides[k] = v
+    if args.config is not None:
+        if args.preset is not None:
+            raise ConfigError("--config and --preset both give the starting configuration: choose one")
+        from .config import RunConfig
+
+        try:
+            text = sys.stdin.read() if args.config == "-" else Path(args.config).read_text()
+            base = RunConfig.from_dict(json.loads(text))
+        except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise ConfigError(f"{args.config}: not a readable config JSON ({' '.join(str(e).split())})") from None
+        return with_overrides(base, overrides)
     if args.preset is None and args.resume:
         if not overrides:
             return None  # resume with the stored config

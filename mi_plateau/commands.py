@@ -116,7 +116,8 @@ def cmd_bench(args) -> int:
 
 
 def cmd_reproduce(args) -> int:
-    from .reproduce import plan, run_recipe, status
+    from .reproduce import plan, run_recipe
+    from .sweeps import status
 
     if args.dry_run:
         for p, c in plan(args.recipe):
@@ -133,8 +134,34 @@ def cmd_reproduce(args) -> int:
     return 0
 
 
+def cmd_sweep(args) -> int:
+    from pathlib import Path
+
+    from .sweeps import load_sweep, plan, run_sweep, status, sweep_table
+    from .tabular import to_markdown
+
+    if args.target == "status":
+        if not args.folder:
+            raise ValueError("sweep status: give the sweep folder, e.g. checkpoints/<sweep name>")
+        print(to_markdown(sweep_table(Path(args.folder))), end="")
+        return 0
+    if args.folder:
+        raise ValueError(f"sweep {args.target}: unexpected second argument {args.folder!r}")
+    sweep = load_sweep(args.target)
+    runs = plan(sweep, args.root)
+    if args.dry_run:
+        for (path, _), p in zip(runs, sweep.points):
+            print(f"{path}  {', '.join(f'{k}={v}' for k, v in p.settings.items()) or '(base)'}  {status(path)}")
+        print(f"{len(runs)} runs; {sum(status(p) == 'finished' for p, _ in runs)} finished")
+        return 0
+    table = run_sweep(sweep, root=args.root, jobs=args.jobs, backend=args.backend, address=args.address, progress=not args.quiet)
+    print(to_markdown(table), end="")
+    print(f"{len(table)} runs in {table.attrs['wall_s']:.0f} s -> {sweep.folder(args.root)}/table.csv")
+    return 0
+
+
 COMMANDS = {"analyze": cmd_analyze, "inspect": cmd_inspect, "ablate": cmd_ablate, "report": cmd_report, "bench": cmd_bench,
-            "reproduce": cmd_reproduce}
+            "reproduce": cmd_reproduce, "sweep": cmd_sweep}
 
 
 def dispatch(args) -> int:

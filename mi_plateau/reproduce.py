@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from .checkpoints import RunError
+from .checkpoints import Run, RunError
 from .config import config_diff
+from .sweeps import status, train_local
 
 RECIPES = {
     # (preset, K, seed): the paper recipe at every K, seeds at K = 10 and 20, and today's K = 10
@@ -39,53 +37,16 @@ def plan(recipe: str, root: str | Path = "checkpoints"):
     return out
 
 
-def status(path: Path) -> str:
-    try:
-        return json.loads((path / "manifest.json").read_text()).get("status", "?")
-    except (OSError, json.JSONDecodeError):
-        return "not started"
-
-
-def train_all(runs, jobs: int = 1, progress: bool = True) -> None:
-    """Train the unfinished runs, ``jobs`` at a time in subprocesses with cores split evenly."""
-    todo = [(p, c) for p, c in runs if status(p) != "finished"]
-    if not todo:
-        return
-    threads = max(1, (os.cpu_count() or 1) // jobs)
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
-    if jobs < 1:
-        raise RunError(f"jobs={jobs}: must be at least 1")
-    running: list[tuple[subprocess.Popen, Path]] = []
-    failed: list[str] = []
-
-    def reap() -> None:
-        nonlocal running
-        still = []
-        for p, where in running:
-            if p.poll() is None:
-                still.append((p, where))
-            elif p.returncode != 0:
-                failed.append(f"{where} (exit {p.returncode})")
-        running = still
-
-    for path, cfg in todo:
-        cmd = [sys.executable, "-m", "mi_plateau", "train", "--out", str(path), "--resume"]
-        if (path / "config.json").exists():  # started: continue with the stored config
+def train_all(runs, jobs: int | None = None, progress: bool = True) -> None:
+    """Train the recipe's unfinished runs on the sweeps' local pool (one thread per process)."""
+    for path, cfg in runs:
+        if (path / "config.json").exists():  # started: it must be this recipe's run
             _check_recipe_config(path, cfg)
-        else:
-            cmd += ["--preset", cfg.preset, "--K", str(cfg.task.K), "--seed", str(cfg.task.data_seed)]
-        while len(running) >= jobs:
-            reap()
-            time.sleep(2)
-        if not progress or jobs > 1:
-            cmd.append("--quiet")
-        print(f"training {path.name} ({threads} threads)", file=sys.stderr)
-        running.append((subprocess.Popen(cmd, env=env), path))
-    for p, _ in running:
-        p.wait()
-    reap()
-    if failed:
-        raise RunError(f"training failed for {', '.join(failed)}; rerun the recipe to resume")
+    # a started run continues with its stored config (it may differ in the step implementation)
+    todo = [(p, Run(p).config() if (p / "config.json").exists() else c) for p, c in runs]
+    errors = train_local(todo, jobs, progress=progress, logs=Path(runs[0][0]).parent / "logs" if runs else None)
+    if errors:
+        raise RunError(f"training failed for {', '.join(f'{k} ({v})' for k, v in errors.items())}; rerun the recipe to resume")
 
 
 STEP_IMPL = ("impl", "compile")  # how a step is computed, not what the recipe trains
@@ -95,8 +56,6 @@ def _check_recipe_config(path: Path, cfg) -> None:
     """A started run must be the recipe's run; only the step implementation may differ (runs
     begun before ``train.impl`` existed trained with ``bridge``, and resume that way), and its
     ``max_steps`` may have been raised."""
-    from .checkpoints import Run
-
     stored, want = Run(path).config().to_dict(), cfg.to_dict()
     keys = STEP_IMPL + (("max_steps",) if stored["train"]["max_steps"] >= want["train"]["max_steps"] else ())
     for d in (stored, want):  # (a cap raised with `train.extends` continues the same run)
@@ -171,7 +130,7 @@ def write_assets(results: dict[str, Any], runs, docs: Path) -> list[Path]:
     return written
 
 
-def run_recipe(recipe: str = "core", *, jobs: int = 1, progress: bool = True, docs: str | Path = "docs/reproduction",
+def run_recipe(recipe: str = "core", *, jobs: int | None = None, progress: bool = True, docs: str | Path = "docs/reproduction",
                analyses: str | Path = "analyses", train: bool = True) -> dict[str, Any]:
     """Train (unless ``train=False``) and analyse the recipe's runs; write docs assets and a log."""
     from .api import analyze

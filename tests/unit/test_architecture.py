@@ -18,11 +18,10 @@ STAGES = [
     ("metrics",),
     ("checkpoints",),
     ("train",),
-    ("sweeps",),
     ("passes",),
     ("tabular", "figures"),
     ("report",),
-    ("api",),
+    ("api", "sweeps"),
     ("reproduce", "bench"),
     ("commands", "cli", "__main__", "__init__"),
 ]

@@ -1,0 +1,231 @@
+"""Running a sweep: every point is an ordinary run folder under ``checkpoints/<sweep>/``.
+
+Rerunning a sweep skips finished runs and resumes partial ones exactly (``train.train`` with
+``resume=True``); a point whose config differs from its run folder's is refused, with the
+difference, before any work starts. Backends:
+
+- ``local`` (default): a pool of ``jobs`` subprocesses (default: one per core), one thread each,
+  each running ``mi-plateau train --config - --out RUN --resume``; a run whose process is killed
+  is resubmitted (it resumes from its last checkpoint) up to ``retries`` times.
+- ``ray``: Ray core tasks (``num_cpus=1``, ``max_retries=retries``) that call the same train
+  function, on the cluster at ``address`` or on a local Ray instance with ``jobs`` CPUs. The run
+  folders must be on a filesystem every worker sees.
+
+A run that fails is recorded in the table with its error; the others go on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..checkpoints import Run, RunError, atomic_write_json
+from ..config import RunConfig, config_diff
+from ..tabular import write_table
+from .spec import Sweep
+
+BACKENDS = ("local", "ray")
+
+
+def status(path: Path) -> str:
+    """finished / running (a partial run) / not started, from the run folder's manifest."""
+    try:
+        return json.loads((Path(path) / "manifest.json").read_text()).get("status", "?")
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        return "not started"
+
+
+def plan(sweep: Sweep, root: str | Path = "checkpoints") -> list[tuple[Path, RunConfig]]:
+    """The run folders of the sweep's points; refuses (before any work) a point whose run folder
+    holds a different config, naming the settings that differ."""
+    folder = sweep.folder(root)
+    out, bad = [], []
+    for p in sweep.points:
+        path = folder / p.name
+        if (path / "config.json").exists():
+            stored = Run(path).config().to_dict()
+            if stored != p.cfg.to_dict():
+                bad.append(f"{p.name}: {config_diff(stored, p.cfg.to_dict())}")
+        out.append((path, p.cfg))
+    if bad:
+        raise RunError(f"{folder}: points whose config changed since their runs started (move the runs away or restore "
+                       f"the sweep file): {' | '.join(bad)}")
+    return out
+
+
+def train_local(runs: Sequence[tuple[Path, RunConfig]], jobs: int | None = None, *, retries: int = 1,
+                progress: bool = True, logs: Path | None = None) -> dict[str, str]:
+    """Train the unfinished runs ``jobs`` at a time, each in its own process with one thread
+    (``jobs`` default: the cores); returns {run folder: error} for the runs that failed. Each
+    process's standard error goes to ``logs/<run>.log`` (default: beside the run folders)."""
+    jobs = jobs or os.cpu_count() or 1
+    if jobs < 1:
+        raise RunError(f"jobs={jobs}: must be at least 1")
+    todo = [(Path(p), c, 0) for p, c in runs if status(p) != "finished"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    running: list[tuple[subprocess.Popen, Path, RunConfig, int]] = []
+    errors: dict[str, str] = {}
+    bar = _bar(len(todo), progress)
+
+    def log_of(path: Path) -> Path:
+        return (logs or path.parent / "logs") / f"{path.name}.log"
+
+    def start(path: Path, cfg: RunConfig, tries: int) -> None:
+        cmd = [sys.executable, "-m", "mi_plateau", "train", "--config", "-", "--out", str(path), "--resume", "--quiet"]
+        log_of(path).parent.mkdir(parents=True, exist_ok=True)
+        with open(log_of(path), "a") as log:  # the child keeps its own descriptor
+            p = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=log, text=True)
+        p.stdin.write(cfg.to_json())
+        p.stdin.close()
+        running.append((p, path, cfg, tries))
+
+    while todo or running:
+        while todo and len(running) < jobs:
+            start(*todo.pop(0))
+        time.sleep(0.2)
+        for item in list(running):
+            p, path, cfg, tries = item
+            if p.poll() is None:
+                continue
+            running.remove(item)
+            killed = p.returncode < 0 or p.returncode == 137  # a signal (kill -9), or the crash hook's exit
+            if killed and tries < retries:  # resume it from its last checkpoint
+                todo.append((path, cfg, tries + 1))
+                continue
+            if p.returncode != 0:
+                lines = log_of(path).read_text(errors="replace").strip().splitlines()
+                last = lines[-1] if lines else ""
+                errors[str(path)] = f"exit {p.returncode}: {last}" if last else f"exit {p.returncode}"
+            if bar is not None:
+                bar.update(1)
+    if bar is not None:
+        bar.close()
+    return errors
+
+
+def _ray_train(cfg_dict: dict, out: str) -> str:
+    """A Ray task: the same resumable train function, one thread."""
+    import torch
+
+    from ..train import train
+
+    torch.set_num_threads(1)
+    train(RunConfig.from_dict(cfg_dict), out, resume=True, progress=False)
+    return out
+
+
+def train_ray(runs: Sequence[tuple[Path, RunConfig]], jobs: int | None = None, *, address: str | None = None,
+              retries: int = 1, progress: bool = True) -> dict[str, str]:
+    """Train the unfinished runs as Ray tasks; returns {run folder: error} for the failures."""
+    try:
+        import ray
+    except ImportError:
+        raise RunError("the ray backend needs Ray: pip install 'mi-plateau[ray]'") from None
+    todo = [(Path(p), c) for p, c in runs if status(p) != "finished"]
+    started = not ray.is_initialized()
+    if started:
+        if address:
+            ray.init(address=address, log_to_driver=False)
+        else:
+            ray.init(num_cpus=jobs or os.cpu_count() or 1, include_dashboard=False, log_to_driver=False)
+    try:
+        task = ray.remote(num_cpus=1, max_retries=retries)(_ray_train)
+        refs = {task.remote(c.to_dict(), str(p.resolve())): p for p, c in todo}
+        errors: dict[str, str] = {}
+        bar = _bar(len(refs), progress)
+        pending = list(refs)
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            try:
+                ray.get(done[0])
+            except Exception as e:  # the task's own error, or a worker lost more often than max_retries
+                errors[str(refs[done[0]])] = " ".join(str(getattr(e, "cause", None) or e).split())[-300:]
+            if bar is not None:
+                bar.update(1)
+        if bar is not None:
+            bar.close()
+        return errors
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def run_sweep(sweep: Sweep, *, root: str | Path = "checkpoints", jobs: int | None = None, backend: str = "local",
+              address: str | None = None, retries: int = 1, progress: bool = True):
+    """Train every point of the sweep (skipping finished runs, resuming partial ones) and return
+    its table (``sweep_table``). Writes the resolved sweep to ``<root>/<sweep>/sweep.json``."""
+    if backend not in BACKENDS:
+        raise RunError(f"backend {backend!r}: choose one of {', '.join(BACKENDS)}")
+    runs = plan(sweep, root)
+    folder = sweep.folder(root)
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(folder / "sweep.json", sweep.to_dict())
+    t0 = time.perf_counter()
+    if backend == "ray":
+        errors = train_ray(runs, jobs, address=address, retries=retries, progress=progress)
+    else:
+        errors = train_local(runs, jobs, retries=retries, progress=progress)
+    errs = {Path(k).name: v for k, v in errors.items()}
+    atomic_write_json(folder / "errors.json", errs)
+    table = sweep_table(folder)
+    write_table(folder / "table", table, title=f"Sweep {sweep.name}: one row per run",
+                note="tau in steps (tau_examples: examples seen); plateau in nats; paper = L_seq, first_token = Lc.")
+    table.attrs["wall_s"] = time.perf_counter() - t0
+    return table
+
+
+def sweep_table(folder: str | Path):
+    """One row per run of the sweep in ``folder`` (its ``sweep.json``): the swept settings, both
+    families' tau (steps and examples), plateau heights, converged, steps, training wall time,
+    status and error. A pandas DataFrame."""
+    from ..frames import frame
+
+    folder = Path(folder)
+    try:
+        spec = json.loads((folder / "sweep.json").read_text())
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise RunError(f"{folder / 'sweep.json'}: not a sweep folder ({' '.join(str(e).split())})") from None
+    try:
+        errors = json.loads((folder / "errors.json").read_text())
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        errors = {}
+    rows = []
+    for p in spec["points"]:
+        path = folder / p["name"]
+        row: dict[str, Any] = {"run": p["name"], **p["settings"], "status": status(path)}
+        if row["status"] in ("finished", "running"):
+            try:
+                run = Run(path)
+                s = run.summary()
+                for fam, v in s["definitions"].items():
+                    row[f"tau_{fam}"] = v["tau"]
+                    row[f"tau_examples_{fam}"] = v["tau_examples"]
+                    row[f"plateau_{fam}"] = v["plateau_Lc"]
+                    row[f"plateau_ratio_{fam}"] = v["plateau_ratio"]
+                row.update({"converged": s["converged"], "steps": s["last_step"], "wall_s": _wall(run)})
+            except RunError as e:
+                row["error"] = str(e)
+        row.setdefault("error", errors.get(p["name"]))
+        rows.append(row)
+    return frame(rows)
+
+
+def _wall(run: Run) -> float | None:
+    try:
+        last = run.manifest()["checkpoints"][-1]
+        return float(json.loads(run.inside(last["record_file"]).read_text()).get("wall_s"))
+    except (OSError, ValueError, KeyError, IndexError, TypeError, RunError):
+        return None
+
+
+def _bar(total: int, progress: bool):
+    if not progress or not total:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc="runs", unit="run", file=sys.stderr, dynamic_ncols=True)

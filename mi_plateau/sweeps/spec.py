@@ -1,0 +1,149 @@
+"""Sweep files: a base preset, overrides for every point, a grid and/or a list of points.
+
+A sweep file is TOML (readable, comments allowed, one table per part)::
+
+    name = "k_sweep"          # the sweep folder: checkpoints/<name>/
+    preset = "paper"          # the base configuration of every point
+    stop = "tau"              # optional: "converge" (the preset's rule) or "tau" (stop soon after tau)
+
+    [overrides]               # settings every point gets (any `--set` key or short alias)
+    max_steps = 30000
+
+    [grid]                    # the cartesian product of these lists
+    K = [3, 5, 10]
+    seed = [0, 1]
+
+    [[points]]                # and/or explicit points (a table each; `name` is optional)
+    K = 36
+    seed = 0
+
+Everything is validated before any work: unknown keys, wrong types, empty lists, values outside
+a config's valid range, duplicate points and conflicting run names each fail with one line that
+names the key (or the points).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..config import ConfigError, RunConfig, preset, validate, with_overrides
+
+TOP_KEYS = {"name", "preset", "stop", "overrides", "grid", "points"}
+STOPS = ("converge", "tau")
+
+
+@dataclass(frozen=True)
+class Point:
+    name: str  # the run folder's name inside the sweep folder
+    settings: dict[str, Any]  # the swept keys and their values (the table's config columns)
+    cfg: RunConfig
+
+
+@dataclass(frozen=True)
+class Sweep:
+    name: str
+    preset: str
+    stop: str | None
+    overrides: dict[str, Any]
+    points: tuple[Point, ...]
+
+    def folder(self, root: str | Path = "checkpoints") -> Path:
+        return Path(root) / self.name
+
+    def to_dict(self) -> dict[str, Any]:
+        """The resolved sweep (what ``sweep.json`` in the sweep folder holds)."""
+        return {"name": self.name, "preset": self.preset, "stop": self.stop, "overrides": self.overrides,
+                "points": [{"name": p.name, "settings": p.settings, "config": p.cfg.to_dict()} for p in self.points]}
+
+
+def load_sweep(path: str | Path) -> Sweep:
+    """Read and validate a sweep file (TOML); errors are one line naming the file and the key."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such sweep file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{path}: cannot be read ({' '.join(str(e).split())})") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: not valid TOML ({e})") from None
+    try:
+        return parse_sweep(data)
+    except ConfigError as e:
+        raise ConfigError(f"{path}: {e}") from None
+
+
+def _point_name(settings: dict[str, Any]) -> str:
+    """K3_seed0 from {"K": 3, "seed": 0}: the swept keys in order, file-name safe."""
+    parts = [f"{k.split('.')[-1]}{v}" for k, v in settings.items()]
+    name = "_".join(parts) or "base"
+    return re.sub(r"[^A-Za-z0-9_.=-]", "-", name)
+
+
+def parse_sweep(data: dict[str, Any]) -> Sweep:
+    unknown = sorted(set(data) - TOP_KEYS)
+    if unknown:
+        raise ConfigError(f"unknown key {unknown[0]!r} (a sweep file has {', '.join(sorted(TOP_KEYS))})")
+    name = data.get("name")
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}", name):
+        raise ConfigError(f"name={name!r}: give the sweep a name of letters, digits, '_', '.' or '-' (its folder name)")
+    base_name = data.get("preset", "paper")
+    if not isinstance(base_name, str):
+        raise ConfigError(f"preset={base_name!r}: expected a preset name")
+    base = preset(base_name)
+    stop = data.get("stop")
+    if stop is not None and stop not in STOPS:
+        raise ConfigError(f"stop={stop!r}: must be one of {', '.join(STOPS)}")
+    overrides = data.get("overrides", {})
+    grid = data.get("grid", {})
+    points = data.get("points", [])
+    for key, v, kind in (("overrides", overrides, dict), ("grid", grid, dict), ("points", points, list)):
+        if not isinstance(v, kind):
+            raise ConfigError(f"{key}: expected {'a table' if kind is dict else 'an array of tables ([[points]])'}")
+    try:
+        base = with_overrides(base, {**overrides, **({"stop": stop} if stop else {})})
+    except ConfigError as e:
+        raise ConfigError(f"overrides: {e}") from None
+    for key, values in grid.items():
+        if not isinstance(values, list):
+            raise ConfigError(f"grid.{key}={values!r}: expected a list of values")
+        if not values:
+            raise ConfigError(f"grid.{key}: empty list (a grid over nothing has no points)")
+    settings_list: list[tuple[str, dict[str, Any]]] = []
+    if grid:
+        keys = list(grid)
+        for combo in itertools.product(*(grid[k] for k in keys)):
+            s = dict(zip(keys, combo))
+            settings_list.append((f"grid point {s}", s))
+    for i, p in enumerate(points):
+        if not isinstance(p, dict):
+            raise ConfigError(f"points[{i}]: expected a table")
+        settings_list.append((f"points[{i}]", dict(p)))
+    if not settings_list:
+        raise ConfigError("no points: give a [grid] or [[points]]")
+    out: list[Point] = []
+    seen_cfg: dict[str, str] = {}
+    seen_name: dict[str, str] = {}
+    for where, s in settings_list:
+        explicit = s.pop("name", None)
+        if explicit is not None and not isinstance(explicit, str):
+            raise ConfigError(f"{where}: name={explicit!r}: expected a string")
+        try:
+            cfg = validate(with_overrides(base, s))
+        except ConfigError as e:
+            raise ConfigError(f"{where}: {e}") from None
+        key = cfg.to_json()
+        if key in seen_cfg:
+            raise ConfigError(f"{where} and {seen_cfg[key]} are the same run (duplicate points)")
+        seen_cfg[key] = where
+        pname = explicit or _point_name(s)
+        if pname in seen_name:
+            raise ConfigError(f"{where} and {seen_name[pname]} would both be the run {pname!r} (conflicting run names)")
+        seen_name[pname] = where
+        out.append(Point(pname, s, cfg))
+    return Sweep(name, base_name, stop, dict(overrides), tuple(out))

@@ -1,0 +1,159 @@
+"""Sweeps: a 2 x 2 grid through the local pool and through a real local Ray instance, resumed
+after interruptions, and bad sweep files refused before any work."""
+
+import os
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+import torch
+
+from mi_plateau.checkpoints import Run, RunError
+from mi_plateau.config import ConfigError
+from mi_plateau.sweeps import load_sweep, parse_sweep, run_sweep
+from mi_plateau.train import train
+
+GRID = """
+name = "grid"
+preset = "tiny"
+stop = "tau"
+[overrides]
+max_steps = 400
+[grid]
+K = [3, 4]
+seed = [0, 1]
+"""
+
+
+def _sweep(tmp_path, text=GRID):
+    f = tmp_path / "s.toml"
+    f.write_text(text)
+    return load_sweep(f)
+
+
+def _same_run(a: Run, b: Run) -> None:
+    assert a.records() == b.records()
+    sa = {c["step"]: c["sha256"] for c in a.manifest()["checkpoints"]}
+    sb = {c["step"]: c["sha256"] for c in b.manifest()["checkpoints"]}
+    assert sa == sb  # bit-identical weights at every checkpoint
+
+
+@pytest.fixture(scope="module")
+def local_grid(tmp_path_factory):
+    """The 2 x 2 grid on the local pool, and each point trained alone for reference."""
+    root = tmp_path_factory.mktemp("sweeps")
+    sweep = _sweep(root)
+    table = run_sweep(sweep, root=root / "local", jobs=2, progress=False)
+    # the workers run one thread each; float reductions depend on the thread count, so the
+    # reference is trained with one thread too
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        alone = {p.name: train(p.cfg, root / "alone" / p.name, progress=False) for p in sweep.points}
+    finally:
+        torch.set_num_threads(threads)
+    return sweep, root, table, alone
+
+
+def test_local_grid_equals_training_each_point_alone(local_grid):
+    sweep, root, table, alone = local_grid
+    assert len(table) == 4 and set(table["status"]) == {"finished"} and table["error"].isna().all()
+    assert sorted(zip(table["K"], table["seed"])) == [(3, 0), (3, 1), (4, 0), (4, 1)]
+    for p in sweep.points:
+        _same_run(Run(root / "local" / "grid" / p.name), alone[p.name])
+    # the table file is the table (pandas reads it back), one row per run with both taus
+    import pandas as pd
+
+    back = pd.read_json(root / "local" / "grid" / "table.json")
+    assert list(back["run"]) == list(table["run"]) and back["tau_paper"].notna().all() and back["tau_first_token"].notna().all()
+    # tau-only stopping: each run stopped at 1.2 x its later tau, well before max_steps
+    for _, r in table.iterrows():
+        assert r["steps"] < 400 and r["steps"] >= 1.2 * max(r["tau_paper"], r["tau_first_token"])
+
+
+def test_rerun_skips_finished_runs_and_refuses_a_changed_point(local_grid, tmp_path):
+    sweep, root, _, _ = local_grid
+    folder = root / "local" / "grid"
+    before = {p.name: (folder / p.name / "manifest.json").stat().st_mtime_ns for p in sweep.points}
+    again = run_sweep(sweep, root=root / "local", jobs=2, progress=False)
+    assert set(again["status"]) == {"finished"}
+    assert {p.name: (folder / p.name / "manifest.json").stat().st_mtime_ns for p in sweep.points} == before
+    changed = _sweep(tmp_path, GRID.replace("max_steps = 400", "max_steps = 400\nlr = 0.002"))
+    with pytest.raises(RunError, match=r"K3_seed0: train.lr: stored 0.003, given 0.002"):
+        run_sweep(changed, root=root / "local", progress=False)
+
+
+def test_ray_backend_gives_the_same_runs(local_grid):
+    pytest.importorskip("ray")
+    sweep, root, _, alone = local_grid
+    table = run_sweep(sweep, root=root / "ray", jobs=2, backend="ray", progress=False)
+    assert set(table["status"]) == {"finished"}
+    for p in sweep.points:
+        _same_run(Run(root / "ray" / "grid" / p.name), alone[p.name])
+
+
+def test_a_killed_worker_costs_one_interval_and_the_sweep_completes(local_grid, tmp_path):
+    """kill -9 of a worker process mid-run: the pool resumes that run from its last checkpoint;
+    the sweep completes and the run equals the uninterrupted one."""
+    sweep, _, _, alone = local_grid
+    one = _sweep(tmp_path, GRID.replace("K = [3, 4]", "K = [4]").replace("seed = [0, 1]", "seed = [1]"))
+    out = {}
+    t = threading.Thread(target=lambda: out.setdefault("table", run_sweep(one, root=tmp_path / "k", jobs=1, progress=False)))
+    t.start()
+    run = tmp_path / "k" / "grid" / "K4_seed1"
+    deadline = time.time() + 240
+    while time.time() < deadline:
+        try:
+            if max(Run(run).steps()) >= 60:
+                break
+        except (RunError, ValueError):
+            pass
+        time.sleep(0.2)
+    pid = int(subprocess.run(["pgrep", "-f", "--", f"--out {run} "], capture_output=True, text=True).stdout.split()[0])
+    os.kill(pid, signal.SIGKILL)
+    t.join(300)
+    assert set(out["table"]["status"]) == {"finished"}
+    _same_run(Run(run), alone["K4_seed1"])
+
+
+BAD = [
+    ("typo = 1\n", "unknown key 'typo'"),
+    ("[grid]\nK = []\n", "grid.K: empty list"),
+    ("[grid]\nK = 3\n", "grid.K=3: expected a list"),
+    ("[grid]\nKK = [3]\n", "unknown setting 'KK'"),
+    ("[grid]\nlr = ['fast']\n", "train.lr='fast': expected a number"),
+    ("[grid]\nK = [99]\n", "task.K=99"),
+    ("[[points]]\nK = 3\n[[points]]\nK = 3\n", "are the same run (duplicate points)"),
+    ("[[points]]\nK = 3\nname = 'a'\n[[points]]\nK = 4\nname = 'a'\n", "would both be the run 'a'"),
+    ("", "no points"),
+    ("stop = 'never'\n[grid]\nK = [3]\n", "stop='never'"),
+]
+
+
+@pytest.mark.parametrize("body, message", BAD)
+def test_bad_sweep_files_fail_in_one_line_before_any_work(tmp_path, body, message, run_cli):
+    f = tmp_path / "bad.toml"
+    f.write_text('name = "bad"\npreset = "tiny"\n' + body)
+    with pytest.raises(ConfigError) as e:
+        load_sweep(f)
+    assert message in str(e.value) and "\n" not in str(e.value) and str(f) in str(e.value)
+    p = run_cli("sweep", str(f), "--root", str(tmp_path / "root"))
+    assert p.returncode == 2 and message in p.stderr and "Traceback" not in p.stderr
+    assert not (tmp_path / "root").exists()  # nothing was created
+
+
+def test_sweep_names_are_checked():
+    with pytest.raises(ConfigError, match="name="):
+        parse_sweep({"name": "../x", "grid": {"K": [3]}})
+
+
+def test_cli_dry_run_and_status(local_grid, run_cli, tmp_path):
+    sweep, root, _, _ = local_grid
+    f = tmp_path / "s.toml"
+    f.write_text(GRID)
+    p = run_cli("sweep", str(f), "--root", str(root / "local"), "--dry-run")
+    assert p.returncode == 0 and "4 runs; 4 finished" in p.stdout
+    p = run_cli("sweep", "status", str(root / "local" / "grid"))
+    assert p.returncode == 0 and p.stdout.count("finished") == 4 and "tau_paper" in p.stdout
