@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -172,6 +173,25 @@ class Run:
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
 
+    def __repr__(self) -> str:
+        try:
+            cfg, steps = self.config(), self.steps()
+            status = self.manifest().get("status")
+            span = f"steps {steps[0]}-{steps[-1]}" if steps else "no checkpoints"
+            return (f"Run({str(self.path)!r}: preset {cfg.preset}, K={cfg.task.K}, n_b={cfg.task.n_b}, "
+                    f"{cfg.task.direction}, {len(steps)} checkpoints, {span}, {status})")
+        except RunError as e:
+            return f"Run({str(self.path)!r}: unreadable: {e})"
+
+    def __iter__(self):
+        """(step, model) for every checkpoint, in step order; one model is built and reloaded."""
+        from .model import build_model
+
+        model = build_model(self.config())
+        for step in self.steps():
+            load_state_checked(model, self.weights(step), self.weights_path(step))
+            yield step, model
+
     # --- paths -------------------------------------------------------------------
     @property
     def name(self) -> str:
@@ -219,6 +239,30 @@ class Run:
         """The checkpoint records (step, examples seen, metrics), in step order."""
         return [c["record"] for c in self.manifest()["checkpoints"]]
 
+    def records_df(self):
+        """The records as a pandas DataFrame: one row per checkpoint, the metrics as columns."""
+        from .frames import frame
+
+        return frame([{k: v for k, v in r.items() if k != "metrics"} | dict(r.get("metrics") or {}) for r in self.records()])
+
+    def eval_set(self):
+        """The run's fixed evaluation set (tokens, groups, selectors, candidates; ``layout``
+        gives the positions: ``first_pred`` is the query that predicts A1)."""
+        from .task import make_eval_set, make_task
+
+        cfg = self.config()
+        return make_eval_set(make_task(cfg.task), cfg.eval)
+
+    @staticmethod
+    def to_str_tokens(tokens) -> list[str] | list[list[str]]:
+        """String tokens of one sequence (or a batch): characters as themselves, specials BOS,
+        SEP, EOS, PAD."""
+        from .task import token_labels
+
+        if getattr(tokens, "ndim", 1) == 2:
+            return [token_labels(t) for t in tokens]
+        return token_labels(tokens)
+
     def steps(self) -> list[int]:
         return [c["step"] for c in self.manifest()["checkpoints"]]
 
@@ -246,15 +290,21 @@ class Run:
         raise RunError(f"{self.path}: no checkpoint at step {step}; steps are {self.steps()}")
 
     def load_model(self, step: int | None = None):
-        """The model at a checkpoint (the last one by default), in eval mode."""
+        """The model at the checkpoint nearest ``step`` (the last one by default), in eval mode:
+        a TransformerBridge, so ``run_with_cache``, ``run_with_hooks`` and ``W_Q`` ... work. A
+        step between checkpoints snaps to the nearest one, as the CLI does, and says so."""
         from .model import build_model
 
         cfg = self.config()
+        steps = self.steps()
+        if not steps:
+            raise RunError(f"{self.path / 'manifest.json'}: the run has no checkpoints yet")
         if step is None:
-            steps = self.steps()
-            if not steps:
-                raise RunError(f"{self.path / 'manifest.json'}: the run has no checkpoints yet")
             step = steps[-1]
+        elif step not in steps:
+            snapped = self.nearest_step(step)
+            print(f"nearest checkpoint to {step}: {snapped}", file=sys.stderr)
+            step = snapped
         model = build_model(cfg)
         load_state_checked(model, self.weights(step), self.weights_path(step))
         return model

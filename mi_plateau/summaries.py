@@ -83,12 +83,14 @@ def family_summary(cfg: RunConfig, records: list[dict[str, Any]], family: str) -
         ph = mean_over_window(steps, vals, cfg.eval.seq_plateau_start, cfg.eval.seq_plateau_end)
     else:
         ph = plateau_height(steps, vals, log_K, cfg.eval.plateau_start) if steps else float("nan")
+    # log K is the reference only where the first target token carries a K-fold ambiguity (A
+    # targets); a B-target task has one target per group: no ratio to print
     return {
         "loss": key,
         "tau": t,
         "tau_examples": None if t is None else cfg.examples_seen(t),
         "plateau_Lc": ph,
-        "plateau_ratio": ph / log_K if log_K > 0 else float("nan"),
+        "plateau_ratio": ph / log_K if log_K > 0 and cfg.task.targets_A else float("nan"),
     }
 
 
@@ -114,6 +116,7 @@ def summarize(cfg: RunConfig, records: list[dict[str, Any]]) -> dict[str, Any]:
         "D": cfg.task.D,
         "direction": cfg.task.direction,
         "log_K": log_K,
+        "reference": "log K" if cfg.task.targets_A else "none: B targets have no K-fold ambiguity (tau still uses alpha log K)",
         "definition": top,
         "plateau_Lc": head["plateau_Lc"],
         "plateau_ratio": head["plateau_ratio"],
