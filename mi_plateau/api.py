@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .checkpoints import Run, RunError
+from .checkpoints import Run, RunError, refuse_inside_run
 from .config import compare_name
 
 
@@ -51,6 +51,7 @@ def analyze(runs, out: str | os.PathLike = "analyses", *, progress: bool = True,
     if max_head_checkpoints is not None:
         pc = replace(pc, max_head_checkpoints=max_head_checkpoints)
     out = Path(out)
+    refuse_inside_run(out, "analysis")
     result: dict[str, Any] = {"runs": {}}
     all_t6, all_t9, all_f3, all_routing = [], [], {}, []
     for r in runs:

@@ -361,13 +361,36 @@ def load_state_checked(model, state: dict, path: Path) -> None:
     model.load_state_dict(state)
 
 
+def check_own_folder(root: Path) -> None:
+    """The writers' rule: a run folder, its ``ckpt/`` and ``resume/`` and the files the trainer
+    rewrites are real directories and regular files of their own, never symbolic links (a link
+    would let a write or a clean-up reach outside the folder)."""
+    root = Path(root)
+    for p in (root, root / "ckpt", root / "resume", root / ".lock", root / "manifest.json", root / "config.json",
+              root / "command.json"):
+        if p.is_symlink():
+            raise RunError(f"{p}: is a symbolic link; a run folder's writers write only their own files inside it")
+    for p in (root / "ckpt", root / "resume"):
+        if p.exists() and not p.is_dir():
+            raise RunError(f"{p}: is not a directory")
+
+
+def refuse_inside_run(path: Path, what: str) -> None:
+    """Writers other than the trainer never write into a run folder (its manifest is the run's
+    commit point): refuse ``path`` if it or a folder above it holds a run."""
+    p = Path(path).absolute()
+    for folder in (p, *p.parents):
+        if (folder / "manifest.json").is_file() and (folder / "config.json").is_file():
+            raise RunError(f"{path}: is inside the run folder {folder}; write the {what} somewhere else")
+
+
 def remove_stale_files(run: Run, manifest: dict[str, Any]) -> list[Path]:
     """Delete what a killed writer can leave behind: temporary files, and resume states the
     manifest does not name. Call only while holding the RunLock. Returns the deleted paths."""
     keep = run.inside(manifest["resume"]) if manifest.get("resume") else None
     gone = []
     for folder in (run.path, run.path / "ckpt", run.path / "resume"):
-        if not folder.is_dir():
+        if not folder.is_dir() or folder.is_symlink():  # never follow a link out of the folder
             continue
         for f in folder.iterdir():
             stale_tmp = _TMP_NAME.fullmatch(f.name) is not None and f.is_file()
@@ -389,7 +412,12 @@ class RunLock:
         import fcntl
 
         self.file.parent.mkdir(parents=True, exist_ok=True)
-        self.fd = os.open(self.file, os.O_RDWR | os.O_CREAT, 0o644)
+        try:  # O_NOFOLLOW: a .lock that is a symbolic link is refused, its target never touched
+            self.fd = os.open(self.file, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        except OSError as e:
+            if self.file.is_symlink():
+                raise RunError(f"{self.file}: is a symbolic link; refusing to lock through it") from None
+            raise RunError(f"{self.file}: cannot be opened ({_one_line(e)})") from None
         try:
             fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

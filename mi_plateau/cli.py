@@ -78,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     a = sub.add_parser("analyze", help="run the analysis passes; write Tables 6, 9 and Figure 3")
     a.add_argument("runs", nargs="+")
     a.add_argument("--out", default="analyses", help="output root (default: analyses/)")
-    a.add_argument("--max-checkpoints", type=_num_arg(int), default=None, help="per-head passes at this many checkpoints over [0, 2 tau] (default 21)")
+    a.add_argument("--max-checkpoints", type=_positive_int, default=None, help="per-head passes at this many checkpoints over [0, 2 tau] (default 21)")
     a.add_argument("--mean", action="store_true", help="mean-ablate heads instead of zeroing them")
     a.add_argument("--shifts", default="1", help="selector replacements k -> k+s mod K to average, comma-separated (default 1)")
     a.add_argument("--json", action="store_true", help="print the written paths and headline numbers as JSON")
@@ -149,6 +149,8 @@ def _train_config(args) -> Any:
             raise ConfigError(f"{args.config}: not a readable config JSON ({' '.join(str(e).split())})") from None
         return with_overrides(base, overrides)
     if args.preset is None and args.resume:
+        if args.out is not None and not (Path(args.out) / "config.json").exists():
+            raise ConfigError(f"--resume: nothing to resume in {args.out} (no config.json there); give --preset or --config to start a new run")
         if not overrides:
             return None  # resume with the stored config
         if args.out is not None and (Path(args.out) / "config.json").exists():
@@ -164,6 +166,8 @@ def cmd_train(args, argv) -> int:
     cfg = _train_config(args)
     if cfg is not None:
         validate(cfg)  # fail before importing torch
+    if args.out is not None and not args.out.strip():
+        raise ConfigError("--out '': give a run folder (or leave --out out for checkpoints/<name>)")
     if args.out is None:
         if cfg is None:
             raise ConfigError("--resume without a preset or settings needs --out RUN_FOLDER")

@@ -20,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .checkpoints import Run, atomic_write_bytes
+from .checkpoints import Run, atomic_write_bytes, refuse_inside_run
 from .config import compare_name
 from .frames import records
 from .summaries import nearest
@@ -216,6 +216,7 @@ def report(runs, out: str | os.PathLike | None = None, progress: bool = True, *,
     data = [_gather(r, analyses, pc, progress) for r in runs]
     names = [d["name"] for d in data]
     out = Path(out) if out is not None else default_out(names, analyses)
+    refuse_inside_run(out, "report")
 
     page = Page()
     title = "mi_plateau report: " + ", ".join(names)

@@ -33,6 +33,7 @@ from .checkpoints import (
     RunLock,
     crash_point,
     atomic_write_json,
+    check_own_folder,
     load_state_checked,
     load_tensors,
     remove_stale_files,
@@ -185,7 +186,10 @@ def train(
     run = Run(out)
     if cfg is not None:
         validate(cfg)  # before the lock creates the folder
+    if run.path.is_symlink():
+        raise RunError(f"{run.path}: is a symbolic link; give the run folder itself")
     with RunLock(run.path):
+        check_own_folder(run.path)
         # a run killed before its first checkpoint was committed has a config but no manifest yet
         if run.exists() or (resume and (run.path / "config.json").exists()):
             if not resume:

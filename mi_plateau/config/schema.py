@@ -273,8 +273,8 @@ def validate(cfg: RunConfig) -> RunConfig:
         )
     for name, v in (("task.data_seed", t.data_seed), ("model.init_seed", m.init_seed),
                     ("train.batch_seed", tr.batch_seed), ("eval.eval_seed", ev.eval_seed)):
-        if v < 0:
-            raise ConfigError(f"{name}={v}: seeds must be >= 0")
+        if not 0 <= v < 2**63:
+            raise ConfigError(f"{name}={v}: seeds must be in [0, 2^63)")
     if not 0.0 <= t.label_noise < 1.0:
         raise ConfigError(f"task.label_noise={t.label_noise}: must be in [0, 1)")
     if t.label_noise > 0 and not t.targets_A:

@@ -118,9 +118,14 @@ def analyze_run(
     run = run if isinstance(run, Run) else Run(run)
     cfg = run.config()
     records = run.records()
+    if not records:
+        raise RunError(f"{run.path / 'manifest.json'}: the run has no checkpoints yet")
     all_steps = [r["step"] for r in records]
     if steps is None:
         steps = all_steps
+    K = cfg.task.K
+    if cfg.task.has_selector and any(s % K == 0 for s in pc.shifts):
+        raise RunError(f"shifts {list(pc.shifts)}: a shift that is a multiple of K={K} replaces a selector by itself")
     fams = summarize(cfg, records)["definitions"]
     heavy = set(head_checkpoints(all_steps, [f["tau"] for f in fams.values()], pc))
     ev = make_eval_set(make_task(cfg.task), cfg.eval)
