@@ -213,10 +213,10 @@ def report(runs, out: str | os.PathLike | None = None, progress: bool = True, *,
     pc = pass_config or PassConfig()
     if max_head_checkpoints is not None:
         pc = replace(pc, max_head_checkpoints=max_head_checkpoints)
+    out = Path(out) if out is not None else default_out([r.name for r in runs], analyses)
+    refuse_inside_run(out, "report")  # before any work
     data = [_gather(r, analyses, pc, progress) for r in runs]
     names = [d["name"] for d in data]
-    out = Path(out) if out is not None else default_out(names, analyses)
-    refuse_inside_run(out, "report")
 
     page = Page()
     title = "mi_plateau report: " + ", ".join(names)

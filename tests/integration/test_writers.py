@@ -40,13 +40,14 @@ def test_D2_symlinked_lock_is_refused_and_its_target_untouched(partial, tmp_path
     assert target.read_text() == "important"
 
 
-def test_D3_report_and_analyze_refuse_to_write_into_a_run_folder(tiny_run, run_cli):
+def test_D3_report_and_analyze_refuse_to_write_into_a_run_folder(tiny_run, run_cli, tmp_path):
     manifest = (tiny_run.path / "manifest.json").read_bytes()
-    p = run_cli("report", str(tiny_run.path), "--out", str(tiny_run.path / "manifest.json"))
+    p = run_cli("report", str(tiny_run.path), "--out", str(tiny_run.path / "manifest.json"), cwd=tmp_path)
     assert p.returncode == 2 and "is inside the run folder" in p.stderr and "Traceback" not in p.stderr
     p = run_cli("analyze", str(tiny_run.path), "--out", str(tiny_run.path / "an"))
     assert p.returncode == 2 and "is inside the run folder" in p.stderr
     assert (tiny_run.path / "manifest.json").read_bytes() == manifest and not (tiny_run.path / "an").exists()
+    assert not (tmp_path / "analyses").exists()  # refused before any pass ran
 
 
 def test_D4_symlinked_ckpt_folder_is_refused(tmp_path, tiny_cfg):
