@@ -68,7 +68,7 @@ class Run:
 
     def __iter__(self):
         """(step, model) for every checkpoint, in step order; one model is built and reloaded."""
-        from .model import build_model
+        from ..model import build_model
 
         model = build_model(self.config())
         for step in self.steps():
@@ -104,7 +104,7 @@ class Run:
             if isinstance(d.get(section), dict):
                 d[section].setdefault(key, value)
         try:
-            from .config import validate
+            from ..config import validate
 
             return validate(RunConfig.from_dict(d))
         except (ConfigError, TypeError, ValueError) as e:
@@ -124,14 +124,14 @@ class Run:
 
     def records_df(self):
         """The records as a pandas DataFrame: one row per checkpoint, the metrics as columns."""
-        from .frames import frame
+        from ..frames import frame
 
         return frame([{k: v for k, v in r.items() if k != "metrics"} | dict(r.get("metrics") or {}) for r in self.records()])
 
     def eval_set(self):
         """The run's fixed evaluation set (tokens, groups, selectors, candidates; ``layout``
         gives the positions: ``first_pred`` is the query that predicts A1)."""
-        from .task import make_eval_set, make_task
+        from ..task import make_eval_set, make_task
 
         cfg = self.config()
         return make_eval_set(make_task(cfg.task), cfg.eval)
@@ -140,7 +140,7 @@ class Run:
     def to_str_tokens(tokens) -> list[str] | list[list[str]]:
         """String tokens of one sequence (or a batch): characters as themselves, specials BOS,
         SEP, EOS, PAD."""
-        from .task import token_labels
+        from ..task import token_labels
 
         if getattr(tokens, "ndim", 1) == 2:
             return [token_labels(t) for t in tokens]
@@ -176,7 +176,7 @@ class Run:
         """The model at the checkpoint nearest ``step`` (the last one by default), in eval mode:
         a TransformerBridge, so ``run_with_cache``, ``run_with_hooks`` and ``W_Q`` ... work. A
         step between checkpoints snaps to the nearest one, as the CLI does, and says so."""
-        from .model import build_model
+        from ..model import build_model
 
         cfg = self.config()
         steps = self.steps()

@@ -90,6 +90,22 @@ def test_no_import_cycle():
     assert not any(visit(m, [m]) for m in sorted(edges) if m not in state), " -> ".join(cycle)
 
 
+def test_every_relative_import_resolves():
+    """A relative import (function-local ones too) names a module of the package."""
+    modules = {module_name(f) for f in PKG.rglob("*.py")}
+    bad = []
+    for f in PKG.rglob("*.py"):
+        mod = module_name(f)
+        pkg = mod if f.name == "__init__.py" else mod.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                up = pkg.split(".")[: len(pkg.split(".")) - node.level + 1]
+                base = ".".join(up + ([node.module] if node.module else []))
+                if base not in modules:
+                    bad.append(f"{mod}: from {'.' * node.level}{node.module or ''} import ...")
+    assert not bad, bad
+
+
 def test_no_private_name_imported_from_another_module():
     bad = []
     for f in PKG.rglob("*.py"):
