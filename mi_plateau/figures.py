@@ -8,7 +8,7 @@ from .frames import Rows, records
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
 
 
-FAMILY_LABEL = {"paper": "paper definitions (L_seq)", "first_token": "first-token definitions (Lc)"}
+FAMILY_LABEL = {"paper": "paper definitions (L_seq)", "first_token": "first token (Lc)"}
 
 
 def figure3(data: dict[str, dict[str, dict[str, Rows]]]):
@@ -22,8 +22,7 @@ def figure3(data: dict[str, dict[str, dict[str, Rows]]]):
     fams = [f for f in FAMILY_LABEL if any(len(d.get(f, {}).get("a", [])) for d in data.values())] or ["first_token"]
     titles = []
     for f in fams:
-        titles += [f"(a) normalised swap gap and loss progress: {FAMILY_LABEL[f]}",
-                   f"(b) groups whose loss falls between checkpoints: {FAMILY_LABEL[f]}"]
+        titles += [f"(a) swap gap and loss progress, {FAMILY_LABEL[f]}", f"(b) groups whose loss falls, {FAMILY_LABEL[f]}"]
     fig = make_subplots(rows=len(fams), cols=2, subplot_titles=titles, vertical_spacing=0.16,
                         specs=[[{}, {"secondary_y": True}] for _ in fams])
     for row, fam in enumerate(fams, 1):
@@ -49,7 +48,9 @@ def figure3(data: dict[str, dict[str, dict[str, Rows]]]):
         fig.update_yaxes(title_text="fraction of groups", row=row, col=2, range=[0, 1.05])
         fig.update_yaxes(title_text="nats / 100 steps", row=row, col=2, secondary_y=True)
     fig.update_layout(title="Figure 3: z-dependence, loss progress and per-group descent against t / tau",
-                      height=420 * len(fams) + 60, template="plotly_white", legend=dict(font=dict(size=10)))
+                      height=420 * len(fams) + 60 + 22 * len(data), template="plotly_white",
+                      legend=dict(font=dict(size=10), orientation="h", y=-0.08, yanchor="top", x=0, xanchor="left"),
+                      margin=dict(b=40 + 22 * len(data)))
     return fig
 
 

@@ -92,7 +92,7 @@ def write_assets(results: dict[str, Any], runs, docs: Path) -> list[Path]:
                                    "Lc": [r["metrics"].get("Lc") for r in recs], "log_K": c.task.log_K}
     if curves:
         written.append(write_figure(docs / "figure1.svg", figures.figure1(curves)))
-    f3 = {name: d for name, d in results["figure3"].items() if any(v["a"] for v in d.values())}
+    f3 = {name: d for name, d in results["figure3"].items() if any(len(v["a"]) for v in d.values())}
     if f3:
         written.append(write_figure(docs / "figure3.svg", figures.figure3(f3), width=1200))
     t3, by = [], {}

@@ -30,6 +30,8 @@ def _cell(v: Any, digits: int) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "—"
     if isinstance(v, float):
+        if v.is_integer() and abs(v) < 1e7:  # steps and counts that a NaN elsewhere made floats
+            return str(int(v))
         return f"{v:.{digits}g}" if abs(v) >= 1e-3 or v == 0 else f"{v:.2e}"
     return str(v)
 

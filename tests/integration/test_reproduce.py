@@ -52,3 +52,27 @@ def test_recipe_resumes_a_started_run_only_if_it_is_the_recipes(tmp_path):
     with pytest.raises(RunError, match="train.lr"):
         _check_recipe_config(path, cfg)
     assert json.loads((path / "config.json").read_text())["train"]["lr"] == 3e-3  # nothing touched
+
+
+@pytest.mark.browser
+def test_write_assets_builds_the_docs_tables_and_figures(tiny_run, tmp_path):
+    """The recipe's docs assets from analysed runs: tables.md with both definitions, Figure 1 of
+    the paper-preset runs and Figure 3 (exported SVG)."""
+    import dataclasses
+
+    from mi_plateau.api import analyze
+    from mi_plateau.config import with_overrides
+    from mi_plateau.reproduce import write_assets
+    from mi_plateau.train import train
+
+    other = train(with_overrides(tiny_run.config(), {"seed": 1}), tmp_path / "other", progress=False)
+    res = analyze([tiny_run, other], tmp_path / "an", progress=False, max_head_checkpoints=4, with_figure3=True)
+    runs = [(r.path, dataclasses.replace(r.config(), preset="paper")) for r in (tiny_run, other)]
+    results = {"summaries": {n: r["summary"] for n, r in res["runs"].items()}, "routing": {n: r["routing"] for n, r in res["runs"].items()},
+               "comparison": res["comparison"], "figure3": {n: r["figure3"] for n, r in res["runs"].items()},
+               "train_wall": {r.path.name: 1.0 for r in (tiny_run, other)}}
+    written = write_assets(results, runs, tmp_path / "docs")
+    assert {p.name for p in written} == {"figure1.svg", "figure3.svg", "tables.md"}
+    md = (tmp_path / "docs" / "tables.md").read_text()
+    assert "| paper |" in md and "| first_token |" in md and "tau_paper" in md
+    assert ET.fromstring((tmp_path / "docs" / "figure3.svg").read_text()).tag.endswith("svg")
