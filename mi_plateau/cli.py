@@ -192,7 +192,11 @@ def _fmt(v) -> str:
 
 def _print_summary(s: dict) -> None:
     for k, v in s.items():
-        print(f"  {k:>18}: {_fmt(v)}")
+        if isinstance(v, dict):  # the definitions: one line per family
+            for fam, d in v.items():
+                print(f"  {k + ' ' + fam:>18}: " + ", ".join(f"{kk} {_fmt(vv)}" for kk, vv in d.items()))
+        else:
+            print(f"  {k:>18}: {_fmt(v)}")
 
 
 def cmd_summary(args) -> int:
