@@ -116,9 +116,23 @@ def cmd_bench(args) -> int:
 
 
 def cmd_reproduce(args) -> int:
-    from .reproduce import plan, run_recipe
+    from .reproduce import SWEEP_RECIPES, dry_run, plan, run_recipe, run_sweep_recipe
     from .sweeps import status
+    from .tabular import to_markdown
 
+    if args.recipe in SWEEP_RECIPES:
+        if args.dry_run:
+            rows = dry_run(args.recipe)
+            print(to_markdown(rows), end="")
+            todo = [r for r in rows if r["status"] != "finished"]
+            print(f"{len(rows)} runs, {len(rows) - len(todo)} finished; the rest should take about "
+                  f"{sum(r['est_core_min'] for r in todo):.0f} core-minutes here (one thread per run)")
+            return 0
+        log = run_sweep_recipe(args.recipe, jobs=args.jobs, progress=not args.quiet, train=not args.no_train)
+        for title, rows in log["tables"].items():
+            print(f"## {title}\n{to_markdown(rows)}")
+        print(f"wrote {', '.join(log['written'])}")
+        return 0
     if args.dry_run:
         for p, c in plan(args.recipe):
             print(f"{p}  preset={c.preset} K={c.task.K} seed={c.task.data_seed}  {status(p)}")

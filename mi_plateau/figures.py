@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .frames import Rows, records
-PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
+PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"]
 
 
 FAMILY_LABEL = {"paper": "paper definitions (L_seq)", "first_token": "first token (Lc)"}
@@ -303,4 +303,42 @@ def figure1(curves: dict[str, dict[str, Any]]):
     fig.update_yaxes(title_text="nats", range=[0, top * 1.05 or 1.0])
     fig.update_layout(title="Figure 1: loss curves (dashed: log K of each run)", height=440, width=1100,
                       template="plotly_white", legend=dict(title="run"))
+    return fig
+
+
+def tau_power_law(points: dict[str, dict[str, list]], fits: dict[str, dict[str, Any]], *, x_label: str = "D (examples)",
+                  reference: dict[str, list] | None = None, title: str = "tau against D"):
+    """Figure 4: tau against the swept quantity on log-log axes, one marker series per
+    definition family with its fitted power law (dashed), and the paper's values as grey
+    crosses when given. ``points[family] = {"x": [...], "tau": [...], "label": [...]}``;
+    ``fits[family]`` is ``fits.power_law``'s result; ``reference = {"x": [...], "tau": [...]}``."""
+    import math
+
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    names = {"paper": "paper definition (L_seq)", "first_token": "first token (Lc)"}
+    for i, (fam, pts) in enumerate(points.items()):
+        col = PALETTE[i % len(PALETTE)]
+        xs = [x for x, t in zip(pts["x"], pts["tau"]) if t]
+        fig.add_trace(go.Scatter(x=xs, y=[t for t in pts["tau"] if t], mode="markers", name=names.get(fam, fam),
+                                 marker=dict(color=col, size=9, symbol="circle" if i == 0 else "square"),
+                                 text=[lb for lb, t in zip(pts.get("label", [""] * len(pts["x"])), pts["tau"]) if t],
+                                 hovertemplate="%{text}<br>x=%{x}<br>tau=%{y}<extra></extra>"))
+        f = fits.get(fam) or {}
+        if f.get("slope") is not None and xs:
+            lo, hi = min(xs), max(xs)
+            grid = [lo * (hi / lo) ** (j / 40) for j in range(41)]
+            for g, c in f["prefactor"].items():
+                lab = (f"fit: tau ~ x^{f['slope']:.2f} [{f['ci'][0]:.2f}, {f['ci'][1]:.2f}], R^2 {f['r2']:.3f}"
+                       if f["ci"][0] is not None else f"fit: tau ~ x^{f['slope']:.2f}")
+                fig.add_trace(go.Scatter(x=grid, y=[c * math.exp(f["slope"] * math.log(x)) for x in grid], mode="lines",
+                                         name=lab, line=dict(color=col, dash="dash", width=1.4), showlegend=g == next(iter(f["prefactor"]))))
+    if reference:
+        fig.add_trace(go.Scatter(x=reference["x"], y=reference["tau"], mode="markers", name="the paper's values",
+                                 marker=dict(color="#888", symbol="x", size=8)))
+    fig.update_xaxes(type="log", title_text=x_label)
+    fig.update_yaxes(type="log", title_text="tau (steps)")
+    fig.update_layout(title=title, height=480, width=900, template="plotly_white",
+                      legend=dict(x=0.01, y=0.99, bgcolor="rgba(255,255,255,0.8)"))
     return fig

@@ -201,8 +201,6 @@ def report(runs, out: str | os.PathLike | None = None, progress: bool = True, *,
     ``<analyses>/compare_<names>/report.html`` for several. The passes' per-checkpoint caches
     live under ``<analyses>/<run name>/passes/`` (shared with ``mi-plateau analyze``).
     """
-    from plotly.offline import get_plotlyjs
-
     from . import figures
     from .passes.analyze import PassConfig
 
@@ -291,7 +289,15 @@ def report(runs, out: str | os.PathLike | None = None, progress: bool = True, *,
     nav = "".join(f"<a href='#{a}'>{t}</a>" for a, t in (("summary", "summary"), ("loss", "loss curves"), ("figure3", "Figure 3"),
                                                           ("r0-heads", "heads"), ("r0-attn", "attention"), ("r0-groups", "groups"),
                                                           ("tables", "tables"), ("provenance", "provenance"), ("notes", "downsampling")))
-    doc = (
+    atomic_write_bytes(out, _document(title, nav, page).encode())
+    return out
+
+
+def _document(title: str, nav: str, page: Page) -> str:
+    """The page shell: plotly.js embedded once, the render-status hooks, the sections."""
+    from plotly.offline import get_plotlyjs
+
+    return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         f"<title>{esc(title)}</title><style>{CSS}</style>{STATUS_HEAD}"
         f"<script>{get_plotlyjs()}</script></head><body>"
@@ -301,7 +307,33 @@ def report(runs, out: str | os.PathLike | None = None, progress: bool = True, *,
         + (STATUS_TAIL % page.n_figs)
         + "</body></html>"
     )
-    atomic_write_bytes(out, doc.encode())
+
+
+def sweep_report(out: str | os.PathLike, name: str, tables: dict[str, list[dict]], figs: dict[str, Any],
+                 curves: dict[str, dict[str, Any]], note: str = "") -> Path:
+    """One page for a whole sweep: its figures (tau against the swept key with the fit), every
+    run's loss curves (both families) and its tables. Computes nothing: the recipe built them."""
+    from . import figures
+
+    out = Path(out)
+    refuse_inside_run(out, "sweep report")
+    page = Page()
+    page.add(f"<p class='note'>{esc(note)}</p>" if note else "")
+    anchors = []
+    for i, (title, fig) in enumerate(figs.items()):
+        anchors.append((f"f{i}", title))
+        page.add(f"<h2 id='f{i}'>{esc(title)}</h2>")
+        page.fig(fig)
+    if curves:
+        anchors.append(("curves", "loss curves"))
+        page.add("<h2 id='curves'>Every run's loss curves</h2>")
+        page.fig(figures.figure1(curves).update_layout(title="loss against step, every run of the sweep"))
+    for i, (title, rows) in enumerate(tables.items()):
+        anchors.append((f"t{i}", title))
+        page.add(f"<h2 id='t{i}'>{esc(title)}</h2><div class='tw'>{html_table(rows)}</div>")
+    nav = "".join(f"<a href='#{a}'>{esc(t)}</a>" for a, t in anchors)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(out, _document(f"mi_plateau sweep: {name}", nav, page).encode())
     return out
 
 

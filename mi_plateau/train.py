@@ -134,15 +134,22 @@ def should_stop(cfg: RunConfig, records: Sequence[dict[str, Any]]) -> bool:
 
     "converge": Lc has fallen below ``converge_Lc``, ``margin_steps`` have passed since, and the
     step is at least ``post_tau_frac`` times the later of the two families' tau.
-    "tau": both families' tau are known and the step is at least ``tau_margin`` times the later.
+    "tau": the tau of the families named by ``tau_on`` are known and the step is at least
+    ``tau_margin`` times the later.
     """
     steps = [r["step"] for r in records]
-    taus = [tau_of(steps, [r["metrics"].get(k) for r in records], cfg.task.log_K, cfg.eval.alpha) for k in ("Lc", "L_seq")]
-    known = [t for t in taus if t is not None]
+
+    def tau_for(key: str) -> float | None:
+        return tau_of(steps, [r["metrics"].get(key) for r in records], cfg.task.log_K, cfg.eval.alpha)
+
     if cfg.train.stop == "tau":
-        # the paper family is undefined for B-target directions; it does not hold such a run
-        need = 2 if cfg.task.targets_A else 1
-        return len(known) >= need and steps[-1] >= cfg.train.tau_margin * max(known)
+        # the paper family is undefined for B-target directions: "both" waits for Lc alone there
+        keys = {"paper": ("L_seq",), "first_token": ("Lc",)}.get(cfg.train.tau_on, ("Lc", "L_seq"))
+        if not cfg.task.targets_A:
+            keys = ("Lc",)
+        taus = [tau_for(k) for k in keys]
+        return None not in taus and steps[-1] >= cfg.train.tau_margin * max(taus)
+    known = [t for t in (tau_for("Lc"), tau_for("L_seq")) if t is not None]
     Lc = [r["metrics"]["Lc"] for r in records]
     conv = next((s for s, v in zip(steps, Lc) if v < cfg.train.converge_Lc), None)
     if conv is None:

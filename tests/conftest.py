@@ -2,9 +2,12 @@
 tests/integration (tiny runs trained end to end, the CLI, the report in Chromium), tests/slow
 (paper scale; ``pytest -m slow``). The package is installed (``pip install -e .``): no path edits."""
 
+import json
 import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -37,3 +40,33 @@ def _run_cli(*args, env=None, cwd=None):
 def run_cli():
     """The command line as the user runs it: ``run_cli("summary", path)``."""
     return _run_cli
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+def _render_status(page: Path, tmp: Path) -> dict:
+    """Load the page in headless Chromium (no network) and read the status the page wrote."""
+    args = [
+        str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        f"--user-data-dir={tmp / 'profile'}", "--dump-dom", "--virtual-time-budget=10000",
+        page.resolve().as_uri() + "#selftest",  # the page also exercises its sliders and selects
+    ]
+    dom = subprocess.run(args, capture_output=True, text=True, timeout=180).stdout
+    m = re.search(r'<div id="render-status"[^>]*>', dom)
+    assert m, "the page never wrote its render status (did it load?)"
+    attrs = dict(re.findall(r'data-(\w+)="([^"]*)"', m.group(0)))
+    import html
+
+    return {"errors": json.loads(html.unescape(attrs["errors"])), "plots": int(attrs["plots"]),
+            "svgs": int(attrs["svgs"]), "expected": int(attrs["expected"])}
+
+
+@pytest.fixture(scope="session")
+def render_status():
+    """Load an HTML page in headless Chromium (no network) and return the render status it wrote
+    (errors, plots, svgs, expected)."""
+    if not CHROMIUM.exists():
+        pytest.skip("needs /usr/bin/chromium (Debian package chromium)")
+    return _render_status

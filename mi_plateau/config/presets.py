@@ -69,6 +69,7 @@ ALIASES = {
     "compile": "train.compile",
     "batching": "train.batching",
     "stop": "train.stop",
+    "tau_on": "train.tau_on",
     "init": "model.init",
     "init_seed": "model.init_seed",
     "alpha": "eval.alpha",

@@ -19,6 +19,7 @@ IMPLS = ("standard", "fast", "bridge")  # model.training_forward
 INITS = ("tl4", "gpt2")
 BATCHINGS = ("uniform", "epoch")
 STOPS = ("converge", "tau")
+TAU_ON = ("both", "paper", "first_token")
 DIRECTIONS = ("backward", "forward", "az_b", "b_a")
 A_TARGET_DIRECTIONS = ("backward", "b_a")
 SELECTOR_DIRECTIONS = ("backward", "az_b")
@@ -106,10 +107,11 @@ class TrainConfig:
     converge_Lc: float = 0.05
     margin_steps: int = 200  # keep training this long after convergence
     post_tau_frac: float = 1.6  # and at least until this multiple of tau (Table 6 reads 1.5 tau)
-    # "converge": the rule above; "tau": stop once both families' tau are known and
-    # tau_margin * tau has passed (a tau-only sweep does not pay for the convergence tail)
+    # "converge": the rule above; "tau": stop once the tau of the families named by tau_on are
+    # known and tau_margin * tau has passed (a tau-only sweep does not pay for the convergence tail)
     stop: str = "converge"
     tau_margin: float = 1.2
+    tau_on: str = "both"  # "both", "paper" (L_seq) or "first_token" (Lc): whose tau the "tau" rule waits for
 
 
 @dataclass(frozen=True)
@@ -311,6 +313,10 @@ def validate(cfg: RunConfig) -> RunConfig:
         raise ConfigError(f"train.batching={tr.batching!r}: must be one of {', '.join(BATCHINGS)}")
     if tr.stop not in STOPS:
         raise ConfigError(f"train.stop={tr.stop!r}: must be one of {', '.join(STOPS)}")
+    if tr.tau_on not in TAU_ON:
+        raise ConfigError(f"train.tau_on={tr.tau_on!r}: must be one of {', '.join(TAU_ON)}")
+    if tr.tau_on == "paper" and not t.targets_A:
+        raise ConfigError(f"train.tau_on='paper': the paper family (L_seq) is undefined for task.direction={t.direction!r}; use first_token")
     if tr.tau_margin < 1.0:
         raise ConfigError(f"train.tau_margin={tr.tau_margin}: must be >= 1 (a multiple of tau)")
     if not 0 <= ev.seq_plateau_start < ev.seq_plateau_end:

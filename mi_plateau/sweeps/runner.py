@@ -67,6 +67,8 @@ def train_local(runs: Sequence[tuple[Path, RunConfig]], jobs: int | None = None,
     if jobs < 1:
         raise RunError(f"jobs={jobs}: must be at least 1")
     todo = [(Path(p), c, 0) for p, c in runs if status(p) != "finished"]
+    # longest first (tau grows with D = K n_b), so that the last run to start is a short one
+    todo.sort(key=lambda r: -r[1].task.K * r[1].task.n_b)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     running: list[tuple[subprocess.Popen, Path, RunConfig, int]] = []
     errors: dict[str, str] = {}
@@ -207,7 +209,7 @@ def sweep_table(folder: str | Path):
                     row[f"tau_examples_{fam}"] = v["tau_examples"]
                     row[f"plateau_{fam}"] = v["plateau_Lc"]
                     row[f"plateau_ratio_{fam}"] = v["plateau_ratio"]
-                row.update({"converged": s["converged"], "steps": s["last_step"], "wall_s": _wall(run)})
+                row.update({"converged": s["converged"], "steps": s["last_step"], "wall_s": train_wall(run)})
             except RunError as e:
                 row["error"] = str(e)
         row.setdefault("error", errors.get(p["name"]))
@@ -215,7 +217,8 @@ def sweep_table(folder: str | Path):
     return frame(rows)
 
 
-def _wall(run: Run) -> float | None:
+def train_wall(run: Run) -> float | None:
+    """The run's training wall time in seconds (across resumes), from its last checkpoint record."""
     try:
         last = run.manifest()["checkpoints"][-1]
         return float(json.loads(run.inside(last["record_file"]).read_text()).get("wall_s"))

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -92,28 +91,10 @@ def test_cli_main_prints_path(reports, tmp_path, capsys, monkeypatch):
     assert out.stat().st_size > 1_000_000
 
 
-def render_status(page: Path, tmp: Path) -> dict:
-    """Load the page in headless Chromium (no network) and read the status the page wrote."""
-    args = [
-        str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        f"--user-data-dir={tmp / 'profile'}", "--dump-dom", "--virtual-time-budget=10000",
-        page.resolve().as_uri() + "#selftest",  # the page also exercises its sliders and selects
-    ]
-    dom = subprocess.run(args, capture_output=True, text=True, timeout=180).stdout
-    m = re.search(r'<div id="render-status"[^>]*>', dom)
-    assert m, "the page never wrote its render status (did it load?)"
-    attrs = dict(re.findall(r'data-(\w+)="([^"]*)"', m.group(0)))
-    import html
-
-    return {"errors": json.loads(html.unescape(attrs["errors"])), "plots": int(attrs["plots"]),
-            "svgs": int(attrs["svgs"]), "expected": int(attrs["expected"])}
-
-
 @pytest.mark.browser
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="needs /usr/bin/chromium (Debian package chromium)")
 @pytest.mark.parametrize("which", ["single", "compare"])
-def test_renders_in_headless_chromium(reports, which, tmp_path):
+def test_renders_in_headless_chromium(reports, which, tmp_path, render_status):
     page = reports[which]
     st = render_status(page, tmp_path)
     assert st["errors"] == []
@@ -123,7 +104,7 @@ def test_renders_in_headless_chromium(reports, which, tmp_path):
 
 @pytest.mark.browser
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="needs /usr/bin/chromium (Debian package chromium)")
-def test_headless_check_sees_errors(reports, tmp_path):
+def test_headless_check_sees_errors(reports, tmp_path, render_status):
     """The status the browser test reads does catch a script error (the check can fail)."""
     broken = tmp_path / "broken.html"
     broken.write_text(reports["single"].read_text().replace("</body>", "<script>throw new Error('boom')</script></body>"))

@@ -42,7 +42,7 @@ def test_recipe_resumes_a_started_run_only_if_it_is_the_recipes(tmp_path):
 
     from mi_plateau.checkpoints import RunError
     from mi_plateau.config import with_overrides
-    from mi_plateau.reproduce import _check_recipe_config
+    from mi_plateau.reproduce.core import _check_recipe_config
 
     path, cfg = plan("core", tmp_path)[0]
     path.mkdir(parents=True)

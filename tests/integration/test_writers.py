@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from mi_plateau.checkpoints import Run, RunError
-from mi_plateau.config import ConfigError, preset, with_overrides
+from mi_plateau.config import with_overrides
 from mi_plateau.train import train
 
 

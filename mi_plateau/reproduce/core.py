@@ -8,16 +8,16 @@ runs and analysed checkpoints are skipped, unfinished runs resume from their las
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 import time
 from pathlib import Path
 from typing import Any
 
-from .checkpoints import Run, RunError
-from .config import config_diff
-from .sweeps import status, train_local
+from ..checkpoints import Run, RunError
+from ..config import config_diff
+from ..summaries import num
+from ..sweeps import status, train_local, train_wall
 
 RECIPES = {
     # (preset, K, seed): the paper recipe at every K, seeds at K = 10 and 20, and today's K = 10
@@ -28,7 +28,7 @@ RECIPES = {
 
 
 def plan(recipe: str, root: str | Path = "checkpoints"):
-    from .config import preset, run_name, with_overrides
+    from ..config import preset, run_name, with_overrides
 
     out = []
     for name, K, seed in RECIPES[recipe]:
@@ -65,22 +65,13 @@ def _check_recipe_config(path: Path, cfg) -> None:
         raise RunError(f"{path / 'config.json'}: not this recipe's run ({config_diff(stored, want)}); move it away or rerun elsewhere")
 
 
-def _train_wall(path: Path) -> float:
-    from .checkpoints import Run
-
-    run = Run(path)
-    last = run.manifest()["checkpoints"][-1]
-    rec = json.loads(run.inside(last["record_file"]).read_text())
-    return float(rec.get("wall_s", float("nan")))
-
-
 def write_assets(results: dict[str, Any], runs, docs: Path) -> list[Path]:
     """Static figures (exported from the same plotly figures the report draws) and the generated
     tables Markdown for docs/reproduction.md."""
-    from . import figures
-    from .checkpoints import Run, atomic_write_bytes
-    from .passes.tables import PAPER_TAU
-    from .tabular import read_json_rows, to_markdown, write_figure
+    from .. import figures
+    from ..checkpoints import Run, atomic_write_bytes
+    from ..passes.tables import PAPER_TAU
+    from ..tabular import read_json_rows, to_markdown, write_figure
 
     docs.mkdir(parents=True, exist_ok=True)
     written = []
@@ -133,8 +124,8 @@ def write_assets(results: dict[str, Any], runs, docs: Path) -> list[Path]:
 def run_recipe(recipe: str = "core", *, jobs: int | None = None, progress: bool = True, docs: str | Path = "docs/reproduction",
                analyses: str | Path = "analyses", train: bool = True) -> dict[str, Any]:
     """Train (unless ``train=False``) and analyse the recipe's runs; write docs assets and a log."""
-    from .api import analyze
-    from .summaries import nan_to_none
+    from ..api import analyze
+    from ..summaries import nan_to_none
 
     t0 = time.perf_counter()
     runs = plan(recipe)
@@ -153,13 +144,13 @@ def run_recipe(recipe: str = "core", *, jobs: int | None = None, progress: bool 
         "routing": {n: r["routing"] for n, r in res["runs"].items()},
         "comparison": res["comparison"],
         "figure3": fig3,
-        "train_wall": {p.name: _train_wall(p) for p, _ in runs},
+        "train_wall": {p.name: num(train_wall(Run(p))) for p, _ in runs},
     }
     written = write_assets(results, runs, Path(docs))
     log = {"recipe": recipe, "recipe_train_wall_s": t_train, "recipe_analysis_wall_s": t_an,
            "sum_of_run_train_wall_s": sum(v for v in results["train_wall"].values() if math.isfinite(v)),
            "summaries": results["summaries"], "routing": results["routing"], "written": [str(w) for w in written]}
-    from .checkpoints import atomic_write_json
+    from ..checkpoints import atomic_write_json
 
     atomic_write_json(Path(docs) / "recipe_log.json", log)
     return nan_to_none(log)

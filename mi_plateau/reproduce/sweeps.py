@@ -1,0 +1,292 @@
+"""The paper's sweep tables as named recipes: ``mi-plateau reproduce k_sweep`` (Table 3, Figure 4,
+Table 5), ``fixed_d`` and ``fixed_d_noclip`` (Figure 5), ``len_z`` (Table 7), ``batch_size``
+(Table 1), ``seeds`` and ``seeds_init`` (Table 4).
+
+Each recipe is a sweep file shipped in ``mi_plateau/sweeps/recipes/`` (run by the sweep runner,
+so every point is an ordinary run folder under ``checkpoints/<sweep>/``, resumable) and a builder
+that turns the sweep's runs into tables (Markdown, CSV, JSON), static figures and one
+interactive HTML page for the whole sweep. Builders read whatever runs exist: a partial sweep
+gives a partial table, with each run's status.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from importlib.resources import files
+from pathlib import Path
+from typing import Any, Callable
+
+from ..checkpoints import Run, RunError, atomic_write_json
+from ..fits import power_law
+from ..summaries import nan_to_none, num, tau as tau_at
+from ..sweeps import Sweep, load_sweep, plan, run_sweep, status, sweep_table
+from ..tabular import write_figure, write_table
+
+FAMILY_KEYS = {"paper": "L_seq", "first_token": "Lc"}
+
+# The paper's numbers, for the reference columns (arXiv 2603.10074, Tables 1, 3, 4, 5, 7).
+PAPER_TABLE3 = {3: 450, 5: 800, 7: 1050, 10: 1850, 13: 2100, 17: 3300, 20: 3950, 25: 5250, 30: 6950, 36: 8750}
+PAPER_FIT = {"slope": 1.19, "ci": [1.14, 1.31], "r2": 0.98}
+PAPER_TABLE5 = {0.3: (1.22, [1.16, 1.34]), 0.4: (1.20, [1.13, 1.32]), 0.5: (1.20, [1.14, 1.30]),
+                0.6: (1.17, [1.11, 1.31]), 0.7: (1.12, [1.07, 1.23])}
+PAPER_FIXED_D_SLOPE = -0.004
+PAPER_TABLE7 = {1: (2.34, 1.017, 1650), 2: (2.39, 1.037, 1850), 3: (2.33, 1.014, 1500), 4: (2.32, 1.007, 1450)}
+PAPER_TABLE1 = {32: 23200, 64: 7200, 128: 3200, 256: 1600, 512: 1000}
+PAPER_TABLE4 = {(5000, 5, 5e-3): (2850, 1727), (5000, 5, 7e-3): (3250, 2295), (5000, 5, 1e-2): (2183, 504),
+                (10000, 10, 3e-3): (5950, 2299), (10000, 10, 5e-3): (9867, 3838), (10000, 10, 7e-3): (8533, 1893)}
+ALPHAS = (0.3, 0.4, 0.5, 0.6, 0.7)
+
+
+def recipe_file(name: str) -> Path:
+    path = Path(str(files("mi_plateau.sweeps").joinpath("recipes", f"{name}.toml")))
+    if name not in BUILDERS or not path.is_file():
+        raise RunError(f"unknown sweep recipe {name!r}: choose one of {', '.join(BUILDERS)}")
+    return path
+
+
+def recipe_sweep(name: str) -> Sweep:
+    return load_sweep(recipe_file(name))
+
+
+def _runs(sweep: Sweep, root: Path) -> list[tuple[Any, Path, Run | None]]:
+    """(point, run folder, Run or None if not started) for every point of the sweep."""
+    out = []
+    for p in sweep.points:
+        path = sweep.folder(root) / p.name
+        out.append((p, path, Run(path) if status(path) in ("finished", "running") else None))
+    return out
+
+
+def _tau_alpha(run: Run, key: str, alpha: float) -> int | None:
+    recs = run.records()
+    cfg = run.config()
+    return tau_at([r["step"] for r in recs], [r["metrics"].get(key) for r in recs], cfg.task.log_K, alpha)
+
+
+def _fit_row(name: str, fit: dict[str, Any], **extra) -> dict[str, Any]:
+    return {"fit": name, "slope": fit["slope"], "ci_lo": fit["ci"][0], "ci_hi": fit["ci"][1], "ci_t_lo": fit["ci_t"][0],
+            "ci_t_hi": fit["ci_t"][1], "r2": fit["r2"], "n": fit["n"], **extra}
+
+
+def _tau_rows(sweep: Sweep, root: Path) -> list[dict[str, Any]]:
+    """One row per point: the swept settings, K, n_b, D, both families' tau (None where not
+    reached; ``reached_by`` then says how far the run went), plateau heights, status."""
+    table = {r["run"]: r for r in sweep_table(sweep.folder(root)).to_dict("records")}
+    rows = []
+    for p, path, run in _runs(sweep, root):
+        c = p.cfg
+        t = table.get(p.name, {})
+        rows.append({"run": p.name, **p.settings, "K": c.task.K, "n_b": c.task.n_b, "D": c.task.K * c.task.n_b,
+                     "lr": c.train.lr, "batch_size": c.train.batch_size, "len_z": c.task.len_z,
+                     "tau_paper": _int(t.get("tau_paper")), "tau_first_token": _int(t.get("tau_first_token")),
+                     "plateau_paper": t.get("plateau_paper"), "plateau_ratio_paper": t.get("plateau_ratio_paper"),
+                     "plateau_first_token": t.get("plateau_first_token"),
+                     "plateau_ratio_first_token": t.get("plateau_ratio_first_token"),
+                     "steps": _int(t.get("steps")), "status": status(path), "wall_s": t.get("wall_s")})
+    return rows
+
+
+def _int(v) -> int | None:
+    v = num(v)
+    return int(v) if math.isfinite(v) else None
+
+
+def _clean(rows: list[dict[str, Any]], drop: tuple[str, ...]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in r.items() if k not in drop} for r in rows]
+
+
+def build_k_sweep(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int) -> dict[str, Any]:
+    """Table 3 (tau per K, both families, the paper's beside), the fit tau ~ D^delta with its
+    bootstrap interval over runs, Table 5 (delta at each alpha) and Figure 4."""
+    from .. import figures
+
+    rows = _tau_rows(sweep, root)
+    for r in rows:
+        r["paper_tau"] = PAPER_TABLE3.get(r["K"]) if r["n_b"] == 1000 else None
+        r["tau_paper_over_paper"] = r["tau_paper"] / r["paper_tau"] if r["tau_paper"] and r["paper_tau"] else None
+    fits = {fam: power_law([r["D"] for r in rows], [r[f"tau_{fam}"] for r in rows], n_boot=n_boot, seed=seed)
+            for fam in FAMILY_KEYS}
+    ref_fit = power_law([1000 * k for k in PAPER_TABLE3], list(PAPER_TABLE3.values()), n_boot=n_boot, seed=seed)
+    fit_rows = [_fit_row(f"tau ~ D^delta, {fam} definition", fits[fam]) for fam in FAMILY_KEYS]
+    fit_rows.append(_fit_row("the paper's Table 3 taus, fitted here", ref_fit))
+    fit_rows.append({"fit": "the paper (as printed)", "slope": PAPER_FIT["slope"], "ci_lo": PAPER_FIT["ci"][0],
+                     "ci_hi": PAPER_FIT["ci"][1], "r2": PAPER_FIT["r2"], "n": 10})
+    t5 = []
+    started = [(r, run) for r, (_, _, run) in zip(rows, _runs(sweep, root)) if run is not None]
+    for alpha in ALPHAS:
+        for fam, key in FAMILY_KEYS.items():
+            taus = [_tau_alpha(run, key, alpha) for _, run in started]
+            f = power_law([r["D"] for r, _ in started], taus, n_boot=n_boot, seed=seed)
+            ref = PAPER_TABLE5[alpha]
+            t5.append({"alpha": alpha, "definition": fam, "delta": f["slope"], "ci_lo": f["ci"][0], "ci_hi": f["ci"][1],
+                       "r2": f["r2"], "n": f["n"], "paper_delta": ref[0] if fam == "paper" else None,
+                       "paper_ci": f"[{ref[1][0]}, {ref[1][1]}]" if fam == "paper" else None})
+    points = {fam: {"x": [r["D"] for r in rows], "tau": [r[f"tau_{fam}"] for r in rows], "label": [f"K={r['K']}" for r in rows]}
+              for fam in FAMILY_KEYS}
+    fig4 = figures.tau_power_law(points, fits, reference={"x": [1000 * k for k in PAPER_TABLE3], "tau": list(PAPER_TABLE3.values())},
+                                 title="Figure 4: tau against D = 1000 K (log-log), both definitions")
+    written = write_table(docs / "table3", _clean(rows, ("seed",)), title="Table 3: tau per K at n_b = 1000 (D = 1000 K)",
+                          note="tau in steps: the first evaluated step with loss < 0.5 log K (paper: L_seq; first_token: Lc). "
+                               "None: not reached by `steps` (the sweep stops at 1.2 x the paper family's tau). "
+                               "paper_tau: the paper's Table 3.")
+    written += write_table(docs / "table3_fit", fit_rows, title="Power-law fit tau ~ D^delta",
+                           note=f"ci: 95% percentile bootstrap over runs ({n_boot} resamples, seed {seed}); ci_t: the OLS "
+                                "t interval on log-log axes; runs without a tau are left out (n says how many were fitted).")
+    written += write_table(docs / "table5", t5, title="Table 5: the exponent delta at threshold alpha log K",
+                           note="Each run's tau recomputed from its checkpoints at each alpha; no new training.")
+    written.append(write_figure(docs / "figure4.svg", fig4))
+    return {"tables": {"Table 3": rows, "fit": fit_rows, "Table 5": t5}, "figures": {"Figure 4": fig4}, "written": written}
+
+
+def build_fixed_d(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int) -> dict[str, Any]:
+    """Figure 5: tau against K at fixed D, one shared slope with one level per D."""
+    from .. import figures
+
+    rows = _tau_rows(sweep, root)
+    fits = {fam: power_law([r["K"] for r in rows], [r[f"tau_{fam}"] for r in rows], groups=[r["D"] for r in rows],
+                           n_boot=n_boot, seed=seed) for fam in FAMILY_KEYS}
+    fit_rows = [_fit_row(f"tau ~ K^delta at fixed D, {fam} definition", fits[fam]) for fam in FAMILY_KEYS]
+    fit_rows.append({"fit": "the paper (as printed)", "slope": PAPER_FIXED_D_SLOPE})
+    points = {fam: {"x": [r["K"] for r in rows], "tau": [r[f"tau_{fam}"] for r in rows],
+                    "label": [f"D={r['D']}, n_b={r['n_b']}" for r in rows]} for fam in FAMILY_KEYS}
+    fig = figures.tau_power_law(points, fits, x_label="K (at fixed D)", title=f"Figure 5: tau against K at fixed D ({sweep.name})")
+    stem = sweep.name.removeprefix("paper_")
+    written = write_table(docs / stem, _clean(rows, ()), title=f"Figure 5 data ({sweep.name}): tau at fixed D",
+                          note="n_b = D / K. tau in steps; None: not reached by `steps`.")
+    written += write_table(docs / f"{stem}_fit", fit_rows, title="Slope of tau against K at fixed D",
+                           note=f"One slope, one intercept per D; ci: 95% percentile bootstrap over runs within each D "
+                                f"({n_boot} resamples, seed {seed}); R^2 of the within-D variation.")
+    written.append(write_figure(docs / f"{stem}.svg", fig))
+    return {"tables": {"Figure 5": rows, "fit": fit_rows}, "figures": {"Figure 5": fig}, "written": written}
+
+
+def build_len_z(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int) -> dict[str, Any]:
+    """Table 7: plateau height (the paper's: mean L_seq over steps 100-500; ours: the median Lc
+    plateau), ratio to log K, tau, per selector length."""
+    rows = []
+    for r in _tau_rows(sweep, root):
+        ref = PAPER_TABLE7.get(r["len_z"], (None, None, None))
+        rows.append({"len_z": r["len_z"], "plateau_paper": r["plateau_paper"], "plateau_ratio_paper": r["plateau_ratio_paper"],
+                     "tau_paper": r["tau_paper"], "plateau_first_token": r["plateau_first_token"],
+                     "plateau_ratio_first_token": r["plateau_ratio_first_token"], "tau_first_token": r["tau_first_token"],
+                     "paper_plateau": ref[0], "paper_ratio": ref[1], "paper_tau": ref[2], "steps": r["steps"], "status": r["status"]})
+    written = write_table(docs / "table7", rows, title="Table 7: selector length at K = 10",
+                          note="plateau_paper: mean L_seq over steps 100-500 (nats); plateau_first_token: median Lc on the plateau.")
+    return {"tables": {"Table 7": rows}, "figures": {}, "written": written}
+
+
+def build_batch_size(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int) -> dict[str, Any]:
+    """Table 1: tau in steps and in examples seen (steps x B), and both ratios to the largest B."""
+    rows = sorted(_tau_rows(sweep, root), key=lambda r: r["batch_size"])
+    out = []
+    for fam in FAMILY_KEYS:
+        base = next((r for r in reversed(rows) if r[f"tau_{fam}"]), None)
+        for r in rows:
+            t = r[f"tau_{fam}"]
+            ex = t * r["batch_size"] if t else None
+            out.append({"definition": fam, "B": r["batch_size"], "tau_steps": t, "tau_examples_k": ex / 1000 if ex else None,
+                        "step_ratio": t / base[f"tau_{fam}"] if t and base else None,
+                        "example_ratio": ex / (base[f"tau_{fam}"] * base["batch_size"]) if ex and base else None,
+                        "paper_tau_steps": PAPER_TABLE1.get(r["batch_size"]) if fam == "paper" else None,
+                        "steps": r["steps"], "status": r["status"]})
+    written = write_table(docs / "table1", out, title="Table 1: batch size at K = 20, lr 1e-3",
+                          note="tau_examples_k: tau x B in thousands (the paper's tau_tok); ratios to the largest B.")
+    return {"tables": {"Table 1": out}, "figures": {}, "written": written}
+
+
+def build_seeds(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int) -> dict[str, Any]:
+    """Table 4: mean, std and CV of tau over seeds at each (D, K, lr)."""
+    rows = _tau_rows(sweep, root)
+    by: dict[tuple, list[dict]] = {}
+    for r in rows:
+        by.setdefault((r["D"], r["K"], r["lr"]), []).append(r)
+    out = []
+    for (D, K, lr), rs in by.items():
+        for fam in FAMILY_KEYS:
+            taus = [r[f"tau_{fam}"] for r in rs if r[f"tau_{fam}"]]
+            mean = statistics.mean(taus) if taus else None
+            std = statistics.stdev(taus) if len(taus) > 1 else None
+            ref = PAPER_TABLE4.get((D, K, lr), (None, None))
+            out.append({"D": D, "K": K, "lr": lr, "definition": fam, "runs": len(rs), "with_tau": len(taus), "taus": taus,
+                        "mean_tau": mean, "std_tau": std, "cv": std / mean if std is not None and mean else None,
+                        "paper_mean": ref[0] if fam == "paper" else None, "paper_std": ref[1] if fam == "paper" else None})
+    stem = "table4" if sweep.name == "paper_seeds" else sweep.name.removeprefix("paper_")
+    written = write_table(docs / stem, out, title=f"Table 4 ({sweep.name}): tau across seeds",
+                          note="std: sample standard deviation; CV = std / mean.")
+    return {"tables": {"Table 4": out}, "figures": {}, "written": written}
+
+
+BUILDERS: dict[str, Callable[..., dict[str, Any]]] = {
+    "k_sweep": build_k_sweep, "fixed_d": build_fixed_d, "fixed_d_noclip": build_fixed_d, "len_z": build_len_z,
+    "batch_size": build_batch_size, "seeds": build_seeds, "seeds_init": build_seeds,
+}
+
+
+def dry_run(name: str, root: str | Path = "checkpoints", sec_per_step: float | None = None) -> list[dict[str, Any]]:
+    """The recipe's runs, their status and an estimate of their cost: the expected steps (the
+    paper's tau where it has one for the point, else the step cap) x 1.2 (the tau-only margin)
+    x the seconds per step of this machine (``sec_per_step``: the bench's, or a measured
+    default)."""
+    sweep = recipe_sweep(name)
+    rows = []
+    for p in sweep.points:
+        c = p.cfg
+        path = sweep.folder(root) / p.name
+        guess = _paper_tau_guess(c)
+        steps = min(c.train.max_steps, c.train.tau_margin * guess) if guess else c.train.max_steps
+        cost = steps * (sec_per_step or _SEC_PER_STEP) * c.train.batch_size / 128
+        rows.append({"run": str(path), **p.settings, "status": status(path), "expected_steps": int(steps), "est_core_min": cost / 60})
+    return rows
+
+
+# seconds per paper-model training step with its evaluation (1 thread, this machine, session 5:
+# 0.1 s per step plus 45% for both families' evaluation); only the dry run's estimate uses it
+_SEC_PER_STEP = 0.145
+
+
+def _paper_tau_guess(c) -> float | None:
+    D = c.task.K * c.task.n_b
+    if c.task.n_b == 1000 and c.task.K in PAPER_TABLE3:
+        return PAPER_TABLE3[c.task.K]
+    fit = 0.0289 * D ** 1.197  # the paper's Table 3 taus fitted (fits.power_law)
+    return fit * (128 / c.train.batch_size) ** 0.8
+
+
+def run_sweep_recipe(name: str, *, jobs: int | None = None, train: bool = True, progress: bool = True,
+                     root: str | Path = "checkpoints", docs: str | Path = "docs/reproduction",
+                     analyses: str | Path = "analyses", n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:
+    """Train (unless ``train=False``) the recipe's sweep, then build its tables, figures and the
+    sweep's HTML page (``analyses/<sweep>.html``); writes ``docs/<sweep>_log.json``."""
+    from ..report import sweep_report
+
+    sweep = recipe_sweep(name)
+    root, docs = Path(root), Path(docs)
+    t0 = time.perf_counter()
+    if train:
+        table = run_sweep(sweep, root=root, jobs=jobs, progress=progress)
+        bad = table[table["error"].notna()] if "error" in table else table.iloc[:0]
+        if len(bad):
+            raise RunError(f"{sweep.name}: runs failed: {'; '.join(f'{r.run}: {r.error}' for r in bad.itertuples())}")
+    else:
+        plan(sweep, root)  # refuse runs whose config changed
+        if not any(status(sweep.folder(root) / p.name) in ("finished", "running") for p in sweep.points):
+            raise RunError(f"{sweep.folder(root)}: no run of this recipe has started yet; run it without --no-train first")
+    t_train = time.perf_counter() - t0
+    docs.mkdir(parents=True, exist_ok=True)
+    built = BUILDERS[name](sweep, root, docs, n_boot, seed)
+    curves = {}
+    for p, path, run in _runs(sweep, root):
+        if run is not None:
+            recs = run.records()
+            curves[p.name] = {"steps": [r["step"] for r in recs], "L_seq": [r["metrics"].get("L_seq") for r in recs],
+                              "Lc": [r["metrics"].get("Lc") for r in recs], "log_K": p.cfg.task.log_K}
+    html = sweep_report(Path(analyses) / f"{sweep.name}.html", sweep.name, built["tables"], built["figures"], curves,
+                        note=(BUILDERS[name].__doc__ or "").strip())
+    rows = _tau_rows(sweep, root)
+    log = {"recipe": name, "sweep": sweep.name, "runs": rows, "tables": built["tables"],
+           "sum_of_run_train_wall_s": sum(num(r["wall_s"]) for r in rows if math.isfinite(num(r["wall_s"]))),
+           "recipe_wall_s": t_train, "written": [str(w) for w in built["written"]] + [str(html)]}
+    atomic_write_json(docs / f"{sweep.name}_log.json", nan_to_none(log))
+    return nan_to_none(log)

@@ -1,0 +1,100 @@
+"""The paper's sweep recipes: every shipped recipe parses and validates; the builders turn a
+tiny sweep's runs into tables whose numbers are the runs' own, and one page that renders."""
+
+import pandas as pd
+import pytest
+
+from mi_plateau.cli import RECIPE_NAMES
+from mi_plateau.fits import power_law
+from mi_plateau.reproduce import SWEEP_RECIPES, dry_run, recipe_sweep
+from mi_plateau.reproduce.sweeps import build_batch_size, build_fixed_d, build_k_sweep, build_seeds
+from mi_plateau.report import sweep_report
+from mi_plateau.sweeps import load_sweep, run_sweep
+
+TINY = """
+name = "tiny_k"
+preset = "tiny"
+stop = "tau"
+[overrides]
+max_steps = 600
+[[points]]
+K = 3
+[[points]]
+K = 4
+[[points]]
+K = 5
+[[points]]
+K = 4
+n_b = 36
+"""
+
+
+def test_every_recipe_parses_and_the_cli_lists_them():
+    assert RECIPE_NAMES == ("core", *SWEEP_RECIPES)
+    for name in SWEEP_RECIPES:
+        sw = recipe_sweep(name)
+        assert sw.points and all(p.cfg.train.stop == "tau" for p in sw.points)
+    k = recipe_sweep("k_sweep")
+    assert [p.cfg.task.K for p in k.points] == [3, 5, 7, 10, 13, 17, 20, 25, 30, 36]
+    assert {p.cfg.task.n_b for p in k.points} == {1000} and {p.cfg.train.tau_on for p in k.points} == {"paper"}
+    fd = recipe_sweep("fixed_d")
+    assert sorted({p.cfg.task.K * p.cfg.task.n_b for p in fd.points}) == [10000, 20000]
+    assert {p.cfg.train.grad_clip for p in fd.points} == {1.0}
+    assert {p.cfg.train.grad_clip for p in recipe_sweep("fixed_d_noclip").points} == {0.0}
+    seeds, init = recipe_sweep("seeds"), recipe_sweep("seeds_init")
+    assert len({p.cfg.model.init_seed for p in seeds.points}) == 1 and len({p.cfg.model.init_seed for p in init.points}) == 3
+
+
+def test_dry_run_estimates_cost_without_training(tmp_path):
+    rows = dry_run("k_sweep", root=tmp_path)
+    assert [r["status"] for r in rows] == ["not started"] * 10
+    assert all(r["est_core_min"] > 0 for r in rows) and not any(tmp_path.iterdir())
+
+
+@pytest.fixture(scope="module")
+def tiny_sweep(tmp_path_factory):
+    root = tmp_path_factory.mktemp("recipes")
+    f = root / "s.toml"
+    f.write_text(TINY)
+    sweep = load_sweep(f)
+    table = run_sweep(sweep, root=root / "ck", jobs=2, progress=False)
+    return sweep, root, table
+
+
+def test_k_sweep_builder_reports_the_runs_own_taus_and_their_fit(tiny_sweep):
+    sweep, root, table = tiny_sweep
+    out = build_k_sweep(sweep, root / "ck", root / "docs", 300, 0)
+    t3 = pd.read_json(root / "docs" / "table3.json")
+    assert list(t3["tau_paper"]) == list(table["tau_paper"]) and list(t3["D"]) == [144, 192, 240, 144]
+    fit = pd.read_json(root / "docs" / "table3_fit.json")
+    want = power_law(list(t3["D"]), list(t3["tau_paper"]), n_boot=300, seed=0)
+    assert fit.loc[0, "slope"] == pytest.approx(want["slope"]) and fit.loc[0, "ci_lo"] == pytest.approx(want["ci"][0])
+    t5 = pd.DataFrame(out["tables"]["Table 5"])
+    row = t5[(t5.alpha == 0.5) & (t5.definition == "paper")].iloc[0]
+    assert row["delta"] == pytest.approx(want["slope"])  # tau at alpha = 0.5 is the summary's tau
+    assert sorted(t5.alpha.unique()) == [0.3, 0.4, 0.5, 0.6, 0.7]
+    assert (root / "docs" / "figure4.svg").read_text().lstrip().startswith("<svg")
+
+
+def test_other_builders_group_and_ratio_the_same_rows(tiny_sweep):
+    sweep, root, table = tiny_sweep
+    fd = build_fixed_d(sweep, root / "ck", root / "d2", 100, 0)
+    fit = fd["tables"]["fit"][0]
+    rows = fd["tables"]["Figure 5"]
+    want = power_law([r["K"] for r in rows], [r["tau_paper"] for r in rows], groups=[r["D"] for r in rows], n_boot=100, seed=0)
+    assert fit["slope"] == pytest.approx(want["slope"])
+    t1 = build_batch_size(sweep, root / "ck", root / "d3", 100, 0)["tables"]["Table 1"]
+    assert all(r["tau_examples_k"] == pytest.approx(r["tau_steps"] * r["B"] / 1000) for r in t1 if r["tau_steps"])
+    t4 = build_seeds(sweep, root / "ck", root / "d4", 100, 0)["tables"]["Table 4"]
+    k4 = next(r for r in t4 if r["K"] == 4 and r["D"] == 192 and r["definition"] == "paper")
+    assert k4["mean_tau"] == float(table[table.run == "K4"]["tau_paper"].iloc[0])
+
+
+@pytest.mark.browser
+def test_sweep_page_renders(tiny_sweep, tmp_path, render_status):
+    sweep, root, _ = tiny_sweep
+    out = build_k_sweep(sweep, root / "ck", root / "docs5", 100, 0)
+    page = sweep_report(tmp_path / "sweep.html", sweep.name, out["tables"], out["figures"],
+                        {"K3": {"steps": [0, 10], "L_seq": [1.0, 0.5], "Lc": [1.0, 0.4], "log_K": 1.1}})
+    st = render_status(page, tmp_path)
+    assert st["errors"] == [] and st["expected"] == 2 and st["plots"] == st["svgs"] == 2
