@@ -71,6 +71,11 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
 
+    tb = sub.add_parser("train-batch", help="train several runs in one process as one stacked model (same model shape, batch size, len_z)")
+    tb.add_argument("runs", metavar="RUNS_JSON", help="a JSON list of {\"out\": RUN_FOLDER, \"config\": CONFIG or null} ('-': standard input)")
+    tb.add_argument("--resume", action="store_true", help="continue runs that exist from their last checkpoints")
+    tb.add_argument("--quiet", action="store_true", help="no progress bar")
+
     s = sub.add_parser("summary", help="plateau height, tau and convergence of a run")
     s.add_argument("run")
     s.add_argument("--json", action="store_true")
@@ -110,7 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
     sw = sub.add_parser("sweep", help="train a sweep file's runs (resumable); `sweep status FOLDER` prints its table")
     sw.add_argument("target", help="a sweep file (TOML), or the word status")
     sw.add_argument("folder", nargs="?", help="with status: the sweep folder (checkpoints/<name>)")
-    sw.add_argument("--jobs", type=_positive_int, default=None, help="runs at once (default: one per core; one thread each)")
+    sw.add_argument("--jobs", type=_positive_int, default=None, help="processes at once (default: one per core; one thread each)")
+    sw.add_argument("--batch-runs", type=_positive_int, default=1, metavar="M",
+                    help="train up to M runs of the same shapes per process as one stacked model (default 1: one run per process)")
     sw.add_argument("--backend", choices=["local", "ray"], default="local", help="local process pool (default) or Ray")
     sw.add_argument("--address", default=None, help="with --backend ray: the cluster's address (default: a local Ray instance)")
     sw.add_argument("--root", default="checkpoints", help="where sweep folders live (default: checkpoints/)")
@@ -124,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--dry-run", action="store_true", help="list the runs, whether they are done and what they should cost here")
     rep.add_argument("--no-train", action="store_true", help="only analyse the runs that exist (unfinished ones up to their last checkpoint)")
     rep.add_argument("--jobs", type=_positive_int, default=None, help="train this many runs at once, one thread each (default: one per core)")
+    rep.add_argument("--batch-runs", type=_positive_int, default=1, metavar="M", help="sweep recipes: up to M runs per process, batched")
     rep.add_argument("--quiet", action="store_true")
     return p
 

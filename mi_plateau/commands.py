@@ -128,7 +128,8 @@ def cmd_reproduce(args) -> int:
             print(f"{len(rows)} runs, {len(rows) - len(todo)} finished; the rest should take about "
                   f"{sum(r['est_core_min'] for r in todo):.0f} core-minutes here (one thread per run)")
             return 0
-        log = run_sweep_recipe(args.recipe, jobs=args.jobs, progress=not args.quiet, train=not args.no_train)
+        log = run_sweep_recipe(args.recipe, jobs=args.jobs, progress=not args.quiet, train=not args.no_train,
+                               batch_runs=args.batch_runs)
         for title, rows in log["tables"].items():
             print(f"## {title}\n{to_markdown(rows)}")
         print(f"wrote {', '.join(log['written'])}")
@@ -167,14 +168,42 @@ def cmd_sweep(args) -> int:
         for (path, _), p in zip(runs, sweep.points):
             print(f"{path}  {', '.join(f'{k}={v}' for k, v in p.settings.items()) or '(base)'}  {status(path)}")
         print(f"{len(runs)} runs; {sum(status(p) == 'finished' for p, _ in runs)} finished")
+        if args.batch_runs > 1:
+            from .batched import group_batches
+
+            todo = [(p, c) for p, c in runs if status(p) != "finished"]
+            print(f"with --batch-runs {args.batch_runs}: {len(group_batches(todo, args.batch_runs))} processes")
         return 0
-    table = run_sweep(sweep, root=args.root, jobs=args.jobs, backend=args.backend, address=args.address, progress=not args.quiet)
+    table = run_sweep(sweep, root=args.root, jobs=args.jobs, backend=args.backend, address=args.address, progress=not args.quiet,
+                      batch_runs=args.batch_runs)
     print(to_markdown(table), end="")
     print(f"{len(table)} runs in {table.attrs['wall_s']:.0f} s -> {sweep.folder(args.root)}/table.csv")
     return 0
 
 
-COMMANDS = {"analyze": cmd_analyze, "inspect": cmd_inspect, "ablate": cmd_ablate, "report": cmd_report, "bench": cmd_bench,
+def cmd_train_batch(args) -> int:
+    import sys
+    from pathlib import Path
+
+    from .config import RunConfig
+
+    text = sys.stdin.read() if args.runs == "-" else Path(args.runs).read_text()
+    try:
+        items = json.loads(text)
+        if not isinstance(items, list) or not all(isinstance(i, dict) and isinstance(i.get("out"), str) for i in items):
+            raise ValueError("expected a list of objects with an \"out\" folder")
+        pairs = [(RunConfig.from_dict(i["config"]) if i.get("config") is not None else None, i["out"]) for i in items]
+    except (json.JSONDecodeError, ValueError, TypeError) as e:
+        raise ValueError(f"{args.runs}: not a list of runs ({' '.join(str(e).split())})") from None
+    from .batched import train_batched
+
+    runs = train_batched(pairs, resume=args.resume, progress=not args.quiet, argv=["mi-plateau", "train-batch", args.runs])
+    for run in runs:
+        print(f"run: {run.path}")
+    return 0
+
+
+COMMANDS = {"train-batch": cmd_train_batch, "analyze": cmd_analyze, "inspect": cmd_inspect, "ablate": cmd_ablate, "report": cmd_report, "bench": cmd_bench,
             "reproduce": cmd_reproduce, "sweep": cmd_sweep}
 
 

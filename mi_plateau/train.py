@@ -71,18 +71,33 @@ def train_step(cfg: RunConfig, forward, opt: torch.optim.Optimizer, tokens: torc
     the batch ``tokens``, backward, optional clipping, AdamW at ``lr_at(step)``; returns the
     loss. ``forward`` maps the inputs [batch, seq_len - 1] (the EOS input predicts nothing) to
     the logits of the loss positions (``model.training_forward``). The trainer and the bench
-    both step with this function."""
-    pos = layout_for(cfg.task).pred_positions
-    for g in opt.param_groups:
-        g["lr"] = lr_at(cfg, step)
-    lg = forward(tokens[:, :-1])
-    loss = F.cross_entropy(lg.reshape(-1, lg.shape[-1]), tokens[:, pos.start + 1 : pos.stop + 1].reshape(-1))
+    both step with this function; the batched trainer uses its parts (``batch_loss``,
+    ``apply_update``)."""
+    loss = batch_loss(cfg, forward(tokens[:, :-1]), tokens)
     opt.zero_grad(set_to_none=True)
     loss.backward()
+    apply_update(cfg, opt, step)
+    return loss.item()
+
+
+def batch_loss(cfg: RunConfig, logits: torch.Tensor, tokens: torch.Tensor, weight: torch.Tensor | None = None) -> torch.Tensor:
+    """Mean cross-entropy of the loss-position ``logits`` [batch, n_pred, vocab] against the next
+    tokens of ``tokens`` [batch, seq_len]; ``weight`` [batch] (0 or 1) leaves padded rows out."""
+    pos = layout_for(cfg.task).pred_positions
+    target = tokens[:, pos.start + 1 : pos.stop + 1]
+    if weight is None:
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1))
+    ce = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1), reduction="none").view(target.shape)
+    return (ce * weight[:, None]).sum() / (weight.sum() * target.shape[1])
+
+
+def apply_update(cfg: RunConfig, opt: torch.optim.Optimizer, step: int) -> None:
+    """Clip (if ``grad_clip``) and take AdamW's step at ``lr_at(step)`` from the gradients in place."""
+    for g in opt.param_groups:
+        g["lr"] = lr_at(cfg, step)
     if cfg.train.grad_clip > 0:
         torch.nn.utils.clip_grad_norm_([p for g in opt.param_groups for p in g["params"]], cfg.train.grad_clip)
     opt.step()
-    return loss.item()
 
 
 def optimizer_tensors(opt: torch.optim.Optimizer) -> dict[str, torch.Tensor]:
@@ -196,29 +211,36 @@ def train(
     if run.path.is_symlink():
         raise RunError(f"{run.path}: is a symbolic link; give the run folder itself")
     with RunLock(run.path):
-        check_own_folder(run.path)
-        # a run killed before its first checkpoint was committed has a config but no manifest yet
-        if run.exists() or (resume and (run.path / "config.json").exists()):
-            if not resume:
-                raise RunError(f"{run.path}: a run already exists here; pass --resume to continue it or choose another --out")
-            stored = run.config()
-            if cfg is not None and cfg.to_dict() != stored.to_dict():
-                if not extends(stored, cfg):
-                    diff = config_diff(stored.to_dict(), cfg.to_dict())
-                    raise RunError(f"{run.path / 'config.json'}: resume with a different config is refused ({diff})")
-                atomic_write_json(run.path / "config.json", cfg.to_dict())
-                stored = cfg
-            cfg = stored
-        else:
-            if cfg is None:
-                raise RunError(f"{run.path}: no run to resume here")
-            validate(cfg)
-            run.path.mkdir(parents=True, exist_ok=True)
-            atomic_write_json(run.path / "config.json", cfg.to_dict())
-            atomic_write_json(run.path / "command.json", _provenance(argv))
-        validate(cfg)
-        _train_loop(cfg, run, progress=progress)
+        member = Member(open_config(cfg, run, resume, argv), run)
+        _train_loop(member, progress=progress)
     return run
+
+
+def open_config(cfg: RunConfig | None, run: Run, resume: bool, argv: Sequence[str] | None) -> RunConfig:
+    """The config a run folder trains with; call it holding the folder's lock. A new folder
+    gets ``cfg`` (config.json and command.json written); an existing one keeps its stored config
+    (``resume`` required; a different ``cfg`` is refused unless it only raises the step cap)."""
+    check_own_folder(run.path)
+    # a run killed before its first checkpoint was committed has a config but no manifest yet
+    if run.exists() or (resume and (run.path / "config.json").exists()):
+        if not resume:
+            raise RunError(f"{run.path}: a run already exists here; pass --resume to continue it or choose another --out")
+        stored = run.config()
+        if cfg is not None and cfg.to_dict() != stored.to_dict():
+            if not extends(stored, cfg):
+                diff = config_diff(stored.to_dict(), cfg.to_dict())
+                raise RunError(f"{run.path / 'config.json'}: resume with a different config is refused ({diff})")
+            atomic_write_json(run.path / "config.json", cfg.to_dict())
+            stored = cfg
+        cfg = stored
+    else:
+        if cfg is None:
+            raise RunError(f"{run.path}: no run to resume here")
+        validate(cfg)
+        run.path.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(run.path / "config.json", cfg.to_dict())
+        atomic_write_json(run.path / "command.json", _provenance(argv))
+    return validate(cfg)
 
 
 def extends(stored: RunConfig, cfg: RunConfig) -> bool:
@@ -229,24 +251,47 @@ def extends(stored: RunConfig, cfg: RunConfig) -> bool:
     return cfg.train.max_steps > stored.train.max_steps and stored.train.schedule == "constant" and same == stored
 
 
-def _train_loop(cfg: RunConfig, run: Run, *, progress: bool) -> None:
-    from .model import build_model, training_forward
+class Member:
+    """One run being trained: its model, optimizer, sampler and evaluation set, restored from
+    the folder's last checkpoint if it has one; ``after_step`` counts a step and writes the
+    checkpoint when one is due. The single-run trainer drives one, the batched trainer several
+    (``batched``). The caller holds the folder's lock."""
 
-    task = make_task(cfg.task)
-    ev = make_eval_set(task, cfg.eval)
+    def __init__(self, cfg: RunConfig, run: Run):
+        from .model import build_model
 
-    model = build_model(cfg)
-    opt = make_optimizer(cfg, model)
-    sampler = make_sampler(task, cfg.train.batching, cfg.train.batch_size, cfg.train.batch_seed)
+        self.cfg, self.run = cfg, run
+        task = make_task(cfg.task)
+        self.ev = make_eval_set(task, cfg.eval)
+        self.model = build_model(cfg)
+        self.opt = make_optimizer(cfg, self.model)
+        self.sampler = make_sampler(task, cfg.train.batching, cfg.train.batch_size, cfg.train.batch_seed)
+        self.done = False
+        if run.exists():
+            self._restore()
+        else:
+            self.wall_before = 0.0
+            self.manifest = {"format_version": FORMAT_VERSION, "status": "running", "checkpoints": [], "resume": None}
+            remove_stale_files(run, self.manifest)  # leftovers of an attempt killed before its first commit
+            self.step = 0
+        self.records = [c["record"] for c in self.manifest["checkpoints"]]
+        self.t0 = time.perf_counter() - self.wall_before
+        self.running, self.n_run = 0.0, 0
+        if not self.done:
+            if self.step == 0 and not self.records:
+                self.checkpoint(0, None)
+            self.next_ckpt = self.step + next_interval(cfg, self.records[-1]["metrics"])
+        self.model.train()
 
-    manifest: dict[str, Any]
-    if run.exists():
-        manifest = run.manifest()
+    def _restore(self) -> None:
+        cfg, run = self.cfg, self.run
+        manifest = self.manifest = run.manifest()
         remove_stale_files(run, manifest)  # we hold the lock: any temporary file is a dead writer's
         ckpts = manifest["checkpoints"]
         if manifest.get("status") == "finished":
             recs = [c["record"] for c in ckpts]
             if should_stop(cfg, recs) or recs[-1]["step"] >= cfg.train.max_steps:
+                self.done, self.step, self.wall_before = True, recs[-1]["step"], 0.0
                 return
             manifest["status"] = "running"  # finished at a cap that `extends` has raised
             manifest.pop("summary", None)
@@ -254,29 +299,25 @@ def _train_loop(cfg: RunConfig, run: Run, *, progress: bool) -> None:
             raise RunError(f"{run.path / 'manifest.json'}: names no checkpoint and resume state to continue from")
         last = ckpts[-1]
         wpath = run.inside(last["weights"])
-        load_state_checked(model, load_tensors(wpath, last.get("sha256")), wpath)
+        load_state_checked(self.model, load_tensors(wpath, last.get("sha256")), wpath)
         spath = run.inside(manifest["resume"])
         state = load_tensors(spath, manifest.get("resume_sha256"))
-        load_optimizer(opt, state, spath)
+        load_optimizer(self.opt, state, spath)
         try:
-            sampler.load_state(state)
+            self.sampler.load_state(state)
         except (KeyError, TypeError, RuntimeError, ValueError) as e:
             raise RunError(f"{spath}: the sampler state is missing or does not fit this run ({e})") from None
-        step = last["step"]
+        self.step = last["step"]
         try:  # wall_s counts training time across resumes
-            wall_before = float(json.loads(run.inside(last["record_file"]).read_text()).get("wall_s", 0.0))
+            self.wall_before = float(json.loads(run.inside(last["record_file"]).read_text()).get("wall_s", 0.0))
         except (OSError, ValueError, KeyError, RunError):
-            wall_before = 0.0
-    else:
-        wall_before = 0.0
-        manifest = {"format_version": FORMAT_VERSION, "status": "running", "checkpoints": [], "resume": None}
-        remove_stale_files(run, manifest)  # leftovers of an attempt killed before its first commit
-        step = 0
-    records = [c["record"] for c in manifest["checkpoints"]]
+            self.wall_before = 0.0
 
-    def checkpoint(step: int, train_loss: float | None, wall: float) -> None:
+    def checkpoint(self, step: int, train_loss: float | None) -> None:
+        cfg, model = self.cfg, self.model
+        wall = time.perf_counter() - self.t0 if step else 0.0
         model.eval()
-        metrics = evaluate(model, ev, seq_groups=cfg.eval.seq_groups(cfg.task.K))
+        metrics = evaluate(model, self.ev, seq_groups=cfg.eval.seq_groups(cfg.task.K))
         model.train()
         record = {
             "step": step,
@@ -285,41 +326,49 @@ def _train_loop(cfg: RunConfig, run: Run, *, progress: bool) -> None:
             "train_loss": train_loss,
             "metrics": metrics,
         }
-        records.append(record)
-        done = should_stop(cfg, records) or step >= cfg.train.max_steps
-        write_checkpoint(run.path, manifest, record, wall, model.state_dict(), {**optimizer_tensors(opt), **sampler.state()},
-                         summarize(cfg, records) if done else None)
+        self.records.append(record)
+        self.done = should_stop(cfg, self.records) or step >= cfg.train.max_steps
+        write_checkpoint(self.run.path, self.manifest, record, wall, model.state_dict(),
+                         {**optimizer_tensors(self.opt), **self.sampler.state()},
+                         summarize(cfg, self.records) if self.done else None)
 
+    def after_step(self, loss: float) -> bool:
+        """Count the step just taken (its loss); checkpoint if one is due. True if it did."""
+        self.running += loss
+        self.step += 1
+        self.n_run += 1
+        crash_point("step")
+        if self.step >= self.next_ckpt or self.step >= self.cfg.train.max_steps:
+            self.checkpoint(self.step, self.running / self.n_run)
+            self.running, self.n_run = 0.0, 0
+            self.next_ckpt = self.step + next_interval(self.cfg, self.records[-1]["metrics"])
+            return True
+        return False
+
+
+def _train_loop(m: Member, *, progress: bool) -> None:
+    from .model import training_forward
+
+    if m.done:
+        return
+    cfg = m.cfg
     # The step runs on the bridge's own parameters without its hooks (model.training_forward);
     # evaluation, checkpoints and every analysis still read the TransformerBridge.
-    forward = training_forward(cfg, model)
-    t0 = time.perf_counter() - wall_before
-    if step == 0 and not records:
-        checkpoint(0, None, 0.0)
-    model.train()
-    next_ckpt = step + next_interval(cfg, records[-1]["metrics"])
+    forward = training_forward(cfg, m.model)
     bar = None
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=cfg.train.max_steps, initial=step, desc=run.name, unit="step", dynamic_ncols=True, file=sys.stderr)
-    running = 0.0
-    n_run = 0
+        bar = tqdm(total=cfg.train.max_steps, initial=m.step, desc=m.run.name, unit="step", dynamic_ncols=True, file=sys.stderr)
     try:
-        while manifest["status"] != "finished":
-            running += train_step(cfg, forward, opt, sampler.sample(), step)
-            step += 1
-            n_run += 1
-            crash_point("step")
+        while not m.done:
+            loss = train_step(cfg, forward, m.opt, m.sampler.sample(), m.step)
+            wrote = m.after_step(loss)
             if bar is not None:
                 bar.update(1)
-            if step >= next_ckpt or step >= cfg.train.max_steps:
-                checkpoint(step, running / n_run, time.perf_counter() - t0)
-                running, n_run = 0.0, 0
-                m = records[-1]["metrics"]
-                next_ckpt = step + next_interval(cfg, m)
-                if bar is not None:
-                    bar.set_postfix(L_seq=f"{m['L_seq']:.3f}", Lc=f"{m['Lc']:.3f}", gap=f"{m['swap_gap']:.3f}", acc=f"{m['acc_mean']:.2f}")
+                if wrote:
+                    x = m.records[-1]["metrics"]
+                    bar.set_postfix(L_seq=f"{x['L_seq']:.3f}", Lc=f"{x['Lc']:.3f}", gap=f"{x['swap_gap']:.3f}", acc=f"{x['acc_mean']:.2f}")
     finally:
         if bar is not None:
             bar.close()

@@ -28,12 +28,14 @@ def tiny_run(tmp_path_factory, tiny_cfg):
     return train(tiny_cfg, out, progress=False)
 
 
-def _run_cli(*args, env=None, cwd=None):
-    """``mi-plateau ARGS`` in a fresh interpreter; returns the CompletedProcess."""
+def _run_cli(*args, env=None, cwd=None, input=None):
+    """``mi-plateau ARGS`` in a fresh interpreter (``input``: its standard input); returns the
+    CompletedProcess."""
     e = {k: v for k, v in os.environ.items() if k != "MI_PLATEAU_CRASH"}
     if env:
         e.update(env)
-    return subprocess.run([sys.executable, "-m", "mi_plateau", *args], capture_output=True, text=True, env=e, cwd=cwd, timeout=600)
+    return subprocess.run([sys.executable, "-m", "mi_plateau", *args], capture_output=True, text=True, env=e, cwd=cwd,
+                          timeout=600, input=input)
 
 
 @pytest.fixture(scope="session")

@@ -256,7 +256,7 @@ def _paper_tau_guess(c) -> float | None:
 
 def run_sweep_recipe(name: str, *, jobs: int | None = None, train: bool = True, progress: bool = True,
                      root: str | Path = "checkpoints", docs: str | Path = "docs/reproduction",
-                     analyses: str | Path = "analyses", n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:
+                     analyses: str | Path = "analyses", n_boot: int = 2000, seed: int = 0, batch_runs: int = 1) -> dict[str, Any]:
     """Train (unless ``train=False``) the recipe's sweep, then build its tables, figures and the
     sweep's HTML page (``analyses/<sweep>.html``); writes ``docs/<sweep>_log.json``."""
     from ..report import sweep_report
@@ -265,7 +265,7 @@ def run_sweep_recipe(name: str, *, jobs: int | None = None, train: bool = True, 
     root, docs = Path(root), Path(docs)
     t0 = time.perf_counter()
     if train:
-        table = run_sweep(sweep, root=root, jobs=jobs, progress=progress)
+        table = run_sweep(sweep, root=root, jobs=jobs, progress=progress, batch_runs=batch_runs)
         bad = table[table["error"].notna()] if "error" in table else table.iloc[:0]
         if len(bad):
             raise RunError(f"{sweep.name}: runs failed: {'; '.join(f'{r.run}: {r.error}' for r in bad.itertuples())}")

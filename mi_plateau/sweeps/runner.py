@@ -5,8 +5,9 @@ Rerunning a sweep skips finished runs and resumes partial ones exactly (``train.
 difference, before any work starts. Backends:
 
 - ``local`` (default): a pool of ``jobs`` subprocesses (default: one per core), one thread each,
-  each running ``mi-plateau train --config - --out RUN --resume``; a run whose process is killed
-  is resubmitted (it resumes from its last checkpoint) up to ``retries`` times.
+  each running ``mi-plateau train --config - --out RUN --resume`` (or, with ``batch_runs`` M > 1,
+  ``mi-plateau train-batch`` on up to M runs of the same shapes: ``batched``); a process that is
+  killed is resubmitted (its runs resume from their last checkpoints) up to ``retries`` times.
 - ``ray``: Ray core tasks (``num_cpus=1``, ``max_retries=retries``) that call the same train
   function, on the cluster at ``address`` or on a local Ray instance with ``jobs`` CPUs. The run
   folders must be on a filesystem every worker sees.
@@ -58,77 +59,105 @@ def plan(sweep: Sweep, root: str | Path = "checkpoints") -> list[tuple[Path, Run
     return out
 
 
+def _units(runs: Sequence[tuple[Path, RunConfig]], batch_runs: int) -> list[list[tuple[Path, RunConfig]]]:
+    """The unfinished runs, longest first (tau grows with D = K n_b, so the last to start is a
+    short one), as units of work: single runs, or with ``batch_runs`` > 1 batches of up to that
+    many batchable runs (``batched.group_batches``) trained in one process as one stacked model."""
+    todo = sorted(((Path(p), c) for p, c in runs if status(p) != "finished"), key=lambda r: -r[1].task.K * r[1].task.n_b)
+    if batch_runs < 1:
+        raise RunError(f"batch_runs={batch_runs}: must be at least 1")
+    if batch_runs == 1:
+        return [[r] for r in todo]
+    from ..batched import group_batches
+
+    return group_batches(todo, batch_runs)
+
+
 def train_local(runs: Sequence[tuple[Path, RunConfig]], jobs: int | None = None, *, retries: int = 1,
-                progress: bool = True, logs: Path | None = None) -> dict[str, str]:
-    """Train the unfinished runs ``jobs`` at a time, each in its own process with one thread
-    (``jobs`` default: the cores); returns {run folder: error} for the runs that failed. Each
-    process's standard error goes to ``logs/<run>.log`` (default: beside the run folders)."""
+                progress: bool = True, logs: Path | None = None, batch_runs: int = 1) -> dict[str, str]:
+    """Train the unfinished runs ``jobs`` processes at a time, one thread each (``jobs`` default:
+    the cores), each process one run or (``batch_runs`` > 1) one batch of runs; returns {run
+    folder: error} for the runs that failed. Each process's standard error goes to
+    ``logs/<first run>.log`` (default: beside the run folders)."""
     jobs = jobs or os.cpu_count() or 1
     if jobs < 1:
         raise RunError(f"jobs={jobs}: must be at least 1")
-    todo = [(Path(p), c, 0) for p, c in runs if status(p) != "finished"]
-    # longest first (tau grows with D = K n_b), so that the last run to start is a short one
-    todo.sort(key=lambda r: -r[1].task.K * r[1].task.n_b)
+    todo = [(u, 0) for u in _units(runs, batch_runs)]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    running: list[tuple[subprocess.Popen, Path, RunConfig, int]] = []
+    running: list[tuple[subprocess.Popen, list, int]] = []
     errors: dict[str, str] = {}
-    bar = _bar(len(todo), progress)
+    bar = _bar(sum(len(u) for u, _ in todo), progress)
 
-    def log_of(path: Path) -> Path:
+    def log_of(unit) -> Path:
+        path = unit[0][0]
         return (logs or path.parent / "logs") / f"{path.name}.log"
 
-    def start(path: Path, cfg: RunConfig, tries: int) -> None:
-        cmd = [sys.executable, "-m", "mi_plateau", "train", "--config", "-", "--out", str(path), "--resume", "--quiet"]
-        log_of(path).parent.mkdir(parents=True, exist_ok=True)
-        with open(log_of(path), "a") as log:  # the child keeps its own descriptor
+    def start(unit, tries: int) -> None:
+        if len(unit) == 1:
+            cmd = [sys.executable, "-m", "mi_plateau", "train", "--config", "-", "--out", str(unit[0][0]), "--resume", "--quiet"]
+            payload = unit[0][1].to_json()
+        else:
+            cmd = [sys.executable, "-m", "mi_plateau", "train-batch", "-", "--resume", "--quiet"]
+            payload = json.dumps([{"out": str(p), "config": c.to_dict()} for p, c in unit])
+        log_of(unit).parent.mkdir(parents=True, exist_ok=True)
+        with open(log_of(unit), "a") as log:  # the child keeps its own descriptor
             p = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=log, text=True)
-        p.stdin.write(cfg.to_json())
+        p.stdin.write(payload)
         p.stdin.close()
-        running.append((p, path, cfg, tries))
+        running.append((p, unit, tries))
 
     while todo or running:
         while todo and len(running) < jobs:
             start(*todo.pop(0))
         time.sleep(0.2)
         for item in list(running):
-            p, path, cfg, tries = item
+            p, unit, tries = item
             if p.poll() is None:
                 continue
             running.remove(item)
             killed = p.returncode < 0 or p.returncode == 137  # a signal (kill -9), or the crash hook's exit
-            if killed and tries < retries:  # resume it from its last checkpoint
-                todo.append((path, cfg, tries + 1))
+            if killed and tries < retries:  # resume it from its last checkpoint(s)
+                todo.append((unit, tries + 1))
                 continue
             if p.returncode != 0:
-                lines = log_of(path).read_text(errors="replace").strip().splitlines()
+                lines = log_of(unit).read_text(errors="replace").strip().splitlines()
                 last = lines[-1] if lines else ""
-                errors[str(path)] = f"exit {p.returncode}: {last}" if last else f"exit {p.returncode}"
+                for path, _ in unit:
+                    if status(path) != "finished":
+                        errors[str(path)] = f"exit {p.returncode}: {last}" if last else f"exit {p.returncode}"
             if bar is not None:
-                bar.update(1)
+                bar.update(len(unit))
     if bar is not None:
         bar.close()
     return errors
 
 
-def _ray_train(cfg_dict: dict, out: str) -> str:
-    """A Ray task: the same resumable train function, one thread."""
+def _ray_train(items: list[tuple[dict, str]]) -> list[str]:
+    """A Ray task: the same resumable train function (one run) or the batched trainer, one thread."""
     import torch
 
-    from ..train import train
-
     torch.set_num_threads(1)
-    train(RunConfig.from_dict(cfg_dict), out, resume=True, progress=False)
-    return out
+    pairs = [(RunConfig.from_dict(c), out) for c, out in items]
+    if len(pairs) == 1:
+        from ..train import train
+
+        train(pairs[0][0], pairs[0][1], resume=True, progress=False)
+    else:
+        from ..batched import train_batched
+
+        train_batched(pairs, resume=True, progress=False)
+    return [out for _, out in items]
 
 
 def train_ray(runs: Sequence[tuple[Path, RunConfig]], jobs: int | None = None, *, address: str | None = None,
-              retries: int = 1, progress: bool = True) -> dict[str, str]:
-    """Train the unfinished runs as Ray tasks; returns {run folder: error} for the failures."""
+              retries: int = 1, progress: bool = True, batch_runs: int = 1) -> dict[str, str]:
+    """Train the unfinished runs as Ray tasks (one per run, or per batch with ``batch_runs`` > 1);
+    returns {run folder: error} for the failures."""
     try:
         import ray
     except ImportError:
         raise RunError("the ray backend needs Ray: pip install 'mi-plateau[ray]'") from None
-    todo = [(Path(p), c) for p, c in runs if status(p) != "finished"]
+    units = _units(runs, batch_runs)
     started = not ray.is_initialized()
     if started:
         if address:
@@ -137,18 +166,19 @@ def train_ray(runs: Sequence[tuple[Path, RunConfig]], jobs: int | None = None, *
             ray.init(num_cpus=jobs or os.cpu_count() or 1, include_dashboard=False, log_to_driver=False)
     try:
         task = ray.remote(num_cpus=1, max_retries=retries)(_ray_train)
-        refs = {task.remote(c.to_dict(), str(p.resolve())): p for p, c in todo}
+        refs = {task.remote([(c.to_dict(), str(p.resolve())) for p, c in u]): u for u in units}
         errors: dict[str, str] = {}
-        bar = _bar(len(refs), progress)
+        bar = _bar(sum(len(u) for u in units), progress)
         pending = list(refs)
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
             try:
                 ray.get(done[0])
             except Exception as e:  # the task's own error, or a worker lost more often than max_retries
-                errors[str(refs[done[0]])] = " ".join(str(getattr(e, "cause", None) or e).split())[-300:]
+                msg = " ".join(str(getattr(e, "cause", None) or e).split())[-300:]
+                errors.update({str(p): msg for p, _ in refs[done[0]] if status(p) != "finished"})
             if bar is not None:
-                bar.update(1)
+                bar.update(len(refs[done[0]]))
         if bar is not None:
             bar.close()
         return errors
@@ -158,7 +188,7 @@ def train_ray(runs: Sequence[tuple[Path, RunConfig]], jobs: int | None = None, *
 
 
 def run_sweep(sweep: Sweep, *, root: str | Path = "checkpoints", jobs: int | None = None, backend: str = "local",
-              address: str | None = None, retries: int = 1, progress: bool = True):
+              address: str | None = None, retries: int = 1, progress: bool = True, batch_runs: int = 1):
     """Train every point of the sweep (skipping finished runs, resuming partial ones) and return
     its table (``sweep_table``). Writes the resolved sweep to ``<root>/<sweep>/sweep.json``."""
     if backend not in BACKENDS:
@@ -169,9 +199,9 @@ def run_sweep(sweep: Sweep, *, root: str | Path = "checkpoints", jobs: int | Non
     atomic_write_json(folder / "sweep.json", sweep.to_dict())
     t0 = time.perf_counter()
     if backend == "ray":
-        errors = train_ray(runs, jobs, address=address, retries=retries, progress=progress)
+        errors = train_ray(runs, jobs, address=address, retries=retries, progress=progress, batch_runs=batch_runs)
     else:
-        errors = train_local(runs, jobs, retries=retries, progress=progress)
+        errors = train_local(runs, jobs, retries=retries, progress=progress, batch_runs=batch_runs)
     errs = {Path(k).name: v for k, v in errors.items()}
     atomic_write_json(folder / "errors.json", errs)
     table = sweep_table(folder)

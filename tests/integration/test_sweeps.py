@@ -94,6 +94,20 @@ def test_ray_backend_gives_the_same_runs(local_grid):
         _same_run(Run(root / "ray" / "grid" / p.name), alone[p.name])
 
 
+def test_batched_sweep_gives_the_same_taus(local_grid):
+    """--batch-runs 4: the grid's four runs in one process as one stacked model, on the local pool
+    and on Ray; same taus and steps as one run per process."""
+    sweep, root, table, _ = local_grid
+    cols = ["run", "tau_paper", "tau_first_token", "steps"]
+    batched = run_sweep(sweep, root=root / "batched", jobs=1, batch_runs=4, progress=False)
+    assert batched[cols].equals(table[cols])
+    logs = list((root / "batched" / "grid" / "logs").iterdir())
+    assert len(logs) == 1  # one process
+    pytest.importorskip("ray")
+    on_ray = run_sweep(sweep, root=root / "ray_batched", jobs=2, backend="ray", batch_runs=2, progress=False)
+    assert on_ray[cols].equals(table[cols])
+
+
 def test_a_killed_worker_costs_one_interval_and_the_sweep_completes(local_grid, tmp_path):
     """kill -9 of a worker process mid-run: the pool resumes that run from its last checkpoint;
     the sweep completes and the run equals the uninterrupted one."""

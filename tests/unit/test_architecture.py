@@ -17,7 +17,7 @@ STAGES = [
     ("model",),
     ("metrics",),
     ("checkpoints",),
-    ("train",),
+    ("train", "batched"),
     ("passes",),
     ("tabular", "figures"),
     ("report",),
