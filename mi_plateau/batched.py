@@ -76,6 +76,24 @@ def _pad(batch: torch.Tensor, size: int) -> tuple[torch.Tensor, torch.Tensor | N
     return torch.cat([batch, batch[:1].expand(size - n, -1)]), weight
 
 
+def stacked_step(f, active: Sequence, batch_size: int) -> list[float]:
+    """One update of every member (anything with ``cfg``, ``model``, ``opt``, ``sampler`` and
+    ``step``) through the stacked forward ``f``; returns their losses. Does not count the step
+    (``Member.after_step`` does)."""
+    params = [m.model.state_dict(keep_vars=True) for m in active]
+    stacked = {k: torch.stack([p[k] for p in params]) for k in params[0]}
+    padded = [_pad(m.sampler.sample(), batch_size) for m in active]
+    tokens = torch.stack([t for t, _ in padded])
+    logits = f(stacked, tokens[:, :, :-1])
+    losses = [batch_loss(m.cfg, logits[i], tokens[i], w) for i, (m, (_, w)) in enumerate(zip(active, padded))]
+    for m in active:
+        m.opt.zero_grad(set_to_none=True)
+    torch.stack(losses).sum().backward()
+    for m in active:
+        apply_update(m.cfg, m.opt, m.step)
+    return [loss.item() for loss in losses]
+
+
 def train_members(members: Sequence[Member], *, progress: bool = True) -> None:
     """Train the members (opened, locked) until each stops."""
     active = [m for m in members if not m.done]
@@ -92,18 +110,8 @@ def train_members(members: Sequence[Member], *, progress: bool = True) -> None:
                    unit="run-step", dynamic_ncols=True, file=sys.stderr)
     try:
         while active:
-            params = [m.model.state_dict(keep_vars=True) for m in active]
-            stacked = {k: torch.stack([p[k] for p in params]) for k in params[0]}
-            padded = [_pad(m.sampler.sample(), B) for m in active]
-            tokens = torch.stack([t for t, _ in padded])
-            logits = f(stacked, tokens[:, :, :-1])
-            losses = [batch_loss(m.cfg, logits[i], tokens[i], w) for i, (m, (_, w)) in enumerate(zip(active, padded))]
-            for m in active:
-                m.opt.zero_grad(set_to_none=True)
-            torch.stack(losses).sum().backward()
-            for m, loss in zip(active, losses):
-                apply_update(m.cfg, m.opt, m.step)
-                m.after_step(loss.item())
+            for m, loss in zip(active, stacked_step(f, active, B)):
+                m.after_step(loss)
             if bar is not None:
                 bar.update(len(active))
             active = [m for m in active if not m.done]

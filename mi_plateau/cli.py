@@ -109,7 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="benchmarks against plain PyTorch / loop references")
     bench.add_argument("--quick", action="store_true")
     bench.add_argument("--json", action="store_true")
-    bench.add_argument("--only", choices=["train", "passes", "overhead"], default=None, help="run one section alone")
+    bench.add_argument("--only", choices=["train", "passes", "overhead", "sweep"], default=None,
+                       help="run one section alone (sweep: the batched trainer against single runs)")
     bench.add_argument("--out", default=None, help="also write the Markdown table here")
 
     sw = sub.add_parser("sweep", help="train a sweep file's runs (resumable); `sweep status FOLDER` prints its table")

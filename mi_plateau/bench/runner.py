@@ -28,7 +28,7 @@ def _log(msg: str) -> None:
 # --- the whole benchmark ------------------------------------------------------------
 
 
-SECTIONS = ("train", "passes", "overhead")
+SECTIONS = ("train", "passes", "overhead", "sweep")
 
 
 def run_benchmarks(quick: bool, *, cfg: RunConfig | None = None, e2e_run: Path | None = E2E_RUN,
@@ -37,6 +37,16 @@ def run_benchmarks(quick: bool, *, cfg: RunConfig | None = None, e2e_run: Path |
     ``cfg`` (default: the paper preset) is the model and task benchmarked. ``only`` ("train",
     "passes", or "overhead": the toolkit's step and the checkpoint overhead) runs that section
     alone."""
+    if only == "sweep":
+        from .sweep import bench_sweep
+
+        res = {"quick": quick, "preset": (cfg or preset("paper")).preset, "machine": machine(), "load_start": os.getloadavg()}
+        t0 = time.perf_counter()
+        _log("fp32 matmul peak")
+        res["matmul_peak_gflops"] = matmul_peak_gflops(1024 if quick else 2048, 3 if quick else 7)
+        _log("sweep throughput: batched trainer against single runs")
+        res["sweep"] = bench_sweep(quick, res["preset"])
+        return _finish(res, t0)
     if only is not None and only not in SECTIONS:
         raise ValueError(f"bench section {only!r}: expected one of {', '.join(SECTIONS)}")
     cfg = cfg or preset("paper")
@@ -117,6 +127,10 @@ def to_markdown(res: dict[str, Any]) -> str:
     e = res.get("end_to_end")
     if e is not None:
         lines += _e2e_lines(e)
+    if "sweep" in res:
+        from .sweep import sweep_lines
+
+        lines += sweep_lines(res["sweep"])
     return "\n".join(lines) + "\n"
 
 

@@ -38,3 +38,20 @@ def test_bench_one_section(tiny_cfg):
 
     with pytest.raises(ValueError, match="bench section"):
         bench.run_benchmarks(quick=True, cfg=tiny_cfg, only="everything")
+
+
+def test_bench_sweep_section_on_tiny():
+    """The batched-trainer throughput table: every configuration runs in its own processes, the
+    ratios are taken against the rows they name. No timing assertions."""
+    from mi_plateau.bench.sweep import bench_sweep, sweep_lines
+
+    res = bench_sweep(True, "tiny", ms=(1, 2))
+    rows = {r["configuration"]: r for r in res["rows"]}
+    assert "batched M=2, 1 process, 1 thread" in rows and rows["batched M=2, 1 process, 1 thread"]["runs"] == 2
+    assert rows["single run, 1 thread"]["vs_single_1_thread"] == 1.0
+    singles = [r for k, r in rows.items() if "single" in k]
+    assert max(r["vs_best_single_config"] for r in singles) == 1.0
+    for r in res["rows"]:
+        assert r["run_steps_per_s"] > 0
+        assert math.isclose(r["vs_single_1_thread"], r["run_steps_per_s"] / rows["single run, 1 thread"]["run_steps_per_s"])
+    assert len(sweep_lines(res)) == 5 + len(res["rows"])  # blank, title, blank, header, rule, rows
