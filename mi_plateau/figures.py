@@ -307,7 +307,7 @@ def figure1(curves: dict[str, dict[str, Any]]):
 
 
 def tau_power_law(points: dict[str, dict[str, list]], fits: dict[str, dict[str, Any]], *, x_label: str = "D (examples)",
-                  reference: dict[str, list] | None = None, title: str = "tau against D"):
+                  x_symbol: str = "D", reference: dict[str, list] | None = None, title: str = "tau against D"):
     """Figure 4: tau against the swept quantity on log-log axes, one marker series per
     definition family with its fitted power law (dashed), and the paper's values as grey
     crosses when given. ``points[family] = {"x": [...], "tau": [...], "label": [...]}``;
@@ -330,8 +330,8 @@ def tau_power_law(points: dict[str, dict[str, list]], fits: dict[str, dict[str, 
             lo, hi = min(xs), max(xs)
             grid = [lo * (hi / lo) ** (j / 40) for j in range(41)]
             for g, c in f["prefactor"].items():
-                lab = (f"fit: tau ~ x^{f['slope']:.2f} [{f['ci'][0]:.2f}, {f['ci'][1]:.2f}], R^2 {f['r2']:.3f}"
-                       if f["ci"][0] is not None else f"fit: tau ~ x^{f['slope']:.2f}")
+                lab = (f"fit: tau ~ {x_symbol}^{f['slope']:.2f} [{f['ci'][0]:.2f}, {f['ci'][1]:.2f}], R^2 {f['r2']:.3f}"
+                       if f["ci"][0] is not None else f"fit: tau ~ {x_symbol}^{f['slope']:.2f}")
                 fig.add_trace(go.Scatter(x=grid, y=[c * math.exp(f["slope"] * math.log(x)) for x in grid], mode="lines",
                                          name=lab, line=dict(color=col, dash="dash", width=1.4), showlegend=g == next(iter(f["prefactor"]))))
     if reference:

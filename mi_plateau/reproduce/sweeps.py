@@ -151,7 +151,7 @@ def build_fixed_d(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int) 
     fit_rows.append({"fit": "the paper (as printed)", "slope": PAPER_FIXED_D_SLOPE})
     points = {fam: {"x": [r["K"] for r in rows], "tau": [r[f"tau_{fam}"] for r in rows],
                     "label": [f"D={r['D']}, n_b={r['n_b']}" for r in rows]} for fam in FAMILY_KEYS}
-    fig = figures.tau_power_law(points, fits, x_label="K (at fixed D)", title=f"Figure 5: tau against K at fixed D ({sweep.name})")
+    fig = figures.tau_power_law(points, fits, x_label="K (at fixed D)", x_symbol="K", title=f"Figure 5: tau against K at fixed D ({sweep.name})")
     stem = sweep.name.removeprefix("paper_")
     written = write_table(docs / stem, _clean(rows, ()), title=f"Figure 5 data ({sweep.name}): tau at fixed D",
                           note="n_b = D / K. tau in steps; None: not reached by `steps`.")
