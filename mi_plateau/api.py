@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 from .checkpoints import Run, RunError, refuse_inside_run
@@ -80,17 +81,23 @@ def analyze(runs, out: str | os.PathLike = "analyses", *, progress: bool = True,
     return nan_to_none(result)
 
 
-def _checkpoint_at(run: Run, step: int):
+def _checkpoint_at(run: Run, step: int | None):
+    """The checkpoint nearest ``step`` (None: the last); a snapped step says so on stderr."""
     from .passes.analyze import weights_for
     from .task import make_eval_set, make_task
 
     cfg = run.config()
-    s = run.nearest_step(step)
+    steps = run.steps()
+    if not steps:
+        raise RunError(f"{run.path / 'manifest.json'}: the run has no checkpoints yet")
+    s = steps[-1] if step is None else run.nearest_step(step)
+    if step is not None and s != step:
+        print(f"nearest checkpoint to {step}: {s}", file=sys.stderr)
     ev = make_eval_set(make_task(cfg.task), cfg.eval)
     return cfg, s, weights_for(run, s, cfg), ev
 
 
-def inspect(run, step: int, head: str | None = None, n_examples: int = 3) -> dict[str, Any]:
+def inspect(run, step: int | None = None, head: str | None = None, n_examples: int = 3) -> dict[str, Any]:
     """Per-head scores at the checkpoint nearest ``step``: selector attention (minus baseline),
     ablation Delta L (the paper's) / Delta Lc / Delta L1, swap contribution and causal share of
     the swap gap; the checkpoint's losses in both families. With
@@ -120,7 +127,7 @@ def inspect(run, step: int, head: str | None = None, n_examples: int = 3) -> dic
     return nan_to_none(res)
 
 
-def ablation_report(run, step: int, mean: bool = False) -> dict[str, Any]:
+def ablation_report(run, step: int | None = None, mean: bool = False) -> dict[str, Any]:
     """Head ablation at the checkpoint nearest ``step``: per head (nats) the paper's Delta L
     (full-vocabulary cross-entropy over A1..A4 and EOS, ablated minus clean), Delta Lc and
     Delta L1, sorted by Delta L; zero ablation, or mean ablation with ``mean=True``."""

@@ -91,13 +91,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     i = sub.add_parser("inspect", help="per-head scores at one checkpoint")
     i.add_argument("run")
-    i.add_argument("--step", type=_num_arg(int), required=True, help="checkpoint nearest this step")
+    i.add_argument("--step", type=_num_arg(int), default=None, help="checkpoint nearest this step (default: the last)")
     i.add_argument("--head", default=None, help="one head, e.g. L0H3: also show its attention pattern")
     i.add_argument("--json", action="store_true")
 
     b = sub.add_parser("ablate", help="head-ablation report at one checkpoint")
     b.add_argument("run")
-    b.add_argument("--step", type=_num_arg(int), required=True, help="checkpoint nearest this step")
+    b.add_argument("--step", type=_num_arg(int), default=None, help="checkpoint nearest this step (default: the last)")
     b.add_argument("--mean", action="store_true", help="mean-ablate instead of zero-ablate")
     b.add_argument("--json", action="store_true")
 

@@ -20,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .checkpoints import Run, atomic_write_bytes, refuse_inside_run
+from .checkpoints import Run, RunError, atomic_write_bytes, read_json, refuse_inside_run
 from .config import compare_name
 from .frames import records
 from .summaries import nearest
@@ -187,8 +187,10 @@ def _gather(run: Run, analyses: Path, pc, progress: bool) -> dict[str, Any]:
     out = run_outputs(run.name, cfg, s, tables)
     cmd_path = run.path / "command.json"
     try:
-        command = json.loads(cmd_path.read_text()) if cmd_path.exists() else {}
-    except (OSError, json.JSONDecodeError):
+        command = read_json(cmd_path) if cmd_path.exists() else {}
+        if not isinstance(command, dict):
+            raise RunError("not an object")
+    except RunError:
         command = {"error": f"{cmd_path} is not readable JSON"}
     return {"run": run, "name": run.name, "cfg": cfg, "summary": s, "tables": tables, "command": command, **out}
 

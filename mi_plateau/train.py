@@ -14,7 +14,6 @@ so an interrupted run continues exactly as if it had not stopped.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 import platform
@@ -36,6 +35,7 @@ from .checkpoints import (
     check_own_folder,
     load_state_checked,
     load_tensors,
+    read_json,
     remove_stale_files,
     write_checkpoint,
 )
@@ -309,8 +309,8 @@ class Member:
             raise RunError(f"{spath}: the sampler state is missing or does not fit this run ({e})") from None
         self.step = last["step"]
         try:  # wall_s counts training time across resumes
-            self.wall_before = float(json.loads(run.inside(last["record_file"]).read_text()).get("wall_s", 0.0))
-        except (OSError, ValueError, KeyError, RunError):
+            self.wall_before = float(read_json(run.inside(last["record_file"])).get("wall_s", 0.0))
+        except (ValueError, KeyError, TypeError, AttributeError, RunError):
             self.wall_before = 0.0
 
     def checkpoint(self, step: int, train_loss: float | None) -> None:

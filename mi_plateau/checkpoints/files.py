@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -68,17 +69,69 @@ def save_tensors(path: Path, tensors: dict, metadata: dict[str, str] | None = No
     return hashlib.sha256(data).hexdigest()
 
 
+# Nothing this toolkit writes comes near these; a file above them is not a run's file.
+MAX_JSON_BYTES = 256 << 20
+MAX_TENSOR_BYTES = 4 << 30
+
+
+def read_regular(path: Path, limit: int, check=None) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes. A FIFO, device, directory or
+    socket is refused without blocking (opened non-blocking, checked with fstat); a symlink loop
+    or an unreadable file is a one-line RunError naming the file. ``check(f, size)``, given the
+    open file and its size, may refuse it from its header before the body is read."""
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise RunError(f"{path}: file is missing") from None
+    except OSError as e:
+        raise RunError(f"{path}: cannot be read ({one_line(e)})") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+        os.close(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise RunError(f"{path}: not a regular file")
+        raise RunError(f"{path}: {st.st_size} bytes, larger than any file a run writes ({limit} bytes at most)")
+    with os.fdopen(fd, "rb") as f:
+        try:
+            if check is not None:
+                check(f, st.st_size)
+                f.seek(0)
+            return f.read()
+        except OSError as e:
+            raise RunError(f"{path}: cannot be read ({one_line(e)})") from None
+
+
+def _safetensors_size(f, size: int) -> None:
+    """A safetensors file is 8 bytes of header length, the JSON header, then the tensors' bytes;
+    its size must be what the header says."""
+    head = f.read(8)
+    n = int.from_bytes(head, "little") if len(head) == 8 else -1
+    if n < 2 or 8 + n > size:
+        raise ValueError(f"header length {n} does not fit a file of {size} bytes")
+    try:
+        header = json.loads(f.read(n))
+        ends = [v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"]
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError, UnicodeDecodeError) as e:
+        raise ValueError(f"bad header ({one_line(e)})") from None
+    want = 8 + n + max(ends, default=0)
+    if want != size:
+        raise ValueError(f"the header describes {want} bytes, the file has {size}")
+
+
 def load_tensors(path: Path, sha256: str | None = None) -> dict:
     """Read a safetensors file (never pickle); with `sha256`, the file must have that digest."""
     from safetensors.torch import load
 
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise RunError(f"{path}: file is missing") from None
-    except OSError as e:
-        raise RunError(f"{path}: cannot be read ({one_line(e)})") from None
+
+    def check(f, size):
+        try:
+            _safetensors_size(f, size)
+        except ValueError as e:
+            raise RunError(f"{path}: not a readable safetensors file ({e})") from None
+
+    data = read_regular(path, MAX_TENSOR_BYTES, check)
     try:
         tensors = load(data)
     except Exception as e:  # safetensors raises its own error types for truncation/corruption
@@ -101,11 +154,10 @@ def crash_point(kind: str) -> None:
 
 
 def read_json(path: Path) -> Any:
+    data = read_regular(path, MAX_JSON_BYTES)
     try:
-        return json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise RunError(f"{path}: file is missing") from None
+        return json.loads(data.decode())
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise RunError(f"{path}: not valid JSON ({one_line(e)})") from None
-    except (OSError, RecursionError) as e:
-        raise RunError(f"{path}: cannot be read ({one_line(e) or type(e).__name__})") from None
+    except RecursionError:
+        raise RunError(f"{path}: not valid JSON (nested too deeply)") from None

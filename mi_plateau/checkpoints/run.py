@@ -85,8 +85,11 @@ class Run:
         where = self.path / "manifest.json"
         if not isinstance(rel, str) or not rel or "\x00" in rel:
             raise RunError(f"{where}: {rel!r} is not a file path")
-        root = self.path.resolve()
-        p = (root / rel).resolve()
+        try:
+            root = self.path.resolve()
+            p = (root / rel).resolve()
+        except (RuntimeError, OSError) as e:  # a symlink loop
+            raise RunError(f"{where}: path {rel!r} cannot be resolved ({one_line(e)})") from None
         if os.path.isabs(rel) or root not in p.parents:
             raise RunError(f"{where}: path {rel!r} leaves the run folder")
         return p
@@ -169,7 +172,12 @@ class Run:
     def weights(self, step: int) -> dict:
         for c in self.manifest()["checkpoints"]:
             if c["step"] == step:
-                return load_tensors(self.inside(c["weights"]), c.get("sha256"))
+                path = self.inside(c["weights"])
+                tensors = load_tensors(path, c.get("sha256"))
+                odd = sorted(k for k, v in tensors.items() if str(v.dtype) != "torch.float32")
+                if odd:  # the toolkit trains and stores fp32
+                    raise RunError(f"{path}: {odd[0]} has dtype {tensors[odd[0]].dtype}, a run's weights are float32")
+                return tensors
         raise RunError(f"{self.path}: no checkpoint at step {step}; steps are {self.steps()}")
 
     def load_model(self, step: int | None = None):

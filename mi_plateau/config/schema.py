@@ -20,6 +20,7 @@ INITS = ("tl4", "gpt2")
 BATCHINGS = ("uniform", "epoch")
 STOPS = ("converge", "tau")
 TAU_ON = ("both", "paper", "first_token")
+MAX_BATCH = 1 << 16
 DIRECTIONS = ("backward", "forward", "az_b", "b_a")
 A_TARGET_DIRECTIONS = ("backward", "b_a")
 SELECTOR_DIRECTIONS = ("backward", "az_b")
@@ -298,6 +299,9 @@ def validate(cfg: RunConfig) -> RunConfig:
     for name, v in (("train.lr", tr.lr), ("train.batch_size", tr.batch_size), ("train.max_steps", tr.max_steps)):
         if v <= 0:
             raise ConfigError(f"{name}={v}: must be positive")
+    if tr.batch_size > MAX_BATCH:
+        raise ConfigError(f"train.batch_size={tr.batch_size}: at most {MAX_BATCH} sequences per step (a larger batch does not "
+                          f"fit in memory with this model; the paper uses 128)")
     for name, v in (("train.ckpt_every", tr.ckpt_every), ("train.ckpt_every_transition", tr.ckpt_every_transition)):
         if v <= 0:
             raise ConfigError(f"{name}={v}: must be a positive number of steps")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..checkpoints import Run, RunError, atomic_write_json
+from ..checkpoints import Run, RunError, atomic_write_json, read_json
 from ..summaries import nan_to_none, nearest, summarize
 from ..frames import frame
 from .tables import figure3_data, routing, table6, table9
@@ -149,12 +149,14 @@ def analyze_run(
         out = None
         if f.exists():
             try:
-                c = json.loads(f.read_text())
+                c = read_json(f)
+                if not isinstance(c, dict):
+                    raise KeyError("not a cache file")
                 if c.get("key") == key and c.get("sha256") == sha.get(step) and (c.get("ablation") or not want_heavy):
                     # a file written when this step was on the per-head grid (an earlier tau)
                     # serves the cheap passes only: the tables must not depend on the cache's history
                     out = c["tables"] if want_heavy or not c.get("ablation") else _cheap_part(c["tables"])
-            except (json.JSONDecodeError, KeyError):
+            except (RunError, KeyError, TypeError, AttributeError):  # an unreadable cache file is recomputed
                 out = None
         if out is None:
             W = weights_for(run, step, cfg)

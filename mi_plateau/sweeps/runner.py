@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..checkpoints import Run, RunError, atomic_write_json
+from ..checkpoints import Run, RunError, atomic_write_json, read_json
 from ..config import RunConfig, config_diff
 from ..tabular import write_table
 from .spec import Sweep
@@ -36,9 +36,10 @@ BACKENDS = ("local", "ray")
 def status(path: Path) -> str:
     """finished / running (a partial run) / not started, from the run folder's manifest."""
     try:
-        return json.loads((Path(path) / "manifest.json").read_text()).get("status", "?")
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        m = read_json(Path(path) / "manifest.json")
+    except RunError:
         return "not started"
+    return m.get("status", "?") if isinstance(m, dict) else "?"
 
 
 def plan(sweep: Sweep, root: str | Path = "checkpoints") -> list[tuple[Path, RunConfig]]:
@@ -219,13 +220,16 @@ def sweep_table(folder: str | Path):
 
     folder = Path(folder)
     try:
-        spec = json.loads((folder / "sweep.json").read_text())
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise RunError(f"{folder / 'sweep.json'}: not a sweep folder ({' '.join(str(e).split())})") from None
+        spec = read_json(folder / "sweep.json")
+        if not isinstance(spec, dict) or not isinstance(spec.get("points"), list):
+            raise RunError(f"{folder / 'sweep.json'}: not a resolved sweep")
+    except RunError as e:
+        raise RunError(f"{folder}: not a sweep folder ({e})") from None
     try:
-        errors = json.loads((folder / "errors.json").read_text())
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        errors = read_json(folder / "errors.json")
+    except RunError:
         errors = {}
+    errors = errors if isinstance(errors, dict) else {}
     rows = []
     for p in spec["points"]:
         path = folder / p["name"]
@@ -251,8 +255,8 @@ def train_wall(run: Run) -> float | None:
     """The run's training wall time in seconds (across resumes), from its last checkpoint record."""
     try:
         last = run.manifest()["checkpoints"][-1]
-        return float(json.loads(run.inside(last["record_file"]).read_text()).get("wall_s"))
-    except (OSError, ValueError, KeyError, IndexError, TypeError, RunError):
+        return float(read_json(run.inside(last["record_file"])).get("wall_s"))
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError, RunError):
         return None
 
 

@@ -417,6 +417,18 @@ LOAD_CASES = {
     "config unknown key": (_write("config.json", '{"task": {"KK": 4}}'), "config.json", "unknown keys"),
     "config wrong type": (_write("config.json", '{"model": {"d_model": "wide"}}'), "config.json", "model.d_model"),
     "config missing": (lambda run: (run.path / "config.json").unlink(), "config.json", "file is missing"),
+    # special files and sizes (issue "Reliability", D7 and D8): refused without blocking or reading
+    "weights a FIFO": (lambda run: ((run.path / LAST).unlink(), os.mkfifo(run.path / LAST)), LAST, "not a regular file"),
+    "manifest a FIFO": (lambda run: ((run.path / "manifest.json").unlink(), os.mkfifo(run.path / "manifest.json")),
+                        "manifest.json", "not a regular file"),
+    "config a FIFO": (lambda run: ((run.path / "config.json").unlink(), os.mkfifo(run.path / "config.json")),
+                      "config.json", "not a regular file"),
+    "weights a directory": (lambda run: ((run.path / LAST).unlink(), (run.path / LAST).mkdir()), LAST, "not a regular file"),
+    "weights a symlink loop": (lambda run: ((run.path / LAST).unlink(), (run.path / LAST).symlink_to(run.path / LAST)),
+                               "manifest.json", "cannot be resolved"),
+    "12 GB sparse weights": (lambda run: os.truncate(run.path / LAST, 12 << 30), LAST, "larger than any file a run writes"),
+    "header longer than the file": (lambda run: (run.path / LAST).write_bytes((10**6).to_bytes(8, "little") + b"{}"), LAST,
+                                    "header length 1000000 does not fit"),
 }
 
 
@@ -528,3 +540,29 @@ def test_nothing_is_unpickled():
                 depth += {"(": 1, ")": -1}.get(text[i], 0)
                 i += 1
             assert re.search(r"weights_only\s*=\s*True", text[m.end() : i]), f"{rel}: torch.load without weights_only=True"
+
+
+def test_float64_weights_with_a_matching_checksum_are_refused_by_every_reader(run_copy):
+    """D7: the dtype was checked only on resume; analyze reads ``run.weights`` directly."""
+    _replace_last_weights(run_copy, {k: v.double() for k, v in _weights_of(_cfg()).items()})
+    with pytest.raises(RunError, match=r"has dtype torch.float64, a run's weights are float32"):
+        run_copy.weights(MAX_STEPS)
+    with pytest.raises(RunError, match="has dtype torch.float64"):
+        run_copy.load_model()
+
+
+@pytest.mark.parametrize("command", ["summary", "inspect"])
+def test_a_fifo_manifest_does_not_hang_the_cli(run_copy, run_cli, command):
+    """D8: a FIFO in place of manifest.json blocked summary and inspect forever."""
+    (run_copy.path / "manifest.json").unlink()
+    os.mkfifo(run_copy.path / "manifest.json")
+    p = run_cli(command, str(run_copy.path))
+    assert p.returncode == 2 and p.stderr.count("\n") == 1
+    assert "manifest.json: not a regular file" in p.stderr
+
+
+def test_an_absurd_batch_size_is_refused_before_any_folder(tmp_path, run_cli):
+    """D7: --batch-size 20000000 tried to allocate 38 GB after creating the run folder."""
+    p = run_cli("train", "--preset", "tiny", "--batch-size", "20000000", "--out", str(tmp_path / "r"))
+    assert p.returncode == 2 and "train.batch_size=20000000: at most 65536" in p.stderr
+    assert not (tmp_path / "r").exists()
