@@ -56,8 +56,35 @@ def build_model(cfg: RunConfig) -> "TransformerBridge":
         _trainable_b_U(model)
     if cfg.model.init == "gpt2":
         gpt2_init(model, cfg.model.d_model, cfg.model.init_seed)
+    model.tokenizer = task_tokenizer()
+    model.cfg.tokenizer_prepends_bos = False  # to_tokens prepends <BOS> itself (default_prepend_bos)
     model.eval()
     return model
+
+
+_TOKENIZER = []
+
+
+def task_tokenizer():
+    """A Hugging Face tokenizer for the task's vocabulary, so that TransformerLens'
+    ``to_tokens``, ``to_str_tokens`` and ``to_string`` work on the model: one token per
+    character a-z0-9, the specials ``<PAD>``, ``<BOS>``, ``<EOS>`` and ``|`` (SEP), as
+    ``task.render`` writes them. ``model.to_tokens("v7a1j3|5l|tus7<EOS>")`` prepends ``<BOS>``."""
+    if not _TOKENIZER:
+        from tokenizers import Regex, Tokenizer, decoders
+        from tokenizers.models import WordLevel
+        from tokenizers.pre_tokenizers import Split
+        from transformers import PreTrainedTokenizerFast
+
+        from ..task import ALPHABET, BOS, CHAR0, EOS, PAD, SEP
+
+        vocab = {"<PAD>": PAD, "<BOS>": BOS, "<EOS>": EOS, "|": SEP, **{c: CHAR0 + i for i, c in enumerate(ALPHABET)}}
+        tk = Tokenizer(WordLevel(vocab, unk_token="<PAD>"))
+        tk.pre_tokenizer = Split(Regex(r"<BOS>|<EOS>|<PAD>|\||."), behavior="isolated")
+        tk.decoder = decoders.Fuse()
+        _TOKENIZER.append(PreTrainedTokenizerFast(tokenizer_object=tk, bos_token="<BOS>", eos_token="<EOS>",
+                                                  pad_token="<PAD>", unk_token="<PAD>"))
+    return _TOKENIZER[0]
 
 
 def _trainable_b_U(model) -> None:
