@@ -230,17 +230,30 @@ def open_config(cfg: RunConfig | None, run: Run, resume: bool, argv: Sequence[st
             if not extends(stored, cfg):
                 diff = config_diff(stored.to_dict(), cfg.to_dict())
                 raise RunError(f"{run.path / 'config.json'}: resume with a different config is refused ({diff})")
-            atomic_write_json(run.path / "config.json", cfg.to_dict())
-            stored = cfg
+            if not _stopped_by_rule(stored, run):  # a run its own rule stopped keeps its config
+                atomic_write_json(run.path / "config.json", cfg.to_dict())
+                stored = cfg
         cfg = stored
     else:
         if cfg is None:
             raise RunError(f"{run.path}: no run to resume here")
         validate(cfg)
         run.path.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(run.path / "config.json", cfg.to_dict())
+        # provenance first: config.json makes the folder a run, so a kill between the two writes
+        # leaves a folder that a rerun starts afresh, never a run without its command
         atomic_write_json(run.path / "command.json", _provenance(argv))
+        atomic_write_json(run.path / "config.json", cfg.to_dict())
     return validate(cfg)
+
+
+def _stopped_by_rule(cfg: RunConfig, run: Run) -> bool:
+    """The run finished because its stopping rule said so (not at its step cap): a higher cap
+    changes nothing."""
+    if not run.exists():
+        return False
+    m = run.manifest()
+    recs = [c["record"] for c in m["checkpoints"]]
+    return m.get("status") == "finished" and bool(recs) and should_stop(cfg, recs)
 
 
 def extends(stored: RunConfig, cfg: RunConfig) -> bool:

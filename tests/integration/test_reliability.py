@@ -65,7 +65,7 @@ def _same_weights(a: dict, b: dict) -> bool:
 
 
 # Crash points, counted over one training process of MAX_STEPS steps. Atomic writes ("write")
-# go: config.json, command.json, then per checkpoint weights, record, resume state, manifest;
+# go: command.json, config.json, then per checkpoint weights, record, resume state, manifest;
 # safetensors writes ("ckpt_write") go weights, resume state per checkpoint.
 # name -> (MI_PLATEAU_CRASH, last committed step, temp file left behind)
 CRASHES = {
@@ -198,7 +198,7 @@ def test_checkpoint_files_written_before_manifest(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "unlink", unlink)
     run = train(with_overrides(preset("tiny"), {"max_steps": EVERY}), tmp_path / "r", progress=False)
     assert events == [
-        "config.json", "command.json",
+        "command.json", "config.json",
         "ckpt/step_000000.safetensors", "ckpt/step_000000.json", "resume/state_000000.safetensors", "manifest.json",
         "ckpt/step_000020.safetensors", "ckpt/step_000020.json", "resume/state_000020.safetensors", "manifest.json",
         "rm resume/state_000000.safetensors",
@@ -566,3 +566,30 @@ def test_an_absurd_batch_size_is_refused_before_any_folder(tmp_path, run_cli):
     p = run_cli("train", "--preset", "tiny", "--batch-size", "20000000", "--out", str(tmp_path / "r"))
     assert p.returncode == 2 and "train.batch_size=20000000: at most 65536" in p.stderr
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("crash", ["write:1", "write:2"])
+def test_a_kill_while_the_run_is_created_never_loses_its_command(run_cli, tmp_path, crash):
+    """D9: a kill during the command.json write left a run (config.json) whose provenance was
+    lost for good. command.json now comes first; rerunning the same command starts afresh."""
+    out = tmp_path / "r"
+    args = ("train", "--preset", "tiny", "--max-steps", "20", "--out", str(out), "--quiet")
+    p = run_cli(*args, env={"MI_PLATEAU_CRASH": crash})
+    assert p.returncode == 137 and not (out / "manifest.json").exists()
+    assert not (out / "config.json").exists() and (out / "command.json").exists() == (crash == "write:2")
+    p = run_cli(*args, "--resume")
+    assert p.returncode == 0, p.stderr
+    cmd = json.loads((out / "command.json").read_text())
+    assert cmd["argv"][:2] == ["mi-plateau", "train"] and Run(out).manifest()["status"] == "finished"
+    assert not _temp_files(out)
+
+
+def test_resume_with_a_higher_cap_leaves_a_converged_run_alone(tiny_run, tmp_path):
+    """D10: --resume --max-steps on a run its stopping rule had finished rewrote config.json."""
+    copy = tmp_path / "run"
+    shutil.copytree(tiny_run.path, copy)
+    before = {f: (copy / f).read_bytes() for f in ("config.json", "manifest.json")}
+    cfg = Run(copy).config()
+    assert Run(copy).manifest()["status"] == "finished" and Run(copy).records()[-1]["step"] < cfg.train.max_steps
+    train(with_overrides(cfg, {"max_steps": cfg.train.max_steps + 1000}), copy, resume=True, progress=False)
+    assert {f: (copy / f).read_bytes() for f in before} == before
