@@ -104,13 +104,13 @@ def cmd_bench(args) -> int:
     from pathlib import Path
 
     from .bench import run_benchmarks, to_markdown
-    from .checkpoints import atomic_write_bytes
+    from .checkpoints import atomic_write_text
     from .summaries import nan_to_none
 
     res = run_benchmarks(quick=args.quick, only=args.only)
     md = to_markdown(res)
     if args.out:
-        atomic_write_bytes(Path(args.out), md.encode())
+        atomic_write_text(Path(args.out), md)
     print(json.dumps(nan_to_none(res), indent=2) if args.json else md)
     return 0
 

@@ -20,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .checkpoints import Run, RunError, atomic_write_bytes, read_json, refuse_inside_run
+from .checkpoints import Run, RunError, atomic_write_text, read_json, refuse_inside_run
 from .config import compare_name
 from .frames import records
 from .summaries import nearest
@@ -291,7 +291,7 @@ def report(runs, out: str | os.PathLike | None = None, progress: bool = True, *,
     nav = "".join(f"<a href='#{a}'>{t}</a>" for a, t in (("summary", "summary"), ("loss", "loss curves"), ("figure3", "Figure 3"),
                                                           ("r0-heads", "heads"), ("r0-attn", "attention"), ("r0-groups", "groups"),
                                                           ("tables", "tables"), ("provenance", "provenance"), ("notes", "downsampling")))
-    atomic_write_bytes(out, _document(title, nav, page).encode())
+    atomic_write_text(out, _document(title, nav, page))
     return out
 
 
@@ -335,7 +335,7 @@ def sweep_report(out: str | os.PathLike, name: str, tables: dict[str, list[dict]
         page.add(f"<h2 id='t{i}'>{esc(title)}</h2><div class='tw'>{html_table(rows)}</div>")
     nav = "".join(f"<a href='#{a}'>{esc(t)}</a>" for a, t in anchors)
     out.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(out, _document(f"mi_plateau sweep: {name}", nav, page).encode())
+    atomic_write_text(out, _document(f"mi_plateau sweep: {name}", nav, page))
     return out
 
 

@@ -73,14 +73,14 @@ def to_csv(rows, cols: Sequence[str] | None = None) -> str:
 
 def write_table(path_stem: Path, rows, *, title: str = "", note: str = "", cols: Sequence[str] | None = None) -> list[Path]:
     """Write ``<stem>.md``, ``<stem>.csv`` and ``<stem>.json``; returns the paths."""
-    from .checkpoints import atomic_write_bytes
+    from .checkpoints import atomic_write_bytes, atomic_write_text
 
     rows = records(rows)
     path_stem = Path(path_stem)
     md = (f"## {title}\n\n" if title else "") + to_markdown(rows, cols) + (f"\n{note}\n" if note else "")
     paths = [path_stem.with_suffix(".md"), path_stem.with_suffix(".csv"), path_stem.with_suffix(".json")]
-    atomic_write_bytes(paths[0], md.encode())
-    atomic_write_bytes(paths[1], to_csv(rows, cols).encode())
+    atomic_write_text(paths[0], md)
+    atomic_write_text(paths[1], to_csv(rows, cols))
     from .summaries import nan_to_none
 
     # not atomic_write_json: that sorts keys, and a table keeps its column order
@@ -109,7 +109,7 @@ def write_run_analysis(folder: Path, name: str, tables: dict, outputs: dict, not
     """What ``mi-plateau analyze`` writes for one run: the pass tables, Tables 6 and 9, the
     routing summary (JSON) and Figure 3 (HTML)."""
     from . import figures
-    from .checkpoints import atomic_write_bytes, atomic_write_json
+    from .checkpoints import atomic_write_json, atomic_write_text
 
     folder = Path(folder)
     paths = []
@@ -119,7 +119,7 @@ def write_run_analysis(folder: Path, name: str, tables: dict, outputs: dict, not
     paths += write_table(folder / "table9", outputs["table9"], title=f"Table 9 (head ablation): {name}", note=note9)
     atomic_write_json(folder / "routing.json", outputs["routing"])
     f3 = folder / "figure3.html"
-    atomic_write_bytes(f3, figures.figure3({name: outputs["figure3"]}).to_html(include_plotlyjs=True, full_html=True).encode())
+    atomic_write_text(f3, figures.figure3({name: outputs["figure3"]}).to_html(include_plotlyjs=True, full_html=True))
     return paths + [folder / "routing.json", f3]
 
 
@@ -127,11 +127,11 @@ def write_comparison(folder: Path, table6, table9, routing: Rows, figure3_data: 
     """The comparison folder of several runs: Tables 6 and 9 and the routing summaries of all of
     them, and one Figure 3."""
     from . import figures
-    from .checkpoints import atomic_write_bytes
+    from .checkpoints import atomic_write_text
 
     folder = Path(folder)
     paths = write_table(folder / "table6", table6, title="Table 6 (collective transition)", note=note6)
     paths += write_table(folder / "table9", table9, title="Table 9 (head ablation)", note=note9)
     paths += write_table(folder / "routing", routing, title="Selector-routing heads and leads")
-    atomic_write_bytes(folder / "figure3.html", figures.figure3(figure3_data).to_html(include_plotlyjs=True, full_html=True).encode())
+    atomic_write_text(folder / "figure3.html", figures.figure3(figure3_data).to_html(include_plotlyjs=True, full_html=True))
     return paths + [folder / "figure3.html"]

@@ -51,6 +51,12 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         os.close(dir_fd)
 
 
+def atomic_write_text(path: Path, text: str) -> None:
+    """Text as UTF-8; a character UTF-8 cannot hold (a run folder's name that is not valid UTF-8
+    arrives as lone surrogates) is written as '?', so the document stays valid UTF-8."""
+    atomic_write_bytes(path, text.encode("utf-8", "replace"))
+
+
 def atomic_write_json(path: Path, obj: Any) -> None:
     atomic_write_bytes(path, (json.dumps(nan_to_none(obj), indent=1, sort_keys=True) + "\n").encode())
 

@@ -78,7 +78,13 @@ class Run:
     # --- paths -------------------------------------------------------------------
     @property
     def name(self) -> str:
-        return self.path.resolve().name
+        """The folder's name, as text: bytes that are not UTF-8 become U+FFFD, so the name can go
+        into tables, DataFrames, reports and analysis folder names (the path keeps the bytes)."""
+        try:
+            raw = self.path.resolve().name
+        except (RuntimeError, OSError):
+            raw = self.path.name
+        return raw.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
     def inside(self, rel: str) -> Path:
         """Resolve a manifest path, refusing anything that leaves the run folder."""

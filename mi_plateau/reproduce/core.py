@@ -69,7 +69,7 @@ def write_assets(results: dict[str, Any], runs, docs: Path) -> list[Path]:
     """Static figures (exported from the same plotly figures the report draws) and the generated
     tables Markdown for docs/reproduction.md."""
     from .. import figures
-    from ..checkpoints import Run, atomic_write_bytes
+    from ..checkpoints import Run, atomic_write_text
     from ..passes.tables import PAPER_TAU
     from ..tabular import read_json_rows, to_markdown, write_figure
 
@@ -116,7 +116,7 @@ def write_assets(results: dict[str, Any], runs, docs: Path) -> list[Path]:
              "\n## Table 6: collective transition\n", to_markdown(read_json_rows(comp / "table6.json")),
              "\n## Table 9: head ablation (top 4 heads per phase; Delta L and Delta Lc in nats)\n", to_markdown(read_json_rows(comp / "table9.json")),
              "\n## Selector routing: routing head, assembly time t_r and lead (tau - t_r) / tau\n", to_markdown(read_json_rows(comp / "routing.json"))]
-    atomic_write_bytes(docs / "tables.md", "".join(parts).encode())
+    atomic_write_text(docs / "tables.md", "".join(parts))
     written.append(docs / "tables.md")
     return written
 

@@ -593,3 +593,17 @@ def test_resume_with_a_higher_cap_leaves_a_converged_run_alone(tiny_run, tmp_pat
     assert Run(copy).manifest()["status"] == "finished" and Run(copy).records()[-1]["step"] < cfg.train.max_steps
     train(with_overrides(cfg, {"max_steps": cfg.train.max_steps + 1000}), copy, resume=True, progress=False)
     assert {f: (copy / f).read_bytes() for f in before} == before
+
+
+def test_a_run_folder_name_that_is_not_utf8_goes_through_analyze_and_report(tiny_run, tmp_path, run_cli):
+    """D10: non-UTF-8 names broke analyze and report (a lone surrogate reached the writers)."""
+    name = os.fsdecode(b"run\xff")
+    copy = tmp_path / name
+    shutil.copytree(tiny_run.path, copy)
+    p = run_cli("analyze", str(copy), "--out", str(tmp_path / "an"))
+    assert p.returncode == 0, p.stderr
+    p = run_cli("report", str(copy), "--out", str(tmp_path / "r.html"), "--quiet")
+    assert p.returncode == 0, p.stderr
+    assert "run\ufffd" in (tmp_path / "r.html").read_bytes().decode("utf-8")  # valid UTF-8, the name shown as U+FFFD
+    for f in (tmp_path / "an").rglob("*.md"):
+        f.read_bytes().decode("utf-8")
