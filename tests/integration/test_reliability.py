@@ -172,8 +172,9 @@ def test_atomic_write_is_temp_fsync_rename(tmp_path, monkeypatch):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "fsync", failing_fsync)
-    with pytest.raises(OSError):
+    with pytest.raises(OSError) as e:
         atomic_write_bytes(target, b"never")
+    assert e.value.filename == str(target)  # D10: the disk-full message names the file
     assert target.read_bytes() == b"new data" and _temp_files(tmp_path) == []
 
 
