@@ -1,0 +1,218 @@
+"""A seeded fuzzer of damage to a small run folder (issue "Reliability", part 3).
+
+Each case copies a tiny finished run, applies one random damage to one of its files (truncation,
+bit flips, inserted bytes, a JSON value of another type or value, a deleted key, a deleted or
+duplicated file, a symlink, a FIFO, a directory in its place) and runs the readers and resume on
+it in-process under a time limit. Every case must end in a correct result (the same answer as
+the undamaged run where the damaged file is not one the reader needs) or a one-line RunError /
+ConfigError that names a file of the folder; never another exception, a hang, or a change to
+anything outside the folder (a sentinel folder beside it is hashed before and after).
+
+Default tier: 240 cases (summary, records, load_model, resume); the slow tier runs 2000 more
+and adds inspect. The counts are printed (pytest -s) and quoted in docs/reliability.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import shutil
+import signal
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from mi_plateau.checkpoints import Run, RunError
+from mi_plateau.config import ConfigError, preset, with_overrides
+from mi_plateau.train import train
+
+STEPS = 40
+VALUES = [None, True, False, 0, -1, 1, 2**70, -(2**63), 1e308, float("nan"), "", "x", "../../etc", [], [1, "a"], {}, {"a": 1}]
+
+
+def _cfg():
+    return with_overrides(preset("tiny"), {"max_steps": STEPS})
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory):
+    root = tmp_path_factory.mktemp("fuzz")
+    run = train(_cfg(), root / "base", progress=False)
+    return run, {"summary": run.summary(), "records": run.records()}
+
+
+def _tree_digest(folder: Path) -> dict[str, str]:
+    out = {}
+    for p in sorted(folder.rglob("*")):
+        if p.is_file() and not p.is_symlink():
+            out[str(p.relative_to(folder))] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
+def _mutate_json(obj, rng: random.Random):
+    """Replace (or delete) one value somewhere in a JSON document."""
+    paths = []
+
+    def walk(o, path):
+        paths.append(path)
+        if isinstance(o, dict):
+            for k, v in o.items():
+                walk(v, path + [k])
+        elif isinstance(o, list):
+            for i, v in enumerate(o[:5]):
+                walk(v, path + [i])
+
+    walk(obj, [])
+    path = rng.choice(paths)
+    if not path:
+        return rng.choice(VALUES)
+    parent = obj
+    for k in path[:-1]:
+        parent = parent[k]
+    if isinstance(parent, dict) and rng.random() < 0.2:
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = rng.choice(VALUES)
+    return obj
+
+
+def damage(folder: Path, outside: Path, rng: random.Random) -> tuple[str, str]:
+    """Apply one random damage; returns (kind, file relative to the folder)."""
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.name != ".lock")
+    f = rng.choice(files)
+    rel = str(f.relative_to(folder))
+    kinds = ["truncate", "flip", "insert", "delete", "duplicate", "symlink_out", "symlink_loop", "fifo", "directory", "empty"]
+    if f.suffix == ".json":
+        kinds += ["json"] * 6
+    kind = rng.choice(kinds)
+    data = f.read_bytes()
+    if kind == "truncate":
+        f.write_bytes(data[: rng.randrange(max(1, len(data)))])
+    elif kind == "flip":
+        b = bytearray(data)
+        for _ in range(rng.randint(1, 4)):
+            i = rng.randrange(len(b))
+            b[i] ^= 1 << rng.randrange(8)
+        f.write_bytes(bytes(b))
+    elif kind == "insert":
+        i = rng.randrange(len(data) + 1)
+        f.write_bytes(data[:i] + bytes(rng.randrange(256) for _ in range(rng.randint(1, 16))) + data[i:])
+    elif kind == "delete":
+        f.unlink()
+    elif kind == "duplicate":  # another file of the folder copied over this one
+        other = rng.choice(files)
+        shutil.copyfile(other, f) if other != f else f.write_bytes(data + data)
+    elif kind == "symlink_out":
+        target = outside / "victim.bin"
+        f.unlink()
+        f.symlink_to(target)
+    elif kind == "symlink_loop":
+        f.unlink()
+        f.symlink_to(f)
+    elif kind == "fifo":
+        f.unlink()
+        os.mkfifo(f)
+    elif kind == "directory":
+        f.unlink()
+        f.mkdir()
+    elif kind == "empty":
+        f.write_bytes(b"")
+    elif kind == "json":
+        try:
+            obj = json.loads(data)
+        except ValueError:
+            obj = {}
+        f.write_text(json.dumps(_mutate_json(obj, rng)))
+    return kind, rel
+
+
+class Hang(Exception):
+    pass
+
+
+def _alarm(signum, frame):
+    raise Hang()
+
+
+def _call(fn, limit: int = 20):
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(limit)
+    try:
+        return "ok", fn()
+    except (RunError, ConfigError) as e:
+        return "error", e
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _fuzz(base, tmp_path, n: int, seed: int, with_inspect: bool) -> Counter:
+    run0, want = base
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "victim.bin").write_bytes(b"do not touch\n" * 10)
+    rng = random.Random(seed)
+    counts: Counter = Counter()
+    for case in range(n):
+        folder = tmp_path / f"case{case}"
+        shutil.copytree(run0.path, folder)
+        kind, rel = damage(folder, outside, rng)
+        before = _tree_digest(outside)
+        where = f"case {case} (seed {seed}): {kind} of {rel}"
+        ops = [("summary", lambda: Run(folder).summary()), ("records", lambda: Run(folder).records()),
+               ("load_model", lambda: Run(folder).load_model()),
+               ("resume", lambda: train(_cfg(), folder, resume=True, progress=False))]
+        if with_inspect:
+            from mi_plateau.api import inspect
+
+            ops.append(("inspect", lambda: inspect(Run(folder))))
+        for name, fn in ops:
+            try:
+                outcome, value = _call(fn)
+            except Hang:
+                pytest.fail(f"{where}: {name} did not finish within the time limit")
+            except Exception as e:  # anything but a clean error is a traceback for the user
+                pytest.fail(f"{where}: {name} raised {type(e).__name__}: {e}")
+            if outcome == "error":
+                msg = str(value)
+                assert "\n" not in msg, f"{where}: {name}: multi-line error {msg!r}"
+                assert str(folder) in msg, f"{where}: {name}: the error names no file of the folder: {msg!r}"
+                counts["clean error"] += 1
+            else:
+                counts["correct result"] += 1
+                if name in ("summary", "records") and rel not in ("manifest.json", "config.json"):
+                    got = value if name == "records" else {k: v for k, v in value.items() if k != "run"}
+                    exp = want[name] if name == "records" else {k: v for k, v in want["summary"].items() if k != "run"}
+                    assert got == exp, f"{where}: {name} changed though its files were not damaged"
+        assert _tree_digest(outside) == before and sorted(p.name for p in outside.iterdir()) == ["victim.bin"], \
+            f"{where}: something outside the run folder changed"
+        counts["cases"] += 1
+        counts[f"kind {kind}"] += 1
+        shutil.rmtree(folder, ignore_errors=True)
+    return counts
+
+
+def test_fuzz_default_tier(base, tmp_path):
+    counts = _fuzz(base, tmp_path, 240, seed=0, with_inspect=False)
+    print(f"\nfuzz default tier: {dict(sorted(counts.items()))}")
+    assert counts["cases"] == 240 and counts["clean error"] > 0 and counts["correct result"] > 0
+
+
+@pytest.mark.slow
+def test_fuzz_slow_tier(base, tmp_path):
+    counts = _fuzz(base, tmp_path, 2000, seed=1, with_inspect=True)
+    print(f"\nfuzz slow tier: {dict(sorted(counts.items()))}")
+    assert counts["cases"] == 2000
+
+
+def test_the_fuzzer_catches_a_planted_reader_bug(base, tmp_path, monkeypatch):
+    """The check can fail: with the run reader's JSON loading replaced by a naive one (no
+    one-line errors, no special-file checks), the fuzzer reports a case."""
+    import mi_plateau.checkpoints.run as run_module
+
+    monkeypatch.setattr(run_module, "read_json", lambda p: json.loads(Path(p).read_text()))
+    with pytest.raises(pytest.fail.Exception):
+        _fuzz(base, tmp_path, 60, seed=0, with_inspect=False)
