@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -102,7 +103,8 @@ def train_local(runs: Sequence[tuple[Path, RunConfig]], jobs: int | None = None,
             payload = json.dumps([{"out": str(p), "config": c.to_dict()} for p, c in unit])
         log_of(unit).parent.mkdir(parents=True, exist_ok=True)
         with open(log_of(unit), "a") as log:  # the child keeps its own descriptor
-            p = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=log, text=True)
+            p = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=log, text=True,
+                                 preexec_fn=_die_with_parent)
         p.stdin.write(payload)
         p.stdin.close()
         running.append((p, unit, tries))
@@ -131,6 +133,17 @@ def train_local(runs: Sequence[tuple[Path, RunConfig]], jobs: int | None = None,
     if bar is not None:
         bar.close()
     return errors
+
+
+def _die_with_parent() -> None:
+    """In a pool worker, before exec: on Linux, ask for SIGKILL when the sweep process dies, so
+    that a killed sweep leaves no worker holding a run's lock (its runs resume on the rerun)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass  # not Linux: a killed sweep's workers finish their runs on their own
 
 
 def _ray_train(items: list[tuple[dict, str]]) -> list[str]:

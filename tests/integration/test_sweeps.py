@@ -4,6 +4,7 @@ after interruptions, and bad sweep files refused before any work."""
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 
@@ -130,6 +131,31 @@ def test_a_killed_worker_costs_one_interval_and_the_sweep_completes(local_grid, 
     t.join(300)
     assert set(out["table"]["status"]) == {"finished"}
     _same_run(Run(run), alone["K4_seed1"])
+
+
+@pytest.mark.parametrize("delay", [1.5, 4.0])
+def test_a_killed_sweep_reruns_to_the_same_runs(local_grid, tmp_path, run_cli, delay):
+    """kill -9 of the sweep process itself at a moment into the sweep: its workers die with it
+    (no orphan holds a lock), and the rerun completes every run identical to an uninterrupted
+    sweep."""
+    sweep, _, _, alone = local_grid
+    f = tmp_path / "s.toml"
+    f.write_text(GRID)
+    root = tmp_path / "root"
+    env = {k: v for k, v in os.environ.items() if k != "MI_PLATEAU_CRASH"}
+    p = subprocess.Popen([sys.executable, "-m", "mi_plateau", "sweep", str(f), "--root", str(root), "--jobs", "2", "--quiet"],
+                         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(delay)
+    p.kill()
+    p.wait()
+    deadline = time.time() + 30
+    while time.time() < deadline and subprocess.run(["pgrep", "-f", f"--out {root}"], capture_output=True).returncode == 0:
+        time.sleep(0.2)  # the workers follow their parent
+    assert subprocess.run(["pgrep", "-f", f"--out {root}"], capture_output=True).returncode != 0, "orphan workers"
+    r = run_cli("sweep", str(f), "--root", str(root), "--jobs", "2", "--quiet")
+    assert r.returncode == 0, r.stderr
+    for pt in sweep.points:
+        _same_run(Run(root / "grid" / pt.name), alone[pt.name])
 
 
 BAD = [
