@@ -104,6 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("report", help="one self-contained interactive HTML report")
     r.add_argument("runs", nargs="+")
     r.add_argument("--out", default=None, help="HTML file (default: analyses/<name>/report.html)")
+    r.add_argument("--plotly", choices=["inline", "cdn", "directory"], default="inline",
+                   help="inline (default: one file that opens offline), cdn (small, needs the network) or directory "
+                        "(links plotly.min.js written beside the page)")
     r.add_argument("--quiet", action="store_true")
 
     bench = sub.add_parser("bench", help="benchmarks against plain PyTorch / loop references")

@@ -96,7 +96,7 @@ def cmd_ablate(args) -> int:
 def cmd_report(args) -> int:
     from .report import report
 
-    print(report(args.runs, args.out, progress=not args.quiet))
+    print(report(args.runs, args.out, progress=not args.quiet, plotly=args.plotly))
     return 0
 
 

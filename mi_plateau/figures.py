@@ -76,9 +76,13 @@ LOSS_SERIES = (("L_seq", "L_seq (sequence candidate loss, paper)", "solid"), ("L
                ("L1", "L1 (first token, full vocabulary)", "dashdot"), ("full_loss", "full target loss", "dot"))
 
 
+METRIC_COLOURS = {"L_seq": "#1f77b4", "Lc": "#d62728", "L1": "#2ca02c", "full_loss": "#9467bd", "cand_mass": "#ff7f0e"}
+
+
 def loss_curves(rows: dict[str, Rows], marks: dict[str, dict[str, Any]]):
-    """Lc, L1 and full loss (nats) and the candidate mass against training step, one colour per
-    run; log K as a horizontal line and tau as a vertical one. ``rows`` maps run label ->
+    """L_seq, Lc, L1 and full loss (nats) and the candidate mass against training step: one
+    colour per metric for one run; for several, one colour per run and one line style per
+    metric. log K is a grey long-dashed horizontal line, tau a dotted vertical one. ``rows`` maps run label ->
     checkpoint rows; ``marks`` maps run label -> {"log_K", "tau"}. Buttons switch the step axis
     between linear and log (a log axis has no room for step 0)."""
     import plotly.graph_objects as go
@@ -86,6 +90,7 @@ def loss_curves(rows: dict[str, Rows], marks: dict[str, dict[str, Any]]):
 
     fig = make_subplots(rows=1, cols=2, column_widths=[0.62, 0.38], horizontal_spacing=0.08,
                         subplot_titles=("losses (nats)", "candidate mass (probability on the group's K first tokens)"))
+    one = len(rows) == 1
     for i, (name, ck) in enumerate(rows.items()):
         c = PALETTE[i % len(PALETTE)]
         ck = sorted(records(ck), key=lambda r: r["step"])
@@ -93,24 +98,28 @@ def loss_curves(rows: dict[str, Rows], marks: dict[str, dict[str, Any]]):
         for key, label, dash in LOSS_SERIES:
             if not _finite([r.get(key) for r in ck]):
                 continue
-            fig.add_trace(go.Scatter(x=x, y=[_nan_none(r.get(key)) for r in ck], name=f"{name}: {label}", mode="lines",
-                                     line=dict(color=c, dash=dash), legendgroup=name, connectgaps=True), 1, 1)
-        fig.add_trace(go.Scatter(x=x, y=[_nan_none(r["cand_mass"]) for r in ck], name=f"{name}: candidate mass", mode="lines",
-                                 line=dict(color=c, dash="dashdot"), legendgroup=name), 1, 2)
+            line = dict(color=METRIC_COLOURS[key], width=1.8) if one else dict(color=c, dash=dash)
+            fig.add_trace(go.Scatter(x=x, y=[_nan_none(r.get(key)) for r in ck], name=label if one else f"{name}: {label}",
+                                     mode="lines", line=line, legendgroup=name, connectgaps=True), 1, 1)
+        line = dict(color=METRIC_COLOURS["cand_mass"], width=1.8) if one else dict(color=c, dash="dashdot")
+        fig.add_trace(go.Scatter(x=x, y=[_nan_none(r["cand_mass"]) for r in ck], name="candidate mass" if one else f"{name}: candidate mass",
+                                 mode="lines", line=line, legendgroup=name), 1, 2)
         m = marks.get(name, {})
         if m.get("log_K") is not None:
             fig.add_hline(y=m["log_K"], line=dict(color="gray", dash="longdash", width=1), row=1, col=1,
                           annotation_text=f"log K = {m['log_K']:.3f}", annotation_position="top right")
         if m.get("tau") is not None:
-            fig.add_vline(x=m["tau"], line=dict(color=c, dash="dash", width=1), row=1, col=1,
+            tc = "#444" if one else c
+            fig.add_vline(x=m["tau"], line=dict(color=tc, dash="dot", width=1.2), row=1, col=1,
                           annotation_text=f"tau = {m['tau']}", annotation_position="top left")
-            fig.add_vline(x=m["tau"], line=dict(color=c, dash="dash", width=1), row=1, col=2)
+            fig.add_vline(x=m["tau"], line=dict(color=tc, dash="dot", width=1.2), row=1, col=2)
     fig.update_xaxes(title_text="step")
     fig.update_yaxes(title_text="nats", rangemode="tozero", row=1, col=1)
     fig.update_yaxes(title_text="mass", range=[0, 1.02], row=1, col=2)
     both = lambda t: [{"xaxis.type": t, "xaxis2.type": t}]  # noqa: E731
     fig.update_layout(
-        title="Loss curves", height=460, template="plotly_white", legend=dict(font=dict(size=10)),
+        title=f"Loss curves: {', '.join(rows)}" if one else "Loss curves", height=460, template="plotly_white",
+        legend=dict(font=dict(size=10)),
         updatemenus=[dict(type="buttons", direction="right", x=0, y=1.16, xanchor="left", showactive=True,
                           buttons=[dict(label="linear steps", method="relayout", args=both("linear")),
                                    dict(label="log steps", method="relayout", args=both("log"))])],

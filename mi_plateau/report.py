@@ -27,7 +27,7 @@ from .summaries import nearest
 
 MAX_SLIDER_FRAMES = 40  # checkpoints in the head-grid slider
 MAX_ATTENTION_CHECKPOINTS = 12  # checkpoints whose attention patterns are stored
-N_ATTENTION_EXAMPLES = 4  # eval rows 0..n-1: one base string B with selectors 0..n-1
+ATTENTION_PATTERN_BUDGET = 48  # K x stored checkpoints of attention patterns, at most (K = 36: 4 checkpoints)
 
 esc = html.escape
 
@@ -108,7 +108,7 @@ def _flatten(d: dict, prefix: str = "") -> dict:
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:0 auto;max-width:1400px;padding:0 18px 60px;color:#222}
 h1{font-size:1.5em;margin:18px 0 4px} h2{font-size:1.2em;margin-top:34px;border-bottom:1px solid #ddd;padding-bottom:3px} h3{font-size:1.05em}
-nav a{margin-right:12px;font-size:.9em} .note{color:#555;font-size:.88em;max-width:1100px}
+nav{position:sticky;top:0;z-index:10;background:#fff;padding:6px 0;border-bottom:1px solid #ddd} nav a{margin-right:12px;font-size:.9em} .note{color:#555;font-size:.88em;max-width:1100px}
 table{border-collapse:collapse;font-size:.85em;margin:8px 0} th,td{border:1px solid #ddd;padding:3px 7px;text-align:right}
 th{background:#f4f4f4} .kv th,.tr tbody th{text-align:left} .kv td{text-align:left;font-family:monospace;word-break:break-all;max-width:560px}
 .tw{overflow-x:auto;max-width:100%} .warn{background:#fff3cd;border:1px solid #e0c36c;padding:6px 10px;font-size:.9em}
@@ -125,6 +125,7 @@ window.addEventListener('unhandledrejection',function(e){window.__reportErrors.p
 # After load, write what rendered into the DOM (read by the headless-browser test).
 STATUS_TAIL = """<script>
 window.addEventListener('load',function(){
+var loadms=performance.now();
 if(location.hash==='#selftest'){  // exercise every control and slider once, so their errors surface too
  document.querySelectorAll('.controls input,.controls select').forEach(function(c){
   if(c.tagName==='SELECT'){c.selectedIndex=c.options.length-1}else{c.value=c.min}c.dispatchEvent(new Event('input'));});
@@ -135,7 +136,7 @@ var plots=document.querySelectorAll('.js-plotly-plot');var svgs=0;
 plots.forEach(function(p){if(p.querySelector('.main-svg'))svgs++;});
 var d=document.createElement('div');d.id='render-status';d.hidden=true;
 d.setAttribute('data-errors',JSON.stringify(window.__reportErrors));d.setAttribute('data-plots',String(plots.length));
-d.setAttribute('data-svgs',String(svgs));d.setAttribute('data-expected',String(%d));document.body.appendChild(d);},500);});
+d.setAttribute('data-svgs',String(svgs));d.setAttribute('data-loadms',String(Math.round(loadms)));d.setAttribute('data-expected',String(%d));document.body.appendChild(d);},500);});
 </script>"""
 
 ATTN_JS = """<script>
@@ -196,7 +197,7 @@ def _gather(run: Run, analyses: Path, pc, progress: bool) -> dict[str, Any]:
 
 
 def report(runs, out: str | os.PathLike | None = None, progress: bool = True, *, analyses: str | os.PathLike = "analyses",
-           pass_config=None, max_head_checkpoints: int | None = None) -> Path:
+           pass_config=None, max_head_checkpoints: int | None = None, plotly: str = "inline") -> Path:
     """Write the interactive report of one or several runs; returns the HTML path.
 
     Default path: ``<analyses>/<run name>/report.html`` for one run,
@@ -215,6 +216,10 @@ def report(runs, out: str | os.PathLike | None = None, progress: bool = True, *,
         pc = replace(pc, max_head_checkpoints=max_head_checkpoints)
     out = Path(out) if out is not None else default_out([r.name for r in runs], analyses)
     refuse_inside_run(out, "report")  # before any work
+    from .tabular import PLOTLY_MODES
+
+    if plotly not in PLOTLY_MODES:
+        raise ValueError(f"--plotly {plotly!r}: choose one of {', '.join(PLOTLY_MODES)}")
     data = [_gather(r, analyses, pc, progress) for r in runs]
     names = [d["name"] for d in data]
 
@@ -244,7 +249,7 @@ def report(runs, out: str | os.PathLike | None = None, progress: bool = True, *,
     page.add("<h2 id='loss'>Loss curves</h2><p class='note'>The paper's sequence candidate loss L_seq (log-probability of the "
              "whole target string and EOS, renormalised over the group's K candidate strings), our first-token candidate loss Lc "
              "(the first target token renormalised over the group's K candidate first characters), L1 (first token, full "
-             "vocabulary) and the full target loss, in nats, on the fixed evaluation set. Long dashes: log K; dashed vertical: "
+             "vocabulary) and the full target loss, in nats, on the fixed evaluation set. Long dashes: log K; dotted vertical: "
              "tau (first step with L_seq &lt; alpha log K). The buttons switch the step axis to log (step 0 is not drawn there).</p>")
     page.fig(figures.loss_curves({label[d["name"]]: d["tables"]["checkpoint"] for d in data},
                                  {label[d["name"]]: {"log_K": d["summary"]["log_K"], "tau": d["summary"]["tau"]} for d in data}))
@@ -291,18 +296,19 @@ def report(runs, out: str | os.PathLike | None = None, progress: bool = True, *,
     nav = "".join(f"<a href='#{a}'>{t}</a>" for a, t in (("summary", "summary"), ("loss", "loss curves"), ("figure3", "Figure 3"),
                                                           ("r0-heads", "heads"), ("r0-attn", "attention"), ("r0-groups", "groups"),
                                                           ("tables", "tables"), ("provenance", "provenance"), ("notes", "downsampling")))
-    atomic_write_text(out, _document(title, nav, page))
+    atomic_write_text(out, _document(title, nav, page, out, plotly))
     return out
 
 
-def _document(title: str, nav: str, page: Page) -> str:
-    """The page shell: plotly.js embedded once, the render-status hooks, the sections."""
-    from plotly.offline import get_plotlyjs
+def _document(title: str, nav: str, page: Page, out: Path, plotly: str = "inline") -> str:
+    """The page shell: plotly.js loaded once (``tabular.plotly_script``: inline by default, so
+    the page opens offline on its own), the render-status hooks, the sections."""
+    from .tabular import plotly_script
 
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         f"<title>{esc(title)}</title><style>{CSS}</style>{STATUS_HEAD}"
-        f"<script>{get_plotlyjs()}</script></head><body>"
+        f"{plotly_script(plotly, out)}</head><body>"
         f"<h1>{esc(title)}</h1><p class='note'>Marginals Before Conditionals (arXiv 2603.10074): plateau at log K, then a "
         f"collective transition. Written by mi_plateau; self-contained, opens offline.</p><nav>{nav}</nav>"
         + "".join(page.parts)
@@ -312,7 +318,7 @@ def _document(title: str, nav: str, page: Page) -> str:
 
 
 def sweep_report(out: str | os.PathLike, name: str, tables: dict[str, list[dict]], figs: dict[str, Any],
-                 curves: dict[str, dict[str, Any]], note: str = "") -> Path:
+                 curves: dict[str, dict[str, Any]], note: str = "", plotly: str = "inline") -> Path:
     """One page for a whole sweep: its figures (tau against the swept key with the fit), every
     run's loss curves (both families) and its tables. Computes nothing: the recipe built them."""
     from . import figures
@@ -335,7 +341,7 @@ def sweep_report(out: str | os.PathLike, name: str, tables: dict[str, list[dict]
         page.add(f"<h2 id='t{i}'>{esc(title)}</h2><div class='tw'>{html_table(rows)}</div>")
     nav = "".join(f"<a href='#{a}'>{esc(t)}</a>" for a, t in anchors)
     out.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out, _document(f"mi_plateau sweep: {name}", nav, page))
+    atomic_write_text(out, _document(f"mi_plateau sweep: {name}", nav, page, out, plotly))
     return out
 
 
@@ -361,22 +367,30 @@ def _run_sections(page: Page, d: dict, key: str, notes: list[str], progress: boo
                      "drawn in the heat maps over training).")
         page.fig(figures.head_grid_slider(t["heads"], lab, frames))
 
-    att_steps = spread(all_steps, MAX_ATTENTION_CHECKPOINTS,
-                       tuple(nearest(all_steps, f * tau) for f in (0.25, 0.5, 1.0, 1.5)) if tau else ())
-    A = attention_patterns(d["run"], d["cfg"], att_steps, N_ATTENTION_EXAMPLES, progress=progress)
+    # every selector of the first base group (eval rows 0..K-1); fewer checkpoints for large K
+    # keep the page's size in bounds (K x checkpoints patterns per head)
+    n_att = max(4, min(MAX_ATTENTION_CHECKPOINTS, ATTENTION_PATTERN_BUDGET // K))
+    att_steps = spread(all_steps, n_att, tuple(nearest(all_steps, f * tau) for f in (0.25, 0.5, 1.0, 1.5)) if tau else ())
+    A = attention_patterns(d["run"], d["cfg"], att_steps, K, progress=progress)
+    routing = d["routing"].get("routing_head")
+    h0 = A["heads"].index(routing) if routing in A["heads"] else 0
     notes.append(f"{esc(name)}: attention patterns are stored for {len(att_steps)} of {len(all_steps)} checkpoints "
-                 f"(steps {', '.join(map(str, att_steps))}) and the first {len(A['examples'])} evaluation examples.")
+                 f"(steps {', '.join(map(str, att_steps))}) and the {len(A['examples'])} examples of the first base group (every "
+                 f"selector z = 0..{K - 1}); the viewer opens on the routing head ({routing}).")
     A["title"] = f"{lab}:"
     page.add(f"<h2 id='{key}-attn'>Attention patterns: {esc(name)}</h2><p class='note'>Rows: query position, columns: key "
              f"position. The query at position {A['first_pred']} (the SEP before A, outlined) predicts A1; z:… are the selector tokens, "
              "A:… the target.</p>")
-    opts = lambda items: "".join(f"<option value='{i}'>{esc(str(x))}</option>" for i, x in enumerate(items))  # noqa: E731
+    def opts(items, chosen: int = 0) -> str:
+        return "".join(f"<option value='{i}'{' selected' if i == chosen else ''}>{esc(str(x))}</option>" for i, x in enumerate(items))
+
     div = f"{key}-attnfig"
     page.add(f"<div class='controls'><label>checkpoint <input type='range' id='{div}-step' min='0' max='{len(att_steps) - 1}' "
              f"value='{len(att_steps) - 1}'> step <b id='{div}-steplabel'>{att_steps[-1]}</b></label>"
-             f"<label>head <select id='{div}-head'>{opts(A['heads'])}</select></label>"
+             f"<label>head <select id='{div}-head'>{opts(A['heads'], h0)}</select></label>"
              f"<label>example <select id='{div}-ex'>{opts(A['examples'])}</select></label></div>")
-    page.fig(figures.attention_pattern(A["patterns"][-1][0][0], A["labels"][0], f"{lab}: {A['heads'][0]}, step {att_steps[-1]}", A["first_pred"]), div)
+    page.fig(figures.attention_pattern(A["patterns"][-1][h0][0], A["labels"][0], f"{lab}: {A['heads'][h0]}, step {att_steps[-1]}",
+                                       A["first_pred"]), div)
     payload = {k: A[k] for k in ("steps", "heads", "labels", "patterns", "title")}
     page.add(ATTN_JS % (_script_json(payload), _script_json(div)))
 

@@ -105,6 +105,40 @@ def read_json_rows(path: Path) -> Rows:
     return json.loads(Path(path).read_text())
 
 
+PLOTLY_MODES = ("inline", "cdn", "directory")
+
+
+def plotly_script(mode: str, page: Path, root: Path | None = None) -> str:
+    """The <script> that loads plotly.js for an HTML file at ``page``: ``inline`` embeds it (the
+    page opens offline, alone; about 4.6 MB), ``cdn`` links the plotly CDN (a small page that
+    needs the network), ``directory`` links one ``plotly.min.js`` in ``root`` (default: the
+    page's folder), written once and shared by every page under it (offline, with that file)."""
+    from plotly.offline import get_plotlyjs, get_plotlyjs_version
+
+    if mode == "inline":
+        return f"<script>{get_plotlyjs()}</script>"
+    if mode == "cdn":
+        return f"<script src='https://cdn.plot.ly/plotly-{get_plotlyjs_version()}.min.js' charset='utf-8'></script>"
+    if mode == "directory":
+        import os
+
+        from .checkpoints import atomic_write_text
+
+        js = Path(root or page.parent) / "plotly.min.js"
+        text = get_plotlyjs()
+        if not js.is_file() or js.stat().st_size != len(text.encode()):
+            atomic_write_text(js, text)
+        return f"<script src='{Path(os.path.relpath(js, page.parent)).as_posix()}'></script>"
+    raise ValueError(f"plotly mode {mode!r}: choose one of {', '.join(PLOTLY_MODES)}")
+
+
+def figure_html(fig, path: Path, root: Path | None = None) -> str:
+    """A whole HTML page of one figure that links the shared ``plotly.min.js`` in ``root``."""
+    body = fig.to_html(include_plotlyjs=False, full_html=False)
+    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'>{plotly_script('directory', path, root)}</head>"
+            f"<body>{body}</body></html>")
+
+
 def write_run_analysis(folder: Path, name: str, tables: dict, outputs: dict, note6: str = "", note9: str = "") -> list[Path]:
     """What ``mi-plateau analyze`` writes for one run: the pass tables, Tables 6 and 9, the
     routing summary (JSON) and Figure 3 (HTML)."""
@@ -119,7 +153,7 @@ def write_run_analysis(folder: Path, name: str, tables: dict, outputs: dict, not
     paths += write_table(folder / "table9", outputs["table9"], title=f"Table 9 (head ablation): {name}", note=note9)
     atomic_write_json(folder / "routing.json", outputs["routing"])
     f3 = folder / "figure3.html"
-    atomic_write_text(f3, figures.figure3({name: outputs["figure3"]}).to_html(include_plotlyjs=True, full_html=True))
+    atomic_write_text(f3, figure_html(figures.figure3({name: outputs["figure3"]}), f3, folder.parent))
     return paths + [folder / "routing.json", f3]
 
 
@@ -133,5 +167,5 @@ def write_comparison(folder: Path, table6, table9, routing: Rows, figure3_data: 
     paths = write_table(folder / "table6", table6, title="Table 6 (collective transition)", note=note6)
     paths += write_table(folder / "table9", table9, title="Table 9 (head ablation)", note=note9)
     paths += write_table(folder / "routing", routing, title="Selector-routing heads and leads")
-    atomic_write_text(folder / "figure3.html", figures.figure3(figure3_data).to_html(include_plotlyjs=True, full_html=True))
+    atomic_write_text(folder / "figure3.html", figure_html(figures.figure3(figure3_data), folder / "figure3.html", folder.parent))
     return paths + [folder / "figure3.html"]

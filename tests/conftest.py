@@ -62,7 +62,8 @@ def _render_status(page: Path, tmp: Path) -> dict:
     import html
 
     return {"errors": json.loads(html.unescape(attrs["errors"])), "plots": int(attrs["plots"]),
-            "svgs": int(attrs["svgs"]), "expected": int(attrs["expected"])}
+            "svgs": int(attrs["svgs"]), "expected": int(attrs["expected"]),
+            "load_ms": int(attrs.get("loadms", -1))}
 
 
 @pytest.fixture(scope="session")

@@ -50,7 +50,10 @@ def reports(tiny_run, tmp_path_factory):
     (bad / "command.json").write_text(json.dumps(cmd))
     shutil.copytree(analyses / tiny_run.name / "passes", analyses / BAD_NAME / "passes")  # same weights, same cache
     compare = report([tiny_run.path, bad], progress=False, analyses=analyses, max_head_checkpoints=6)
-    return {"single": single, "compare": compare, "tiny": tiny_run, "analyses": analyses}
+    cdn = report([tiny_run.path], tmp / "cdn" / "r.html", progress=False, analyses=analyses, max_head_checkpoints=6, plotly="cdn")
+    directory = report([tiny_run.path], tmp / "dir" / "r.html", progress=False, analyses=analyses, max_head_checkpoints=6,
+                       plotly="directory")
+    return {"single": single, "compare": compare, "tiny": tiny_run, "analyses": analyses, "cdn": cdn, "directory": directory}
 
 
 def test_default_paths(reports):
@@ -69,6 +72,28 @@ def test_self_contained(reports, which):
     assert "cdn.plot.ly" not in " ".join(p.refs)
     assert text.count("* plotly.js v") == 1  # plotly.js embedded exactly once
     assert text.count('class="plotly-graph-div"') >= 7
+
+
+def test_plotly_modes(reports):
+    """--plotly cdn links the CDN's plotly.js of the bundled version; directory links one
+    plotly.min.js beside the page; the figures are the same."""
+    from plotly.offline import get_plotlyjs_version
+
+    inline, cdn, directory = (reports[k].read_text() for k in ("single", "cdn", "directory"))
+    assert f"https://cdn.plot.ly/plotly-{get_plotlyjs_version()}.min.js" in cdn and "* plotly.js v" not in cdn
+    assert "<script src='plotly.min.js'>" in directory and (reports["directory"].parent / "plotly.min.js").stat().st_size > 1e6
+    assert len(cdn) < len(inline) / 3
+    assert cdn.count('class="plotly-graph-div"') == inline.count('class="plotly-graph-div"') == directory.count('class="plotly-graph-div"')
+    print(f"\nreport sizes: inline {len(inline.encode())} B, cdn {len(cdn.encode())} B, directory {len(directory.encode())} B")
+
+
+def test_analyze_figures_share_one_plotly(reports, tmp_path):
+    from mi_plateau.api import analyze
+
+    analyze([reports["tiny"].path], tmp_path / "an", progress=False)
+    fig = (tmp_path / "an" / reports["tiny"].name / "figure3.html").read_text()
+    assert "<script src='../plotly.min.js'>" in fig and "* plotly.js v" not in fig
+    assert (tmp_path / "an" / "plotly.min.js").is_file()
 
 
 def test_user_strings_escaped(reports):
@@ -93,10 +118,11 @@ def test_cli_main_prints_path(reports, tmp_path, capsys, monkeypatch):
 
 @pytest.mark.browser
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="needs /usr/bin/chromium (Debian package chromium)")
-@pytest.mark.parametrize("which", ["single", "compare"])
+@pytest.mark.parametrize("which", ["single", "compare", "directory"])
 def test_renders_in_headless_chromium(reports, which, tmp_path, render_status):
     page = reports[which]
     st = render_status(page, tmp_path)
+    print(f"\n{which}: {page.stat().st_size} B, load event at {st['load_ms']} ms in headless Chromium")
     assert st["errors"] == []
     assert st["expected"] == page.read_text().count('class="plotly-graph-div"')
     assert st["plots"] == st["expected"] and st["svgs"] == st["expected"]
