@@ -30,6 +30,8 @@ class PassConfig:
     table6_fracs: tuple[float, ...] = (0.25, 0.5, 1.0, 1.5)
     phase_fracs: tuple[float, float, float] = (0.25, 1.0, 2.0)  # Pre, Mid and Post of Table 9
     min_gap: float = 0.05
+    n_boot: int = 1000  # bootstrap resamples over groups for the tables' intervals (0: none)
+    boot_seed: int = 0
 
     def key(self) -> str:
         d = {"shifts": list(self.shifts), "mean": self.mean_ablation, "min_gap": self.min_gap, "v": 2}
@@ -190,7 +192,8 @@ def run_outputs(name: str, cfg, s: dict, tables: dict, pc: PassConfig | None = N
     K = cfg.task.K
     taus = {f: v["tau"] for f, v in s["definitions"].items()}
     return {
-        "table6": table6(name, K, taus, tables["checkpoint"], pc.table6_fracs),
+        "table6": table6(name, K, taus, tables["checkpoint"], pc.table6_fracs, group_rows=tables["groups"],
+                         n_boot=pc.n_boot, seed=pc.boot_seed),
         "table9": table9(name, K, taus, tables["heads"], fracs=pc.phase_fracs),
         "routing": routing(name, K, taus, tables["heads"], tables["checkpoint"]),
         "figure3": {f: figure3_data(name, K, t, tables["checkpoint"], tables["groups"], f) for f, t in taus.items()},

@@ -37,8 +37,28 @@ def _finite(v) -> bool:
     return v is not None and not (isinstance(v, float) and math.isnan(v))
 
 
+def group_bootstrap(accs: Sequence[float], n_boot: int, seed: int, level: float = 0.95) -> dict[str, float]:
+    """Percentile bootstrap over groups of Table 6's three numbers: the % of groups with
+    accuracy >= 0.8, the % at 1, and the mean accuracy; ``{<name>_lo, <name>_hi}``."""
+    import numpy as np
+
+    a = np.asarray(accs, dtype=float)
+    if not len(a) or n_boot <= 0:
+        return {}
+    idx = np.random.default_rng(seed).integers(0, len(a), size=(n_boot, len(a)))
+    r = a[idx]
+    stats = {"ge80_pct": 100 * (r >= 0.8 - 1e-9).mean(1), "eq100_pct": 100 * (r >= 1 - 1e-9).mean(1), "mean_acc": r.mean(1)}
+    q = (0.5 - level / 2, 0.5 + level / 2)
+    out = {}
+    for k, v in stats.items():
+        lo, hi = np.quantile(v, q)
+        out[f"{k}_lo"], out[f"{k}_hi"] = float(lo), float(hi)
+    return out
+
+
 def table6(name: str, K: int, taus: dict[str, int | None], checkpoint_rows: Rows,
-           fracs: Sequence[float] = (0.25, 0.5, 1.0, 1.5), families: Sequence[str] = FAMILIES) -> Rows:
+           fracs: Sequence[float] = (0.25, 0.5, 1.0, 1.5), families: Sequence[str] = FAMILIES,
+           group_rows: Rows | None = None, n_boot: int = 1000, seed: int = 0) -> Rows:
     """Collective transition: per-group accuracy at the checkpoints nearest fractions of tau,
     for each family (the paper's: candidate accuracy at fractions of the L_seq tau; first
     token: exact match at fractions of the Lc tau). Only checkpoints where the family's
@@ -46,8 +66,14 @@ def table6(name: str, K: int, taus: dict[str, int | None], checkpoint_rows: Rows
 
     A fraction with no checkpoint within 0.1 tau (a run stopped early) gets an empty row; a
     paper reference is attached only from a paper row within 0.15 tau of the checkpoint.
+    With ``group_rows`` (the groups pass: one row per group and checkpoint), every number gets
+    a 95% percentile bootstrap interval over the groups (``n_boot`` resamples, ``seed``):
+    columns ``<number>_lo`` and ``<number>_hi``.
     Returns a DataFrame, one row per family and fraction."""
     checkpoint_rows = records(checkpoint_rows)
+    per_group: dict[int, list[dict]] = {}
+    for r in records(group_rows) if group_rows is not None else []:
+        per_group.setdefault(r["step"], []).append(r)
     out = []
     for fam in families:
         d, tau = definition(fam), taus.get(fam)
@@ -64,6 +90,8 @@ def table6(name: str, K: int, taus: dict[str, int | None], checkpoint_rows: Rows
             r = by_step[s]
             row = {**base, "step": s, "frac_tau": s / tau, "ge80_pct": 100 * r[d.ge80], "eq100_pct": 100 * r[d.eq100],
                    "mean_acc": r[d.acc_mean]}
+            accs = [g[d.acc] for g in per_group.get(s, []) if _finite(g.get(d.acc))]
+            row.update(group_bootstrap(accs, n_boot, seed))
             near = [t for t in PAPER_TABLE6.get(K) or [] if abs(t[1] - s / tau) <= 0.15]
             if near:
                 p = min(near, key=lambda t: abs(t[1] - s / tau))
