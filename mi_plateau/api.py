@@ -130,14 +130,15 @@ def inspect(run, step: int | None = None, head: str | None = None, n_examples: i
 def ablation_report(run, step: int | None = None, mean: bool = False) -> dict[str, Any]:
     """Head ablation at the checkpoint nearest ``step``: per head (nats) the paper's Delta L
     (full-vocabulary cross-entropy over A1..A4 and EOS, ablated minus clean), Delta Lc and
-    Delta L1, sorted by Delta L; zero ablation, or mean ablation with ``mean=True``."""
+    Delta L1, in head order (layer, head) as ``inspect`` lists them; zero ablation, or mean
+    ablation with ``mean=True``."""
     from .summaries import nan_to_none
     from .passes.probes import checkpoint_passes
 
     run = run if isinstance(run, Run) else Run(run)
     cfg, s, W, ev = _checkpoint_at(run, step)
     out = checkpoint_passes(W, ev, step=s, mean=mean)
-    heads = sorted(out["heads"], key=lambda r: -r["dL"])
     ck = out["checkpoint"][0]
-    return nan_to_none({"run": run.name, "step": s, "mode": "mean" if mean else "zero", "L_seq": ck["L_seq"], "full_loss": ck["full_loss"],
-                        "Lc": ck["Lc"], "L1": ck["L1"], "swap_gap_seq": ck["swap_gap_seq"], "swap_gap": ck["swap_gap"], "heads": heads})
+    return nan_to_none({"run": run.name, "step": s, "mode": "mean" if mean else "zero", "checkpoint": ck, "L_seq": ck["L_seq"],
+                        "full_loss": ck["full_loss"], "Lc": ck["Lc"], "L1": ck["L1"], "swap_gap_seq": ck["swap_gap_seq"],
+                        "swap_gap": ck["swap_gap"], "heads": list(out["heads"])})

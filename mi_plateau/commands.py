@@ -41,11 +41,39 @@ def cmd_analyze(args) -> int:
     return 0
 
 
-def _head_table(heads, cols):
-    lines = ["head   " + " ".join(f"{c:>13}" for c in cols)]
+HEAD_LEGEND = {
+    "sel_attn": "sel_attn = attention from the A1 query to the selector z minus the uniform baseline",
+    "dL": "dL = ablation Delta L, full-vocabulary cross-entropy over A1..A4 and EOS, ablated - clean (the paper's; nats)",
+    "dLc": "dLc = ablation Delta Lc (first-token candidate loss; nats)",
+    "dL1": "dL1 = ablation Delta L1 (first token, full vocabulary; nats)",
+    "swap_contrib": "swap_contrib = swap gap removed by ablating the head (nats)",
+    "causal_share": "causal_share = swap_contrib / swap gap (blank while the gap is below 0.05 nats)",
+}
+
+
+def _head_table(heads, cols) -> str:
+    """One table for inspect and ablate: heads in (layer, head) order, the top head by the
+    paper's Delta L marked with *, then the legend of the columns shown."""
+    top = max((r for r in heads if _finite(r.get("dL"))), key=lambda r: r["dL"], default=None)
+    lines = ["head    " + " ".join(f"{c:>13}" for c in cols)]
     for r in heads:
-        lines.append(f"{r['head']:<6} " + " ".join(f"{_f(r.get(c)):>13}" for c in cols))
+        mark = "*" if top is not None and r["head"] == top["head"] else " "
+        lines.append(f"{r['head']:<6}{mark} " + " ".join(f"{_f(r.get(c)):>13}" for c in cols))
+    lines.append("* = the head with the largest dL")
+    lines += [f"  {HEAD_LEGEND[c]}" for c in cols]
     return "\n".join(lines)
+
+
+def _checkpoint_lines(res: dict, what: str = "") -> None:
+    ck = res["checkpoint"]
+    print(f"{res['run']} at step {res['step']}{what}")
+    print(f"  paper:       L_seq {_f(ck['L_seq'])} nats, candidate accuracy {_f(ck['cand_acc'])}, swap gap {_f(ck['swap_gap_seq'])} nats")
+    print(f"  first token: Lc {_f(ck['Lc'])} nats, L1 {_f(ck['L1'])} nats, exact match {_f(ck['acc_mean'])}, swap gap "
+          f"{_f(ck['swap_gap'])} nats; full target loss {_f(ck['full_loss'])} nats")
+
+
+def _finite(v) -> bool:
+    return isinstance(v, (int, float)) and math.isfinite(v)
 
 
 def cmd_inspect(args) -> int:
@@ -55,13 +83,7 @@ def cmd_inspect(args) -> int:
     if args.json:
         print(json.dumps(res, indent=2))
         return 0
-    ck = res["checkpoint"]
-    print(f"{res['run']} at step {res['step']}")
-    print(f"  paper:       L_seq {_f(ck['L_seq'])} nats, candidate accuracy {_f(ck['cand_acc'])}, swap gap {_f(ck['swap_gap_seq'])} nats")
-    print(f"  first token: Lc {_f(ck['Lc'])} nats, L1 {_f(ck['L1'])} nats, exact match {_f(ck['acc_mean'])}, swap gap {_f(ck['swap_gap'])} nats")
-    print("sel_attn = attention from the A1 query to z minus uniform baseline; dL = ablation Delta L over all target")
-    print("positions (the paper's), dLc = ablation Delta Lc (nats); swap_contrib = swap gap removed by ablating the head")
-    print("(nats); causal_share = swap_contrib / swap gap")
+    _checkpoint_lines(res)
     print(_head_table(res["heads"], ["sel_attn", "dL", "dLc", "swap_contrib", "causal_share"]))
     for hook in ("resid_pre", "resid_post"):
         rows = [r for r in res["patching"] if r.get("hook") == hook]
@@ -71,7 +93,7 @@ def cmd_inspect(args) -> int:
     if "pattern" in res:
         for ex in res["pattern"]["examples"]:
             toks = ex["tokens"]
-            print(f"\n{res['pattern']['head']} attention pattern (rows: query, cols: key)")
+            print(f"\n{res['pattern']['head']} attention pattern (rows: query, cols: key; attention weights, 0 to 1)")
             print("      " + " ".join(f"{t:>4}" for t in toks))
             for q, row in enumerate(ex["pattern"]):
                 print(f"{toks[q]:>5} " + " ".join(f"{v:4.2f}" if k <= q else "    " for k, v in enumerate(row)))
@@ -85,10 +107,7 @@ def cmd_ablate(args) -> int:
     if args.json:
         print(json.dumps(res, indent=2))
         return 0
-    print(f"{res['run']} at step {res['step']} ({res['mode']} ablation), clean: L_seq {_f(res['L_seq'])}, full target loss "
-          f"{_f(res['full_loss'])}, Lc {_f(res['Lc'])}, L1 {_f(res['L1'])} nats; swap gap {_f(res['swap_gap_seq'])} (L_seq), "
-          f"{_f(res['swap_gap'])} (Lc) nats")
-    print("dL = the paper's Delta L (full-vocabulary cross-entropy over A1..A4 and EOS), dLc, dL1 in nats; sorted by dL")
+    _checkpoint_lines(res, f" ({res['mode']} ablation of hook_z)")
     print(_head_table(res["heads"], ["dL", "dLc", "dL1", "swap_contrib", "causal_share"]))
     return 0
 

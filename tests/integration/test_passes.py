@@ -214,7 +214,8 @@ def test_analyze_inspect_ablate_on_a_trained_run(tiny_run, tmp_path):
     ins = inspect(tiny_run, last, head="L0H0")
     assert ins["step"] == last and len(ins["heads"]) == 4 and len(ins["pattern"]["examples"]) == 3
     ab = ablation_report(tiny_run, last)
-    assert ab["heads"][0]["dLc"] >= ab["heads"][-1]["dLc"]
+    assert [r["head"] for r in ab["heads"]] == [r["head"] for r in ins["heads"]] == ["L0H0", "L0H1", "L1H0", "L1H1"]
+    assert [r["dL"] for r in ab["heads"]] == pytest.approx([r["dL"] for r in ins["heads"]])  # same ablation
 
 
 def test_analysis_does_not_depend_on_the_cache_history(tiny_run, tmp_path):
@@ -235,6 +236,12 @@ def test_cli_analysis_commands(run_cli, tiny_run, tmp_path):
     p = run_cli("ablate", str(tiny_run.path), "--step", "100")
     assert p.returncode == 0, p.stderr
     assert "L0H0" in p.stdout and "dLc" in p.stdout
+    q = run_cli("inspect", str(tiny_run.path))  # --step defaults to the last checkpoint
+    assert q.returncode == 0 and f"at step {tiny_run.steps()[-1]}" in q.stdout
+    heads = lambda out: [ln.split()[0] for ln in out.splitlines() if ln[:1] == "L" and ln[1:2].isdigit()]  # noqa: E731
+    assert heads(p.stdout) == heads(q.stdout) == ["L0H0", "L0H1", "L1H0", "L1H1"]  # one order
+    assert p.stdout.count(" * ") + p.stdout.count("  *") >= 1 and "* = the head with the largest dL" in q.stdout
+    assert len(set(p.stdout.splitlines())) == len(p.stdout.splitlines())  # no duplicated lines
     p = run_cli("inspect", str(tiny_run.path), "--step", "100", "--head", "L1H1", "--json")
     assert p.returncode == 0 and json.loads(p.stdout)["pattern"]["head"] == "L1H1"
     p = run_cli("inspect", str(tiny_run.path), "--step", "999999")
