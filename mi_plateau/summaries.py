@@ -131,6 +131,10 @@ def summarize(cfg: RunConfig, records: list[dict[str, Any]]) -> dict[str, Any]:
         "final_Lc": Lc[-1] if Lc else None,
         "final_L_seq": num(records[-1]["metrics"].get("L_seq")) if records else None,
         "n_checkpoints": len(records),
+        # the evaluation set holds min(eval.n_groups, n_b) groups: say so when it is fewer
+        "eval_groups": min(cfg.eval.n_groups, cfg.task.n_b),
+        **({"eval_groups_note": f"eval.n_groups={cfg.eval.n_groups} > task.n_b={cfg.task.n_b}: the evaluation set holds "
+                                f"all {cfg.task.n_b} groups"} if cfg.eval.n_groups > cfg.task.n_b else {}),
     }
 
 

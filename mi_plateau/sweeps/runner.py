@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..checkpoints import Run, RunError, atomic_write_json, read_json
+from ..checkpoints import Run, RunError, atomic_write_json, read_json, refuse_inside_run
 from ..config import RunConfig, config_diff
 from ..tabular import write_table
 from .spec import Sweep
@@ -209,6 +209,10 @@ def run_sweep(sweep: Sweep, *, root: str | Path = "checkpoints", jobs: int | Non
         raise RunError(f"backend {backend!r}: choose one of {', '.join(BACKENDS)}")
     runs = plan(sweep, root)
     folder = sweep.folder(root)
+    # the writers' rule: the sweep folder is a real folder of its own, not inside a run folder
+    refuse_inside_run(folder, "sweep")
+    if folder.is_symlink():
+        raise RunError(f"{folder}: is a symbolic link; a sweep writes only into its own folder")
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write_json(folder / "sweep.json", sweep.to_dict())
     t0 = time.perf_counter()

@@ -9,7 +9,7 @@ ConfigError that names a file of the folder; never another exception, a hang, or
 anything outside the folder (a sentinel folder beside it is hashed before and after).
 
 Default tier: 240 cases (summary, records, load_model, resume); the slow tier runs 2000 more
-(another seed) and adds inspect on every 20th. The counts are printed (pytest -s) and quoted in docs/reliability.md.
+(another seed) and adds inspect on every 20th case, analyze and report on every 50th. The counts are printed (pytest -s) and quoted in docs/reliability.md.
 """
 
 from __future__ import annotations
@@ -149,7 +149,7 @@ def _call(fn, limit: int = 20):
         signal.signal(signal.SIGALRM, old)
 
 
-def _fuzz(base, tmp_path, n: int, seed: int, inspect_every: int = 0) -> Counter:
+def _fuzz(base, tmp_path, n: int, seed: int, inspect_every: int = 0, heavy_every: int = 0) -> Counter:
     run0, want = base
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -169,9 +169,16 @@ def _fuzz(base, tmp_path, n: int, seed: int, inspect_every: int = 0) -> Counter:
             from mi_plateau.api import inspect
 
             ops.append(("inspect", lambda: inspect(Run(folder))))
+        if heavy_every and case % heavy_every == 0:
+            from mi_plateau.api import analyze
+            from mi_plateau.report import report
+
+            out = tmp_path / f"an{case}"
+            ops += [("analyze", lambda: analyze([folder], out, progress=False, max_head_checkpoints=3)),
+                    ("report", lambda: report([folder], out / "r.html", progress=False, analyses=out, max_head_checkpoints=3))]
         for name, fn in ops:
             try:  # inspect runs every pass at a checkpoint: seconds, more on a busy machine
-                outcome, value = _call(fn, 180 if name == "inspect" else 20)
+                outcome, value = _call(fn, 20 if name in ("summary", "records", "load_model", "resume") else 300)
             except Hang:
                 pytest.fail(f"{where}: {name} did not finish within the time limit")
             except Exception as e:  # anything but a clean error is a traceback for the user
@@ -192,6 +199,7 @@ def _fuzz(base, tmp_path, n: int, seed: int, inspect_every: int = 0) -> Counter:
         counts["cases"] += 1
         counts[f"kind {kind}"] += 1
         shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(tmp_path / f"an{case}", ignore_errors=True)
     return counts
 
 
@@ -203,7 +211,7 @@ def test_fuzz_default_tier(base, tmp_path):
 
 @pytest.mark.slow
 def test_fuzz_slow_tier(base, tmp_path):
-    counts = _fuzz(base, tmp_path, 2000, seed=1, inspect_every=20)
+    counts = _fuzz(base, tmp_path, 2000, seed=1, inspect_every=20, heavy_every=50)
     print(f"\nfuzz slow tier: {dict(sorted(counts.items()))}")
     assert counts["cases"] == 2000
 

@@ -608,3 +608,29 @@ def test_a_run_folder_name_that_is_not_utf8_goes_through_analyze_and_report(tiny
     assert "run\ufffd" in (tmp_path / "r.html").read_bytes().decode("utf-8")  # valid UTF-8, the name shown as U+FFFD
     for f in (tmp_path / "an").rglob("*.md"):
         f.read_bytes().decode("utf-8")
+
+
+def test_a_clamped_evaluation_set_is_said(tiny_run):
+    """D10: eval.n_groups larger than n_b was clamped without a word."""
+    s = tiny_run.summary()
+    cfg = tiny_run.config()
+    assert s["eval_groups"] == min(cfg.eval.n_groups, cfg.task.n_b)
+    big = with_overrides(cfg, {"eval.n_groups": cfg.task.n_b + 10})
+    from mi_plateau.summaries import summarize
+
+    s2 = summarize(big, tiny_run.records())
+    assert s2["eval_groups"] == cfg.task.n_b and f"holds all {cfg.task.n_b} groups" in s2["eval_groups_note"]
+
+
+def test_a_sweep_refuses_a_folder_inside_a_run_or_a_symlinked_one(tiny_run, tmp_path):
+    from mi_plateau.sweeps import parse_sweep, run_sweep
+
+    sweep = parse_sweep({"name": "s", "preset": "tiny", "points": [{"K": 3}]})
+    with pytest.raises(RunError, match="is inside the run folder"):
+        run_sweep(sweep, root=tiny_run.path, progress=False)
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "root").mkdir()
+    (tmp_path / "root" / "s").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(RunError, match="is a symbolic link"):
+        run_sweep(sweep, root=tmp_path / "root", progress=False)
+    assert not any((tmp_path / "elsewhere").iterdir())
