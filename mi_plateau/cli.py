@@ -208,13 +208,26 @@ def _fmt(v) -> str:
     return str(v)
 
 
+# the unit of every number the summary prints
+UNITS = {"log_K": "nats", "plateau_Lc": "nats", "tau": "steps", "tau_examples": "examples", "converged_step": "steps",
+         "swap_gap_0.1_step": "steps", "last_step": "steps", "final_Lc": "nats", "final_L_seq": "nats", "D": "examples",
+         "n_b": "groups", "eval_groups": "groups", "n_checkpoints": "checkpoints", "plateau_ratio": "x log K"}
+
+
+def _with_unit(k: str, v) -> str:
+    u = UNITS.get(k)
+    return f"{_fmt(v)} {u}" if u and v is not None and not isinstance(v, bool) else _fmt(v)
+
+
 def _print_summary(s: dict) -> None:
     for k, v in s.items():
+        if k == "run":
+            continue  # printed above
         if isinstance(v, dict):  # the definitions: one line per family
             for fam, d in v.items():
-                print(f"  {k + ' ' + fam:>18}: " + ", ".join(f"{kk} {_fmt(vv)}" for kk, vv in d.items()))
+                print(f"  {k + ' ' + fam:>18}: " + ", ".join(f"{kk} {_with_unit(kk, vv)}" for kk, vv in d.items()))
         else:
-            print(f"  {k:>18}: {_fmt(v)}")
+            print(f"  {k:>18}: {_with_unit(k, v)}")
 
 
 def cmd_summary(args) -> int:

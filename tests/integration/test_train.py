@@ -280,3 +280,12 @@ def test_shared_bos_forward_has_the_same_logits_and_gradients(tiny_cfg):
     bad[0, 0] = bad[0, 1]
     with pytest.raises(ValueError, match="same tokens"):
         forward(W, bad, 5, 1)
+
+
+def test_summary_prints_units_and_no_line_twice(tiny_run, run_cli):
+    p = run_cli("summary", str(tiny_run.path))
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert len(lines) == len(set(lines)) and sum(ln.startswith("run:") or "  run:" in ln for ln in lines) == 1
+    s = tiny_run.summary()
+    assert f"tau: {s['tau']} steps" in p.stdout and "log_K: " in p.stdout and " nats" in p.stdout
