@@ -34,7 +34,8 @@ class PassConfig:
     boot_seed: int = 0
 
     def key(self) -> str:
-        d = {"shifts": list(self.shifts), "mean": self.mean_ablation, "min_gap": self.min_gap, "v": 2}
+        # v3: the ablation pass also keeps per-group deltas ("head_groups", Table 9's intervals)
+        d = {"shifts": list(self.shifts), "mean": self.mean_ablation, "min_gap": self.min_gap, "v": 3}
         return hashlib.sha1(json.dumps(d, sort_keys=True).encode()).hexdigest()[:10]
 
 
@@ -84,7 +85,7 @@ def _cheap_part(tables: dict[str, list]) -> dict[str, list]:
           for r in tables["checkpoint"]]
     heads = [{**r, **{k: None for k in HEAVY_HEAD_COLUMNS}} for r in tables["heads"]]
     groups = [{**r, **{k: None for k in SEQUENCE_GROUP_COLUMNS}} for r in tables["groups"]]
-    return {**tables, "checkpoint": ck, "heads": heads, "groups": groups, "patching": []}
+    return {**tables, "checkpoint": ck, "heads": heads, "groups": groups, "patching": [], "head_groups": []}
 
 
 def _expected_shapes(cfg) -> dict[str, tuple[int, ...]]:
@@ -112,7 +113,8 @@ def analyze_run(
     """All passes over a run; returns the tidy tables and writes per-checkpoint caches.
 
     Tables (pandas DataFrames): "checkpoint" (one row per checkpoint), "heads" (checkpoint x
-    head), "groups" (checkpoint x group), "patching" (checkpoint x hook x layer).
+    head), "groups" (checkpoint x group), "patching" (checkpoint x hook x layer), "head_groups"
+    (checkpoint x head x group: Delta L and Delta Lc per group, where the ablations ran).
     """
     from ..task import make_eval_set, make_task
     from .probes import checkpoint_passes
@@ -139,7 +141,7 @@ def analyze_run(
     what = json.dumps({k: cfg.to_dict()[k] for k in ("task", "model", "eval")}, sort_keys=True)
     key = pc.key() + "-" + hashlib.sha1(what.encode()).hexdigest()[:10]
     sha = {c["step"]: c.get("sha256") for c in run.manifest()["checkpoints"]}
-    tables: dict[str, list] = {"checkpoint": [], "heads": [], "groups": [], "patching": []}
+    tables: dict[str, list] = {"checkpoint": [], "heads": [], "groups": [], "patching": [], "head_groups": []}
     bar = None
     if progress:
         from tqdm import tqdm
@@ -194,7 +196,8 @@ def run_outputs(name: str, cfg, s: dict, tables: dict, pc: PassConfig | None = N
     return {
         "table6": table6(name, K, taus, tables["checkpoint"], pc.table6_fracs, group_rows=tables["groups"],
                          n_boot=pc.n_boot, seed=pc.boot_seed),
-        "table9": table9(name, K, taus, tables["heads"], fracs=pc.phase_fracs),
+        "table9": table9(name, K, taus, tables["heads"], fracs=pc.phase_fracs, head_group_rows=tables.get("head_groups"),
+                         n_boot=pc.n_boot, seed=pc.boot_seed),
         "routing": routing(name, K, taus, tables["heads"], tables["checkpoint"]),
         "figure3": {f: figure3_data(name, K, t, tables["checkpoint"], tables["groups"], f) for f, t in taus.items()},
     }

@@ -152,6 +152,9 @@ def checkpoint_passes(
     L1 = F.cross_entropy(clean_fp_logits, ev.target_first, reduction="none")
     correct = example_correct(clean_logits, ev.tokens, lay)
     full = target_loss(clean_logits, ev.tokens, lay).item()
+    # per clean row: the mean cross-entropy over its target positions (Table 9's intervals)
+    full_ex = F.cross_entropy(clean_logits[:, fp:P].reshape(-1, V), ev.tokens[:, fp + 1 : P + 1].reshape(-1),
+                              reduction="none").view(N, -1).mean(1)
     # mean ablation's fill: every head's z at each position, averaged over the clean rows
     z_mean = [pk.gather(z, clean, range(P)).mean(0) for z in zc] if mean and ablation else None
     sel_attn = sel_attn / N - (len(selpos) / (fp + 1))
@@ -220,6 +223,7 @@ def checkpoint_passes(
     lap("forward")
     # --- head ablation (clean and swapped inputs), variants stacked on the batch -------
     head_rows: list[dict[str, Any]] = []
+    head_group_rows: list[dict[str, Any]] = []
     names = head_names(L, H)
     if not ablation:
         head_rows = [
@@ -228,10 +232,15 @@ def checkpoint_passes(
             for l in range(L) for h in range(H)
         ]
     else:
-        base = _Base(clean_fp_logits, sw_fp_logits, ev, full)
+        base = _Base(clean_fp_logits, sw_fp_logits, ev, full, full_ex)
         for l in range(L):
             fill = z_mean[l] if mean else None
-            dL, dLc, dL1, dLc_sw = _ablate_layer(W, l, ev, pk, resid[l], zc[l], fill, base, chunk)
+            dL, dLc, dL1, dLc_sw, per_ex = _ablate_layer(W, l, ev, pk, resid[l], zc[l], fill, base, chunk)
+            # per group (the K rows of a group are consecutive): mean Delta L and Delta Lc
+            g_dL, g_dLc = (v.reshape(H, -1, K).mean(-1) for v in per_ex)
+            for h in range(H):
+                head_group_rows += [{"step": step, "head": names[l * H + h], "group": int(g), "dL": a, "dLc": c}
+                                    for g, a, c in zip(ev.groups, g_dL[h].tolist(), g_dLc[h].tolist())]
             # gap with head h ablated = (Lc_sw + dLc_sw) - (Lc + dLc): the swap gap it removes
             contrib = dLc - dLc_sw
             for h in range(H):
@@ -269,7 +278,7 @@ def checkpoint_passes(
         ck["ld_clean"] = ld_clean.mean().item()
         ck["ld_swap"] = ld_swap.mean().item()
     lap("patching")
-    return {"checkpoint": [ck], "heads": head_rows, "groups": groups, "patching": patch_rows}
+    return {"checkpoint": [ck], "heads": head_rows, "groups": groups, "patching": patch_rows, "head_groups": head_group_rows}
 
 
 def _ld(logits: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -279,8 +288,9 @@ def _ld(logits: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 class _Base:
     """Per-example losses of the unablated model that every ablation is compared with."""
 
-    def __init__(self, clean_fp_logits, sw_fp_logits, ev, full: float):
+    def __init__(self, clean_fp_logits, sw_fp_logits, ev, full: float, full_ex: torch.Tensor):
         self.full = full  # mean cross-entropy over the target positions, clean
+        self.full_ex = full_ex  # the same per clean row
         self.lc = candidate_losses(clean_fp_logits, ev.candidates, ev.cand_index)[0]
         self.l1 = F.cross_entropy(clean_fp_logits, ev.target_first, reduction="none")
         self.lc_sw = [candidate_losses(lg, ev.candidates, ev.cand_index)[0] for lg in sw_fp_logits]
@@ -323,12 +333,14 @@ def _ablate_layer(W, l, ev, pk, x, z, fill, base: _Base, chunk):
     lc = candidate_losses(lg_fp[:, :N].reshape(H * N, -1), cand, ci)[0].reshape(H, N)
     l1 = F.cross_entropy(lg_fp[:, :N].reshape(H * N, -1), ev.target_first.repeat(H), reduction="none").reshape(H, N)
     gold = ev.tokens[:, fp + 1 : P + 1]
-    full = F.cross_entropy(lg_tail.reshape(-1, V), gold.repeat(H, 1).reshape(-1), reduction="none").view(H, -1).mean(1)
+    ce = F.cross_entropy(lg_tail.reshape(-1, V), gold.repeat(H, 1).reshape(-1), reduction="none").view(H, N, -1)
+    full = ce.view(H, -1).mean(1)
     dLc_sw = torch.zeros(H)
     for i, base_sw in enumerate(base.lc_sw):
         lc_sw = candidate_losses(lg_fp[:, (1 + i) * N : (2 + i) * N].reshape(H * N, -1), cand, ci)[0].reshape(H, N)
         dLc_sw += (lc_sw - base_sw[None]).mean(1) / len(base.lc_sw)
-    return full - base.full, (lc - base.lc[None]).mean(1), (l1 - base.l1[None]).mean(1), dLc_sw
+    per_ex = (ce.mean(2) - base.full_ex[None], lc - base.lc[None])  # [H, N] each: Delta L and Delta Lc per row
+    return full - base.full, (lc - base.lc[None]).mean(1), (l1 - base.l1[None]).mean(1), dLc_sw, per_ex
 
 
 def _patch_layer(W, l, ev, pk, x, chunk):

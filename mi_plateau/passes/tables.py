@@ -111,12 +111,38 @@ def phase_steps(steps: Sequence[int], tau: int | None, fracs=(0.25, 1.0, 2.0)) -
     return {ph: nearest(steps, f * tau) for ph, f in zip(PHASES, fracs)}
 
 
+def head_bootstrap(per_group: dict[str, list[float]], n_boot: int, seed: int, level: float = 0.95) -> dict[str, dict[str, float]]:
+    """Percentile bootstrap over groups of each head's mean ablation delta, and the share of
+    resamples in which each head has the largest mean. ``per_group[head]`` holds the head's
+    per-group deltas, in one group order for every head. Returns {head: {lo, hi, top_share}}."""
+    import numpy as np
+
+    heads = list(per_group)
+    if not heads or n_boot <= 0:
+        return {}
+    M = np.asarray([per_group[h] for h in heads], dtype=float)  # [head, group]
+    idx = np.random.default_rng(seed).integers(0, M.shape[1], size=(n_boot, M.shape[1]))
+    means = M[:, idx].mean(-1)  # [head, resample]
+    lo, hi = np.quantile(means, [0.5 - level / 2, 0.5 + level / 2], axis=1)
+    top = np.bincount(means.argmax(0), minlength=len(heads)) / n_boot
+    return {h: {"lo": float(lo[i]), "hi": float(hi[i]), "top_share": float(top[i])} for i, h in enumerate(heads)}
+
+
 def table9(name: str, K: int, taus: dict[str, int | None], head_rows: Rows, top: int = 4, fracs=(0.25, 1.0, 2.0),
-           families: Sequence[str] = FAMILIES) -> Rows:
+           families: Sequence[str] = FAMILIES, head_group_rows: Rows | None = None, n_boot: int = 1000,
+           seed: int = 0) -> Rows:
     """Head ablation: the top heads at the Pre, Mid and Post checkpoints of each family (paper:
     ranked by Delta L at fractions of the L_seq tau; first token: by Delta Lc at fractions of
-    the Lc tau). Both Delta L and Delta Lc are shown in every row. Returns a DataFrame."""
+    the Lc tau). Both Delta L and Delta Lc are shown in every row. With ``head_group_rows``
+    (per-group deltas) the ranked quantity gets a 95% bootstrap interval over groups
+    (``<dL|dLc>_lo``, ``_hi``) and ``top_share``, the share of resamples in which the head
+    ranks first. Returns a DataFrame."""
     head_rows = records(head_rows)
+    by_step: dict[int, dict[str, dict[str, list[float]]]] = {}
+    for r in records(head_group_rows) if head_group_rows is not None else []:
+        by_step.setdefault(r["step"], {}).setdefault(r["head"], {"dL": [], "dLc": []})
+        for k in ("dL", "dLc"):
+            by_step[r["step"]][r["head"]][k].append(r[k])
     out = []
     for fam in families:
         d, tau = definition(fam), taus.get(fam)
@@ -125,11 +151,16 @@ def table9(name: str, K: int, taus: dict[str, int | None], head_rows: Rows, top:
             continue
         for phase, s in phase_steps(ablated, tau, fracs).items():
             rows = sorted((r for r in head_rows if r["step"] == s), key=lambda r: -r[d.ablation])[:top]
+            groups = by_step.get(s, {})
+            ci = head_bootstrap({h: v[d.ablation] for h, v in groups.items()}, n_boot, seed) if groups else {}
             ref = PAPER_TABLE9.get(K, {}).get(phase, [])
             for rank, r in enumerate(rows, 1):
                 row = {"run": name, "K": K, "definition": fam, "phase": phase, "step": s,
                        "frac_tau": s / tau if tau else float("nan"), "rank": rank, "head": r["head"],
                        "dL": r.get("dL"), "dLc": r["dLc"], "dL1": r["dL1"]}
+                if r["head"] in ci:
+                    c = ci[r["head"]]
+                    row.update({f"{d.ablation}_lo": c["lo"], f"{d.ablation}_hi": c["hi"], "top_share": c["top_share"]})
                 if K in PAPER_TABLE9:
                     row["paper_head"] = ref[rank - 1][0] if rank <= len(ref) else None
                     row["paper_dL"] = ref[rank - 1][1] if rank <= len(ref) else None

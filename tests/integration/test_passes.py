@@ -213,6 +213,21 @@ def test_analyze_inspect_ablate_on_a_trained_run(tiny_run, tmp_path):
     last = tiny_run.steps()[-1]
     ins = inspect(tiny_run, last, head="L0H0")
     assert ins["step"] == last and len(ins["heads"]) == 4 and len(ins["pattern"]["examples"]) == 3
+    # Table 9's intervals: per-group deltas average to the head's Delta L; the interval and the
+    # top share come from them
+    import pandas as pd
+
+    t9 = pd.read_json(folder / "table9.json")
+    paper = t9[t9.definition == "paper"]
+    assert len(paper) and (paper["dL_lo"] <= paper["dL"] + 1e-9).all() and (paper["dL"] <= paper["dL_hi"] + 1e-9).all()
+    assert paper.groupby("phase")["top_share"].sum().le(1 + 1e-9).all()
+    from mi_plateau.passes.analyze import PassConfig, analyze_run
+
+    tabs = analyze_run(tiny_run, tmp_path, PassConfig(max_head_checkpoints=6), progress=False)
+    hg, heads = tabs["head_groups"], tabs["heads"]
+    mean_by = hg.groupby(["step", "head"])["dL"].mean()
+    for _, r in heads[heads["dL"].notna()].iterrows():
+        assert mean_by[(r["step"], r["head"])] == pytest.approx(r["dL"], abs=1e-5)
     ab = ablation_report(tiny_run, last)
     assert [r["head"] for r in ab["heads"]] == [r["head"] for r in ins["heads"]] == ["L0H0", "L0H1", "L1H0", "L1H1"]
     assert [r["dL"] for r in ab["heads"]] == pytest.approx([r["dL"] for r in ins["heads"]])  # same ablation

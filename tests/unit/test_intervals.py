@@ -31,3 +31,16 @@ def test_table6_rows_carry_the_intervals():
     row = t.iloc[0]
     assert row["step"] == 100 and row["ge80_pct_lo"] == row["ge80_pct_hi"] == 100.0
     assert row["eq100_pct_lo"] <= 50 <= row["eq100_pct_hi"]
+
+
+def test_head_bootstrap_known_answers():
+    from mi_plateau.passes.tables import head_bootstrap
+
+    ci = head_bootstrap({"L0H0": [1.0] * 20, "L0H1": [0.5] * 20}, 300, 0)
+    assert ci["L0H0"] == {"lo": 1.0, "hi": 1.0, "top_share": 1.0} and ci["L0H1"]["top_share"] == 0.0
+    # two heads whose per-group deltas overlap: each is top in part of the resamples
+    a = [0.0, 2.0] * 10
+    b = [1.0, 1.0] * 10
+    ci = head_bootstrap({"a": a, "b": b}, 2000, 1)
+    assert 0.2 < ci["a"]["top_share"] < 0.8 and ci["a"]["top_share"] + ci["b"]["top_share"] == pytest.approx(1.0)
+    assert ci["a"]["lo"] < 1.0 < ci["a"]["hi"] and ci["b"]["lo"] == ci["b"]["hi"] == 1.0
