@@ -149,7 +149,7 @@ def _call(fn, limit: int = 20):
         signal.signal(signal.SIGALRM, old)
 
 
-def _fuzz(base, tmp_path, n: int, seed: int, inspect_every: int = 0, heavy_every: int = 0) -> Counter:
+def _fuzz(base, tmp_path, n: int, seed: int, inspect_every: int = 0, heavy_every: int = 0, limit: int = 20) -> Counter:
     run0, want = base
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -178,7 +178,7 @@ def _fuzz(base, tmp_path, n: int, seed: int, inspect_every: int = 0, heavy_every
                     ("report", lambda: report([folder], out / "r.html", progress=False, analyses=out, max_head_checkpoints=3))]
         for name, fn in ops:
             try:  # inspect runs every pass at a checkpoint: seconds, more on a busy machine
-                outcome, value = _call(fn, 20 if name in ("summary", "records", "load_model", "resume") else 300)
+                outcome, value = _call(fn, limit if name in ("summary", "records", "load_model", "resume") else 300)
             except Hang:
                 pytest.fail(f"{where}: {name} did not finish within the time limit")
             except Exception as e:  # anything but a clean error is a traceback for the user
@@ -223,4 +223,4 @@ def test_the_fuzzer_catches_a_planted_reader_bug(base, tmp_path, monkeypatch):
 
     monkeypatch.setattr(run_module, "read_json", lambda p: json.loads(Path(p).read_text()))
     with pytest.raises(pytest.fail.Exception):
-        _fuzz(base, tmp_path, 60, seed=0)
+        _fuzz(base, tmp_path, 60, seed=0, limit=3)
