@@ -104,6 +104,8 @@ def build_k_sweep(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int) 
 
     rows = _tau_rows(sweep, root)
     for r in rows:
+        # a run that stopped before its first-token tau: that tau is later than the last step
+        r["tau_first_token_after"] = r["steps"] if r["tau_first_token"] is None and r["status"] == "finished" else None
         r["paper_tau"] = PAPER_TABLE3.get(r["K"]) if r["n_b"] == 1000 else None
         r["tau_paper_over_paper"] = r["tau_paper"] / r["paper_tau"] if r["tau_paper"] and r["paper_tau"] else None
     fits = {fam: power_law([r["D"] for r in rows], [r[f"tau_{fam}"] for r in rows], n_boot=n_boot, seed=seed)
@@ -127,10 +129,12 @@ def build_k_sweep(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int) 
               for fam in FAMILY_KEYS}
     fig4 = figures.tau_power_law(points, fits, reference={"x": [1000 * k for k in PAPER_TABLE3], "tau": list(PAPER_TABLE3.values())},
                                  title="Figure 4: tau against D = 1000 K (log-log), both definitions")
-    written = write_table(docs / "table3", _clean(rows, ("seed",)), title="Table 3: tau per K at n_b = 1000 (D = 1000 K)",
+    written = write_table(docs / "table3", _clean(rows, ("seed", "lr", "batch_size", "len_z")),
+                          title="Table 3: tau per K at n_b = 1000 (D = 1000 K)",
                           note="tau in steps: the first evaluated step with loss < 0.5 log K (paper: L_seq; first_token: Lc). "
-                               "None: not reached by `steps` (the sweep stops at 1.2 x the paper family's tau). "
-                               "paper_tau: the paper's Table 3.")
+                               "tau_first_token_after: a finished run stopped (at 1.2 x the paper family's tau) before Lc fell "
+                               "below 0.5 log K; its first-token tau is later than this step. wall_s: the run's training wall "
+                               "time (one thread, two runs at a time). paper_tau: the paper's Table 3.")
     written += write_table(docs / "table3_fit", fit_rows, title="Power-law fit tau ~ D^delta",
                            note=f"ci: 95% percentile bootstrap over runs ({n_boot} resamples, seed {seed}); ci_t: the OLS "
                                 "t interval on log-log axes; runs without a tau are left out (n says how many were fitted).")
