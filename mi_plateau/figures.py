@@ -305,9 +305,11 @@ def figure1(curves: dict[str, dict[str, Any]]):
             top = max([top, *_finite(y)])
             fig.add_trace(go.Scatter(x=c["steps"], y=y, name=name, legendgroup=name, showlegend=j == 1, mode="lines",
                                      line=dict(color=col, width=1.6), connectgaps=True), 1, j)
+            label = f"log {name.split('=')[-1]}" if name.startswith("K=") else "log K"
             fig.add_hline(y=c["log_K"], line=dict(color=col, dash="dash", width=1), row=1, col=j,
-                          annotation_text=f"log {name.split('=')[-1] if '=' in name else 'K'}", annotation_position="top right",
-                          annotation_font=dict(size=9, color=col))
+                          # with many runs the labels would pile up: the colour says whose line it is
+                          **(dict(annotation_text=label, annotation_position="top right", annotation_font=dict(size=9, color=col))
+                             if len(curves) <= 5 else {}))
     fig.update_xaxes(title_text="step", rangemode="tozero")
     fig.update_yaxes(title_text="nats", range=[0, top * 1.05 or 1.0])
     fig.update_layout(title="Figure 1: loss curves (dashed: log K of each run)", height=440, width=1100,

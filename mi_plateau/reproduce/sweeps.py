@@ -284,7 +284,8 @@ def run_sweep_recipe(name: str, *, jobs: int | None = None, train: bool = True, 
     for p, path, run in _runs(sweep, root):
         if run is not None:
             recs = run.records()
-            curves[p.name] = {"steps": [r["step"] for r in recs], "L_seq": [r["metrics"].get("L_seq") for r in recs],
+            label = ", ".join(f"{k}={v}" for k, v in p.settings.items()) or p.name
+            curves[label] = {"steps": [r["step"] for r in recs], "L_seq": [r["metrics"].get("L_seq") for r in recs],
                               "Lc": [r["metrics"].get("Lc") for r in recs], "log_K": p.cfg.task.log_K}
     html = sweep_report(Path(analyses) / f"{sweep.name}.html", sweep.name, built["tables"], built["figures"], curves,
                         note=(BUILDERS[name].__doc__ or "").strip())
