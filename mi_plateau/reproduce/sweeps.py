@@ -260,8 +260,8 @@ def _paper_tau_guess(c) -> float | None:
     D = c.task.K * c.task.n_b
     if c.task.n_b == 1000 and c.task.K in PAPER_TABLE3:
         return PAPER_TABLE3[c.task.K]
-    fit = 0.0289 * D ** 1.197  # the paper's Table 3 taus fitted (fits.power_law)
-    return fit * (128 / c.train.batch_size) ** 0.8
+    fit = power_law([1000 * k for k in PAPER_TABLE3], list(PAPER_TABLE3.values()), n_boot=0)  # the paper's Table 3
+    return fit["prefactor"]["0"] * D ** fit["slope"] * (128 / c.train.batch_size) ** 0.8
 
 
 def run_sweep_recipe(name: str, *, jobs: int | None = None, train: bool = True, progress: bool = True,

@@ -31,10 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..config import ConfigError, RunConfig, preset, validate, with_overrides
+from ..config import STOPS, ConfigError, RunConfig, preset, validate, with_overrides
 
 TOP_KEYS = {"name", "preset", "stop", "overrides", "grid", "points"}
-STOPS = ("converge", "tau")
 
 
 @dataclass(frozen=True)
