@@ -97,11 +97,34 @@ def _checkpoint_at(run: Run, step: int | None):
     return cfg, s, weights_for(run, s, cfg), ev
 
 
-def inspect(run, step: int | None = None, head: str | None = None, n_examples: int = 3) -> dict[str, Any]:
+def _intervals(out: dict, n_boot: int, seed: int) -> tuple[dict, list[dict]]:
+    """One checkpoint's passes with 95% bootstrap intervals over groups: the swap gaps
+    (``swap_gap_lo``/``_hi``, ``swap_gap_seq_lo``/``_hi``) and each head's Delta L
+    (``dL_lo``/``_hi`` and ``top_share``, the share of resamples where it has the largest)."""
+    from .frames import records
+    from .passes.tables import head_bootstrap, swap_gap_intervals
+
+    ck = dict(out["checkpoint"][0])
+    for r in records(swap_gap_intervals(out["groups"], n_boot, seed)):
+        ck.update({k: v for k, v in r.items() if k != "step"})
+    per: dict[str, list[float]] = {}
+    for r in out.get("head_groups", []):
+        if r.get("dL") is not None and r["dL"] == r["dL"]:
+            per.setdefault(r["head"], []).append(r["dL"])
+    ci = head_bootstrap(per, n_boot, seed) if per else {}
+    heads = [{**r, **({"dL_lo": ci[r["head"]]["lo"], "dL_hi": ci[r["head"]]["hi"], "top_share": ci[r["head"]]["top_share"]}
+                      if r["head"] in ci else {})} for r in out["heads"]]
+    return ck, heads
+
+
+def inspect(run, step: int | None = None, head: str | None = None, n_examples: int = 3, n_boot: int = 1000,
+            seed: int = 0) -> dict[str, Any]:
     """Per-head scores at the checkpoint nearest ``step``: selector attention (minus baseline),
     ablation Delta L (the paper's) / Delta Lc / Delta L1, swap contribution and causal share of
     the swap gap; the checkpoint's losses in both families. With
-    ``head`` (e.g. "L0H3"), also that head's attention pattern on ``n_examples`` examples."""
+    ``head`` (e.g. "L0H3"), also that head's attention pattern on ``n_examples`` examples.
+    The swap gaps and Delta L carry 95% bootstrap intervals over groups (``n_boot`` resamples,
+    ``seed``; ``_lo``/``_hi`` keys, and ``top_share`` per head)."""
     from .summaries import nan_to_none
     from .model import parse_head
     from .passes.probes import checkpoint_passes
@@ -112,7 +135,8 @@ def inspect(run, step: int | None = None, head: str | None = None, n_examples: i
     if head is not None:
         layer, h = parse_head(head, cfg.model.n_layers, cfg.model.n_heads)
     out = checkpoint_passes(W, ev, step=s)
-    res: dict[str, Any] = {"run": run.name, "step": s, "checkpoint": out["checkpoint"][0], "heads": out["heads"], "patching": out["patching"]}
+    ck, heads = _intervals(out, n_boot, seed)
+    res: dict[str, Any] = {"run": run.name, "step": s, "checkpoint": ck, "heads": heads, "patching": out["patching"]}
     if head is not None:
         from .model.forward import run_cached
 
@@ -127,18 +151,18 @@ def inspect(run, step: int | None = None, head: str | None = None, n_examples: i
     return nan_to_none(res)
 
 
-def ablation_report(run, step: int | None = None, mean: bool = False) -> dict[str, Any]:
+def ablation_report(run, step: int | None = None, mean: bool = False, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
     """Head ablation at the checkpoint nearest ``step``: per head (nats) the paper's Delta L
     (full-vocabulary cross-entropy over A1..A4 and EOS, ablated minus clean), Delta Lc and
     Delta L1, in head order (layer, head) as ``inspect`` lists them; zero ablation, or mean
-    ablation with ``mean=True``."""
+    ablation with ``mean=True``. Intervals over groups as in ``inspect``."""
     from .summaries import nan_to_none
     from .passes.probes import checkpoint_passes
 
     run = run if isinstance(run, Run) else Run(run)
     cfg, s, W, ev = _checkpoint_at(run, step)
     out = checkpoint_passes(W, ev, step=s, mean=mean)
-    ck = out["checkpoint"][0]
+    ck, heads = _intervals(out, n_boot, seed)
     return nan_to_none({"run": run.name, "step": s, "mode": "mean" if mean else "zero", "checkpoint": ck, "L_seq": ck["L_seq"],
                         "full_loss": ck["full_loss"], "Lc": ck["Lc"], "L1": ck["L1"], "swap_gap_seq": ck["swap_gap_seq"],
-                        "swap_gap": ck["swap_gap"], "heads": list(out["heads"])})
+                        "swap_gap": ck["swap_gap"], "heads": heads})

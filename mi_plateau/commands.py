@@ -14,6 +14,12 @@ def _f(v, digits=3) -> str:
     return str(v)
 
 
+def _lead(ro: dict, key: str) -> str:
+    """A routing number with its bootstrap interval, e.g. ``0.83 [0.78, 0.85]``."""
+    lo, hi = ro.get(f"{key}_lo"), ro.get(f"{key}_hi")
+    return _f(ro.get(key), 2) + (f" [{lo:.2f}, {hi:.2f}]" if _finite(lo) and _finite(hi) else "")
+
+
 def cmd_analyze(args) -> int:
     from .api import analyze
 
@@ -34,8 +40,8 @@ def cmd_analyze(args) -> int:
         s, ro = r["summary"], r["routing"]
         print(f"{name}: tau={s['tau']} plateau/logK={_f(s['plateau_ratio'])} -> {r['folder']}/")
         print(f"  routing head {ro.get('routing_head')} (top attention {ro.get('top_attention_head')}); "
-              f"lead (tau-t_r)/tau: attention {_f(ro.get('routing_lead_sel_attn'), 2)}, causal {_f(ro.get('routing_lead_swap_contrib'), 2)}; "
-              f"swap gap > 0.1 at {_f(ro.get('swap_gap_0.1_frac_tau'), 2)} tau")
+              f"lead (tau-t_r)/tau: attention {_lead(ro, 'routing_lead_sel_attn')}, causal {_lead(ro, 'routing_lead_swap_contrib')}; "
+              f"swap gap > 0.1 at {_lead(ro, 'swap_gap_0.1_frac_tau')} tau (95% intervals over groups)")
     if "comparison" in res:
         print(f"comparison -> {res['comparison']}/")
     return 0
@@ -48,17 +54,25 @@ HEAD_LEGEND = {
     "dL1": "dL1 = ablation Delta L1 (first token, full vocabulary; nats)",
     "swap_contrib": "swap_contrib = swap gap removed by ablating the head (nats)",
     "causal_share": "causal_share = swap_contrib / swap gap (blank while the gap is below 0.05 nats)",
+    "dL_95%": "dL_95% = 95% bootstrap interval of dL over the evaluation groups (nats)",
+    "top_share": "top_share = share of the bootstrap resamples in which the head has the largest dL",
 }
+
+
+def _ci(lo, hi) -> str:
+    return "—" if not (_finite(lo) and _finite(hi)) else f"{lo:.3f}..{hi:.3f}"
 
 
 def _head_table(heads, cols) -> str:
     """One table for inspect and ablate: heads in (layer, head) order, the top head by the
     paper's Delta L marked with *, then the legend of the columns shown."""
     top = max((r for r in heads if _finite(r.get("dL"))), key=lambda r: r["dL"], default=None)
-    lines = ["head    " + " ".join(f"{c:>13}" for c in cols)]
-    for r in heads:
+    cells = [[_ci(r.get("dL_lo"), r.get("dL_hi")) if c == "dL_95%" else _f(r.get(c)) for c in cols] for r in heads]
+    width = [max([13, len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(cols)]
+    lines = ["head    " + " ".join(f"{c:>{w}}" for c, w in zip(cols, width))]
+    for r, row in zip(heads, cells):
         mark = "*" if top is not None and r["head"] == top["head"] else " "
-        lines.append(f"{r['head']:<6}{mark} " + " ".join(f"{_f(r.get(c)):>13}" for c in cols))
+        lines.append(f"{r['head']:<6}{mark} " + " ".join(f"{v:>{w}}" for v, w in zip(row, width)))
     lines.append("* = the head with the largest dL")
     lines += [f"  {HEAD_LEGEND[c]}" for c in cols]
     return "\n".join(lines)
@@ -67,9 +81,11 @@ def _head_table(heads, cols) -> str:
 def _checkpoint_lines(res: dict, what: str = "") -> None:
     ck = res["checkpoint"]
     print(f"{res['run']} at step {res['step']}{what}")
-    print(f"  paper:       L_seq {_f(ck['L_seq'])} nats, candidate accuracy {_f(ck['cand_acc'])}, swap gap {_f(ck['swap_gap_seq'])} nats")
+    print(f"  paper:       L_seq {_f(ck['L_seq'])} nats, candidate accuracy {_f(ck['cand_acc'])}, swap gap {_f(ck['swap_gap_seq'])} "
+          f"nats (95% over groups {_ci(ck.get('swap_gap_seq_lo'), ck.get('swap_gap_seq_hi'))})")
     print(f"  first token: Lc {_f(ck['Lc'])} nats, L1 {_f(ck['L1'])} nats, exact match {_f(ck['acc_mean'])}, swap gap "
-          f"{_f(ck['swap_gap'])} nats; full target loss {_f(ck['full_loss'])} nats")
+          f"{_f(ck['swap_gap'])} nats (95% over groups {_ci(ck.get('swap_gap_lo'), ck.get('swap_gap_hi'))}); "
+          f"full target loss {_f(ck['full_loss'])} nats")
 
 
 def _finite(v) -> bool:
@@ -84,7 +100,7 @@ def cmd_inspect(args) -> int:
         print(json.dumps(res, indent=2))
         return 0
     _checkpoint_lines(res)
-    print(_head_table(res["heads"], ["sel_attn", "dL", "dLc", "swap_contrib", "causal_share"]))
+    print(_head_table(res["heads"], ["sel_attn", "dL", "dL_95%", "dLc", "swap_contrib", "causal_share"]))
     for hook in ("resid_pre", "resid_post"):
         rows = [r for r in res["patching"] if r.get("hook") == hook]
         if rows:
@@ -108,7 +124,7 @@ def cmd_ablate(args) -> int:
         print(json.dumps(res, indent=2))
         return 0
     _checkpoint_lines(res, f" ({res['mode']} ablation of hook_z)")
-    print(_head_table(res["heads"], ["dL", "dLc", "dL1", "swap_contrib", "causal_share"]))
+    print(_head_table(res["heads"], ["dL", "dL_95%", "top_share", "dLc", "dL1", "swap_contrib", "causal_share"]))
     return 0
 
 
@@ -162,8 +178,8 @@ def cmd_reproduce(args) -> int:
         ro, fam = log["routing"][name], s["definitions"]
         print(f"{name}: tau paper (L_seq) {fam['paper']['tau']} steps, first token (Lc) {fam['first_token']['tau']} steps; "
               f"plateau/log K paper {_f(fam['paper']['plateau_ratio'])}, first token {_f(fam['first_token']['plateau_ratio'])}; "
-              f"routing head {ro.get('routing_head')}, lead (tau - t_r)/tau attention {_f(ro.get('routing_lead_sel_attn'), 2)}, "
-              f"causal {_f(ro.get('routing_lead_swap_contrib'), 2)}")
+              f"routing head {ro.get('routing_head')}, lead (tau - t_r)/tau attention {_lead(ro, 'routing_lead_sel_attn')}, "
+              f"causal {_lead(ro, 'routing_lead_swap_contrib')}")
     print(f"wrote {', '.join(log['written'])}")
     return 0
 

@@ -64,13 +64,34 @@ def _cell(v: Any) -> str:
     return str(v)
 
 
+def fold_intervals(rows: list[dict], cols: list[str]) -> tuple[list[str], list[dict]]:
+    """A column X with X_lo and X_hi beside it becomes one column "X [95% CI]" whose cells read
+    ``v [lo, hi]`` (``v`` alone where the row has no interval), so that tables with intervals stay
+    narrow enough to read."""
+    folded = [c for c in cols if f"{c}_lo" in cols and f"{c}_hi" in cols]
+    if not folded:
+        return cols, rows
+    drop = {f"{c}_{e}" for c in folded for e in ("lo", "hi")}
+    out_cols = [f"{c} [95% CI]" if c in folded else c for c in cols if c not in drop]
+    out = []
+    for r in rows:
+        r = dict(r)
+        for c in folded:
+            lo, hi = r.pop(f"{c}_lo", None), r.pop(f"{c}_hi", None)
+            v = _cell(r.pop(c, None))
+            r[f"{c} [95% CI]"] = v if _cell(lo) == "—" or _cell(hi) == "—" else f"{v} [{_cell(lo)}, {_cell(hi)}]"
+        out.append(r)
+    return out_cols, out
+
+
 def html_table(rows: list[dict], cols: list[str] | None = None) -> str:
     """Rows as an HTML table; columns named paper_* are labelled and shaded as the paper's
-    reference values, not our output. Every header and cell is escaped."""
+    reference values, not our output; intervals (X_lo, X_hi) are folded into their column X.
+    Every header and cell is escaped."""
     rows = records(rows)
     if not rows:
         return "<p class='note'>(no rows)</p>"
-    cols = cols or list(dict.fromkeys(k for r in rows for k in r))
+    cols, rows = fold_intervals(rows, cols or list(dict.fromkeys(k for r in rows for k in r)))
     head = "".join(
         f"<th class='ref'>paper (reference): {esc(c[len('paper_'):])}</th>" if c.startswith("paper_") else f"<th>{esc(c)}</th>" for c in cols
     )
@@ -85,7 +106,7 @@ def transposed_table(rows: list[dict], key: str = "run") -> str:
     """One column per row (per run), one table row per field: for wide records like routing."""
     if not rows:
         return "<p class='note'>(no rows)</p>"
-    fields = [f for f in dict.fromkeys(k for r in rows for k in r) if f != key]
+    fields, rows = fold_intervals(rows, [f for f in dict.fromkeys(k for r in rows for k in r) if f != key])
     head = "<th></th>" + "".join(f"<th>{esc(_cell(r.get(key)))}</th>" for r in rows)
     body = "".join(f"<tr><th>{esc(f)}</th>" + "".join(f"<td>{esc(_cell(r.get(f)))}</td>" for r in rows) + "</tr>" for f in fields)
     return f"<div class='tw'><table class='tr'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
@@ -243,7 +264,9 @@ def report(runs, out: str | os.PathLike | None = None, progress: bool = True, *,
                       "plateau / log K, paper": fam["paper"]["plateau_ratio"], "plateau / log K, first token": fam["first_token"]["plateau_ratio"],
                       "converged": s["converged"], "status": s["status"], "checkpoints": s["n_checkpoints"],
                       "routing head": ro.get("routing_head"), "top attention head": ro.get("top_attention_head"),
-                      "lead (tau−t_r)/tau, causal": ro.get("routing_lead_swap_contrib"), "lead, attention": ro.get("routing_lead_sel_attn")})
+                      **{f"{label}{end}": ro.get(f"{key}{end}") for label, key in (("lead (tau−t_r)/tau, causal", "routing_lead_swap_contrib"),
+                                                                                      ("lead, attention", "routing_lead_sel_attn"))
+                         for end in ("", "_lo", "_hi")}})
     page.add(html_table(srows))
 
     page.add("<h2 id='loss'>Loss curves</h2><p class='note'>The paper's sequence candidate loss L_seq (log-probability of the "
@@ -276,7 +299,8 @@ def report(runs, out: str | os.PathLike | None = None, progress: bool = True, *,
     page.add(html_table([r for d in data for r in records(d["table9"])]))
     page.add("<h3>Selector routing</h3><p class='note'>Routing head = largest causal share of the swap gap at the last "
              "ablated checkpoint; t_r = first step at half of a score's final rise; lead = (tau − t_r) / tau with the L_seq tau, and "
-             "(keys ending _first_token) with the Lc tau.</p>")
+             "(keys ending _first_token) with the Lc tau. [95% CI]: percentile bootstrap over the evaluation groups (each resample "
+             "recomputes the heads' mean score curves and the swap gap's; heads and tau held fixed).</p>")
     page.add(transposed_table([d["routing"] for d in data]))
 
     page.add("<h2 id='provenance'>Config and provenance</h2>")
@@ -396,7 +420,7 @@ def _run_sections(page: Page, d: dict, key: str, notes: list[str], progress: boo
 
     page.add(f"<h2 id='{key}-groups'>Per-group accuracy: {esc(name)}</h2><p class='note'>A group's accuracy is the fraction of "
              f"its K = {K} examples whose target is fully right (teacher-forced argmax); {len(all_steps)} checkpoints, all shown. "
-             "A collective transition moves the whole distribution from 0 to 1 together.</p>")
+             "Groups that learn together move the whole distribution up at once; groups that learn one by one split it between 0 and 1.</p>")
     page.fig(figures.group_accuracy(accuracy_histogram(t["groups"], K), t["checkpoint"], lab, tau))
     if t["patching"]:
         page.add(f"<h3>Causal patching: {esc(name)}</h3>")

@@ -18,7 +18,7 @@ from typing import Any
 from ..checkpoints import Run, RunError, atomic_write_json, read_json
 from ..summaries import nan_to_none, nearest, summarize
 from ..frames import frame
-from .tables import figure3_data, routing, table6, table9
+from .tables import figure3_data, routing, swap_gap_intervals, table6, table9
 
 
 @dataclass(frozen=True)
@@ -34,8 +34,9 @@ class PassConfig:
     boot_seed: int = 0
 
     def key(self) -> str:
-        # v3: the ablation pass also keeps per-group deltas ("head_groups", Table 9's intervals)
-        d = {"shifts": list(self.shifts), "mean": self.mean_ablation, "min_gap": self.min_gap, "v": 3}
+        # v3: the ablation pass also keeps per-group deltas ("head_groups", Table 9's intervals);
+        # v4: per-group selector attention, swap contributions and swap gaps (the leads' intervals)
+        d = {"shifts": list(self.shifts), "mean": self.mean_ablation, "min_gap": self.min_gap, "v": 4}
         return hashlib.sha1(json.dumps(d, sort_keys=True).encode()).hexdigest()[:10]
 
 
@@ -76,7 +77,7 @@ def weights_for(run: Run, step: int, cfg):
 
 HEAVY_HEAD_COLUMNS = ("dL", "dLc", "dL1", "swap_contrib", "causal_share")
 SEQUENCE_CHECKPOINT_COLUMNS = ("L_seq", "cand_acc", "cand_groups_ge80", "cand_groups_100", "swap_gap_seq", "shuffle_gap_seq")
-SEQUENCE_GROUP_COLUMNS = ("cand_acc", "L_seq")
+SEQUENCE_GROUP_COLUMNS = ("cand_acc", "L_seq", "swap_gap_seq")
 
 
 def _cheap_part(tables: dict[str, list]) -> dict[str, list]:
@@ -85,7 +86,8 @@ def _cheap_part(tables: dict[str, list]) -> dict[str, list]:
           for r in tables["checkpoint"]]
     heads = [{**r, **{k: None for k in HEAVY_HEAD_COLUMNS}} for r in tables["heads"]]
     groups = [{**r, **{k: None for k in SEQUENCE_GROUP_COLUMNS}} for r in tables["groups"]]
-    return {**tables, "checkpoint": ck, "heads": heads, "groups": groups, "patching": [], "head_groups": []}
+    head_groups = [{**r, **{k: None for k in ("dL", "dLc", "swap_contrib")}} for r in tables.get("head_groups", [])]
+    return {**tables, "checkpoint": ck, "heads": heads, "groups": groups, "patching": [], "head_groups": head_groups}
 
 
 def _expected_shapes(cfg) -> dict[str, tuple[int, ...]]:
@@ -112,9 +114,11 @@ def analyze_run(
 ) -> dict[str, list[dict[str, Any]]]:
     """All passes over a run; returns the tidy tables and writes per-checkpoint caches.
 
-    Tables (pandas DataFrames): "checkpoint" (one row per checkpoint), "heads" (checkpoint x
-    head), "groups" (checkpoint x group), "patching" (checkpoint x hook x layer), "head_groups"
-    (checkpoint x head x group: Delta L and Delta Lc per group, where the ablations ran).
+    Tables (pandas DataFrames): "checkpoint" (one row per checkpoint, with the swap gaps' 95%
+    bootstrap intervals over groups), "heads" (checkpoint x head), "groups" (checkpoint x
+    group: metrics and swap gaps), "patching" (checkpoint x hook x layer), "head_groups"
+    (checkpoint x head x group: selector attention; Delta L, Delta Lc and the swap contribution
+    where the ablations ran).
     """
     from ..task import make_eval_set, make_task
     from .probes import checkpoint_passes
@@ -180,7 +184,11 @@ def analyze_run(
                 if v is None:
                     r[k] = float("nan")
     # columns in one order (step first, then by name), however the rows were made or cached
-    return {k: _ordered(frame(rows)) for k, rows in tables.items()}
+    out = {k: _ordered(frame(rows)) for k, rows in tables.items()}
+    gaps = swap_gap_intervals(out["groups"], pc.n_boot, pc.boot_seed)  # the swap gaps' intervals over groups
+    if len(gaps):
+        out["checkpoint"] = _ordered(out["checkpoint"].merge(gaps, on="step", how="left"))
+    return out
 
 
 def _ordered(df):
@@ -198,6 +206,7 @@ def run_outputs(name: str, cfg, s: dict, tables: dict, pc: PassConfig | None = N
                          n_boot=pc.n_boot, seed=pc.boot_seed),
         "table9": table9(name, K, taus, tables["heads"], fracs=pc.phase_fracs, head_group_rows=tables.get("head_groups"),
                          n_boot=pc.n_boot, seed=pc.boot_seed),
-        "routing": routing(name, K, taus, tables["heads"], tables["checkpoint"]),
+        "routing": routing(name, K, taus, tables["heads"], tables["checkpoint"], tables.get("head_groups"), tables["groups"],
+                           n_boot=pc.n_boot, seed=pc.boot_seed),
         "figure3": {f: figure3_data(name, K, t, tables["checkpoint"], tables["groups"], f) for f, t in taus.items()},
     }

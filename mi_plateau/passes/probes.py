@@ -126,7 +126,7 @@ def checkpoint_passes(
     n_keep = pk.n_packs if ablation else 0
     resid = [torch.empty(n_keep, T, d) for _ in range(L)]
     zc = [torch.empty(n_keep, T, H, W.d_head) for _ in range(L)]
-    sel_attn = torch.zeros(L, H)
+    sel_ex = torch.zeros(N, L, H)  # per clean row: attention from fp to the selector positions
     sequence = ablation if sequence is None else sequence
     scores = torch.empty(N, K) if sequence and ev.has_sequence_candidates else None
     for c, seqs in pk.chunks(chunk):
@@ -140,7 +140,7 @@ def checkpoint_passes(
             if selpos:
                 at_fp = pk.gather(pats[l].transpose(1, 2), mine, fp, c.start)  # [n, head, key]
                 keys = pk.node[mine][:, selpos]
-                sel_attn[l] += at_fp.gather(2, keys[:, None].expand(-1, H, -1)).sum((0, 2))
+                sel_ex[mine, l] = at_fp.gather(2, keys[:, None].expand(-1, H, -1)).sum(2)
             if ablation:
                 resid[l][c] = rs[l]
                 zc[l][c] = zz[l].transpose(1, 2)
@@ -157,7 +157,8 @@ def checkpoint_passes(
                               reduction="none").view(N, -1).mean(1)
     # mean ablation's fill: every head's z at each position, averaged over the clean rows
     z_mean = [pk.gather(z, clean, range(P)).mean(0) for z in zc] if mean and ablation else None
-    sel_attn = sel_attn / N - (len(selpos) / (fp + 1))
+    sel_ex = sel_ex - (len(selpos) / (fp + 1))
+    sel_attn = sel_ex.mean(0)
 
     acc_group = correct.float().reshape(-1, K).mean(-1)
     Lc_group = Lc.reshape(-1, K).mean(-1)
@@ -169,7 +170,7 @@ def checkpoint_passes(
     shuffled_sel = ev.s[perm]
     seq: dict[str, Any] = {"L_seq": nan, "cand_acc": nan, "cand_groups_ge80": nan, "cand_groups_100": nan,
                            "swap_gap_seq": nan, "shuffle_gap_seq": nan}
-    cand_group = Lseq_group = None
+    cand_group = Lseq_group = gap_seq_group = None
     if scores is not None:
         L_seq, cand_ok = sequence_losses(scores, own)
         cand_group = cand_ok.float().reshape(-1, K).mean(-1)
@@ -180,6 +181,7 @@ def checkpoint_passes(
         if has_sel:
             sw = torch.stack([sequence_losses(scores[same_group_row(ev, (ev.s + s_) % K)], own)[0] for s_ in shifts]).mean(0)
             seq["swap_gap_seq"] = (sw.mean() - L_seq.mean()).item() if shifts else nan
+            gap_seq_group = (sw - L_seq).reshape(-1, K).mean(-1) if shifts else None
             seq["shuffle_gap_seq"] = (sequence_losses(scores[same_group_row(ev, shuffled_sel)], own)[0].mean() - L_seq.mean()).item()
     ck: dict[str, Any] = {
         "step": step,
@@ -192,12 +194,6 @@ def checkpoint_passes(
         "groups_100": (acc_group >= 1 - 1e-9).float().mean().item(),
         **seq,
     }
-    cg = cand_group.tolist() if cand_group is not None else [nan] * len(ev.groups)
-    lg_ = Lseq_group.tolist() if Lseq_group is not None else [nan] * len(ev.groups)
-    groups = [
-        {"step": step, "group": int(g), "acc": float(a), "Lc": float(c), "cand_acc": float(ca), "L_seq": float(ls)}
-        for g, a, c, ca, ls in zip(ev.groups, acc_group.tolist(), Lc_group.tolist(), cg, lg_)
-    ]
 
     # --- selector swaps --------------------------------------------------------------
     Lc_sw = torch.zeros(N)
@@ -210,6 +206,16 @@ def checkpoint_passes(
             ld_clean = _ld(clean_fp_logits, ev.target_first, other_first)
             ld_swap = _ld(sw_fp_logits[0], ev.target_first, other_first)
     gap = (Lc_sw.mean() - Lc.mean()).item() if shifts else float("nan")
+    G = len(ev.groups)
+
+    def per_group(v):
+        return v.tolist() if v is not None else [nan] * G
+
+    # per group: the metrics and both swap gaps (the bootstrap intervals over groups read these)
+    cols = {"acc": acc_group, "Lc": Lc_group, "cand_acc": cand_group, "L_seq": Lseq_group,
+            "swap_gap": (Lc_sw - Lc).reshape(-1, K).mean(-1) if shifts else None, "swap_gap_seq": gap_seq_group}
+    cols = {k: per_group(v) for k, v in cols.items()}
+    groups = [{"step": step, "group": int(g), **{k: float(v[i]) for k, v in cols.items()}} for i, g in enumerate(ev.groups)]
     ck["swap_gap"] = gap
     ck["swap_Lc"] = Lc_sw.mean().item() if shifts else float("nan")
     # the z-shuffle in the first-token family; for B-target directions a shuffled prompt is no
@@ -225,22 +231,30 @@ def checkpoint_passes(
     head_rows: list[dict[str, Any]] = []
     head_group_rows: list[dict[str, Any]] = []
     names = head_names(L, H)
+    sel_group = sel_ex.reshape(-1, K, L, H).mean(1)  # [group, layer, head]
     if not ablation:
         head_rows = [
             {"step": step, "head": names[l * H + h], "layer": l, "head_index": h, "sel_attn": sel_attn[l, h].item(),
              "dL": nan, "dLc": nan, "dL1": nan, "swap_contrib": nan, "causal_share": nan}
             for l in range(L) for h in range(H)
         ]
+        head_group_rows = [{"step": step, "head": names[l * H + h], "group": int(g), "sel_attn": a,
+                            "dL": nan, "dLc": nan, "swap_contrib": nan}
+                           for l in range(L) for h in range(H) for g, a in zip(ev.groups, sel_group[:, l, h].tolist())]
     else:
         base = _Base(clean_fp_logits, sw_fp_logits, ev, full, full_ex)
         for l in range(L):
             fill = z_mean[l] if mean else None
             dL, dLc, dL1, dLc_sw, per_ex = _ablate_layer(W, l, ev, pk, resid[l], zc[l], fill, base, chunk)
-            # per group (the K rows of a group are consecutive): mean Delta L and Delta Lc
-            g_dL, g_dLc = (v.reshape(H, -1, K).mean(-1) for v in per_ex)
+            # per group (the K rows of a group are consecutive): selector attention, mean Delta L,
+            # Delta Lc and the swap gap the head removes
+            g_dL, g_dLc, g_sw = (v.reshape(H, -1, K).mean(-1) for v in per_ex)
+            g_contrib = (g_dLc - g_sw).tolist() if shifts else [[nan] * G] * H
             for h in range(H):
-                head_group_rows += [{"step": step, "head": names[l * H + h], "group": int(g), "dL": a, "dLc": c}
-                                    for g, a, c in zip(ev.groups, g_dL[h].tolist(), g_dLc[h].tolist())]
+                head_group_rows += [{"step": step, "head": names[l * H + h], "group": int(g), "sel_attn": a, "dL": b, "dLc": c,
+                                     "swap_contrib": w}
+                                    for g, a, b, c, w in zip(ev.groups, sel_group[:, l, h].tolist(), g_dL[h].tolist(),
+                                                             g_dLc[h].tolist(), g_contrib[h])]
             # gap with head h ablated = (Lc_sw + dLc_sw) - (Lc + dLc): the swap gap it removes
             contrib = dLc - dLc_sw
             for h in range(H):
@@ -335,12 +349,13 @@ def _ablate_layer(W, l, ev, pk, x, z, fill, base: _Base, chunk):
     gold = ev.tokens[:, fp + 1 : P + 1]
     ce = F.cross_entropy(lg_tail.reshape(-1, V), gold.repeat(H, 1).reshape(-1), reduction="none").view(H, N, -1)
     full = ce.view(H, -1).mean(1)
-    dLc_sw = torch.zeros(H)
+    dLc_sw_ex = torch.zeros(H, N)
     for i, base_sw in enumerate(base.lc_sw):
         lc_sw = candidate_losses(lg_fp[:, (1 + i) * N : (2 + i) * N].reshape(H * N, -1), cand, ci)[0].reshape(H, N)
-        dLc_sw += (lc_sw - base_sw[None]).mean(1) / len(base.lc_sw)
-    per_ex = (ce.mean(2) - base.full_ex[None], lc - base.lc[None])  # [H, N] each: Delta L and Delta Lc per row
-    return full - base.full, (lc - base.lc[None]).mean(1), (l1 - base.l1[None]).mean(1), dLc_sw, per_ex
+        dLc_sw_ex += (lc_sw - base_sw[None]) / len(base.lc_sw)
+    # [H, N] each: Delta L, Delta Lc and Delta Lc on the swapped input, per row
+    per_ex = (ce.mean(2) - base.full_ex[None], lc - base.lc[None], dLc_sw_ex)
+    return full - base.full, (lc - base.lc[None]).mean(1), (l1 - base.l1[None]).mean(1), dLc_sw_ex.mean(1), per_ex
 
 
 def _patch_layer(W, l, ev, pk, x, chunk):

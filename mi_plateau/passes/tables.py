@@ -190,7 +190,104 @@ def half_rise_step(steps: Sequence[int], values: Sequence[float]) -> int | None:
     return next(s for s, v in pairs if v >= half)
 
 
-def routing(name: str, K: int, taus: dict[str, int | None], head_rows: Rows, checkpoint_rows: Rows) -> dict[str, Any]:
+def resample_counts(n_groups: int, n_boot: int, seed: int) -> np.ndarray:
+    """[n_boot, n_groups]: how often each group is drawn in each bootstrap resample (the same
+    draws as ``group_bootstrap`` and ``head_bootstrap`` with the same seed)."""
+    idx = np.random.default_rng(seed).integers(0, n_groups, size=(n_boot, n_groups))
+    flat = (idx + n_groups * np.arange(n_boot)[:, None]).ravel()
+    return np.bincount(flat, minlength=n_boot * n_groups).reshape(n_boot, n_groups)
+
+
+def _per_group(rows, value: str, head: str | None = None):
+    """(steps, [group, step] matrix) of one per-group quantity, over the steps where every
+    group has it; None if there are none."""
+    df = frame(records(rows))
+    if not len(df) or value not in df.columns:
+        return None
+    if head is not None:
+        df = df[df["head"] == head]
+    m = df.pivot_table(index="group", columns="step", values=value, aggfunc="first").dropna(axis=1, how="any")
+    return (list(m.columns), m.to_numpy(dtype=float)) if m.shape[1] else None
+
+
+def _half_rise_many(steps: Sequence[int], curves: np.ndarray) -> np.ndarray:
+    """``half_rise_step`` of each row of ``curves`` [n, step] (NaN where the score does not rise)."""
+    v0, vf = curves[:, 0], curves[:, -1]
+    first = (curves >= (v0 + 0.5 * (vf - v0))[:, None]).argmax(1)
+    t = np.asarray(steps, dtype=float)[first]
+    t[~(vf > v0)] = np.nan
+    return t
+
+
+def _interval(values: np.ndarray, level: float) -> tuple[float, float] | tuple[None, None]:
+    """Percentile interval of the resamples where the statistic is defined (None if it is
+    defined in fewer than half of them)."""
+    ok = values[np.isfinite(values)]
+    if len(ok) < len(values) / 2:
+        return None, None
+    lo, hi = np.quantile(ok, [0.5 - level / 2, 0.5 + level / 2])
+    return float(lo), float(hi)
+
+
+def swap_gap_intervals(group_rows: Rows, n_boot: int, seed: int, level: float = 0.95) -> Rows:
+    """Per checkpoint, the 95% bootstrap interval over groups of both swap gaps (the mean of
+    the groups' gaps): rows (step, swap_gap_lo, swap_gap_hi, swap_gap_seq_lo, swap_gap_seq_hi)."""
+    by: dict[int, dict[str, Any]] = {}
+    for col in ("swap_gap", "swap_gap_seq"):
+        got = _per_group(group_rows, col) if n_boot > 0 else None
+        if got is None:
+            continue
+        steps, X = got
+        means = resample_counts(X.shape[0], n_boot, seed) @ X / X.shape[0]  # [resample, step]
+        lo, hi = np.quantile(means, [0.5 - level / 2, 0.5 + level / 2], axis=0)
+        for s, a, b in zip(steps, lo, hi):
+            by.setdefault(int(s), {"step": int(s)}).update({f"{col}_lo": float(a), f"{col}_hi": float(b)})
+    return frame(sorted(by.values(), key=lambda r: r["step"]))
+
+
+def routing_intervals(out: dict[str, Any], head_group_rows: Rows, group_rows: Rows, n_boot: int, seed: int,
+                      level: float = 0.95) -> dict[str, Any]:
+    """95% bootstrap intervals over groups (``<key>_lo``, ``<key>_hi``) of the leads in a
+    ``routing`` result and of the step where the swap gap first exceeds 0.1 nats (as a fraction
+    of tau): each resample of the groups recomputes the heads' mean score curves and the swap
+    gap's, and from them t_r and the crossing. The heads (routing, top attention) and tau stay
+    those of the full set of groups: the interval is the uncertainty of the timing alone."""
+    res: dict[str, Any] = {}
+    if n_boot <= 0:
+        return res
+    taus = {"": out.get("tau"), "_first_token": out.get("tau_first_token")}
+    C = None
+    for label in ("routing", "top_attention"):
+        head = out.get(f"{label}_head")
+        if head is None:
+            continue
+        for score in ("sel_attn", "swap_contrib"):
+            got = _per_group(head_group_rows, score, head)
+            if got is None or len(got[0]) < 2:
+                continue
+            steps, X = got
+            C = resample_counts(X.shape[0], n_boot, seed) if C is None or C.shape[1] != X.shape[0] else C
+            t_r = _half_rise_many(steps, C @ X / X.shape[0])
+            for suffix, tau in taus.items():
+                if tau:
+                    key = f"{label}_lead_{score}{suffix}"
+                    res[f"{key}_lo"], res[f"{key}_hi"] = _interval((tau - t_r) / tau, level)
+    got = _per_group(group_rows, "swap_gap")
+    if got is not None:
+        steps, X = got
+        C = resample_counts(X.shape[0], n_boot, seed) if C is None or C.shape[1] != X.shape[0] else C
+        above = C @ X / X.shape[0] > 0.1
+        first = np.where(above.any(1), np.asarray(steps, dtype=float)[above.argmax(1)], np.nan)
+        for suffix, tau in taus.items():
+            if tau:
+                key = f"swap_gap_0.1_frac_tau{suffix}"
+                res[f"{key}_lo"], res[f"{key}_hi"] = _interval(first / tau, level)
+    return res
+
+
+def routing(name: str, K: int, taus: dict[str, int | None], head_rows: Rows, checkpoint_rows: Rows,
+            head_group_rows: Rows | None = None, group_rows: Rows | None = None, n_boot: int = 1000,
+            seed: int = 0) -> dict[str, Any]:
     """The routing head (largest causal share of the swap gap at the last ablated checkpoint),
     the top selector-attention head, their assembly times t_r (half of the final rise of each
     score) and the leads (tau - t_r) / tau; plus when the swap gap first exceeded 0.1 nats and
@@ -198,7 +295,9 @@ def routing(name: str, K: int, taus: dict[str, int | None], head_rows: Rows, che
     its maximum, and where Lc has fallen 5% of the way from its plateau to its minimum.
 
     tau is the paper family's (L_seq); every lead is also given against the first-token tau,
-    in keys ending ``_first_token``."""
+    in keys ending ``_first_token``. With the per-group rows (``head_group_rows``,
+    ``group_rows``), the leads and the swap-gap crossing get bootstrap intervals over groups
+    (``routing_intervals``)."""
     head_rows, checkpoint_rows = records(head_rows), records(checkpoint_rows)
     tau, tau_ft = taus.get("paper"), taus.get("first_token")
     if tau is None:  # a task without candidate strings: the first-token tau serves both
@@ -251,6 +350,8 @@ def routing(name: str, K: int, taus: dict[str, int | None], head_rows: Rows, che
         out["cand_mass_at_0.5tau"] = r["cand_mass"]
         out["L1_at_0.5tau"] = r["L1"]
         out["step_0.5tau"] = half
+    if head_group_rows is not None and group_rows is not None:
+        out.update(routing_intervals(out, head_group_rows, group_rows, n_boot, seed))
     return out
 
 

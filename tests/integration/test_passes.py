@@ -225,12 +225,29 @@ def test_analyze_inspect_ablate_on_a_trained_run(tiny_run, tmp_path):
 
     tabs = analyze_run(tiny_run, tmp_path, PassConfig(max_head_checkpoints=6), progress=False)
     hg, heads = tabs["head_groups"], tabs["heads"]
-    mean_by = hg.groupby(["step", "head"])["dL"].mean()
+    mean_by = hg.groupby(["step", "head"])[["dL", "sel_attn", "swap_contrib"]].mean()
     for _, r in heads[heads["dL"].notna()].iterrows():
-        assert mean_by[(r["step"], r["head"])] == pytest.approx(r["dL"], abs=1e-5)
+        m = mean_by.loc[(r["step"], r["head"])]
+        assert m["dL"] == pytest.approx(r["dL"], abs=1e-5) and m["swap_contrib"] == pytest.approx(r["swap_contrib"], abs=1e-5)
+    for _, r in heads.iterrows():  # selector attention per group at every checkpoint
+        assert mean_by.loc[(r["step"], r["head"]), "sel_attn"] == pytest.approx(r["sel_attn"], abs=1e-5)
+    # per-group swap gaps average to the checkpoint's; its interval holds it
+    gap_by = tabs["groups"].groupby("step")["swap_gap"].mean()
+    ck = tabs["checkpoint"].set_index("step")
+    assert (gap_by - ck["swap_gap"]).abs().max() < 1e-5
+    assert (ck["swap_gap_lo"] <= ck["swap_gap"] + 1e-9).all() and (ck["swap_gap"] <= ck["swap_gap_hi"] + 1e-9).all()
+    assert ck["swap_gap_seq_lo"].notna().sum() >= 4
+    # the leads' intervals (bootstrap over groups of the heads' score curves)
+    for key in ("routing_lead_sel_attn", "swap_gap_0.1_frac_tau"):
+        if ro.get(key) is not None and ro.get(f"{key}_lo") is not None:
+            assert ro[f"{key}_lo"] <= ro[f"{key}_hi"]
+    assert any(k.endswith("_lo") for k in ro)
+    assert ins["checkpoint"]["swap_gap_lo"] <= ins["checkpoint"]["swap_gap"] + 1e-9 <= ins["checkpoint"]["swap_gap_hi"] + 2e-9
     ab = ablation_report(tiny_run, last)
     assert [r["head"] for r in ab["heads"]] == [r["head"] for r in ins["heads"]] == ["L0H0", "L0H1", "L1H0", "L1H1"]
     assert [r["dL"] for r in ab["heads"]] == pytest.approx([r["dL"] for r in ins["heads"]])  # same ablation
+    assert all(r["dL_lo"] <= r["dL"] + 1e-9 <= r["dL_hi"] + 2e-9 for r in ab["heads"])
+    assert sum(r["top_share"] for r in ab["heads"]) == pytest.approx(1.0)
 
 
 def test_analysis_does_not_depend_on_the_cache_history(tiny_run, tmp_path):
