@@ -56,6 +56,14 @@ def reports(tiny_run, tmp_path_factory):
     return {"single": single, "compare": compare, "tiny": tiny_run, "analyses": analyses, "cdn": cdn, "directory": directory}
 
 
+def test_tables_show_intervals_in_their_columns(reports):
+    text = reports["single"].read_text()
+    # Table 6, Table 9 and the routing table fold their bootstrap intervals into the column
+    for col in ("ge80_pct [95% CI]", "dL [95% CI]", "routing_lead_sel_attn [95% CI]"):
+        assert f">{col}</th>" in text, col
+    assert "<th>ge80_pct_lo</th>" not in text and "<th>dL_hi</th>" not in text
+
+
 def test_default_paths(reports):
     a, name = reports["analyses"], reports["tiny"].name
     assert reports["single"] == a / name / "report.html"
