@@ -139,10 +139,11 @@ def table9(name: str, K: int, taus: dict[str, int | None], head_rows: Rows, top:
     ranks first. Returns a DataFrame."""
     head_rows = records(head_rows)
     by_step: dict[int, dict[str, dict[str, list[float]]]] = {}
-    for r in records(head_group_rows) if head_group_rows is not None else []:
-        by_step.setdefault(r["step"], {}).setdefault(r["head"], {"dL": [], "dLc": []})
-        for k in ("dL", "dLc"):
-            by_step[r["step"]][r["head"]][k].append(r[k])
+    hg = None if head_group_rows is None else head_group_rows if hasattr(head_group_rows, "groupby") else frame(records(head_group_rows))
+    if hg is not None and len(hg) and {"dL", "dLc"} <= set(hg.columns):
+        hg = hg[hg["dL"].notna() | hg["dLc"].notna()]  # the checkpoints where the ablations ran
+        for (step, head), g in hg.groupby(["step", "head"], sort=False):  # groups in row order
+            by_step.setdefault(int(step), {})[head] = {"dL": g["dL"].tolist(), "dLc": g["dLc"].tolist()}
     out = []
     for fam in families:
         d, tau = definition(fam), taus.get(fam)
@@ -201,7 +202,7 @@ def resample_counts(n_groups: int, n_boot: int, seed: int) -> np.ndarray:
 def _per_group(rows, value: str, head: str | None = None):
     """(steps, [group, step] matrix) of one per-group quantity, over the steps where every
     group has it; None if there are none."""
-    df = frame(records(rows))
+    df = rows if hasattr(rows, "pivot_table") else frame(records(rows))
     if not len(df) or value not in df.columns:
         return None
     if head is not None:
