@@ -46,6 +46,8 @@ def check_manifest(m: Any, path: Path) -> None:
         rec = c.get("record")
         if not isinstance(rec, dict) or not isinstance(rec.get("metrics"), dict):
             raise bad(f"checkpoints[{i}].record has no metrics")
+        if rec.get("step") != step or isinstance(rec.get("step"), bool):  # the readers take a record's step from it
+            raise bad(f"checkpoints[{i}].record.step {rec.get('step')!r} is not the checkpoint's step {step}")
         if not isinstance(rec["metrics"].get("Lc"), (int, float)) or isinstance(rec["metrics"].get("Lc"), bool):
             raise bad(f"checkpoints[{i}].record.metrics.Lc is not a number")
 

@@ -413,6 +413,11 @@ LOAD_CASES = {
     "manifest without checkpoints": (_write("manifest.json", '{"format_version": 1, "status": "running"}'), "manifest.json", "checkpoints is not a list"),
     "manifest bad step": (lambda run: _edit_manifest(run, lambda m: m["checkpoints"][1].update(step="20")), "manifest.json", r"checkpoints\[1\].step"),
     "manifest missing": (lambda run: (run.path / "manifest.json").unlink(), "manifest.json", "file is missing"),
+    # found by the slow fuzz tier (case 518, seed 1): a record whose step is null broke summary
+    "record step null": (lambda run: _edit_manifest(run, lambda m: m["checkpoints"][2]["record"].update(step=None)), "manifest.json",
+                         r"checkpoints\[2\].record.step None is not the checkpoint's step"),
+    "record step other": (lambda run: _edit_manifest(run, lambda m: m["checkpoints"][2]["record"].update(step=7)), "manifest.json",
+                          r"checkpoints\[2\].record.step 7"),
     "config not JSON": (_write("config.json", "{task: K=4"), "config.json", "not valid JSON"),
     "config a list": (_write("config.json", "[]"), "config.json", "not a mi_plateau config"),
     "config unknown key": (_write("config.json", '{"task": {"KK": 4}}'), "config.json", "unknown keys"),
