@@ -257,7 +257,13 @@ def routing_intervals(out: dict[str, Any], head_group_rows: Rows, group_rows: Ro
     if n_boot <= 0:
         return res
     taus = {"": out.get("tau"), "_first_token": out.get("tau_first_token")}
-    C = None
+    drawn: dict[int, np.ndarray] = {}
+
+    def mean_curves(X: np.ndarray) -> np.ndarray:  # [resample, step]: the resampled groups' mean
+        if X.shape[0] not in drawn:
+            drawn[X.shape[0]] = resample_counts(X.shape[0], n_boot, seed)
+        return drawn[X.shape[0]] @ X / X.shape[0]
+
     for label in ("routing", "top_attention"):
         head = out.get(f"{label}_head")
         if head is None:
@@ -267,8 +273,7 @@ def routing_intervals(out: dict[str, Any], head_group_rows: Rows, group_rows: Ro
             if got is None or len(got[0]) < 2:
                 continue
             steps, X = got
-            C = resample_counts(X.shape[0], n_boot, seed) if C is None or C.shape[1] != X.shape[0] else C
-            t_r = _half_rise_many(steps, C @ X / X.shape[0])
+            t_r = _half_rise_many(steps, mean_curves(X))
             for suffix, tau in taus.items():
                 if tau:
                     key = f"{label}_lead_{score}{suffix}"
@@ -276,8 +281,7 @@ def routing_intervals(out: dict[str, Any], head_group_rows: Rows, group_rows: Ro
     got = _per_group(group_rows, "swap_gap")
     if got is not None:
         steps, X = got
-        C = resample_counts(X.shape[0], n_boot, seed) if C is None or C.shape[1] != X.shape[0] else C
-        above = C @ X / X.shape[0] > 0.1
+        above = mean_curves(X) > 0.1
         first = np.where(above.any(1), np.asarray(steps, dtype=float)[above.argmax(1)], np.nan)
         for suffix, tau in taus.items():
             if tau:
