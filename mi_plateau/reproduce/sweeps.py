@@ -1,6 +1,7 @@
 """The paper's sweep tables as named recipes: ``mi-plateau reproduce k_sweep`` (Table 3, Figure 4,
 Table 5), ``fixed_d`` and ``fixed_d_noclip`` (Figure 5), ``len_z`` (Table 7), ``batch_size``
-(Table 1), ``seeds`` and ``seeds_init`` (Table 4).
+(Table 1), ``seeds`` and ``seeds_init`` (Table 4; ``seeds`` also a first cut of Table 8, the phase
+boundary) and ``lr_sweep`` (Figure 2b).
 
 Each recipe is a sweep file shipped in ``mi_plateau/sweeps/recipes/`` (run by the sweep runner,
 so every point is an ordinary run folder under ``checkpoints/<sweep>/``, resumable) and a builder
@@ -36,6 +37,10 @@ PAPER_TABLE7 = {1: (2.34, 1.017, 1650), 2: (2.39, 1.037, 1850), 3: (2.33, 1.014,
 PAPER_TABLE1 = {32: 23200, 64: 7200, 128: 3200, 256: 1600, 512: 1000}
 PAPER_TABLE4 = {(5000, 5, 5e-3): (2850, 1727), (5000, 5, 7e-3): (3250, 2295), (5000, 5, 1e-2): (2183, 504),
                 (10000, 10, 3e-3): (5950, 2299), (10000, 10, 5e-3): (9867, 3838), (10000, 10, 7e-3): (8533, 1893)}
+# Table 8: per K (D = 1000 K), the largest lr at which every seed escaped, the smallest at which
+# one did not, and eta* (their geometric mean, as the paper's values are)
+PAPER_TABLE8 = {5: (1.0e-2, 1.5e-2, 1.2e-2), 10: (7.0e-3, 1.0e-2, 8.4e-3), 20: (3.0e-3, 5.0e-3, 3.9e-3), 36: (1.0e-3, 2.0e-3, 1.4e-3)}
+PAPER_LR_RATIO = 3.6  # Figure 2b: tau at the top of a 7x lr range over tau at its bottom
 ALPHAS = (0.3, 0.4, 0.5, 0.6, 0.7)
 
 
@@ -224,41 +229,140 @@ def build_seeds(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int) ->
                         "paper_mean": ref[0] if fam == "paper" else None, "paper_std": ref[1] if fam == "paper" else None})
     stem = "table4" if sweep.name == "paper_seeds" else sweep.name.removeprefix("paper_")
     written = write_table(docs / stem, out, title=f"Table 4 ({sweep.name}): tau across seeds",
-                          note="std: sample standard deviation; CV = std / mean.")
-    return {"tables": {"Table 4": out}, "figures": {}, "written": written}
+                          note="std: sample standard deviation; CV = std / mean; taus: the seeds that escaped "
+                               "within the budget (with_tau of runs).")
+    t8 = phase_boundary(rows)
+    written += write_table(docs / f"{stem}_boundary", t8, title=f"Table 8, first cut ({sweep.name}): the phase boundary",
+                           note="A run escapes when L_seq falls below 0.5 log K within its step budget (max_steps); it fails "
+                                "when it finishes the budget without. max_all_succeed: the largest lr at which every seed "
+                                "escaped; min_any_fail: the smallest at which one failed; eta_star: their geometric mean; "
+                                "undecided: runs not yet finished and not yet escaped.")
+    return {"tables": {"Table 4": out, "Table 8": t8}, "figures": {}, "written": written}
+
+
+def phase_boundary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Table 8 from tau rows: per (K, D), each lr's seeds are escaped (a paper-family tau), failed
+    (finished the budget without one) or undecided (neither yet); the largest lr with every seed
+    escaped, the smallest with any failed, and their geometric mean eta*."""
+    by: dict[tuple, dict[float, list[str]]] = {}
+    for r in rows:
+        outcome = "escaped" if r["tau_paper"] else "failed" if r["status"] == "finished" else "undecided"
+        by.setdefault((r["K"], r["D"]), {}).setdefault(r["lr"], []).append(outcome)
+    out = []
+    for (K, D), lrs in sorted(by.items()):
+        ok = [lr for lr, o in lrs.items() if o and all(x == "escaped" for x in o)]
+        bad = [lr for lr, o in lrs.items() if "failed" in o]
+        hi, lo = (max(ok) if ok else None), (min(bad) if bad else None)
+        ref = PAPER_TABLE8.get(K, (None, None, None)) if D == 1000 * K else (None, None, None)
+        out.append({"K": K, "D": D, "lrs": sorted(lrs), "escaped": [lrs[lr].count("escaped") for lr in sorted(lrs)],
+                    "failed": [lrs[lr].count("failed") for lr in sorted(lrs)],
+                    "undecided": [lrs[lr].count("undecided") for lr in sorted(lrs)],
+                    "max_all_succeed": hi, "min_any_fail": lo, "eta_star": math.sqrt(hi * lo) if hi and lo else None,
+                    "paper_max_all_succeed": ref[0], "paper_min_any_fail": ref[1], "paper_eta_star": ref[2]})
+    return out
+
+
+def build_lr_sweep(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int) -> dict[str, Any]:
+    """Figure 2b: tau against the learning rate at fixed throughput (one batch size), its ratio
+    to the smallest rate's tau, and the power-law slope of tau in lr."""
+    from .. import figures
+
+    rows = sorted(_tau_rows(sweep, root), key=lambda r: r["lr"])
+    out = []
+    for fam in FAMILY_KEYS:
+        base = next((r for r in rows if r[f"tau_{fam}"]), None)
+        for r in rows:
+            t = r[f"tau_{fam}"]
+            out.append({"definition": fam, "lr": r["lr"], "K": r["K"], "B": r["batch_size"], "tau_steps": t,
+                        "ratio_to_smallest_lr": t / base[f"tau_{fam}"] if t and base else None,
+                        "steps": r["steps"], "status": r["status"]})
+    fits = {fam: power_law([r["lr"] for r in rows], [r[f"tau_{fam}"] for r in rows], n_boot=n_boot, seed=seed)
+            for fam in FAMILY_KEYS}
+    fit_rows = [_fit_row(f"tau ~ lr^beta, {fam} definition", fits[fam]) for fam in FAMILY_KEYS]
+    fit_rows.append({"fit": "the paper (as printed): tau ratio across its 7x lr range", "slope": None, "ratio": PAPER_LR_RATIO})
+    points = {fam: {"x": [r["lr"] for r in rows], "tau": [r[f"tau_{fam}"] for r in rows],
+                    "label": [f"lr={r['lr']:g}" for r in rows]} for fam in FAMILY_KEYS}
+    fig = figures.tau_power_law(points, fits, x_label="learning rate (batch fixed)", x_symbol="lr",
+                                title=f"Figure 2b: tau against the learning rate ({sweep.name})")
+    written = write_table(docs / "lr_sweep", out, title="Figure 2b data: tau against the learning rate",
+                          note="tau in steps (the batch size is fixed, so steps are also examples / B); None: not reached "
+                               "within `steps`. The paper: 3.6x slower across a 7x lr range.")
+    written += write_table(docs / "lr_sweep_fit", fit_rows, title="Slope of tau against lr (log-log)",
+                           note=f"ci: 95% percentile bootstrap over runs ({n_boot} resamples, seed {seed}).")
+    written.append(write_figure(docs / "lr_sweep.svg", fig))
+    return {"tables": {"Figure 2b": out, "fit": fit_rows}, "figures": {"Figure 2b": fig}, "written": written}
 
 
 BUILDERS: dict[str, Callable[..., dict[str, Any]]] = {
     "k_sweep": build_k_sweep, "fixed_d": build_fixed_d, "fixed_d_noclip": build_fixed_d, "len_z": build_len_z,
-    "batch_size": build_batch_size, "seeds": build_seeds, "seeds_init": build_seeds,
+    "batch_size": build_batch_size, "seeds": build_seeds, "seeds_init": build_seeds, "lr_sweep": build_lr_sweep,
 }
 
 
 def dry_run(name: str, root: str | Path = "checkpoints", sec_per_step: float | None = None) -> list[dict[str, Any]]:
     """The recipe's runs, their status and an estimate of their cost: the expected steps (the
     paper's tau where it has one for the point, else the step cap) x 1.2 (the tau-only margin)
-    x the seconds per step of this machine (``sec_per_step``: the bench's, or a measured
-    default)."""
+    x the seconds per step. Those come from ``sec_per_step`` if given, else from the runs this
+    machine already trained under ``root`` (the median training wall time per step of the
+    finished runs at the point's K, or at any K if none; the evaluation's share grows with K),
+    else a default; scaled by the batch size over 128. ``s_per_step_from`` says which."""
     sweep = recipe_sweep(name)
+    measured = measured_sec_per_step(root)
     rows = []
     for p in sweep.points:
         c = p.cfg
         path = sweep.folder(root) / p.name
         guess = _paper_tau_guess(c)
         steps = min(c.train.max_steps, c.train.tau_margin * guess) if guess else c.train.max_steps
-        cost = steps * (sec_per_step or _SEC_PER_STEP) * c.train.batch_size / 128
-        rows.append({"run": str(path), **p.settings, "status": status(path), "expected_steps": int(steps), "est_core_min": cost / 60})
+        if sec_per_step:
+            sps, src = sec_per_step, "given"
+        elif measured:
+            at_k = [v for k, v in measured if k == c.task.K]
+            sps = statistics.median(at_k or [v for _, v in measured])
+            src = f"{len(at_k) or len(measured)} runs here" + ("" if at_k else " (other K)")
+        else:
+            sps, src = _SEC_PER_STEP, "default"
+        cost = steps * sps * c.train.batch_size / 128
+        rows.append({"run": str(path), **p.settings, "status": status(path), "expected_steps": int(steps),
+                     "est_core_min": cost / 60, "s_per_step_from": src})
     return rows
 
 
-# seconds per paper-model training step with its evaluation (1 thread, this machine, session 5:
-# 0.1 s per step plus 45% for both families' evaluation); only the dry run's estimate uses it
+def measured_sec_per_step(root: str | Path) -> list[tuple[int, float]]:
+    """(K, training wall seconds per step at batch 128) of every finished run under ``root``
+    (``root/<sweep>/<run>`` or ``root/<run>``) that records its wall time."""
+    from ..sweeps import train_wall
+
+    out = []
+    for m in sorted(Path(root).glob("*/manifest.json")) + sorted(Path(root).glob("*/*/manifest.json")):
+        if status(m.parent) != "finished":
+            continue
+        try:
+            run = Run(m.parent)
+            c, wall, last = run.config(), train_wall(run), run.summary()["last_step"]
+        except (RunError, KeyError, TypeError):
+            continue
+        if wall and last:
+            out.append((c.task.K, wall / last * 128 / c.train.batch_size))
+    return out
+
+
+# seconds per paper-model training step with its evaluation when no run has been trained here
+# (1 thread, session 5: 0.1 s per step plus 45% for both families' evaluation)
 _SEC_PER_STEP = 0.145
 
 
 def _paper_tau_guess(c) -> float | None:
-    D = c.task.K * c.task.n_b
-    if c.task.n_b == 1000 and c.task.K in PAPER_TABLE3:
+    """The paper's tau for this point where it prints one (Table 4 at its learning rates, Table 3
+    at lr 1e-3), None (the whole budget) at or past its Table 8 boundary, else the power law of
+    its Table 3 in D, scaled by the batch size."""
+    D, lr = c.task.K * c.task.n_b, c.train.lr
+    boundary = PAPER_TABLE8.get(c.task.K)
+    if (D, c.task.K, lr) in PAPER_TABLE4:
+        return PAPER_TABLE4[(D, c.task.K, lr)][0]
+    if boundary and c.task.n_b == 1000 and lr >= boundary[1]:
+        return None
+    if c.task.n_b == 1000 and c.task.K in PAPER_TABLE3 and lr == 1e-3:
         return PAPER_TABLE3[c.task.K]
     fit = power_law([1000 * k for k in PAPER_TABLE3], list(PAPER_TABLE3.values()), n_boot=0)  # the paper's Table 3
     return fit["prefactor"]["0"] * D ** fit["slope"] * (128 / c.train.batch_size) ** 0.8

@@ -7,7 +7,8 @@ import pytest
 from mi_plateau.cli import RECIPE_NAMES
 from mi_plateau.fits import power_law
 from mi_plateau.reproduce import SWEEP_RECIPES, dry_run, recipe_sweep
-from mi_plateau.reproduce.sweeps import build_batch_size, build_fixed_d, build_k_sweep, build_seeds
+from mi_plateau.reproduce.sweeps import (build_batch_size, build_fixed_d, build_k_sweep, build_lr_sweep, build_seeds,
+                                         phase_boundary)
 from mi_plateau.report import sweep_report
 from mi_plateau.sweeps import load_sweep, run_sweep
 
@@ -43,6 +44,13 @@ def test_every_recipe_parses_and_the_cli_lists_them():
     assert {p.cfg.train.grad_clip for p in recipe_sweep("fixed_d_noclip").points} == {0.0}
     seeds, init = recipe_sweep("seeds"), recipe_sweep("seeds_init")
     assert len({p.cfg.model.init_seed for p in seeds.points}) == 1 and len({p.cfg.model.init_seed for p in init.points}) == 3
+    # Table 4's six conditions, three seeds each, and one rate past the paper's boundary per K
+    conds = {(p.cfg.task.K, p.cfg.train.lr) for p in seeds.points}
+    assert conds == {(5, 5e-3), (5, 7e-3), (5, 1e-2), (5, 1.5e-2), (10, 3e-3), (10, 5e-3), (10, 7e-3), (10, 1e-2)}
+    assert len(seeds.points) == 3 * len(conds) and {p.cfg.train.max_steps for p in seeds.points} == {20000}
+    lr = recipe_sweep("lr_sweep")
+    lrs = [p.cfg.train.lr for p in lr.points]
+    assert max(lrs) / min(lrs) == pytest.approx(7) and {(p.cfg.task.K, p.cfg.train.batch_size) for p in lr.points} == {(20, 128)}
 
 
 def test_dry_run_estimates_cost_without_training(tmp_path):
@@ -88,6 +96,37 @@ def test_other_builders_group_and_ratio_the_same_rows(tiny_sweep):
     t4 = build_seeds(sweep, root / "ck", root / "d4", 100, 0)["tables"]["Table 4"]
     k4 = next(r for r in t4 if r["K"] == 4 and r["D"] == 192 and r["definition"] == "paper")
     assert k4["mean_tau"] == float(table[table.run == "K4"]["tau_paper"].iloc[0])
+
+
+def test_lr_sweep_builder_ratios_the_runs_own_taus(tiny_sweep):
+    sweep, root, table = tiny_sweep
+    out = build_lr_sweep(sweep, root / "ck", root / "d6", 100, 0)
+    rows = [r for r in out["tables"]["Figure 2b"] if r["definition"] == "paper"]
+    assert sorted(r["tau_steps"] for r in rows) == sorted(int(t) for t in table["tau_paper"])
+    first = next(r for r in rows if r["tau_steps"])
+    assert first["ratio_to_smallest_lr"] == 1.0
+    assert all(r["ratio_to_smallest_lr"] == pytest.approx(r["tau_steps"] / first["tau_steps"]) for r in rows if r["tau_steps"])
+    assert (root / "d6" / "lr_sweep.svg").is_file() and (root / "d6" / "lr_sweep_fit.json").is_file()
+
+
+def _row(K, lr, tau, st="finished"):
+    return {"K": K, "D": 1000 * K, "lr": lr, "tau_paper": tau, "status": st}
+
+
+def test_phase_boundary_known_answers():
+    rows = [_row(5, 5e-3, 900), _row(5, 5e-3, 1200), _row(5, 1e-2, 800), _row(5, 1e-2, 700),
+            _row(5, 1.5e-2, 3000), _row(5, 1.5e-2, None),  # one seed of three failed: 1.5e-2 is past the boundary
+            _row(5, 2e-2, None), _row(5, 2e-2, None),
+            _row(10, 3e-3, 2000), _row(10, 3e-3, None, "running"),  # undecided: not all-succeed, not failed
+            _row(10, 7e-3, None), _row(10, 1e-2, 500)]  # non-monotone: the smallest failing rate counts
+    t8 = {r["K"]: r for r in phase_boundary(rows)}
+    k5 = t8[5]
+    assert k5["lrs"] == [5e-3, 1e-2, 1.5e-2, 2e-2] and k5["escaped"] == [2, 2, 1, 0] and k5["failed"] == [0, 0, 1, 2]
+    assert k5["max_all_succeed"] == 1e-2 and k5["min_any_fail"] == 1.5e-2
+    assert k5["eta_star"] == pytest.approx((1e-2 * 1.5e-2) ** 0.5) and k5["paper_eta_star"] == 1.2e-2
+    k10 = t8[10]
+    assert k10["undecided"] == [1, 0, 0] and k10["max_all_succeed"] == 1e-2 and k10["min_any_fail"] == 7e-3
+    assert phase_boundary([_row(20, 1e-3, None, "running")])[0]["eta_star"] is None
 
 
 @pytest.mark.browser
