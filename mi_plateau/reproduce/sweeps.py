@@ -353,8 +353,8 @@ _SEC_PER_STEP = 0.145
 
 
 def _paper_tau_guess(c) -> float | None:
-    """The paper's tau for this point where it prints one (Table 4 at its learning rates, Table 3
-    at lr 1e-3), None (the whole budget) at or past its Table 8 boundary, else the power law of
+    """The paper's tau for this point where it prints one (Table 4 at its learning rates, Table 1
+    at its batch sizes, Table 3 at lr 1e-3), None (the whole budget) at or past its Table 8 boundary, else the power law of
     its Table 3 in D, scaled by the batch size."""
     D, lr = c.task.K * c.task.n_b, c.train.lr
     boundary = PAPER_TABLE8.get(c.task.K)
@@ -362,7 +362,9 @@ def _paper_tau_guess(c) -> float | None:
         return PAPER_TABLE4[(D, c.task.K, lr)][0]
     if boundary and c.task.n_b == 1000 and lr >= boundary[1]:
         return None
-    if c.task.n_b == 1000 and c.task.K in PAPER_TABLE3 and lr == 1e-3:
+    if c.task.n_b == 1000 and c.task.K == 20 and lr == 1e-3 and c.train.batch_size in PAPER_TABLE1:
+        return PAPER_TABLE1[c.train.batch_size]
+    if c.task.n_b == 1000 and c.task.K in PAPER_TABLE3 and lr == 1e-3 and c.train.batch_size == 128:
         return PAPER_TABLE3[c.task.K]
     fit = power_law([1000 * k for k in PAPER_TABLE3], list(PAPER_TABLE3.values()), n_boot=0)  # the paper's Table 3
     return fit["prefactor"]["0"] * D ** fit["slope"] * (128 / c.train.batch_size) ** 0.8
