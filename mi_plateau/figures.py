@@ -318,11 +318,13 @@ def figure1(curves: dict[str, dict[str, Any]]):
 
 
 def tau_power_law(points: dict[str, dict[str, list]], fits: dict[str, dict[str, Any]], *, x_label: str = "D (examples)",
-                  x_symbol: str = "D", reference: dict[str, list] | None = None, title: str = "tau against D"):
+                  x_symbol: str = "D", reference: dict[str, list] | None = None, title: str = "tau against D",
+                  y_label: str = "tau (steps)", log_x: bool = True):
     """Figure 4: tau against the swept quantity on log-log axes, one marker series per
-    definition family with its fitted power law (dashed), and the paper's values as grey
-    crosses when given. ``points[family] = {"x": [...], "tau": [...], "label": [...]}``;
-    ``fits[family]`` is ``fits.power_law``'s result; ``reference = {"x": [...], "tau": [...]}``."""
+    definition family (or any named series) with its fitted power law (dashed) where ``fits``
+    has one, and the paper's values as grey crosses when given. ``points[series] = {"x": [...],
+    "tau": [...], "label": [...]}``; ``fits[series]`` is ``fits.power_law``'s result; ``reference
+    = {"x": [...], "tau": [...]}``. ``log_x=False`` for a swept key with a few small integers."""
     import math
 
     import plotly.graph_objects as go
@@ -348,8 +350,9 @@ def tau_power_law(points: dict[str, dict[str, list]], fits: dict[str, dict[str, 
     if reference:
         fig.add_trace(go.Scatter(x=reference["x"], y=reference["tau"], mode="markers", name="the paper's values",
                                  marker=dict(color="#888", symbol="x", size=8)))
-    fig.update_xaxes(type="log", title_text=x_label)
-    fig.update_yaxes(type="log", title_text="tau (steps)")
-    fig.update_layout(title=title, height=480, width=900, template="plotly_white",
-                      legend=dict(x=0.01, y=0.99, bgcolor="rgba(255,255,255,0.8)"))
+    fig.update_xaxes(type="log", title_text=x_label) if log_x else fig.update_xaxes(dtick=1, title_text=x_label)
+    fig.update_yaxes(type="log", title_text=y_label)
+    # the legend below the axes: inside them it can cover points (Table 7's at len_z = 1 did)
+    fig.update_layout(title=title, height=540, width=900, template="plotly_white", margin=dict(b=130),
+                      legend=dict(orientation="h", x=0, y=-0.18, yanchor="top"))
     return fig

@@ -19,7 +19,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any, Callable
 
-from ..checkpoints import Run, RunError, atomic_write_json
+from ..checkpoints import Run, RunError, atomic_write_json, read_json
 from ..fits import power_law
 from ..summaries import nan_to_none, num, tau as tau_at
 from ..sweeps import Sweep, load_sweep, plan, run_sweep, status, sweep_table
@@ -180,6 +180,8 @@ def build_fixed_d(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int) 
 def build_len_z(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int) -> dict[str, Any]:
     """Table 7: plateau height (the paper's: mean L_seq over steps 100-500; ours: the median Lc
     plateau), ratio to log K, tau, per selector length."""
+    from .. import figures
+
     rows = []
     for r in _tau_rows(sweep, root):
         ref = PAPER_TABLE7.get(r["len_z"], (None, None, None))
@@ -189,11 +191,23 @@ def build_len_z(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int) ->
                      "paper_plateau": ref[0], "paper_ratio": ref[1], "paper_tau": ref[2], "steps": r["steps"], "status": r["status"]})
     written = write_table(docs / "table7", rows, title="Table 7: selector length at K = 10",
                           note="plateau_paper: mean L_seq over steps 100-500 (nats); plateau_first_token: median Lc on the plateau.")
-    return {"tables": {"Table 7": rows}, "figures": {}, "written": written}
+    fig = figures.tau_power_law(_series(rows, "len_z", "len_z"), {}, x_label="selector length len_z (K = 10)", log_x=False,
+                                reference={"x": list(PAPER_TABLE7), "tau": [v[2] for v in PAPER_TABLE7.values()]},
+                                title="Table 7: tau against the selector length")
+    written.append(write_figure(docs / "table7.svg", fig))
+    return {"tables": {"Table 7": rows}, "figures": {"tau against len_z": fig}, "written": written}
+
+
+def _series(rows: list[dict[str, Any]], x: str, label: str, tau: str = "tau_{fam}", scale: float = 1.0) -> dict[str, dict[str, list]]:
+    """Both families' (x, tau) points from table rows, for ``figures.tau_power_law``."""
+    return {fam: {"x": [r[x] for r in rows], "tau": [r[tau.format(fam=fam)] * scale if r[tau.format(fam=fam)] else None for r in rows],
+                  "label": [f"{label}={r[x]}" for r in rows]} for fam in FAMILY_KEYS}
 
 
 def build_batch_size(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int) -> dict[str, Any]:
     """Table 1: tau in steps and in examples seen (steps x B), and both ratios to the largest B."""
+    from .. import figures
+
     rows = sorted(_tau_rows(sweep, root), key=lambda r: r["batch_size"])
     out = []
     for fam in FAMILY_KEYS:
@@ -208,11 +222,24 @@ def build_batch_size(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: in
                         "steps": r["steps"], "status": r["status"]})
     written = write_table(docs / "table1", out, title="Table 1: batch size at K = 20, lr 1e-3",
                           note="tau_examples_k: tau x B in thousands (the paper's tau_tok); ratios to the largest B.")
-    return {"tables": {"Table 1": out}, "figures": {}, "written": written}
+    figs = {}
+    for unit, scale, ylab in (("steps", 1, "tau (steps)"), ("examples", None, "tau x B (examples seen)")):
+        pts = {fam: {"x": [r["batch_size"] for r in rows],
+                     "tau": [r[f"tau_{fam}"] * (scale or r["batch_size"]) if r[f"tau_{fam}"] else None for r in rows],
+                     "label": [f"B={r['batch_size']}" for r in rows]} for fam in FAMILY_KEYS}
+        fits = {fam: power_law(p["x"], p["tau"], n_boot=0) for fam, p in pts.items()}
+        ref = {"x": list(PAPER_TABLE1), "tau": [t * (1 if scale else b) for b, t in PAPER_TABLE1.items()]}
+        figs[f"tau in {unit} against B"] = figures.tau_power_law(pts, fits, x_label="batch size B (K = 20, lr 1e-3)", x_symbol="B",
+                                                               y_label=ylab, reference=ref, title=f"Table 1: tau in {unit} against B")
+        written.append(write_figure(docs / f"table1_{unit}.svg", figs[f"tau in {unit} against B"]))
+    return {"tables": {"Table 1": out}, "figures": figs, "written": written}
 
 
 def build_seeds(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int) -> dict[str, Any]:
-    """Table 4: mean, std and CV of tau over seeds at each (D, K, lr)."""
+    """Table 4: mean, std and CV of tau over seeds at each (D, K, lr), every seed's tau against
+    lr, and Table 8's phase boundary from the same runs."""
+    from .. import figures
+
     rows = _tau_rows(sweep, root)
     by: dict[tuple, list[dict]] = {}
     for r in rows:
@@ -231,13 +258,21 @@ def build_seeds(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int) ->
     written = write_table(docs / stem, out, title=f"Table 4 ({sweep.name}): tau across seeds",
                           note="std: sample standard deviation; CV = std / mean; taus: the seeds that escaped "
                                "within the budget (with_tau of runs).")
+    pts = {f"K={K}": {"x": [r["lr"] for r in rs], "tau": [r["tau_paper"] for r in rs], "label": [r["run"] for r in rs]}
+           for K in sorted({r["K"] for r in rows}) for rs in [[r for r in rows if r["K"] == K]]}
+    ref = [(lr, m) for (D, K, lr), (m, _) in PAPER_TABLE4.items()]
+    fig = figures.tau_power_law(pts, {}, x_label="learning rate (n_b = 1000)", x_symbol="lr",
+                                reference={"x": [a for a, _ in ref], "tau": [b for _, b in ref]},
+                                title=f"Table 4 ({sweep.name}): every seed's tau (paper definition) against lr; "
+                                      "runs without one not shown; crosses: the paper's means")
+    written.append(write_figure(docs / f"{stem}.svg", fig))
     t8 = phase_boundary(rows)
     written += write_table(docs / f"{stem}_boundary", t8, title=f"Table 8, first cut ({sweep.name}): the phase boundary",
                            note="A run escapes when L_seq falls below 0.5 log K within its step budget (max_steps); it fails "
                                 "when it finishes the budget without. max_all_succeed: the largest lr at which every seed "
                                 "escaped; min_any_fail: the smallest at which one failed; eta_star: their geometric mean; "
                                 "undecided: runs not yet finished and not yet escaped.")
-    return {"tables": {"Table 4": out, "Table 8": t8}, "figures": {}, "written": written}
+    return {"tables": {"Table 4": out, "Table 8": t8}, "figures": {"Table 4": fig}, "written": written}
 
 
 def phase_boundary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -390,6 +425,11 @@ def run_sweep_recipe(name: str, *, jobs: int | None = None, train: bool = True, 
         if not any(status(sweep.folder(root) / p.name) in ("finished", "running") for p in sweep.points):
             raise RunError(f"{sweep.folder(root)}: no run of this recipe has started yet; run it without --no-train first")
     t_train = time.perf_counter() - t0
+    if not train:  # a rebuild trains nothing: keep the wall time of the last call that trained
+        try:
+            t_train = read_json(docs / f"{sweep.name}_log.json").get("recipe_wall_s")
+        except (RunError, AttributeError):
+            t_train = None
     docs.mkdir(parents=True, exist_ok=True)
     built = BUILDERS[name](sweep, root, docs, n_boot, seed)
     curves = {}

@@ -91,9 +91,16 @@ def test_other_builders_group_and_ratio_the_same_rows(tiny_sweep):
     rows = fd["tables"]["Figure 5"]
     want = power_law([r["K"] for r in rows], [r["tau_paper"] for r in rows], groups=[r["D"] for r in rows], n_boot=100, seed=0)
     assert fit["slope"] == pytest.approx(want["slope"])
-    t1 = build_batch_size(sweep, root / "ck", root / "d3", 100, 0)["tables"]["Table 1"]
+    b1 = build_batch_size(sweep, root / "ck", root / "d3", 100, 0)
+    t1 = b1["tables"]["Table 1"]
     assert all(r["tau_examples_k"] == pytest.approx(r["tau_steps"] * r["B"] / 1000) for r in t1 if r["tau_steps"])
-    t4 = build_seeds(sweep, root / "ck", root / "d4", 100, 0)["tables"]["Table 4"]
+    # the examples figure plots tau x B: the same numbers as the table's column
+    ex = b1["figures"]["tau in examples against B"].data[0]
+    assert sorted(ex.y) == sorted(r["tau_steps"] * r["B"] for r in t1 if r["definition"] == "paper" and r["tau_steps"])
+    assert (root / "d3" / "table1_steps.svg").is_file() and (root / "d3" / "table1_examples.svg").is_file()
+    b4 = build_seeds(sweep, root / "ck", root / "d4", 100, 0)
+    t4 = b4["tables"]["Table 4"]
+    assert sum(len(tr.x) for tr in b4["figures"]["Table 4"].data[:-1]) == int(table["tau_paper"].notna().sum())
     k4 = next(r for r in t4 if r["K"] == 4 and r["D"] == 192 and r["definition"] == "paper")
     assert k4["mean_tau"] == float(table[table.run == "K4"]["tau_paper"].iloc[0])
 
