@@ -191,17 +191,17 @@ def build_len_z(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int) ->
                      "paper_plateau": ref[0], "paper_ratio": ref[1], "paper_tau": ref[2], "steps": r["steps"], "status": r["status"]})
     written = write_table(docs / "table7", rows, title="Table 7: selector length at K = 10",
                           note="plateau_paper: mean L_seq over steps 100-500 (nats); plateau_first_token: median Lc on the plateau.")
-    fig = figures.tau_power_law(_series(rows, "len_z", "len_z"), {}, x_label="selector length len_z (K = 10)", log_x=False,
+    fig = figures.tau_power_law(_series(rows, "len_z"), {}, x_label="selector length len_z (K = 10)", log_x=False,
                                 reference={"x": list(PAPER_TABLE7), "tau": [v[2] for v in PAPER_TABLE7.values()]},
                                 title="Table 7: tau against the selector length")
     written.append(write_figure(docs / "table7.svg", fig))
     return {"tables": {"Table 7": rows}, "figures": {"tau against len_z": fig}, "written": written}
 
 
-def _series(rows: list[dict[str, Any]], x: str, label: str, tau: str = "tau_{fam}", scale: float = 1.0) -> dict[str, dict[str, list]]:
+def _series(rows: list[dict[str, Any]], x: str) -> dict[str, dict[str, list]]:
     """Both families' (x, tau) points from table rows, for ``figures.tau_power_law``."""
-    return {fam: {"x": [r[x] for r in rows], "tau": [r[tau.format(fam=fam)] * scale if r[tau.format(fam=fam)] else None for r in rows],
-                  "label": [f"{label}={r[x]}" for r in rows]} for fam in FAMILY_KEYS}
+    return {fam: {"x": [r[x] for r in rows], "tau": [r[f"tau_{fam}"] for r in rows], "label": [f"{x}={r[x]}" for r in rows]}
+            for fam in FAMILY_KEYS}
 
 
 def build_batch_size(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int) -> dict[str, Any]:
