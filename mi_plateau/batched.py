@@ -76,10 +76,10 @@ def _pad(batch: torch.Tensor, size: int) -> tuple[torch.Tensor, torch.Tensor | N
     return torch.cat([batch, batch[:1].expand(size - n, -1)]), weight
 
 
-def stacked_step(f, active: Sequence, batch_size: int) -> list[float]:
+def stacked_step(f, active: Sequence, batch_size: int) -> list[tuple[float, float]]:
     """One update of every member (anything with ``cfg``, ``model``, ``opt``, ``sampler`` and
-    ``step``) through the stacked forward ``f``; returns their losses. Does not count the step
-    (``Member.after_step`` does)."""
+    ``step``) through the stacked forward ``f``; returns their losses and gradient norms before
+    clipping. Does not count the step (``Member.after_step`` does)."""
     params = [m.model.state_dict(keep_vars=True) for m in active]
     stacked = {k: torch.stack([p[k] for p in params]) for k in params[0]}
     padded = [_pad(m.sampler.sample(), batch_size) for m in active]
@@ -89,9 +89,8 @@ def stacked_step(f, active: Sequence, batch_size: int) -> list[float]:
     for m in active:
         m.opt.zero_grad(set_to_none=True)
     torch.stack(losses).sum().backward()
-    for m in active:
-        apply_update(m.cfg, m.opt, m.step)
-    return [loss.item() for loss in losses]
+    norms = [apply_update(m.cfg, m.opt, m.step) for m in active]
+    return [(loss.item(), norm) for loss, norm in zip(losses, norms)]
 
 
 def train_members(members: Sequence[Member], *, progress: bool = True) -> None:
@@ -110,8 +109,8 @@ def train_members(members: Sequence[Member], *, progress: bool = True) -> None:
                    unit="run-step", dynamic_ncols=True, file=sys.stderr)
     try:
         while active:
-            for m, loss in zip(active, stacked_step(f, active, B)):
-                m.after_step(loss)
+            for m, (loss, norm) in zip(active, stacked_step(f, active, B)):
+                m.after_step(loss, norm)
             if bar is not None:
                 bar.update(len(active))
             active = [m for m in active if not m.done]

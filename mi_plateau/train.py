@@ -66,18 +66,18 @@ def make_optimizer(cfg: RunConfig, model: torch.nn.Module) -> torch.optim.AdamW:
     )
 
 
-def train_step(cfg: RunConfig, forward, opt: torch.optim.Optimizer, tokens: torch.Tensor, step: int) -> float:
+def train_step(cfg: RunConfig, forward, opt: torch.optim.Optimizer, tokens: torch.Tensor, step: int) -> tuple[float, float]:
     """One update: the mean next-token cross-entropy over the target positions (A1..A4, EOS) of
     the batch ``tokens``, backward, optional clipping, AdamW at ``lr_at(step)``; returns the
-    loss. ``forward`` maps the inputs [batch, seq_len - 1] (the EOS input predicts nothing) to
+    loss and the gradient's norm before clipping. ``forward`` maps the inputs [batch, seq_len - 1] (the EOS input predicts nothing) to
     the logits of the loss positions (``model.training_forward``). The trainer and the bench
     both step with this function; the batched trainer uses its parts (``batch_loss``,
     ``apply_update``)."""
     loss = batch_loss(cfg, forward(tokens[:, :-1]), tokens)
     opt.zero_grad(set_to_none=True)
     loss.backward()
-    apply_update(cfg, opt, step)
-    return loss.item()
+    norm = apply_update(cfg, opt, step)
+    return loss.item(), norm
 
 
 def batch_loss(cfg: RunConfig, logits: torch.Tensor, tokens: torch.Tensor, weight: torch.Tensor | None = None) -> torch.Tensor:
@@ -91,13 +91,19 @@ def batch_loss(cfg: RunConfig, logits: torch.Tensor, tokens: torch.Tensor, weigh
     return (ce * weight[:, None]).sum() / (weight.sum() * target.shape[1])
 
 
-def apply_update(cfg: RunConfig, opt: torch.optim.Optimizer, step: int) -> None:
-    """Clip (if ``grad_clip``) and take AdamW's step at ``lr_at(step)`` from the gradients in place."""
+def apply_update(cfg: RunConfig, opt: torch.optim.Optimizer, step: int) -> float:
+    """Clip (if ``grad_clip``) and take AdamW's step at ``lr_at(step)`` from the gradients in
+    place; returns the gradient's global L2 norm before clipping (read only: without clipping
+    the update is the same as if it were not computed)."""
     for g in opt.param_groups:
         g["lr"] = lr_at(cfg, step)
+    params = [p for g in opt.param_groups for p in g["params"]]
     if cfg.train.grad_clip > 0:
-        torch.nn.utils.clip_grad_norm_([p for g in opt.param_groups for p in g["params"]], cfg.train.grad_clip)
+        norm = torch.nn.utils.clip_grad_norm_(params, cfg.train.grad_clip)
+    else:
+        norm = torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None])
     opt.step()
+    return float(norm)
 
 
 def optimizer_tensors(opt: torch.optim.Optimizer) -> dict[str, torch.Tensor]:
@@ -289,7 +295,7 @@ class Member:
             self.step = 0
         self.records = [c["record"] for c in self.manifest["checkpoints"]]
         self.t0 = time.perf_counter() - self.wall_before
-        self.running, self.n_run = 0.0, 0
+        self.running, self.n_run, self.norms = 0.0, 0, []
         if not self.done:
             if self.step == 0 and not self.records:
                 self.checkpoint(0, None)
@@ -326,7 +332,7 @@ class Member:
         except (ValueError, KeyError, TypeError, AttributeError, RunError):
             self.wall_before = 0.0
 
-    def checkpoint(self, step: int, train_loss: float | None) -> None:
+    def checkpoint(self, step: int, train_loss: float | None, norms: dict[str, float] | None = None) -> None:
         cfg, model = self.cfg, self.model
         wall = time.perf_counter() - self.t0 if step else 0.0
         model.eval()
@@ -337,6 +343,11 @@ class Member:
             "examples_seen": cfg.examples_seen(step),
             "lr": lr_at(cfg, max(step - 1, 0)) if step else 0.0,
             "train_loss": train_loss,
+            # the gradient's norm before clipping over the steps since the last checkpoint: mean,
+            # max, and the share of steps that clipping shortened (None without clipping)
+            "grad_norm_mean": norms["mean"] if norms else None,
+            "grad_norm_max": norms["max"] if norms else None,
+            "clipped_frac": norms["clipped"] if norms and cfg.train.grad_clip > 0 else None,
             "metrics": metrics,
         }
         self.records.append(record)
@@ -345,15 +356,21 @@ class Member:
                          {**optimizer_tensors(self.opt), **self.sampler.state()},
                          summarize(cfg, self.records) if self.done else None)
 
-    def after_step(self, loss: float) -> bool:
-        """Count the step just taken (its loss); checkpoint if one is due. True if it did."""
+    def after_step(self, loss: float, grad_norm: float | None = None) -> bool:
+        """Count the step just taken (its loss and gradient norm); checkpoint if one is due.
+        True if it did."""
         self.running += loss
         self.step += 1
         self.n_run += 1
+        if grad_norm is not None:
+            self.norms.append(grad_norm)
         crash_point("step")
         if self.step >= self.next_ckpt or self.step >= self.cfg.train.max_steps:
-            self.checkpoint(self.step, self.running / self.n_run)
-            self.running, self.n_run = 0.0, 0
+            n = self.norms
+            clip = self.cfg.train.grad_clip
+            norms = {"mean": sum(n) / len(n), "max": max(n), "clipped": sum(x > clip for x in n) / len(n)} if n else None
+            self.checkpoint(self.step, self.running / self.n_run, norms)
+            self.running, self.n_run, self.norms = 0.0, 0, []
             self.next_ckpt = self.step + next_interval(self.cfg, self.records[-1]["metrics"])
             return True
         return False
@@ -375,8 +392,8 @@ def _train_loop(m: Member, *, progress: bool) -> None:
         bar = tqdm(total=cfg.train.max_steps, initial=m.step, desc=m.run.name, unit="step", dynamic_ncols=True, file=sys.stderr)
     try:
         while not m.done:
-            loss = train_step(cfg, forward, m.opt, m.sampler.sample(), m.step)
-            wrote = m.after_step(loss)
+            loss, norm = train_step(cfg, forward, m.opt, m.sampler.sample(), m.step)
+            wrote = m.after_step(loss, norm)
             if bar is not None:
                 bar.update(1)
                 if wrote:

@@ -26,7 +26,7 @@ def _stepper(cfg: RunConfig, forward: Callable[[Tensor], Tensor], opt: torch.opt
     state = {"step": 0, "losses": []}
 
     def step() -> float:
-        state["losses"].append(train_step(cfg, forward, opt, sampler.sample(), state["step"]))
+        state["losses"].append(train_step(cfg, forward, opt, sampler.sample(), state["step"])[0])
         state["step"] += 1
         return state["losses"][-1]
 

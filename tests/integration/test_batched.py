@@ -45,6 +45,8 @@ def test_batched_losses_match_single_runs(tmp_path, one_thread):
         for x, y in zip(a[1:], b[1:]):
             assert x["train_loss"] == pytest.approx(y["train_loss"], abs=1e-5)
             assert x["metrics"]["L_seq"] == pytest.approx(y["metrics"]["L_seq"], abs=1e-5)
+            # each member's own gradient norm, not the stack's
+            assert x["grad_norm_mean"] == pytest.approx(y["grad_norm_mean"], rel=1e-4)
         assert Run(tmp_path / f"b{i}").config() == c  # an ordinary run folder
 
 

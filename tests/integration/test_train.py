@@ -289,3 +289,51 @@ def test_summary_prints_units_and_no_line_twice(tiny_run, run_cli):
     assert len(lines) == len(set(lines)) and sum(ln.startswith("run:") or "  run:" in ln for ln in lines) == 1
     s = tiny_run.summary()
     assert f"tau: {s['tau']} steps" in p.stdout and "log_K: " in p.stdout and " nats" in p.stdout
+
+
+@pytest.mark.parametrize("clip", [0.0, 0.05])
+def test_records_hold_the_gradient_norm_before_clipping(tmp_path, tiny_cfg, clip):
+    """grad_norm_mean / max at a checkpoint are the pre-clip norms of the steps since the last
+    one, equal to a plain recomputation of the first step's gradient; clipped_frac is the share
+    of those steps that clipping shortened (None without clipping)."""
+    from mi_plateau.model import build_model, training_forward
+    from mi_plateau.task import make_sampler, make_task
+    from mi_plateau.train import batch_loss
+
+    cfg = with_overrides(tiny_cfg, {"max_steps": 3, "train.ckpt_every": 1, "train.ckpt_every_transition": 1,
+                                    "train.grad_clip": clip})
+    recs = train(cfg, tmp_path / "r", progress=False).records()
+    assert recs[0]["grad_norm_mean"] is None and recs[0]["clipped_frac"] is None  # step 0: no step taken yet
+    model = build_model(cfg)
+    task = make_task(cfg.task)
+    tokens = make_sampler(task, cfg.train.batching, cfg.train.batch_size, cfg.train.batch_seed).sample()
+    batch_loss(cfg, training_forward(cfg, model)(tokens[:, :-1]), tokens).backward()
+    want = math.sqrt(sum(float((p.grad ** 2).sum()) for p in model.parameters() if p.grad is not None))
+    r1 = recs[1]
+    assert r1["grad_norm_mean"] == pytest.approx(want, rel=1e-5) and r1["grad_norm_max"] == r1["grad_norm_mean"]
+    if clip:
+        assert want > clip and r1["clipped_frac"] == 1.0  # an init gradient is far above 0.05
+    else:
+        assert r1["clipped_frac"] is None
+    assert all(r["grad_norm_mean"] > 0 for r in recs[1:])
+
+
+def test_reading_the_gradient_norm_leaves_the_update_unchanged(tmp_path, tiny_cfg, monkeypatch):
+    """Without clipping the norm is only read: the weights equal those of a run whose update
+    does not compute it at all (AdamW straight from the gradients), bit for bit."""
+    import mi_plateau.train as tr
+
+    cfg = with_overrides(tiny_cfg, {"max_steps": 40})
+    a = train(cfg, tmp_path / "a", progress=False)
+
+    def plain_update(cfg, opt, step):
+        for g in opt.param_groups:
+            g["lr"] = lr_at(cfg, step)
+        opt.step()
+        return 0.0
+
+    monkeypatch.setattr(tr, "apply_update", plain_update)
+    b = train(cfg, tmp_path / "b", progress=False)
+    wa, wb = a.weights(40), b.weights(40)
+    assert all(torch.equal(wa[k], wb[k]) for k in wa)
+    assert b.records()[-1]["grad_norm_mean"] == 0.0 and a.records()[-1]["grad_norm_mean"] > 0
