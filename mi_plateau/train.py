@@ -13,7 +13,6 @@ so an interrupted run continues exactly as if it had not stopped.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
 import platform
@@ -39,7 +38,7 @@ from .checkpoints import (
     remove_stale_files,
     write_checkpoint,
 )
-from .config import RunConfig, config_diff, layout_for, validate
+from .config import RunConfig, config_diff, extends, layout_for, validate
 from .metrics import evaluate
 from .summaries import num as _num, summarize, tau as tau_of
 from .task import make_eval_set, make_sampler, make_task
@@ -260,14 +259,6 @@ def _stopped_by_rule(cfg: RunConfig, run: Run) -> bool:
     m = run.manifest()
     recs = [c["record"] for c in m["checkpoints"]]
     return m.get("status") == "finished" and bool(recs) and should_stop(cfg, recs)
-
-
-def extends(stored: RunConfig, cfg: RunConfig) -> bool:
-    """``cfg`` is ``stored`` with a larger ``train.max_steps`` and a constant learning rate: only
-    the stopping rule differs, every step already taken stays the same, so resuming with it
-    continues the same run (also one that finished at the old cap)."""
-    same = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, max_steps=stored.train.max_steps))
-    return cfg.train.max_steps > stored.train.max_steps and stored.train.schedule == "constant" and same == stored
 
 
 class Member:

@@ -2,7 +2,7 @@
 ``presets`` (named recipes, overrides, run names). Everything is importable from here."""
 
 from .presets import (
-    ALIASES, PRESETS, compare_name, config_diff, parse_override, preset, run_name, with_overrides,
+    ALIASES, PRESETS, compare_name, config_diff, extends, parse_override, preset, run_name, with_overrides,
 )
 from .schema import (
     A_TARGET_DIRECTIONS, BATCHINGS, DIRECTIONS, IMPLS, INITS, LEN_A, LEN_B, MAX_NB, N_CHARS, SECTIONS,
@@ -13,6 +13,6 @@ from .schema import (
 __all__ = [
     "A_TARGET_DIRECTIONS", "ALIASES", "BATCHINGS", "DIRECTIONS", "IMPLS", "INITS", "LEN_A", "LEN_B", "MAX_NB", "N_CHARS",
     "PRESETS", "SECTIONS", "SELECTOR_DIRECTIONS", "STOPS", "ConfigError", "EvalConfig", "Layout", "ModelConfig",
-    "RunConfig", "TaskConfig", "TrainConfig", "coerce", "compare_name", "config_diff", "layout_for", "parse_override",
+    "RunConfig", "TaskConfig", "TrainConfig", "coerce", "compare_name", "config_diff", "extends", "layout_for", "parse_override",
     "preset", "run_name", "validate", "with_overrides",
 ]

@@ -131,6 +131,14 @@ def config_diff(a: dict, b: dict, prefix: str = "") -> str:
     return "; ".join(out)
 
 
+def extends(stored: RunConfig, cfg: RunConfig) -> bool:
+    """``cfg`` is ``stored`` with a larger ``train.max_steps`` and a constant learning rate: only
+    the stopping rule differs, every step already taken stays the same, so resuming with it
+    continues the same run (also one that finished at the old cap)."""
+    same = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, max_steps=stored.train.max_steps))
+    return cfg.train.max_steps > stored.train.max_steps and stored.train.schedule == "constant" and same == stored
+
+
 def run_name(cfg: RunConfig) -> str:
     """<preset>_K<K>_nb<n_b>_s<seed>, plus a short hash when other settings differ from the preset."""
     import hashlib

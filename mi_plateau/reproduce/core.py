@@ -58,7 +58,7 @@ def _check_recipe_config(path: Path, cfg) -> None:
     ``max_steps`` may have been raised."""
     stored, want = Run(path).config().to_dict(), cfg.to_dict()
     keys = STEP_IMPL + (("max_steps",) if stored["train"]["max_steps"] >= want["train"]["max_steps"] else ())
-    for d in (stored, want):  # (a cap raised with `train.extends` continues the same run)
+    for d in (stored, want):  # (a cap raised with `config.extends` continues the same run)
         for k in keys:
             d["train"].pop(k, None)
     if stored != want:

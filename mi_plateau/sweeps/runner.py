@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..checkpoints import Run, RunError, atomic_write_json, read_json, refuse_inside_run
-from ..config import RunConfig, config_diff
+from ..config import RunConfig, config_diff, extends
 from ..tabular import write_table
 from .spec import Sweep
 
@@ -45,15 +45,16 @@ def status(path: Path) -> str:
 
 def plan(sweep: Sweep, root: str | Path = "checkpoints") -> list[tuple[Path, RunConfig]]:
     """The run folders of the sweep's points; refuses (before any work) a point whose run folder
-    holds a different config, naming the settings that differ."""
+    holds a different config, naming the settings that differ. A sweep file that only raises
+    ``max_steps`` (``config.extends``) continues its runs, as ``train --resume`` does."""
     folder = sweep.folder(root)
     out, bad = [], []
     for p in sweep.points:
         path = folder / p.name
         if (path / "config.json").exists():
-            stored = Run(path).config().to_dict()
-            if stored != p.cfg.to_dict():
-                bad.append(f"{p.name}: {config_diff(stored, p.cfg.to_dict())}")
+            stored = Run(path).config()
+            if stored.to_dict() != p.cfg.to_dict() and not extends(stored, p.cfg):
+                bad.append(f"{p.name}: {config_diff(stored.to_dict(), p.cfg.to_dict())}")
         out.append((path, p.cfg))
     if bad:
         raise RunError(f"{folder}: points whose config changed since their runs started (move the runs away or restore "
@@ -61,11 +62,21 @@ def plan(sweep: Sweep, root: str | Path = "checkpoints") -> list[tuple[Path, Run
     return out
 
 
+def _raised_cap(path: Path, cfg: RunConfig) -> bool:
+    """A finished run whose point now only has a larger ``max_steps``: the trainer continues it
+    if the old cap stopped it (one its own rule stopped it leaves as it is)."""
+    try:
+        return extends(Run(path).config(), cfg)
+    except RunError:
+        return False
+
+
 def _units(runs: Sequence[tuple[Path, RunConfig]], batch_runs: int) -> list[list[tuple[Path, RunConfig]]]:
     """The unfinished runs, longest first (tau grows with D = K n_b, so the last to start is a
     short one), as units of work: single runs, or with ``batch_runs`` > 1 batches of up to that
     many batchable runs (``batched.group_batches``) trained in one process as one stacked model."""
-    todo = sorted(((Path(p), c) for p, c in runs if status(p) != "finished"), key=lambda r: -r[1].task.K * r[1].task.n_b)
+    todo = sorted(((Path(p), c) for p, c in runs if status(p) != "finished" or _raised_cap(Path(p), c)),
+                  key=lambda r: -r[1].task.K * r[1].task.n_b)
     if batch_runs < 1:
         raise RunError(f"batch_runs={batch_runs}: must be at least 1")
     if batch_runs == 1:

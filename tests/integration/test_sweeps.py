@@ -86,6 +86,19 @@ def test_rerun_skips_finished_runs_and_refuses_a_changed_point(local_grid, tmp_p
         run_sweep(changed, root=root / "local", progress=False)
 
 
+def test_a_sweep_file_that_raises_the_cap_continues_its_runs(tmp_path):
+    """Runs that stopped at the sweep's max_steps before their tau continue, the same runs, when
+    the sweep file raises the cap; a run its own rule stopped stays as it is."""
+    text = GRID.replace("max_steps = 400", "max_steps = 60").replace("K = [3, 4]", "K = [3]").replace("seed = [0, 1]", "seed = [0]")
+    first = run_sweep(_sweep(tmp_path, text), root=tmp_path / "ck", progress=False)
+    assert list(first["steps"]) == [60] and first["tau_paper"].isna().all()  # stopped at the cap, on the plateau
+    more = run_sweep(_sweep(tmp_path, text.replace("max_steps = 60", "max_steps = 400")), root=tmp_path / "ck", progress=False)
+    run = Run(tmp_path / "ck" / "grid" / "K3_seed0")
+    assert more["steps"].iloc[0] > 60 and more["tau_paper"].notna().all() and run.config().train.max_steps == 400
+    whole = train(run.config(), tmp_path / "whole", progress=False)  # the same run trained at 400 from the start
+    _same_run(run, whole)
+
+
 def test_ray_backend_gives_the_same_runs(local_grid):
     pytest.importorskip("ray")
     sweep, root, _, alone = local_grid
