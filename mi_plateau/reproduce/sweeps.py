@@ -219,9 +219,13 @@ def build_batch_size(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: in
                         "step_ratio": t / base[f"tau_{fam}"] if t and base else None,
                         "example_ratio": ex / (base[f"tau_{fam}"] * base["batch_size"]) if ex and base else None,
                         "paper_tau_steps": PAPER_TABLE1.get(r["batch_size"]) if fam == "paper" else None,
+                        # a finished run without this tau used its whole budget (or stopped at the
+                        # other family's rule): its tau is later than this step
+                        "not_reached_by": r["steps"] if t is None and r["status"] == "finished" else None,
                         "steps": r["steps"], "status": r["status"]})
     written = write_table(docs / "table1", out, title="Table 1: batch size at K = 20, lr 1e-3",
-                          note="tau_examples_k: tau x B in thousands (the paper's tau_tok); ratios to the largest B.")
+                          note="tau_examples_k: tau x B in thousands (the paper's tau_tok); ratios to the largest B with a tau; "
+                               "not_reached_by: a finished run without that tau, the step it stopped at.")
     figs = {}
     for unit, scale, ylab in (("steps", 1, "tau (steps)"), ("examples", None, "tau x B (examples seen)")):
         pts = {fam: {"x": [r["batch_size"] for r in rows],
