@@ -22,7 +22,7 @@ from typing import Any, Callable
 from ..checkpoints import Run, RunError, atomic_write_json, read_json
 from ..fits import power_law
 from ..summaries import nan_to_none, num, tau as tau_at
-from ..sweeps import Sweep, load_sweep, plan, run_sweep, status, sweep_table
+from ..sweeps import Sweep, load_sweep, plan, run_sweep, status, sweep_table, train_wall
 from ..tabular import write_figure, write_table
 
 FAMILY_KEYS = {"paper": "L_seq", "first_token": "Lc"}
@@ -370,8 +370,6 @@ def dry_run(name: str, root: str | Path = "checkpoints", sec_per_step: float | N
 def measured_sec_per_step(root: str | Path) -> list[tuple[int, float]]:
     """(K, training wall seconds per step at batch 128) of every finished run under ``root``
     (``root/<sweep>/<run>`` or ``root/<run>``) that records its wall time."""
-    from ..sweeps import train_wall
-
     out = []
     for m in sorted(Path(root).glob("*/manifest.json")) + sorted(Path(root).glob("*/*/manifest.json")):
         if status(m.parent) != "finished":
