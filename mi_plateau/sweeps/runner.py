@@ -71,12 +71,17 @@ def _raised_cap(path: Path, cfg: RunConfig) -> bool:
         return False
 
 
-def _units(runs: Sequence[tuple[Path, RunConfig]], batch_runs: int) -> list[list[tuple[Path, RunConfig]]]:
-    """The unfinished runs, longest first (tau grows with D = K n_b, so the last to start is a
-    short one), as units of work: single runs, or with ``batch_runs`` > 1 batches of up to that
-    many batchable runs (``batched.group_batches``) trained in one process as one stacked model."""
-    todo = sorted(((Path(p), c) for p, c in runs if status(p) != "finished" or _raised_cap(Path(p), c)),
-                  key=lambda r: -r[1].task.K * r[1].task.n_b)
+def _units(runs: Sequence[tuple[Path, RunConfig]], batch_runs: int, order: str = "longest_first") -> list[list[tuple[Path, RunConfig]]]:
+    """The unfinished runs as units of work: single runs, or with ``batch_runs`` > 1 batches of up
+    to that many batchable runs (``batched.group_batches``) trained in one process as one stacked
+    model. ``order`` "longest_first" starts the largest D = K n_b first (tau grows with D, so the
+    last to start is a short one: the shortest sweep); "listed" keeps the given order (a recipe
+    listed by value gets its most wanted runs first when it cannot finish in one go)."""
+    todo = [(Path(p), c) for p, c in runs if status(p) != "finished" or _raised_cap(Path(p), c)]
+    if order == "longest_first":
+        todo.sort(key=lambda r: -r[1].task.K * r[1].task.n_b)  # stable: ties keep the listed order
+    elif order != "listed":
+        raise RunError(f"order={order!r}: must be one of longest_first, listed")
     if batch_runs < 1:
         raise RunError(f"batch_runs={batch_runs}: must be at least 1")
     if batch_runs == 1:
@@ -87,7 +92,8 @@ def _units(runs: Sequence[tuple[Path, RunConfig]], batch_runs: int) -> list[list
 
 
 def train_local(runs: Sequence[tuple[Path, RunConfig]], jobs: int | None = None, *, retries: int = 1,
-                progress: bool = True, logs: Path | None = None, batch_runs: int = 1) -> dict[str, str]:
+                progress: bool = True, logs: Path | None = None, batch_runs: int = 1,
+                order: str = "longest_first") -> dict[str, str]:
     """Train the unfinished runs ``jobs`` processes at a time, one thread each (``jobs`` default:
     the cores), each process one run or (``batch_runs`` > 1) one batch of runs; returns {run
     folder: error} for the runs that failed. Each process's standard error goes to
@@ -95,7 +101,7 @@ def train_local(runs: Sequence[tuple[Path, RunConfig]], jobs: int | None = None,
     jobs = jobs or os.cpu_count() or 1
     if jobs < 1:
         raise RunError(f"jobs={jobs}: must be at least 1")
-    todo = [(u, 0) for u in _units(runs, batch_runs)]
+    todo = [(u, 0) for u in _units(runs, batch_runs, order)]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     running: list[tuple[subprocess.Popen, list, int]] = []
     errors: dict[str, str] = {}
@@ -175,14 +181,15 @@ def _ray_train(items: list[tuple[dict, str]]) -> list[str]:
 
 
 def train_ray(runs: Sequence[tuple[Path, RunConfig]], jobs: int | None = None, *, address: str | None = None,
-              retries: int = 1, progress: bool = True, batch_runs: int = 1) -> dict[str, str]:
+              retries: int = 1, progress: bool = True, batch_runs: int = 1,
+              order: str = "longest_first") -> dict[str, str]:
     """Train the unfinished runs as Ray tasks (one per run, or per batch with ``batch_runs`` > 1);
     returns {run folder: error} for the failures."""
     try:
         import ray
     except ImportError:
         raise RunError("the ray backend needs Ray: pip install 'mi-plateau[ray]'") from None
-    units = _units(runs, batch_runs)
+    units = _units(runs, batch_runs, order)
     started = not ray.is_initialized()
     if started:
         if address:
@@ -228,9 +235,10 @@ def run_sweep(sweep: Sweep, *, root: str | Path = "checkpoints", jobs: int | Non
     atomic_write_json(folder / "sweep.json", sweep.to_dict())
     t0 = time.perf_counter()
     if backend == "ray":
-        errors = train_ray(runs, jobs, address=address, retries=retries, progress=progress, batch_runs=batch_runs)
+        errors = train_ray(runs, jobs, address=address, retries=retries, progress=progress, batch_runs=batch_runs,
+                           order=sweep.order)
     else:
-        errors = train_local(runs, jobs, retries=retries, progress=progress, batch_runs=batch_runs)
+        errors = train_local(runs, jobs, retries=retries, progress=progress, batch_runs=batch_runs, order=sweep.order)
     errs = {Path(k).name: v for k, v in errors.items()}
     atomic_write_json(folder / "errors.json", errs)
     table = sweep_table(folder)

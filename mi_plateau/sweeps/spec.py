@@ -5,6 +5,8 @@ A sweep file is TOML (readable, comments allowed, one table per part)::
     name = "k_sweep"          # the sweep folder: checkpoints/<name>/
     preset = "paper"          # the base configuration of every point
     stop = "tau"              # optional: "converge" (the preset's rule) or "tau" (stop soon after tau)
+    order = "listed"          # optional: start the runs in the file's order ("longest_first", the
+                              # default, starts the largest D first: the shortest wall time overall)
 
     [overrides]               # settings every point gets (any `--set` key or short alias)
     max_steps = 30000
@@ -33,7 +35,8 @@ from typing import Any
 
 from ..config import STOPS, ConfigError, RunConfig, preset, validate, with_overrides
 
-TOP_KEYS = {"name", "preset", "stop", "overrides", "grid", "points"}
+TOP_KEYS = {"name", "preset", "stop", "order", "overrides", "grid", "points"}
+ORDERS = ("longest_first", "listed")  # the order the unfinished runs start in
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,7 @@ class Sweep:
     stop: str | None
     overrides: dict[str, Any]
     points: tuple[Point, ...]
+    order: str = "longest_first"
 
     def folder(self, root: str | Path = "checkpoints") -> Path:
         return Path(root) / self.name
@@ -57,7 +61,7 @@ class Sweep:
     def to_dict(self) -> dict[str, Any]:
         """The resolved sweep (what ``sweep.json`` in the sweep folder holds)."""
         return {"name": self.name, "preset": self.preset, "stop": self.stop, "overrides": self.overrides,
-                "points": [{"name": p.name, "settings": p.settings, "config": p.cfg.to_dict()} for p in self.points]}
+                "order": self.order, "points": [{"name": p.name, "settings": p.settings, "config": p.cfg.to_dict()} for p in self.points]}
 
 
 def load_sweep(path: str | Path) -> Sweep:
@@ -98,6 +102,9 @@ def parse_sweep(data: dict[str, Any]) -> Sweep:
     stop = data.get("stop")
     if stop is not None and stop not in STOPS:
         raise ConfigError(f"stop={stop!r}: must be one of {', '.join(STOPS)}")
+    order = data.get("order", "longest_first")
+    if order not in ORDERS:
+        raise ConfigError(f"order={order!r}: must be one of {', '.join(ORDERS)}")
     overrides = data.get("overrides", {})
     grid = data.get("grid", {})
     points = data.get("points", [])
@@ -145,4 +152,4 @@ def parse_sweep(data: dict[str, Any]) -> Sweep:
             raise ConfigError(f"{where} and {seen_name[pname]} would both be the run {pname!r} (conflicting run names)")
         seen_name[pname] = where
         out.append(Point(pname, s, cfg))
-    return Sweep(name, base_name, stop, dict(overrides), tuple(out))
+    return Sweep(name, base_name, stop, dict(overrides), tuple(out), order)

@@ -187,6 +187,7 @@ BAD = [
     ("[[points]]\nK = 3\nname = 'a'\n[[points]]\nK = 4\nname = 'a'\n", "would both be the run 'a'"),
     ("", "no points"),
     ("stop = 'never'\n[grid]\nK = [3]\n", "stop='never'"),
+    ("order = 'random'\n[grid]\nK = [3]\n", "order='random': must be one of longest_first, listed"),
 ]
 
 
@@ -200,6 +201,20 @@ def test_bad_sweep_files_fail_in_one_line_before_any_work(tmp_path, body, messag
     p = run_cli("sweep", str(f), "--root", str(tmp_path / "root"))
     assert p.returncode == 2 and message in p.stderr and "Traceback" not in p.stderr
     assert not (tmp_path / "root").exists()  # nothing was created
+
+
+def test_runs_start_longest_first_or_in_the_listed_order(tmp_path):
+    """The pool's units: largest D first by default (ties keep the file's order); a sweep file's
+    ``order = "listed"`` keeps the file's order."""
+    from mi_plateau.sweeps.runner import _units
+
+    text = 'name = "o"\npreset = "tiny"\n' + "".join(f"[[points]]\nK = {k}\nseed = {s}\n" for k, s in [(3, 0), (5, 0), (4, 0), (5, 1)])
+    for order, want in ((None, ["K5_seed0", "K5_seed1", "K4_seed0", "K3_seed0"]),
+                        ("listed", ["K3_seed0", "K5_seed0", "K4_seed0", "K5_seed1"])):
+        sweep = _sweep(tmp_path, text if order is None else f"order = '{order}'\n" + text)
+        assert sweep.order == (order or "longest_first") and sweep.to_dict()["order"] == sweep.order
+        units = _units([(tmp_path / p.name, p.cfg) for p in sweep.points], 1, sweep.order)
+        assert [u[0][0].name for u in units] == want and all(len(u) == 1 for u in units)
 
 
 def test_sweep_names_are_checked():
