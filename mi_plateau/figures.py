@@ -324,7 +324,9 @@ def tau_power_law(points: dict[str, dict[str, list]], fits: dict[str, dict[str, 
     definition family (or any named series) with its fitted power law (dashed) where ``fits``
     has one, and the paper's values as grey crosses when given. ``points[series] = {"x": [...],
     "tau": [...], "label": [...]}``; ``fits[series]`` is ``fits.power_law``'s result; ``reference
-    = {"x": [...], "tau": [...]}``. ``log_x=False`` for a swept key with a few small integers."""
+    = {"x": [...], "tau": [...]}``. ``log_x=False`` for a swept key with a few small integers.
+    A series may hold ``"reached"``: for a point without a tau, the step (in the y unit) its run
+    got to, drawn as an open triangle (tau lies above it: a lower bound, not a value)."""
     import math
 
     import plotly.graph_objects as go
@@ -338,6 +340,13 @@ def tau_power_law(points: dict[str, dict[str, list]], fits: dict[str, dict[str, 
                                  marker=dict(color=col, size=9, symbol="circle" if i == 0 else "square"),
                                  text=[lb for lb, t in zip(pts.get("label", [""] * len(pts["x"])), pts["tau"]) if t],
                                  hovertemplate="%{text}<br>x=%{x}<br>tau=%{y}<extra></extra>"))
+        bounds = [(x, b, lb) for x, t, b, lb in zip(pts["x"], pts["tau"], pts.get("reached", [None] * len(pts["x"])),
+                                                   pts.get("label", [""] * len(pts["x"]))) if not t and b]
+        if bounds:
+            fig.add_trace(go.Scatter(x=[b[0] for b in bounds], y=[b[1] for b in bounds], mode="markers",
+                                     name=f"{names.get(fam, fam)}: no tau by this step (tau is above)",
+                                     marker=dict(color=col, size=10, symbol="triangle-up-open"), text=[b[2] for b in bounds],
+                                     hovertemplate="%{text}<br>x=%{x}<br>no tau by %{y}<extra></extra>"))
         f = fits.get(fam) or {}
         if f.get("slope") is not None and xs:
             lo, hi = min(xs), max(xs)

@@ -230,7 +230,10 @@ def build_batch_size(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: in
     for unit, scale, ylab in (("steps", 1, "tau (steps)"), ("examples", None, "tau x B (examples seen)")):
         pts = {fam: {"x": [r["batch_size"] for r in rows],
                      "tau": [r[f"tau_{fam}"] * (scale or r["batch_size"]) if r[f"tau_{fam}"] else None for r in rows],
-                     "label": [f"B={r['batch_size']}" for r in rows]} for fam in FAMILY_KEYS}
+                     # lower bounds for the stopping family only: the runs stop by design before Lc's tau
+                     "reached": [r["steps"] * (scale or r["batch_size"]) if r["steps"] and fam == "paper" else None
+                                 for r in rows],
+                     "label": [f"B={r['batch_size']} ({r['status']})" for r in rows]} for fam in FAMILY_KEYS}
         fits = {fam: power_law(p["x"], p["tau"], n_boot=0) for fam, p in pts.items()}
         ref = {"x": list(PAPER_TABLE1), "tau": [t * (1 if scale else b) for b, t in PAPER_TABLE1.items()]}
         figs[f"tau in {unit} against B"] = figures.tau_power_law(pts, fits, x_label="batch size B (K = 20, lr 1e-3)", x_symbol="B",
@@ -262,13 +265,14 @@ def build_seeds(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int) ->
     written = write_table(docs / stem, out, title=f"Table 4 ({sweep.name}): tau across seeds",
                           note="std: sample standard deviation; CV = std / mean; taus: the seeds that escaped "
                                "within the budget (with_tau of runs).")
-    pts = {f"K={K}": {"x": [r["lr"] for r in rs], "tau": [r["tau_paper"] for r in rs], "label": [r["run"] for r in rs]}
+    pts = {f"K={K}": {"x": [r["lr"] for r in rs], "tau": [r["tau_paper"] for r in rs], "reached": [r["steps"] for r in rs],
+                      "label": [f"{r['run']} ({r['status']})" for r in rs]}
            for K in sorted({r["K"] for r in rows}) for rs in [[r for r in rows if r["K"] == K]]}
     ref = [(lr, m) for (D, K, lr), (m, _) in PAPER_TABLE4.items()]
     fig = figures.tau_power_law(pts, {}, x_label="learning rate (n_b = 1000)", x_symbol="lr",
                                 reference={"x": [a for a, _ in ref], "tau": [b for _, b in ref]},
                                 title=f"Table 4 ({sweep.name}): every seed's tau (paper definition) against lr; "
-                                      "runs without one not shown; crosses: the paper's means")
+                                      "triangles: no tau by that step; crosses: the paper's means")
     written.append(write_figure(docs / f"{stem}.svg", fig))
     t8 = phase_boundary(rows)
     written += write_table(docs / f"{stem}_boundary", t8, title=f"Table 8, first cut ({sweep.name}): the phase boundary",
@@ -319,8 +323,8 @@ def build_lr_sweep(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int)
             for fam in FAMILY_KEYS}
     fit_rows = [_fit_row(f"tau ~ lr^beta, {fam} definition", fits[fam]) for fam in FAMILY_KEYS]
     fit_rows.append({"fit": "the paper (as printed): tau ratio across its 7x lr range", "slope": None, "ratio": PAPER_LR_RATIO})
-    points = {fam: {"x": [r["lr"] for r in rows], "tau": [r[f"tau_{fam}"] for r in rows],
-                    "label": [f"lr={r['lr']:g}" for r in rows]} for fam in FAMILY_KEYS}
+    points = {fam: {"x": [r["lr"] for r in rows], "tau": [r[f"tau_{fam}"] for r in rows], "label": [f"lr={r['lr']:g} ({r['status']})" for r in rows],
+                    "reached": [r["steps"] if fam == "paper" else None for r in rows]} for fam in FAMILY_KEYS}
     fig = figures.tau_power_law(points, fits, x_label="learning rate (batch fixed)", x_symbol="lr",
                                 title=f"Figure 2b: tau against the learning rate ({sweep.name})")
     written = write_table(docs / "lr_sweep", out, title="Figure 2b data: tau against the learning rate",
