@@ -342,21 +342,30 @@ BUILDERS: dict[str, Callable[..., dict[str, Any]]] = {
 }
 
 
-def dry_run(name: str, root: str | Path = "checkpoints", sec_per_step: float | None = None) -> list[dict[str, Any]]:
-    """The recipe's runs, their status and an estimate of their cost: the expected steps (the
-    paper's tau where it has one for the point, else the step cap) x 1.2 (the tau-only margin)
-    x the seconds per step. Those come from ``sec_per_step`` if given, else from the runs this
-    machine already trained under ``root`` (the median training wall time per step of the
-    finished runs at the point's K, or at any K if none; the evaluation's share grows with K),
-    else a default; scaled by the batch size over 128. ``s_per_step_from`` says which."""
-    sweep = recipe_sweep(name)
+def dry_run(name: str | Sweep, root: str | Path = "checkpoints", sec_per_step: float | None = None) -> list[dict[str, Any]]:
+    """The recipe's (or sweep's) runs, their status and an estimate of what is left of each: the
+    expected steps x the seconds per step, less the steps a partial run already made. Expected
+    steps: 1.2 x (the tau-only margin) the tau this machine measured for the point's condition
+    (the same point with another seed: their mean, a seed that failed counting as the whole
+    budget), else the paper's tau for it, else the step cap (``tau_from`` says which). Seconds per
+    step: ``sec_per_step`` if given, else the median training wall time per step of the runs this
+    machine finished under ``root`` at the point's K (at any K if none: the evaluation's share
+    grows with K), else a default; scaled by the batch size over 128 (``s_per_step_from``)."""
+    sweep = recipe_sweep(name) if isinstance(name, str) else name
     measured = measured_sec_per_step(root)
+    here = _measured_taus(sweep, root)
     rows = []
     for p in sweep.points:
         c = p.cfg
         path = sweep.folder(root) / p.name
-        guess = _paper_tau_guess(c)
-        steps = min(c.train.max_steps, c.train.tau_margin * guess) if guess else c.train.max_steps
+        seen = here.get(_condition(c), [])
+        if seen:
+            steps = statistics.mean(min(c.train.max_steps, c.train.tau_margin * t) if t else c.train.max_steps for t in seen)
+            tau_from = f"{len(seen)} run{'s' * (len(seen) > 1)} here"
+        else:
+            guess = _paper_tau_guess(c)
+            steps = min(c.train.max_steps, c.train.tau_margin * guess) if guess else c.train.max_steps
+            tau_from = "the paper" if guess else "the budget"
         if sec_per_step:
             sps, src = sec_per_step, "given"
         elif measured:
@@ -365,10 +374,45 @@ def dry_run(name: str, root: str | Path = "checkpoints", sec_per_step: float | N
             src = f"{len(at_k) or len(measured)} runs here" + ("" if at_k else " (other K)")
         else:
             sps, src = _SEC_PER_STEP, "default"
-        cost = steps * sps * c.train.batch_size / 128
-        rows.append({"run": str(path), **p.settings, "status": status(path), "expected_steps": int(steps),
-                     "est_core_min": cost / 60, "s_per_step_from": src})
+        st = status(path)
+        done = _last_step(path) if st == "running" else 0
+        left = 0 if st == "finished" else max(0.0, steps - done)
+        rows.append({"run": str(path), **p.settings, "status": st, "steps_done": done, "expected_steps": int(steps),
+                     "est_core_min": left * sps * c.train.batch_size / 128 / 60, "tau_from": tau_from, "s_per_step_from": src})
     return rows
+
+
+def _condition(c) -> tuple:
+    """What a point's tau depends on apart from its seeds (Table 4's condition and the recipe)."""
+    return (c.task.K, c.task.n_b, c.task.len_z, c.train.lr, c.train.batch_size, c.train.grad_clip, c.train.max_steps,
+            c.train.tau_on)
+
+
+def _measured_taus(sweep: Sweep, root: str | Path) -> dict[tuple, list[int | None]]:
+    """Per condition, the stopping rule's tau of every run of the sweep that has one, and None
+    for every run that finished its budget without one."""
+    out: dict[tuple, list[int | None]] = {}
+    for p in sweep.points:
+        path = sweep.folder(root) / p.name
+        st = status(path)
+        if st not in ("finished", "running"):
+            continue
+        on = p.cfg.train.tau_on
+        try:  # "both": the run stops after the later of the two
+            taus = [Run(path).summary()["definitions"][f]["tau"] for f in (FAMILY_KEYS if on == "both" else (on,))]
+        except (RunError, KeyError):
+            continue
+        tau = max(taus) if all(taus) else None
+        if tau or st == "finished":
+            out.setdefault(_condition(p.cfg), []).append(tau)
+    return out
+
+
+def _last_step(path: Path) -> int:
+    try:
+        return Run(path).summary()["last_step"] or 0
+    except (RunError, KeyError):
+        return 0
 
 
 def measured_sec_per_step(root: str | Path) -> list[tuple[int, float]]:

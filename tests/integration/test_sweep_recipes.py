@@ -59,6 +59,25 @@ def test_dry_run_estimates_cost_without_training(tmp_path):
     assert all(r["est_core_min"] > 0 for r in rows) and not any(tmp_path.iterdir())
 
 
+def test_dry_run_expects_the_tau_measured_here_for_the_other_seeds(tmp_path):
+    """Once one seed of a condition has run, the others are expected to take its tau (x 1.2),
+    not the paper's; a finished run has nothing left to cost."""
+    text = 'name = "two"\npreset = "tiny"\nstop = "tau"\n[overrides]\nmax_steps = 600\nK = 3\n'
+    one = tmp_path / "one.toml"
+    one.write_text(text + "[[points]]\nseed = 0\n")
+    table = run_sweep(load_sweep(one), root=tmp_path / "ck", progress=False)
+    tau = int(max(table["tau_paper"].iloc[0], table["tau_first_token"].iloc[0]))  # the tiny preset stops on both
+    both = tmp_path / "both.toml"
+    both.write_text(text + "[[points]]\nseed = 0\n[[points]]\nseed = 1\n")
+    sweep = load_sweep(both)
+    rows = dry_run(sweep, root=tmp_path / "ck", sec_per_step=0.5)  # seconds per step at batch 128
+    assert [r["status"] for r in rows] == ["finished", "not started"]
+    assert rows[0]["est_core_min"] == 0 and rows[1]["tau_from"] == "1 run here"
+    want = min(600, 1.2 * tau)
+    assert rows[1]["expected_steps"] == int(want) and rows[1]["est_core_min"] == pytest.approx(
+        want * 0.5 * sweep.points[1].cfg.train.batch_size / 128 / 60)
+
+
 @pytest.fixture(scope="module")
 def tiny_sweep(tmp_path_factory):
     root = tmp_path_factory.mktemp("recipes")
