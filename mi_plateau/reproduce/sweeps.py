@@ -353,7 +353,13 @@ def dry_run(name: str | Sweep, root: str | Path = "checkpoints", sec_per_step: f
     grows with K), else a default; scaled by the batch size over 128 (``s_per_step_from``)."""
     sweep = recipe_sweep(name) if isinstance(name, str) else name
     measured = measured_sec_per_step(root)
-    here = _measured_taus(sweep, root)
+    states = {p.name: _state(sweep.folder(root) / p.name) for p in sweep.points}
+    here: dict[tuple, list[int | None]] = {}  # per condition: the stopping rule's taus measured here
+    for p in sweep.points:
+        st, summ = states[p.name]
+        tau = _stopping_tau(summ, p.cfg.train.tau_on) if summ else None
+        if tau or st == "finished":  # a finished run without one failed: it counts as the whole budget
+            here.setdefault(_condition(p.cfg), []).append(tau)
     rows = []
     for p in sweep.points:
         c = p.cfg
@@ -374,8 +380,8 @@ def dry_run(name: str | Sweep, root: str | Path = "checkpoints", sec_per_step: f
             src = f"{len(at_k) or len(measured)} runs here" + ("" if at_k else " (other K)")
         else:
             sps, src = _SEC_PER_STEP, "default"
-        st = status(path)
-        done = _last_step(path) if st == "running" else 0
+        st, summ = states[p.name]
+        done = (summ["last_step"] or 0) if summ and st == "running" else 0
         left = 0 if st == "finished" else max(0.0, steps - done)
         rows.append({"run": str(path), **p.settings, "status": st, "steps_done": done, "expected_steps": int(steps),
                      "est_core_min": left * sps * c.train.batch_size / 128 / 60, "tau_from": tau_from, "s_per_step_from": src})
@@ -388,31 +394,21 @@ def _condition(c) -> tuple:
             c.train.tau_on)
 
 
-def _measured_taus(sweep: Sweep, root: str | Path) -> dict[tuple, list[int | None]]:
-    """Per condition, the stopping rule's tau of every run of the sweep that has one, and None
-    for every run that finished its budget without one."""
-    out: dict[tuple, list[int | None]] = {}
-    for p in sweep.points:
-        path = sweep.folder(root) / p.name
-        st = status(path)
-        if st not in ("finished", "running"):
-            continue
-        on = p.cfg.train.tau_on
-        try:  # "both": the run stops after the later of the two
-            taus = [Run(path).summary()["definitions"][f]["tau"] for f in (FAMILY_KEYS if on == "both" else (on,))]
-        except (RunError, KeyError):
-            continue
-        tau = max(taus) if all(taus) else None
-        if tau or st == "finished":
-            out.setdefault(_condition(p.cfg), []).append(tau)
-    return out
-
-
-def _last_step(path: Path) -> int:
+def _state(path: Path) -> tuple[str, dict | None]:
+    """A run folder's status and, where it has checkpoints, its summary (read once)."""
+    st = status(path)
+    if st not in ("finished", "running"):
+        return st, None
     try:
-        return Run(path).summary()["last_step"] or 0
-    except (RunError, KeyError):
-        return 0
+        return st, Run(path).summary()
+    except RunError:
+        return st, None
+
+
+def _stopping_tau(summ: dict, tau_on: str) -> int | None:
+    """The tau the tau-only stop waits for: one family's, or with "both" the later of the two."""
+    taus = [summ["definitions"][f]["tau"] for f in (FAMILY_KEYS if tau_on == "both" else (tau_on,))]
+    return max(taus) if all(taus) else None
 
 
 def measured_sec_per_step(root: str | Path) -> list[tuple[int, float]]:

@@ -29,7 +29,7 @@ from typing import Any, Sequence
 from ..checkpoints import Run, RunError, atomic_write_json, read_json, refuse_inside_run
 from ..config import RunConfig, config_diff, extends
 from ..tabular import write_table
-from .spec import Sweep
+from .spec import ORDERS, Sweep
 
 BACKENDS = ("local", "ray")
 
@@ -81,7 +81,7 @@ def _units(runs: Sequence[tuple[Path, RunConfig]], batch_runs: int, order: str =
     if order == "longest_first":
         todo.sort(key=lambda r: -r[1].task.K * r[1].task.n_b)  # stable: ties keep the listed order
     elif order != "listed":
-        raise RunError(f"order={order!r}: must be one of longest_first, listed")
+        raise RunError(f"order={order!r}: must be one of {', '.join(ORDERS)}")
     if batch_runs < 1:
         raise RunError(f"batch_runs={batch_runs}: must be at least 1")
     if batch_runs == 1:
