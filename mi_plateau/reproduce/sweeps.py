@@ -1,7 +1,8 @@
 """The paper's sweep tables as named recipes: ``mi-plateau reproduce k_sweep`` (Table 3, Figure 4,
 Table 5), ``fixed_d`` and ``fixed_d_noclip`` (Figure 5), ``len_z`` (Table 7), ``batch_size``
-(Table 1), ``seeds`` and ``seeds_init`` (Table 4; ``seeds`` also a first cut of Table 8, the phase
-boundary) and ``lr_sweep`` (Figure 2b).
+(Table 1), ``seeds``, ``seeds_init`` and ``seeds_warmup`` (Table 4 as the paper ran it, with the
+init varied too, with a warm-up; each also a first cut of Table 8, the phase boundary) and
+``lr_sweep`` (Figure 2b).
 
 Each recipe is a sweep file shipped in ``mi_plateau/sweeps/recipes/`` (run by the sweep runner,
 so every point is an ordinary run folder under ``checkpoints/<sweep>/``, resumable) and a builder
@@ -338,7 +339,7 @@ def build_lr_sweep(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int)
 
 BUILDERS: dict[str, Callable[..., dict[str, Any]]] = {
     "k_sweep": build_k_sweep, "fixed_d": build_fixed_d, "fixed_d_noclip": build_fixed_d, "len_z": build_len_z,
-    "batch_size": build_batch_size, "seeds": build_seeds, "seeds_init": build_seeds, "lr_sweep": build_lr_sweep,
+    "batch_size": build_batch_size, "seeds": build_seeds, "seeds_init": build_seeds, "seeds_warmup": build_seeds, "lr_sweep": build_lr_sweep,
 }
 
 
@@ -391,7 +392,7 @@ def dry_run(name: str | Sweep, root: str | Path = "checkpoints", sec_per_step: f
 def _condition(c) -> tuple:
     """What a point's tau depends on apart from its seeds (Table 4's condition and the recipe)."""
     return (c.task.K, c.task.n_b, c.task.len_z, c.train.lr, c.train.batch_size, c.train.grad_clip, c.train.max_steps,
-            c.train.tau_on)
+            c.train.tau_on, c.train.warmup_steps, c.train.schedule)
 
 
 def _state(path: Path) -> tuple[str, dict | None]:

@@ -48,6 +48,11 @@ def test_every_recipe_parses_and_the_cli_lists_them():
     conds = {(p.cfg.task.K, p.cfg.train.lr) for p in seeds.points}
     assert conds == {(5, 5e-3), (5, 7e-3), (5, 1e-2), (5, 1.5e-2), (10, 3e-3), (10, 5e-3), (10, 7e-3), (10, 1e-2)}
     assert len(seeds.points) == 3 * len(conds) and {p.cfg.train.max_steps for p in seeds.points} == {20000}
+    # the warm-up variant: the same points, 500 warm-up steps instead of none
+    warm = recipe_sweep("seeds_warmup")
+    assert sorted(p.name for p in warm.points) == sorted(p.name for p in seeds.points)
+    assert {p.cfg.train.warmup_steps for p in warm.points} == {500} and {p.cfg.train.warmup_steps for p in seeds.points} == {0}
+    assert {(p.cfg.model.init_seed, p.cfg.train.schedule) for p in warm.points} == {(42, "constant")}
     lr = recipe_sweep("lr_sweep")
     lrs = [p.cfg.train.lr for p in lr.points]
     assert max(lrs) / min(lrs) == pytest.approx(7) and {(p.cfg.task.K, p.cfg.train.batch_size) for p in lr.points} == {(20, 128)}
