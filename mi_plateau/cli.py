@@ -136,6 +136,9 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--no-train", action="store_true", help="only analyse the runs that exist (unfinished ones up to their last checkpoint)")
     rep.add_argument("--jobs", type=_positive_int, default=None, help="train this many runs at once, one thread each (default: one per core)")
     rep.add_argument("--batch-runs", type=_positive_int, default=1, metavar="M", help="sweep recipes: up to M runs per process, batched")
+    rep.add_argument("--only", default=None, metavar="RUN[,RUN...]", help="sweep recipes: train only these points (run names)")
+    rep.add_argument("--skip-recorded", action="store_true", help="sweep recipes: do not train the runs the recipe's log in "
+                     "docs/reproduction/ records as finished on another machine (their rows still go into the tables)")
     rep.add_argument("--quiet", action="store_true")
     return p
 

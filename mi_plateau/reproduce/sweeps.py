@@ -20,10 +20,11 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any, Callable
 
-from ..checkpoints import Run, RunError, atomic_write_json, read_json
+from ..checkpoints import Run, RunError, atomic_write_json
 from ..fits import power_law
 from ..summaries import nan_to_none, num, tau as tau_at
-from ..sweeps import Sweep, load_sweep, plan, run_sweep, status, sweep_table, train_wall
+from ..sweeps import Sweep, load_sweep, plan, run_sweep, status, train_wall
+from .records import collect, log_path, read_log
 from ..tabular import write_figure, write_table
 
 FAMILY_KEYS = {"paper": "L_seq", "first_token": "Lc"}
@@ -56,19 +57,8 @@ def recipe_sweep(name: str) -> Sweep:
     return load_sweep(recipe_file(name))
 
 
-def _runs(sweep: Sweep, root: Path) -> list[tuple[Any, Path, Run | None]]:
-    """(point, run folder, Run or None if not started) for every point of the sweep."""
-    out = []
-    for p in sweep.points:
-        path = sweep.folder(root) / p.name
-        out.append((p, path, Run(path) if status(path) in ("finished", "running") else None))
-    return out
-
-
-def _tau_alpha(run: Run, key: str, alpha: float) -> int | None:
-    recs = run.records()
-    cfg = run.config()
-    return tau_at([r["step"] for r in recs], [r["metrics"].get(key) for r in recs], cfg.task.log_K, alpha)
+def _tau_alpha(curve: dict[str, list], key: str, log_K: float, alpha: float) -> int | None:
+    return tau_at(curve["step"], curve[key], log_K, alpha)
 
 
 def _fit_row(name: str, fit: dict[str, Any], **extra) -> dict[str, Any]:
@@ -76,27 +66,11 @@ def _fit_row(name: str, fit: dict[str, Any], **extra) -> dict[str, Any]:
             "ci_t_hi": fit["ci_t"][1], "r2": fit["r2"], "n": fit["n"], **extra}
 
 
-def _tau_rows(sweep: Sweep, root: Path) -> list[dict[str, Any]]:
+def _tau_rows(sweep: Sweep, root: Path, docs: Path) -> list[dict[str, Any]]:
     """One row per point: the swept settings, K, n_b, D, both families' tau (None where not
-    reached; ``reached_by`` then says how far the run went), plateau heights, status."""
-    table = {r["run"]: r for r in sweep_table(sweep.folder(root)).to_dict("records")}
-    rows = []
-    for p, path, run in _runs(sweep, root):
-        c = p.cfg
-        t = table.get(p.name, {})
-        rows.append({"run": p.name, **p.settings, "K": c.task.K, "n_b": c.task.n_b, "D": c.task.K * c.task.n_b,
-                     "lr": c.train.lr, "batch_size": c.train.batch_size, "len_z": c.task.len_z,
-                     "tau_paper": _int(t.get("tau_paper")), "tau_first_token": _int(t.get("tau_first_token")),
-                     "plateau_paper": t.get("plateau_paper"), "plateau_ratio_paper": t.get("plateau_ratio_paper"),
-                     "plateau_first_token": t.get("plateau_first_token"),
-                     "plateau_ratio_first_token": t.get("plateau_ratio_first_token"),
-                     "steps": _int(t.get("steps")), "status": status(path), "wall_s": t.get("wall_s")})
-    return rows
-
-
-def _int(v) -> int | None:
-    v = num(v)
-    return int(v) if math.isfinite(v) else None
+    reached), plateau heights, steps, status and where the row comes from (``records.collect``:
+    a run folder here, or the recipe log's record of a run trained elsewhere)."""
+    return collect(sweep, root, docs)[0]
 
 
 def _clean(rows: list[dict[str, Any]], drop: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -108,7 +82,7 @@ def build_k_sweep(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int) 
     bootstrap interval over runs, Table 5 (delta at each alpha) and Figure 4."""
     from .. import figures
 
-    rows = _tau_rows(sweep, root)
+    rows = _tau_rows(sweep, root, docs)
     for r in rows:
         # a run that stopped before its first-token tau: that tau is later than the last step
         r["tau_first_token_after"] = r["steps"] if r["tau_first_token"] is None and r["status"] == "finished" else None
@@ -128,10 +102,12 @@ def build_k_sweep(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int) 
     fit_rows.append({"fit": "the paper (as printed)", "slope": PAPER_FIT["slope"], "ci_lo": PAPER_FIT["ci"][0],
                      "ci_hi": PAPER_FIT["ci"][1], "r2": PAPER_FIT["r2"], "n": 10})
     t5 = []
-    started = [(r, run) for r, (_, _, run) in zip(rows, _runs(sweep, root)) if run is not None]
+    curves = collect(sweep, root, docs)[1]
+    logk = {p.name: p.cfg.task.log_K for p in sweep.points}
+    started = [(r, curves[r["run"]]) for r in rows if r["run"] in curves]  # runs whose curves exist here or in the log
     for alpha in ALPHAS:
         for fam, key in FAMILY_KEYS.items():
-            taus = [_tau_alpha(run, key, alpha) for _, run in started]
+            taus = [_tau_alpha(curve, key, logk[r["run"]], alpha) for r, curve in started]
             f = power_law([r["D"] for r, _ in started], taus, n_boot=n_boot, seed=seed)
             ref = PAPER_TABLE5[alpha]
             t5.append({"alpha": alpha, "definition": fam, "delta": f["slope"], "ci_lo": f["ci"][0], "ci_hi": f["ci"][1],
@@ -151,7 +127,8 @@ def build_k_sweep(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int) 
                            note=f"ci: 95% percentile bootstrap over runs ({n_boot} resamples, seed {seed}); ci_t: the OLS "
                                 "t interval on log-log axes; runs without a tau are left out (n says how many were fitted).")
     written += write_table(docs / "table5", t5, title="Table 5: the exponent delta at threshold alpha log K",
-                           note="Each run's tau recomputed from its checkpoints at each alpha; no new training.")
+                           note="Each run's tau recomputed from its checkpoint records at each alpha; no new training "
+                                "(runs recorded before their curves were kept are left out: n says how many).")
     written.append(write_figure(docs / "figure4.svg", fig4))
     return {"tables": {"Table 3": rows, "fit": fit_rows, "Table 5": t5}, "figures": {"Figure 4": fig4}, "written": written}
 
@@ -160,7 +137,7 @@ def build_fixed_d(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int) 
     """Figure 5: tau against K at fixed D, one shared slope with one level per D."""
     from .. import figures
 
-    rows = _tau_rows(sweep, root)
+    rows = _tau_rows(sweep, root, docs)
     fits = {fam: power_law([r["K"] for r in rows], [r[f"tau_{fam}"] for r in rows], groups=[r["D"] for r in rows],
                            n_boot=n_boot, seed=seed) for fam in FAMILY_KEYS}
     fit_rows = [_fit_row(f"tau ~ K^delta at fixed D, {fam} definition", fits[fam]) for fam in FAMILY_KEYS]
@@ -184,7 +161,7 @@ def build_len_z(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int) ->
     from .. import figures
 
     rows = []
-    for r in _tau_rows(sweep, root):
+    for r in _tau_rows(sweep, root, docs):
         ref = PAPER_TABLE7.get(r["len_z"], (None, None, None))
         rows.append({"len_z": r["len_z"], "plateau_paper": r["plateau_paper"], "plateau_ratio_paper": r["plateau_ratio_paper"],
                      "tau_paper": r["tau_paper"], "plateau_first_token": r["plateau_first_token"],
@@ -209,7 +186,7 @@ def build_batch_size(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: in
     """Table 1: tau in steps and in examples seen (steps x B), and both ratios to the largest B."""
     from .. import figures
 
-    rows = sorted(_tau_rows(sweep, root), key=lambda r: r["batch_size"])
+    rows = sorted(_tau_rows(sweep, root, docs), key=lambda r: r["batch_size"])
     out = []
     for fam in FAMILY_KEYS:
         base = next((r for r in reversed(rows) if r[f"tau_{fam}"]), None)
@@ -248,7 +225,7 @@ def build_seeds(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int) ->
     lr, and Table 8's phase boundary from the same runs."""
     from .. import figures
 
-    rows = _tau_rows(sweep, root)
+    rows = _tau_rows(sweep, root, docs)
     by: dict[tuple, list[dict]] = {}
     for r in rows:
         by.setdefault((r["D"], r["K"], r["lr"]), []).append(r)
@@ -311,7 +288,7 @@ def build_lr_sweep(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int)
     to the smallest rate's tau, and the power-law slope of tau in lr."""
     from .. import figures
 
-    rows = sorted(_tau_rows(sweep, root), key=lambda r: r["lr"])
+    rows = sorted(_tau_rows(sweep, root, docs), key=lambda r: r["lr"])
     out = []
     for fam in FAMILY_KEYS:
         base = next((r for r in rows if r[f"tau_{fam}"]), None)
@@ -343,32 +320,39 @@ BUILDERS: dict[str, Callable[..., dict[str, Any]]] = {
 }
 
 
-def dry_run(name: str | Sweep, root: str | Path = "checkpoints", sec_per_step: float | None = None) -> list[dict[str, Any]]:
+def dry_run(name: str | Sweep, root: str | Path = "checkpoints", sec_per_step: float | None = None,
+            docs: str | Path = "docs/reproduction", skip_recorded: bool = False) -> list[dict[str, Any]]:
     """The recipe's (or sweep's) runs, their status and an estimate of what is left of each: the
-    expected steps x the seconds per step, less the steps a partial run already made. Expected
-    steps: 1.2 x (the tau-only margin) the tau this machine measured for the point's condition
-    (the same point with another seed: their mean, a seed that failed counting as the whole
-    budget), else the paper's tau for it, else the step cap (``tau_from`` says which). Seconds per
-    step: ``sec_per_step`` if given, else the median training wall time per step of the runs this
-    machine finished under ``root`` at the point's K (at any K if none: the evaluation's share
-    grows with K), else a default; scaled by the batch size over 128 (``s_per_step_from``)."""
+    expected steps x the seconds per step, less the steps a partial run here already made.
+    Expected steps: 1.2 x (the tau-only margin) the tau measured for the point's condition (the
+    same point with another seed, here or recorded in the recipe's log: their mean, a seed that
+    failed counting as the whole budget), else the paper's tau for it, else the step cap
+    (``tau_from`` says which). Seconds per step: ``sec_per_step`` if given, else the median
+    training wall time per step of the runs this machine finished under ``root`` at the point's
+    K (at any K if none: the evaluation's share grows with K), else that of the runs the log
+    records, else a default; scaled by the batch size over 128 (``s_per_step_from``). A run the
+    log records as finished costs nothing with ``skip_recorded`` (its status says "recorded")."""
     sweep = recipe_sweep(name) if isinstance(name, str) else name
-    measured = measured_sec_per_step(root)
-    states = {p.name: _state(sweep.folder(root) / p.name) for p in sweep.points}
-    here: dict[tuple, list[int | None]] = {}  # per condition: the stopping rule's taus measured here
-    for p in sweep.points:
-        st, summ = states[p.name]
-        tau = _stopping_tau(summ, p.cfg.train.tau_on) if summ else None
-        if tau or st == "finished":  # a finished run without one failed: it counts as the whole budget
+    measured, where = measured_sec_per_step(root), "here"
+    collected = collect(sweep, root, docs)[0]
+    if not measured:
+        measured = [(r["K"], r["wall_s"] / r["steps"] * 128 / r["batch_size"]) for r in collected
+                    if r["source"] == "recorded" and r["status"] == "finished" and r["wall_s"] and r["steps"]]
+        where = "recorded"
+    here: dict[tuple, list[int | None]] = {}  # per condition: the stopping rule's taus measured (here or recorded)
+    for p, r in zip(sweep.points, collected):
+        taus = [r[f"tau_{f}"] for f in (FAMILY_KEYS if p.cfg.train.tau_on == "both" else (p.cfg.train.tau_on,))]
+        tau = max(taus) if all(taus) else None
+        if tau or r["status"] == "finished":  # a finished run without one failed: it counts as the whole budget
             here.setdefault(_condition(p.cfg), []).append(tau)
     rows = []
-    for p in sweep.points:
+    for p, r in zip(sweep.points, collected):
         c = p.cfg
         path = sweep.folder(root) / p.name
         seen = here.get(_condition(c), [])
         if seen:
             steps = statistics.mean(min(c.train.max_steps, c.train.tau_margin * t) if t else c.train.max_steps for t in seen)
-            tau_from = f"{len(seen)} run{'s' * (len(seen) > 1)} here"
+            tau_from = f"{len(seen)} run{'s' * (len(seen) > 1)} measured"
         else:
             guess = _paper_tau_guess(c)
             steps = min(c.train.max_steps, c.train.tau_margin * guess) if guess else c.train.max_steps
@@ -378,12 +362,13 @@ def dry_run(name: str | Sweep, root: str | Path = "checkpoints", sec_per_step: f
         elif measured:
             at_k = [v for k, v in measured if k == c.task.K]
             sps = statistics.median(at_k or [v for _, v in measured])
-            src = f"{len(at_k) or len(measured)} runs here" + ("" if at_k else " (other K)")
+            src = f"{len(at_k) or len(measured)} runs {where}" + ("" if at_k else " (other K)")
         else:
             sps, src = _SEC_PER_STEP, "default"
-        st, summ = states[p.name]
-        done = (summ["last_step"] or 0) if summ and st == "running" else 0
-        left = 0 if st == "finished" else max(0.0, steps - done)
+        st = r["status"] if r["source"] != "recorded" else f"{r['status']} (recorded)"
+        done = (r["steps"] or 0) if r["source"] == "here" and r["status"] == "running" else 0
+        finished = r["status"] == "finished" and (r["source"] == "here" or skip_recorded)
+        left = 0 if finished else max(0.0, steps - done)
         rows.append({"run": str(path), **p.settings, "status": st, "steps_done": done, "expected_steps": int(steps),
                      "est_core_min": left * sps * c.train.batch_size / 128 / 60, "tau_from": tau_from, "s_per_step_from": src})
     return rows
@@ -393,23 +378,6 @@ def _condition(c) -> tuple:
     """What a point's tau depends on apart from its seeds (Table 4's condition and the recipe)."""
     return (c.task.K, c.task.n_b, c.task.len_z, c.train.lr, c.train.batch_size, c.train.grad_clip, c.train.max_steps,
             c.train.tau_on, c.train.warmup_steps, c.train.schedule)
-
-
-def _state(path: Path) -> tuple[str, dict | None]:
-    """A run folder's status and, where it has checkpoints, its summary (read once)."""
-    st = status(path)
-    if st not in ("finished", "running"):
-        return st, None
-    try:
-        return st, Run(path).summary()
-    except RunError:
-        return st, None
-
-
-def _stopping_tau(summ: dict, tau_on: str) -> int | None:
-    """The tau the tau-only stop waits for: one family's, or with "both" the later of the two."""
-    taus = [summ["definitions"][f]["tau"] for f in (FAMILY_KEYS if tau_on == "both" else (tau_on,))]
-    return max(taus) if all(taus) else None
 
 
 def measured_sec_per_step(root: str | Path) -> list[tuple[int, float]]:
@@ -454,43 +422,54 @@ def _paper_tau_guess(c) -> float | None:
 
 def run_sweep_recipe(name: str, *, jobs: int | None = None, train: bool = True, progress: bool = True,
                      root: str | Path = "checkpoints", docs: str | Path = "docs/reproduction",
-                     analyses: str | Path = "analyses", n_boot: int = 2000, seed: int = 0, batch_runs: int = 1) -> dict[str, Any]:
+                     analyses: str | Path = "analyses", n_boot: int = 2000, seed: int = 0, batch_runs: int = 1,
+                     only: list[str] | None = None, skip_recorded: bool = False, sweep: Sweep | None = None) -> dict[str, Any]:
     """Train (unless ``train=False``) the recipe's sweep, then build its tables, figures and the
-    sweep's HTML page (``analyses/<sweep>.html``); writes ``docs/<sweep>_log.json``."""
+    sweep's HTML page (``analyses/<sweep>.html``); writes ``docs/<sweep>_log.json``, which also
+    records every started run's row, config and loss curves (``records``), so that a rebuild on
+    another machine keeps the runs trained here. ``only``: train just these points (run names);
+    ``skip_recorded``: do not train the points the log records as finished elsewhere (a recipe
+    continued across machines); the tables use every run either way. ``sweep``: a sweep of your
+    own (a variant of the recipe's file) built by the recipe ``name``'s tables."""
     from ..report import sweep_report
 
-    sweep = recipe_sweep(name)
+    if name not in BUILDERS:
+        raise RunError(f"unknown sweep recipe {name!r}: choose one of {', '.join(BUILDERS)}")
+    sweep = sweep or recipe_sweep(name)
     root, docs = Path(root), Path(docs)
+    read_log(docs, sweep)  # an unreadable log is refused before any work: it may hold the only record of runs
     t0 = time.perf_counter()
     if train:
-        table = run_sweep(sweep, root=root, jobs=jobs, progress=progress, batch_runs=batch_runs)
+        todo = [p.name for p in sweep.points] if only is None else list(only)
+        if skip_recorded:
+            rows = {r["run"]: r for r in collect(sweep, root, docs)[0]}
+            todo = [n for n in todo if not (n in rows and rows[n]["source"] == "recorded" and rows[n]["status"] == "finished")]
+        table = run_sweep(sweep, root=root, jobs=jobs, progress=progress, batch_runs=batch_runs, only=todo)
         bad = table[table["error"].notna()] if "error" in table else table.iloc[:0]
         if len(bad):
             raise RunError(f"{sweep.name}: runs failed: {'; '.join(f'{r.run}: {r.error}' for r in bad.itertuples())}")
     else:
         plan(sweep, root)  # refuse runs whose config changed
-        if not any(status(sweep.folder(root) / p.name) in ("finished", "running") for p in sweep.points):
-            raise RunError(f"{sweep.folder(root)}: no run of this recipe has started yet; run it without --no-train first")
+        if not any(r["source"] for r in collect(sweep, root, docs)[0]):
+            raise RunError(f"{sweep.folder(root)}: no run of this recipe has started here or is recorded in "
+                           f"{log_path(docs, sweep)}; run it without --no-train first")
     t_train = time.perf_counter() - t0
     if not train:  # a rebuild trains nothing: keep the wall time of the last call that trained
-        try:
-            t_train = read_json(docs / f"{sweep.name}_log.json").get("recipe_wall_s")
-        except (RunError, AttributeError):
-            t_train = None
+        t_train = read_log(docs, sweep).get("recipe_wall_s")
     docs.mkdir(parents=True, exist_ok=True)
     built = BUILDERS[name](sweep, root, docs, n_boot, seed)
-    curves = {}
-    for p, path, run in _runs(sweep, root):
-        if run is not None:
-            recs = run.records()
+    rows, curves, configs = collect(sweep, root, docs)
+    pages = {}
+    for p, r in zip(sweep.points, rows):
+        if r["run"] in curves:
             label = ", ".join(f"{k}={v}" for k, v in p.settings.items()) or p.name
-            curves[label] = {"steps": [r["step"] for r in recs], "L_seq": [r["metrics"].get("L_seq") for r in recs],
-                              "Lc": [r["metrics"].get("Lc") for r in recs], "log_K": p.cfg.task.log_K}
-    html = sweep_report(Path(analyses) / f"{sweep.name}.html", sweep.name, built["tables"], built["figures"], curves,
+            c = curves[r["run"]]
+            pages[label] = {"steps": c["step"], "L_seq": c["L_seq"], "Lc": c["Lc"], "log_K": p.cfg.task.log_K}
+    html = sweep_report(Path(analyses) / f"{sweep.name}.html", sweep.name, built["tables"], built["figures"], pages,
                         note=(BUILDERS[name].__doc__ or "").strip())
-    rows = _tau_rows(sweep, root)
     log = {"recipe": name, "sweep": sweep.name, "runs": rows, "tables": built["tables"],
            "sum_of_run_train_wall_s": sum(num(r["wall_s"]) for r in rows if math.isfinite(num(r["wall_s"]))),
-           "recipe_wall_s": t_train, "written": [str(w) for w in built["written"]] + [str(html)]}
-    atomic_write_json(docs / f"{sweep.name}_log.json", nan_to_none(log))
-    return nan_to_none(log)
+           "recipe_wall_s": t_train, "written": [str(w) for w in built["written"]] + [str(html)],
+           "configs": configs, "curves": curves}
+    atomic_write_json(log_path(docs, sweep), nan_to_none(log))
+    return nan_to_none({k: v for k, v in log.items() if k not in ("configs", "curves")})

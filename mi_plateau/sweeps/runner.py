@@ -220,12 +220,20 @@ def train_ray(runs: Sequence[tuple[Path, RunConfig]], jobs: int | None = None, *
 
 
 def run_sweep(sweep: Sweep, *, root: str | Path = "checkpoints", jobs: int | None = None, backend: str = "local",
-              address: str | None = None, retries: int = 1, progress: bool = True, batch_runs: int = 1):
+              address: str | None = None, retries: int = 1, progress: bool = True, batch_runs: int = 1,
+              only: Sequence[str] | None = None):
     """Train every point of the sweep (skipping finished runs, resuming partial ones) and return
-    its table (``sweep_table``). Writes the resolved sweep to ``<root>/<sweep>/sweep.json``."""
+    its table (``sweep_table``). Writes the resolved sweep to ``<root>/<sweep>/sweep.json``.
+    ``only``: train just the points of these names (the table still has a row per point)."""
     if backend not in BACKENDS:
         raise RunError(f"backend {backend!r}: choose one of {', '.join(BACKENDS)}")
     runs = plan(sweep, root)
+    if only is not None:
+        names = [p.name for p in sweep.points]
+        unknown = [n for n in only if n not in names]
+        if unknown:
+            raise RunError(f"{sweep.name}: no point named {unknown[0]!r}; the points are {', '.join(names)}")
+        runs = [r for r, p in zip(runs, sweep.points) if p.name in only]
     folder = sweep.folder(root)
     # the writers' rule: the sweep folder is a real folder of its own, not inside a run folder
     refuse_inside_run(folder, "sweep")
@@ -268,23 +276,30 @@ def sweep_table(folder: str | Path):
     errors = errors if isinstance(errors, dict) else {}
     rows = []
     for p in spec["points"]:
-        path = folder / p["name"]
-        row: dict[str, Any] = {"run": p["name"], **p["settings"], "status": status(path)}
-        if row["status"] in ("finished", "running"):
-            try:
-                run = Run(path)
-                s = run.summary()
-                for fam, v in s["definitions"].items():
-                    row[f"tau_{fam}"] = v["tau"]
-                    row[f"tau_examples_{fam}"] = v["tau_examples"]
-                    row[f"plateau_{fam}"] = v["plateau_Lc"]
-                    row[f"plateau_ratio_{fam}"] = v["plateau_ratio"]
-                row.update({"converged": s["converged"], "steps": s["last_step"], "wall_s": train_wall(run)})
-            except RunError as e:
-                row["error"] = str(e)
-        row.setdefault("error", errors.get(p["name"]))
+        row: dict[str, Any] = {"run": p["name"], **p["settings"], **run_row(folder / p["name"])}
+        row["error"] = row.get("error") or errors.get(p["name"])
         rows.append(row)
     return frame(rows)
+
+
+def run_row(path: Path) -> dict[str, Any]:
+    """A run folder's line in a sweep table: status, both families' tau (steps and examples),
+    plateau heights, converged, steps and training wall time (only the status, for a run that
+    has not started; ``error`` where the folder cannot be read)."""
+    row: dict[str, Any] = {"status": status(path)}
+    if row["status"] in ("finished", "running"):
+        try:
+            run = Run(path)
+            s = run.summary()
+            for fam, v in s["definitions"].items():
+                row[f"tau_{fam}"] = v["tau"]
+                row[f"tau_examples_{fam}"] = v["tau_examples"]
+                row[f"plateau_{fam}"] = v["plateau_Lc"]
+                row[f"plateau_ratio_{fam}"] = v["plateau_ratio"]
+            row.update({"converged": s["converged"], "steps": s["last_step"], "wall_s": train_wall(run)})
+        except RunError as e:
+            row["error"] = str(e)
+    return row
 
 
 def train_wall(run: Run) -> float | None:

@@ -53,6 +53,10 @@ def test_every_recipe_parses_and_the_cli_lists_them():
     assert sorted(p.name for p in warm.points) == sorted(p.name for p in seeds.points)
     assert {p.cfg.train.warmup_steps for p in warm.points} == {500} and {p.cfg.train.warmup_steps for p in seeds.points} == {0}
     assert {(p.cfg.model.init_seed, p.cfg.train.schedule) for p in warm.points} == {(42, "constant")}
+    # init varied: the warm-up recipe's conditions and budget, each seed its own init
+    assert {p.cfg.train.warmup_steps for p in init.points} == {500} and {p.cfg.train.max_steps for p in init.points} == {20000}
+    assert {(p.cfg.task.K, p.cfg.train.lr) for p in init.points} == {(5, 5e-3), (5, 1e-2), (10, 3e-3), (10, 7e-3)}
+    assert all(p.cfg.model.init_seed == p.cfg.task.data_seed for p in init.points)
     lr = recipe_sweep("lr_sweep")
     lrs = [p.cfg.train.lr for p in lr.points]
     assert max(lrs) / min(lrs) == pytest.approx(7) and {(p.cfg.task.K, p.cfg.train.batch_size) for p in lr.points} == {(20, 128)}
@@ -77,7 +81,7 @@ def test_dry_run_expects_the_tau_measured_here_for_the_other_seeds(tmp_path):
     sweep = load_sweep(both)
     rows = dry_run(sweep, root=tmp_path / "ck", sec_per_step=0.5)  # seconds per step at batch 128
     assert [r["status"] for r in rows] == ["finished", "not started"]
-    assert rows[0]["est_core_min"] == 0 and rows[1]["tau_from"] == "1 run here"
+    assert rows[0]["est_core_min"] == 0 and rows[1]["tau_from"] == "1 run measured"
     want = min(600, 1.2 * tau)
     assert rows[1]["expected_steps"] == int(want) and rows[1]["est_core_min"] == pytest.approx(
         want * 0.5 * sweep.points[1].cfg.train.batch_size / 128 / 60)
