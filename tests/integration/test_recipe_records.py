@@ -111,3 +111,11 @@ def test_an_unreadable_log_is_refused_before_any_work(recorded, tmp_path):
     with pytest.raises(RunError, match="not a recipe log"):
         run_sweep_recipe("k_sweep", sweep=sweep, root=tmp_path / "ck", docs=tmp_path / "docs", progress=False)
     assert not (tmp_path / "ck").exists() and (tmp_path / "docs" / f"{sweep.name}_log.json").read_text() == "[1, 2]"
+
+
+def test_the_cli_refuses_only_on_the_core_recipe_and_unknown_points(run_cli):
+    p = run_cli("reproduce", "core", "--only", "K3")
+    assert p.returncode != 0 and p.stderr.strip().splitlines() == [
+        "mi-plateau reproduce: error: reproduce core: --only and --skip-recorded apply to the sweep recipes only"]
+    p = run_cli("reproduce", "seeds_warmup", "--dry-run", "--only", "K5_n_b1000_lr0.005_seed0")
+    assert p.returncode == 0 and p.stdout.count("K5_n_b1000_lr0.005_seed0") == 1 and "1 runs" in p.stdout

@@ -63,7 +63,7 @@ def test_every_recipe_parses_and_the_cli_lists_them():
 
 
 def test_dry_run_estimates_cost_without_training(tmp_path):
-    rows = dry_run("k_sweep", root=tmp_path)
+    rows = dry_run("k_sweep", root=tmp_path, docs=tmp_path / "docs")  # no log: nothing recorded
     assert [r["status"] for r in rows] == ["not started"] * 10
     assert all(r["est_core_min"] > 0 for r in rows) and not any(tmp_path.iterdir())
 
@@ -79,7 +79,7 @@ def test_dry_run_expects_the_tau_measured_here_for_the_other_seeds(tmp_path):
     both = tmp_path / "both.toml"
     both.write_text(text + "[[points]]\nseed = 0\n[[points]]\nseed = 1\n")
     sweep = load_sweep(both)
-    rows = dry_run(sweep, root=tmp_path / "ck", sec_per_step=0.5)  # seconds per step at batch 128
+    rows = dry_run(sweep, root=tmp_path / "ck", sec_per_step=0.5, docs=tmp_path / "docs")  # seconds per step at batch 128
     assert [r["status"] for r in rows] == ["finished", "not started"]
     assert rows[0]["est_core_min"] == 0 and rows[1]["tau_from"] == "1 run measured"
     want = min(600, 1.2 * tau)
