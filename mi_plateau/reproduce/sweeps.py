@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import sys
 import time
 from importlib.resources import files
 from pathlib import Path
@@ -459,6 +460,10 @@ def run_sweep_recipe(name: str, *, jobs: int | None = None, train: bool = True, 
     docs.mkdir(parents=True, exist_ok=True)
     built = BUILDERS[name](sweep, root, docs, n_boot, seed)
     rows, curves, configs = collect(sweep, root, docs)
+    blind = [r["run"] for r in rows if r["source"] and r["run"] not in curves]
+    if blind and progress:  # rows recorded before the logs kept curves: tau at other alphas cannot be recomputed
+        print(f"{sweep.name}: {len(blind)} recorded runs have no loss curves in {log_path(docs, sweep)} "
+              f"({', '.join(blind)}): tables that read curves leave them out", file=sys.stderr)
     pages = {}
     for p, r in zip(sweep.points, rows):
         if r["run"] in curves:
@@ -470,6 +475,6 @@ def run_sweep_recipe(name: str, *, jobs: int | None = None, train: bool = True, 
     log = {"recipe": name, "sweep": sweep.name, "runs": rows, "tables": built["tables"],
            "sum_of_run_train_wall_s": sum(num(r["wall_s"]) for r in rows if math.isfinite(num(r["wall_s"]))),
            "recipe_wall_s": t_train, "written": [str(w) for w in built["written"]] + [str(html)],
-           "configs": configs, "curves": curves}
+           "without_curves": blind, "configs": configs, "curves": curves}
     atomic_write_json(log_path(docs, sweep), nan_to_none(log))
     return nan_to_none({k: v for k, v in log.items() if k not in ("configs", "curves")})
