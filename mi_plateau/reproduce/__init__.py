@@ -2,6 +2,7 @@
 ``core.py``) and the sweep tables (``sweeps.py``)."""
 
 from .core import RECIPES, plan, run_recipe, write_assets
-from .sweeps import BUILDERS as SWEEP_RECIPES, dry_run, recipe_sweep, run_sweep_recipe
+from .cost import dry_run
+from .sweeps import BUILDERS as SWEEP_RECIPES, recipe_sweep, run_sweep_recipe
 
 __all__ = ["RECIPES", "SWEEP_RECIPES", "dry_run", "plan", "recipe_sweep", "run_recipe", "run_sweep_recipe", "write_assets"]

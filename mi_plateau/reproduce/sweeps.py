@@ -21,12 +21,12 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any, Callable
 
-from ..checkpoints import Run, RunError, atomic_write_json
+from ..checkpoints import RunError, atomic_write_json
 from ..fits import power_law
 from ..summaries import nan_to_none, num, tau as tau_at
-from ..sweeps import Sweep, load_sweep, plan, run_sweep, status, train_wall
-from .records import collect, log_path, read_log
+from ..sweeps import Sweep, load_sweep, plan, run_sweep
 from ..tabular import write_figure, write_table
+from .records import collect, log_path, read_log
 
 FAMILY_KEYS = {"paper": "L_seq", "first_token": "Lc"}
 
@@ -319,106 +319,6 @@ BUILDERS: dict[str, Callable[..., dict[str, Any]]] = {
     "k_sweep": build_k_sweep, "fixed_d": build_fixed_d, "fixed_d_noclip": build_fixed_d, "len_z": build_len_z,
     "batch_size": build_batch_size, "seeds": build_seeds, "seeds_init": build_seeds, "seeds_warmup": build_seeds, "lr_sweep": build_lr_sweep,
 }
-
-
-def dry_run(name: str | Sweep, root: str | Path = "checkpoints", sec_per_step: float | None = None,
-            docs: str | Path = "docs/reproduction", skip_recorded: bool = False) -> list[dict[str, Any]]:
-    """The recipe's (or sweep's) runs, their status and an estimate of what is left of each: the
-    expected steps x the seconds per step, less the steps a partial run here already made.
-    Expected steps: 1.2 x (the tau-only margin) the tau measured for the point's condition (the
-    same point with another seed, here or recorded in the recipe's log: their mean, a seed that
-    failed counting as the whole budget), else the paper's tau for it, else the step cap
-    (``tau_from`` says which). Seconds per step: ``sec_per_step`` if given, else the median
-    training wall time per step of the runs this machine finished under ``root`` at the point's
-    K (at any K if none: the evaluation's share grows with K), else that of the runs the log
-    records, else a default; scaled by the batch size over 128 (``s_per_step_from``). A run the
-    log records as finished costs nothing with ``skip_recorded`` (its status says "recorded")."""
-    sweep = recipe_sweep(name) if isinstance(name, str) else name
-    measured, where = measured_sec_per_step(root), "here"
-    collected = collect(sweep, root, docs)[0]
-    if not measured:
-        measured = [(r["K"], r["wall_s"] / r["steps"] * 128 / r["batch_size"]) for r in collected
-                    if r["source"] == "recorded" and r["status"] == "finished" and r["wall_s"] and r["steps"]]
-        where = "recorded"
-    here: dict[tuple, list[int | None]] = {}  # per condition: the stopping rule's taus measured (here or recorded)
-    for p, r in zip(sweep.points, collected):
-        taus = [r[f"tau_{f}"] for f in (FAMILY_KEYS if p.cfg.train.tau_on == "both" else (p.cfg.train.tau_on,))]
-        tau = max(taus) if all(taus) else None
-        if tau or r["status"] == "finished":  # a finished run without one failed: it counts as the whole budget
-            here.setdefault(_condition(p.cfg), []).append(tau)
-    rows = []
-    for p, r in zip(sweep.points, collected):
-        c = p.cfg
-        path = sweep.folder(root) / p.name
-        seen = here.get(_condition(c), [])
-        if seen:
-            steps = statistics.mean(min(c.train.max_steps, c.train.tau_margin * t) if t else c.train.max_steps for t in seen)
-            tau_from = f"{len(seen)} run{'s' * (len(seen) > 1)} measured"
-        else:
-            guess = _paper_tau_guess(c)
-            steps = min(c.train.max_steps, c.train.tau_margin * guess) if guess else c.train.max_steps
-            tau_from = "the paper" if guess else "the budget"
-        if sec_per_step:
-            sps, src = sec_per_step, "given"
-        elif measured:
-            at_k = [v for k, v in measured if k == c.task.K]
-            sps = statistics.median(at_k or [v for _, v in measured])
-            src = f"{len(at_k) or len(measured)} runs {where}" + ("" if at_k else " (other K)")
-        else:
-            sps, src = _SEC_PER_STEP, "default"
-        st = r["status"] if r["source"] != "recorded" else f"{r['status']} (recorded)"
-        done = (r["steps"] or 0) if r["source"] == "here" and r["status"] == "running" else 0
-        finished = r["status"] == "finished" and (r["source"] == "here" or skip_recorded)
-        left = 0 if finished else max(0.0, steps - done)
-        rows.append({"run": str(path), **p.settings, "status": st, "steps_done": done, "expected_steps": int(steps),
-                     "est_core_min": left * sps * c.train.batch_size / 128 / 60, "tau_from": tau_from, "s_per_step_from": src})
-    return rows
-
-
-def _condition(c) -> tuple:
-    """What a point's tau depends on apart from its seeds (Table 4's condition and the recipe)."""
-    return (c.task.K, c.task.n_b, c.task.len_z, c.train.lr, c.train.batch_size, c.train.grad_clip, c.train.max_steps,
-            c.train.tau_on, c.train.warmup_steps, c.train.schedule)
-
-
-def measured_sec_per_step(root: str | Path) -> list[tuple[int, float]]:
-    """(K, training wall seconds per step at batch 128) of every finished run under ``root``
-    (``root/<sweep>/<run>`` or ``root/<run>``) that records its wall time."""
-    out = []
-    for m in sorted(Path(root).glob("*/manifest.json")) + sorted(Path(root).glob("*/*/manifest.json")):
-        if status(m.parent) != "finished":
-            continue
-        try:
-            run = Run(m.parent)
-            c, wall, last = run.config(), train_wall(run), run.summary()["last_step"]
-        except (RunError, KeyError, TypeError):
-            continue
-        if wall and last:
-            out.append((c.task.K, wall / last * 128 / c.train.batch_size))
-    return out
-
-
-# seconds per paper-model training step with its evaluation when no run has been trained here
-# (1 thread, session 5: 0.1 s per step plus 45% for both families' evaluation)
-_SEC_PER_STEP = 0.145
-
-
-def _paper_tau_guess(c) -> float | None:
-    """The paper's tau for this point where it prints one (Table 4 at its learning rates, Table 1
-    at its batch sizes, Table 3 at lr 1e-3), None (the whole budget) at or past its Table 8 boundary, else the power law of
-    its Table 3 in D, scaled by the batch size."""
-    D, lr = c.task.K * c.task.n_b, c.train.lr
-    boundary = PAPER_TABLE8.get(c.task.K)
-    if (D, c.task.K, lr) in PAPER_TABLE4:
-        return PAPER_TABLE4[(D, c.task.K, lr)][0]
-    if boundary and c.task.n_b == 1000 and lr >= boundary[1]:
-        return None
-    if c.task.n_b == 1000 and c.task.K == 20 and lr == 1e-3 and c.train.batch_size in PAPER_TABLE1:
-        return PAPER_TABLE1[c.train.batch_size]
-    if c.task.n_b == 1000 and c.task.K in PAPER_TABLE3 and lr == 1e-3 and c.train.batch_size == 128:
-        return PAPER_TABLE3[c.task.K]
-    fit = power_law([1000 * k for k in PAPER_TABLE3], list(PAPER_TABLE3.values()), n_boot=0)  # the paper's Table 3
-    return fit["prefactor"]["0"] * D ** fit["slope"] * (128 / c.train.batch_size) ** 0.8
 
 
 def run_sweep_recipe(name: str, *, jobs: int | None = None, train: bool = True, progress: bool = True,
