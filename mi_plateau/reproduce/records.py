@@ -90,7 +90,8 @@ def _recorded(p: Point, log: dict[str, Any]) -> tuple[dict[str, Any], dict[str, 
 def collect(sweep: Sweep, root: str | Path, docs: str | Path) -> tuple[list[dict[str, Any]], dict[str, dict], dict[str, dict]]:
     """One row per point (the swept settings, K, n_b, D, lr, batch size, len_z, both families'
     tau and plateau, steps, status, wall time, ``source``, ``recorded_at``), the loss curves of
-    the started runs by run name, and their configs by run name (what the log keeps)."""
+    the started runs by run name, and the configs known to be theirs by run name (what the log
+    keeps)."""
     log = read_log(docs, sweep)
     rows, curves, configs = [], {}, {}
     for p in sweep.points:
@@ -104,10 +105,10 @@ def collect(sweep: Sweep, root: str | Path, docs: str | Path) -> tuple[list[dict
                      "lr": c.train.lr, "batch_size": c.train.batch_size, "len_z": c.task.len_z, **row,
                      "tau_paper": _int(row["tau_paper"]), "tau_first_token": _int(row["tau_first_token"]),
                      "steps": _int(row["steps"])})
-        if row["source"] is not None:
-            configs[p.name] = c.to_dict()
-            if curve is not None:
-                curves[p.name] = curve
+        if row["source"] == "here" or (row["source"] == "recorded" and p.name in (log.get("configs") or {})):
+            configs[p.name] = c.to_dict()  # known to be the run's config (a record without one stays without)
+        if row["source"] is not None and curve is not None:
+            curves[p.name] = curve
     return rows, curves, configs
 
 

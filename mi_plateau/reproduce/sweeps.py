@@ -227,19 +227,7 @@ def build_seeds(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int) ->
     from .. import figures
 
     rows = _tau_rows(sweep, root, docs)
-    by: dict[tuple, list[dict]] = {}
-    for r in rows:
-        by.setdefault((r["D"], r["K"], r["lr"]), []).append(r)
-    out = []
-    for (D, K, lr), rs in by.items():
-        for fam in FAMILY_KEYS:
-            taus = [r[f"tau_{fam}"] for r in rs if r[f"tau_{fam}"]]
-            mean = statistics.mean(taus) if taus else None
-            std = statistics.stdev(taus) if len(taus) > 1 else None
-            ref = PAPER_TABLE4.get((D, K, lr), (None, None))
-            out.append({"D": D, "K": K, "lr": lr, "definition": fam, "runs": len(rs), "with_tau": len(taus), "taus": taus,
-                        "mean_tau": mean, "std_tau": std, "cv": std / mean if std is not None and mean else None,
-                        "paper_mean": ref[0] if fam == "paper" else None, "paper_std": ref[1] if fam == "paper" else None})
+    out = seed_stats(rows)
     stem = "table4" if sweep.name == "paper_seeds" else sweep.name.removeprefix("paper_")
     written = write_table(docs / stem, out, title=f"Table 4 ({sweep.name}): tau across seeds",
                           note="std: sample standard deviation; CV = std / mean; taus: the seeds that escaped "
@@ -260,6 +248,52 @@ def build_seeds(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int) ->
                                 "escaped; min_any_fail: the smallest at which one failed; eta_star: their geometric mean; "
                                 "undecided: runs not yet finished and not yet escaped.")
     return {"tables": {"Table 4": out, "Table 8": t8}, "figures": {"Table 4": fig}, "written": written}
+
+
+def seed_stats(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per (D, K, lr) and family: the runs, the taus of the seeds that escaped, their mean, sample
+    standard deviation and CV = std / mean (None where fewer than two escaped), the paper's."""
+    by: dict[tuple, list[dict]] = {}
+    for r in rows:
+        by.setdefault((r["D"], r["K"], r["lr"]), []).append(r)
+    out = []
+    for (D, K, lr), rs in by.items():
+        for fam in FAMILY_KEYS:
+            taus = [r[f"tau_{fam}"] for r in rs if r[f"tau_{fam}"]]
+            mean = statistics.mean(taus) if taus else None
+            std = statistics.stdev(taus) if len(taus) > 1 else None
+            ref = PAPER_TABLE4.get((D, K, lr), (None, None))
+            out.append({"D": D, "K": K, "lr": lr, "definition": fam, "runs": len(rs), "with_tau": len(taus), "taus": taus,
+                        "mean_tau": mean, "std_tau": std, "cv": std / mean if std is not None and mean else None,
+                        "paper_mean": ref[0] if fam == "paper" else None, "paper_std": ref[1] if fam == "paper" else None})
+    return out
+
+
+def compare_seed_stats(varied: list[dict[str, Any]], fixed: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``seed_stats`` of two sets of tau rows side by side, one row per condition and family of
+    the first set (``varied_init_*``, ``fixed_init_*``: runs, taus, mean, std, CV; the paper's)."""
+    by = {(r["D"], r["K"], r["lr"], r["definition"]): r for r in seed_stats(fixed)}
+    comp = []
+    for v in seed_stats(varied):
+        f = by.get((v["D"], v["K"], v["lr"], v["definition"]), {})
+        comp.append({"D": v["D"], "K": v["K"], "lr": v["lr"], "definition": v["definition"],
+                     **{f"fixed_init_{k}": f.get(k) for k in ("runs", "taus", "mean_tau", "std_tau", "cv")},
+                     **{f"varied_init_{k}": v[k] for k in ("runs", "taus", "mean_tau", "std_tau", "cv")},
+                     "paper_mean": v["paper_mean"], "paper_std": v["paper_std"]})
+    return comp
+
+
+def build_seeds_init(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int) -> dict[str, Any]:
+    """Table 4 with the init varied (each seed its own init), and beside it the same conditions
+    with the init fixed (the ``seeds_warmup`` recipe: the same points but the init): does the
+    spread of tau across seeds come from the data and batch order or from the init?"""
+    out = build_seeds(sweep, root, docs, n_boot, seed)
+    comp = compare_seed_stats(_tau_rows(sweep, root, docs), _tau_rows(recipe_sweep("seeds_warmup"), root, docs))
+    out["written"] += write_table(docs / "seeds_init_vs_fixed", comp, title="Table 4: the init fixed (seed 42) or varied with the seed",
+                                  note="Both with 500 warm-up steps, budget 20,000 (fixed: `seeds_warmup`; varied: `seeds_init`). "
+                                       "taus: the seeds that escaped; std: sample standard deviation; CV = std / mean.")
+    out["tables"]["init fixed vs varied"] = comp
+    return out
 
 
 def phase_boundary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -317,7 +351,7 @@ def build_lr_sweep(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int)
 
 BUILDERS: dict[str, Callable[..., dict[str, Any]]] = {
     "k_sweep": build_k_sweep, "fixed_d": build_fixed_d, "fixed_d_noclip": build_fixed_d, "len_z": build_len_z,
-    "batch_size": build_batch_size, "seeds": build_seeds, "seeds_init": build_seeds, "seeds_warmup": build_seeds, "lr_sweep": build_lr_sweep,
+    "batch_size": build_batch_size, "seeds": build_seeds, "seeds_init": build_seeds_init, "seeds_warmup": build_seeds, "lr_sweep": build_lr_sweep,
 }
 
 

@@ -8,7 +8,7 @@ from mi_plateau.cli import RECIPE_NAMES
 from mi_plateau.fits import power_law
 from mi_plateau.reproduce import SWEEP_RECIPES, dry_run, recipe_sweep
 from mi_plateau.reproduce.sweeps import (build_batch_size, build_fixed_d, build_k_sweep, build_lr_sweep, build_seeds,
-                                         phase_boundary)
+                                         compare_seed_stats, phase_boundary)
 from mi_plateau.report import sweep_report
 from mi_plateau.sweeps import load_sweep, run_sweep
 
@@ -172,3 +172,19 @@ def test_sweep_page_renders(tiny_sweep, tmp_path, render_status):
                         {"K3": {"steps": [0, 10], "L_seq": [1.0, 0.5], "Lc": [1.0, 0.4], "log_K": 1.1}})
     st = render_status(page, tmp_path)
     assert st["errors"] == [] and st["expected"] == 2 and st["plots"] == st["svgs"] == 2
+
+
+def test_seed_stats_and_the_init_comparison_known_answers():
+    def row(lr, tau, ft=None):
+        return {"D": 5000, "K": 5, "lr": lr, "tau_paper": tau, "tau_first_token": ft}
+
+    varied = [row(5e-3, 1000), row(5e-3, 2000), row(5e-3, 3000), row(1e-2, None)]
+    fixed = [row(5e-3, 1800), row(5e-3, 1900), row(5e-3, None)]  # one seed failed: left out of the mean
+    comp = {(r["lr"], r["definition"]): r for r in compare_seed_stats(varied, fixed)}
+    v = comp[(5e-3, "paper")]
+    assert v["varied_init_taus"] == [1000, 2000, 3000] and v["varied_init_mean_tau"] == 2000
+    assert v["varied_init_std_tau"] == pytest.approx(1000) and v["varied_init_cv"] == pytest.approx(0.5)
+    assert v["fixed_init_runs"] == 3 and v["fixed_init_taus"] == [1800, 1900] and v["fixed_init_mean_tau"] == 1850
+    assert v["fixed_init_std_tau"] == pytest.approx(50 * 2 ** 0.5) and v["paper_mean"] == 2850
+    assert comp[(5e-3, "first_token")]["varied_init_mean_tau"] is None  # no first-token tau in these rows
+    assert comp[(1e-2, "paper")]["varied_init_runs"] == 1 and comp[(1e-2, "paper")]["fixed_init_runs"] is None
