@@ -131,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("reproduce", help="named recipes that rebuild the paper's artifacts")
     rep.add_argument("recipe", choices=RECIPE_NAMES, help="core: the per-run reproduction; the others: the paper's sweep tables "
                      "(k_sweep: Table 3, Figure 4, Table 5; fixed_d, fixed_d_noclip: Figure 5; len_z: Table 7; batch_size: "
-                     "Table 1; seeds: Table 4 and Table 8's phase boundary; seeds_init: Table 4 with the init varied; seeds_warmup: Table 4 with 500 warm-up steps; lr_sweep: Figure 2b)")
+                     "Table 1; seeds: Table 4 and Table 8's phase boundary; seeds_init: Table 4 with the init varied (and the warm-up); seeds_warmup: Table 4 with 500 warm-up steps; lr_sweep: Figure 2b)")
     rep.add_argument("--dry-run", action="store_true", help="list the runs, whether they are done and what they should cost here")
     rep.add_argument("--no-train", action="store_true", help="only analyse the runs that exist (unfinished ones up to their last checkpoint)")
     rep.add_argument("--jobs", type=_positive_int, default=None, help="train this many runs at once, one thread each (default: one per core)")

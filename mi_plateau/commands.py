@@ -155,14 +155,12 @@ def cmd_reproduce(args) -> int:
     from .sweeps import status
     from .tabular import to_markdown
 
-    only = [n.strip() for n in args.only.split(",") if n.strip()] if args.only else None
+    only = [n.strip() for n in args.only.split(",") if n.strip()] if args.only is not None else None
     if args.recipe not in SWEEP_RECIPES and (only is not None or args.skip_recorded):
         raise ValueError(f"reproduce {args.recipe}: --only and --skip-recorded apply to the sweep recipes only")
     if args.recipe in SWEEP_RECIPES:
         if args.dry_run:
-            rows = dry_run(args.recipe, skip_recorded=args.skip_recorded)
-            if only is not None:
-                rows = [r for r in rows if r["run"].rsplit("/", 1)[-1] in only]
+            rows = dry_run(args.recipe, skip_recorded=args.skip_recorded, only=only)
             print(to_markdown(rows), end="")
             todo = [r for r in rows if r["est_core_min"] > 0]
             print(f"{len(rows)} runs, {len(rows) - len(todo)} with nothing left to train; the rest should take about "

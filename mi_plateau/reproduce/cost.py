@@ -11,13 +11,14 @@ from typing import Any
 
 from ..checkpoints import Run, RunError
 from ..fits import power_law
-from ..sweeps import Sweep, status, train_wall
+from ..sweeps import Sweep, run_row, select, status, train_wall
 from .records import collect
 from .sweeps import FAMILY_KEYS, PAPER_TABLE1, PAPER_TABLE3, PAPER_TABLE4, PAPER_TABLE8, recipe_sweep
 
 
 def dry_run(name: str | Sweep, root: str | Path = "checkpoints", sec_per_step: float | None = None,
-            docs: str | Path = "docs/reproduction", skip_recorded: bool = False) -> list[dict[str, Any]]:
+            docs: str | Path = "docs/reproduction", skip_recorded: bool = False,
+            only: list[str] | None = None) -> list[dict[str, Any]]:
     """The recipe's (or sweep's) runs, their status and an estimate of what is left of each: the
     expected steps x the seconds per step, less the steps a partial run here already made.
     Expected steps: 1.2 x (the tau-only margin) the tau measured for the point's condition (the
@@ -27,7 +28,8 @@ def dry_run(name: str | Sweep, root: str | Path = "checkpoints", sec_per_step: f
     training wall time per step of the runs this machine finished under ``root`` at the point's
     K (at any K if none: the evaluation's share grows with K), else that of the runs the log
     records, else a default; scaled by the batch size over 128 (``s_per_step_from``). A run the
-    log records as finished costs nothing with ``skip_recorded`` (its status says "recorded")."""
+    log records as finished costs nothing with ``skip_recorded`` (its status says "recorded").
+    ``only``: just these points (checked as training checks them)."""
     sweep = recipe_sweep(name) if isinstance(name, str) else name
     measured, where = measured_sec_per_step(root), "here"
     collected = collect(sweep, root, docs)[0]
@@ -62,12 +64,14 @@ def dry_run(name: str | Sweep, root: str | Path = "checkpoints", sec_per_step: f
         else:
             sps, src = _SEC_PER_STEP, "default"
         st = r["status"] if r["source"] != "recorded" else f"{r['status']} (recorded)"
-        done = (r["steps"] or 0) if r["source"] == "here" and r["status"] == "running" else 0
+        local = run_row(path)  # a partial folder here resumes, whichever row the tables show
+        done = (local.get("steps") or 0) if local["status"] == "running" else 0
         finished = r["status"] == "finished" and (r["source"] == "here" or skip_recorded)
         left = 0 if finished else max(0.0, steps - done)
         rows.append({"run": str(path), **p.settings, "status": st, "steps_done": done, "expected_steps": int(steps),
                      "est_core_min": left * sps * c.train.batch_size / 128 / 60, "tau_from": tau_from, "s_per_step_from": src})
-    return rows
+    keep = set(select(sweep, only)) if only is not None else None
+    return [r for r, p in zip(rows, sweep.points) if keep is None or p.name in keep]
 
 
 def _condition(c) -> tuple:

@@ -2,22 +2,27 @@
 
 Run folders (weights and all) stay on the machine that made them; a paper-scale recipe takes
 longer than one machine lives here, so a rebuild elsewhere would lose every row it cannot see.
-The recipe's log (``docs/reproduction/<sweep>_log.json``, committed) therefore keeps, per run,
-its table row, its resolved config and its loss curves (step, L_seq, Lc at every checkpoint: all
-that Table 5, the figures and the sweep page read). ``collect`` merges the run folders here with
-those records, one row per point:
+The recipe's log (``docs/reproduction/<sweep>_log.json``, committed) therefore keeps a record per
+run: its table row, the config it was trained with and its loss curves (step, L_seq, Lc at every
+checkpoint: all that Table 5, the figures and the sweep page read). ``collect`` merges the run
+folders here with those records, one row per point:
 
-- a run folder here and no record, or a record that got no further: the folder's row
+- a run folder here and no usable record, or a record that got no further: the folder's row
   (``source`` "here");
-- otherwise the record (``source`` "recorded"), if its config is the point's (records written
-  before configs were kept are matched by run name, which encodes the swept settings); a record
-  whose config differs from the point's is ignored;
+- otherwise the record (``source`` "recorded"), if it is usable: its config is the point's, or
+  the point only raises the step cap (``config.extends``; then a record the old cap stopped reads
+  as a partial run, one its own rule stopped stays finished); a record kept before configs were
+  (the logs of 2026-12-01 and earlier) is matched by run name, which encodes the swept settings,
+  and only while the recipe's preset, stop rule and overrides are the ones the log was last
+  written with;
 - neither: a "not started" row.
 
 "Further" is finished before running, then more steps. Training is deterministic (same config
 and thread count: bit-identical), so a record and a folder of the same point agree on every step
-they share; which one a row came from is a matter of provenance, which ``source`` and
-``recorded_at`` (the UTC date the row was last read from a run folder) keep.
+they share; which one a row came from is provenance, kept in ``source`` and ``trained_at`` (the
+UTC date of the run's last checkpoint). Rewriting the log never drops a record: one no point
+uses any more (a changed config, a removed point) stays in the log under its name, or, where a
+new run of that name replaces it, in ``superseded``.
 """
 
 from __future__ import annotations
@@ -26,11 +31,14 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
-from ..checkpoints import Run, RunError, read_json
+from ..checkpoints import Run, RunError, atomic_write_json, read_json
 from ..config import RunConfig, extends
-from ..sweeps import Point, Sweep, run_row, status
+from ..summaries import nan_to_none
+from ..sweeps import Point, Sweep, run_row
 
 CURVE_KEYS = ("L_seq", "Lc")  # per checkpoint; with "step", what the builders read of a run's records
+ROW_KEYS = ("status", "tau_paper", "tau_first_token", "plateau_paper", "plateau_ratio_paper", "plateau_first_token",
+            "plateau_ratio_first_token", "steps", "wall_s")
 
 
 def log_path(docs: str | Path, sweep: Sweep) -> Path:
@@ -44,76 +52,114 @@ def read_log(docs: str | Path, sweep: Sweep) -> dict[str, Any]:
     if not path.exists():
         return {}
     log = read_json(path)
-    if not isinstance(log, dict) or not isinstance(log.get("runs", []), list):
-        raise RunError(f"{path}: not a recipe log (expected an object with a list of runs)")
+    if (not isinstance(log, dict) or not isinstance(log.get("runs", []), list)
+            or not isinstance(log.get("records", {}), dict)):
+        raise RunError(f"{path}: not a recipe log (expected an object with a list of runs and a table of records)")
     return log
 
 
-def _rank(row: dict[str, Any]) -> tuple[bool, int]:
-    return row.get("status") == "finished", int(row.get("steps") or 0)
+def settings(sweep: Sweep) -> dict[str, Any]:
+    """What a recipe's points share (the run name says the rest): preset, stop rule, overrides."""
+    return {"preset": sweep.preset, "stop": sweep.stop, "overrides": sweep.overrides}
 
 
-def _local(p: Point, path: Path) -> tuple[dict[str, Any], dict[str, list] | None]:
-    """The row and curves of the point's run folder here (a "not started" row if it has none)."""
-    got = run_row(path)
-    row = {k: got.get(k) for k in ("status", "tau_paper", "tau_first_token", "plateau_paper", "plateau_ratio_paper",
-                                    "plateau_first_token", "plateau_ratio_first_token", "steps", "wall_s")}
-    if got["status"] not in ("finished", "running") or "error" in got:
-        return row | {"source": None, "recorded_at": None}, None
-    recs = Run(path).records()
-    curve = {"step": [r["step"] for r in recs]} | {k: [r["metrics"].get(k) for r in recs] for k in CURVE_KEYS}
-    return row | {"source": "here", "recorded_at": dt.datetime.now(dt.timezone.utc).date().isoformat()}, curve
-
-
-def _recorded(p: Point, log: dict[str, Any]) -> tuple[dict[str, Any], dict[str, list] | None] | None:
-    """The point's usable record in the log: a started run whose config is the point's, or one
-    the point only continues with a larger step cap (then it is a partial run). None otherwise."""
-    row = next((r for r in log.get("runs", []) if isinstance(r, dict) and r.get("run") == p.name), None)
-    if row is None or row.get("status") not in ("finished", "running"):
-        return None
-    row = dict(row)
-    stored = (log.get("configs") or {}).get(p.name)
-    if stored is not None:
-        try:
-            cfg = RunConfig.from_dict(stored)
-        except (TypeError, ValueError, KeyError):
-            return None
-        if cfg.to_dict() != p.cfg.to_dict():
-            if not extends(cfg, p.cfg):
-                return None
-            row["status"] = "running"  # stopped at the old cap: the point continues it
-    row["source"] = "recorded"
-    row.setdefault("recorded_at", None)
-    return row, (log.get("curves") or {}).get(p.name)
-
-
-def collect(sweep: Sweep, root: str | Path, docs: str | Path) -> tuple[list[dict[str, Any]], dict[str, dict], dict[str, dict]]:
-    """One row per point (the swept settings, K, n_b, D, lr, batch size, len_z, both families'
-    tau and plateau, steps, status, wall time, ``source``, ``recorded_at``), the loss curves of
-    the started runs by run name, and the configs known to be theirs by run name (what the log
-    keeps)."""
-    log = read_log(docs, sweep)
-    rows, curves, configs = [], {}, {}
-    for p in sweep.points:
-        path = sweep.folder(root) / p.name
-        row, curve = _local(p, path)
-        rec = _recorded(p, log) if status(path) != "finished" else None
-        if rec is not None and (row["source"] is None or _rank(rec[0]) > _rank(row)):
-            row, curve = {k: rec[0].get(k) for k in row}, rec[1]
-        c = p.cfg
-        rows.append({"run": p.name, **p.settings, "K": c.task.K, "n_b": c.task.n_b, "D": c.task.K * c.task.n_b,
-                     "lr": c.train.lr, "batch_size": c.train.batch_size, "len_z": c.task.len_z, **row,
-                     "tau_paper": _int(row["tau_paper"]), "tau_first_token": _int(row["tau_first_token"]),
-                     "steps": _int(row["steps"])})
-        if row["source"] == "here" or (row["source"] == "recorded" and p.name in (log.get("configs") or {})):
-            configs[p.name] = c.to_dict()  # known to be the run's config (a record without one stays without)
-        if row["source"] is not None and curve is not None:
-            curves[p.name] = curve
-    return rows, curves, configs
+def _records(log: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The log's records by run name; a log from before records (rows only) gives each started
+    row as a record without config or curve."""
+    if "records" in log:
+        return log["records"]
+    return {r["run"]: {"row": r, "config": None, "curve": None} for r in log.get("runs", [])
+            if isinstance(r, dict) and isinstance(r.get("run"), str) and r.get("status") in ("finished", "running")}
 
 
 def _int(v: Any) -> int | None:
     try:
         return int(v) if v is not None and float(v) == float(v) else None
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
+
+
+def _rank(row: dict[str, Any]) -> tuple[bool, int]:
+    return row.get("status") == "finished", _int(row.get("steps")) or 0
+
+
+def _local(path: Path) -> dict[str, Any] | None:
+    """The record of the run folder here (row, its own config, curve), None if it has not started."""
+    got = run_row(path)
+    if got["status"] not in ("finished", "running") or "error" in got:
+        return None
+    run = Run(path)
+    recs = run.records()
+    when = dt.datetime.fromtimestamp((path / "manifest.json").stat().st_mtime, dt.timezone.utc).date().isoformat()
+    row = {k: got.get(k) for k in ROW_KEYS} | {"trained_at": when}
+    curve = {"step": [r["step"] for r in recs]} | {k: [r["metrics"].get(k) for r in recs] for k in CURVE_KEYS}
+    return {"row": row, "config": run.config().to_dict(), "curve": curve}
+
+
+def _as_point_row(rec: dict[str, Any], p: Point, legacy_ok: bool) -> dict[str, Any] | None:
+    """The record's row as the point sees it, or None where the record is not the point's run."""
+    row = rec.get("row")
+    if not isinstance(row, dict) or row.get("status") not in ("finished", "running"):
+        return None
+    row = dict(row)
+    if rec.get("config") is None:
+        return row if legacy_ok else None
+    try:
+        cfg = RunConfig.from_dict(rec["config"])
+    except (TypeError, ValueError, KeyError, AttributeError):
+        return None
+    if cfg.to_dict() == p.cfg.to_dict():
+        return row
+    if not extends(cfg, p.cfg):
+        return None
+    if row["status"] == "finished" and (_int(row.get("steps")) or 0) >= cfg.train.max_steps:
+        row["status"] = "running"  # the old cap stopped it: under the new one it is partial
+    return row
+
+
+def collect(sweep: Sweep, root: str | Path, docs: str | Path) -> tuple[list[dict[str, Any]], dict[str, dict], dict[str, Any]]:
+    """One row per point (the swept settings, K, n_b, D, lr, batch size, len_z, both families'
+    tau and plateau, steps, status, wall time, ``source``, ``trained_at``), the loss curves of the
+    rows' runs by run name, and the log's records as they should be written back (every old
+    record kept; the runs here added or replacing their own)."""
+    log = read_log(docs, sweep)
+    old = _records(log)
+    legacy_ok = log.get("settings") in (None, settings(sweep))
+    records = dict(old)
+    superseded = list(log.get("superseded") or [])
+    rows, curves = [], {}
+    for p in sweep.points:
+        here = _local(sweep.folder(root) / p.name)
+        rec = old.get(p.name)
+        seen = _as_point_row(rec, p, legacy_ok) if isinstance(rec, dict) else None
+        if here is not None and (seen is None or _rank(here["row"]) >= _rank(seen)):
+            row, curve, source = here["row"], here["curve"], "here"
+            if isinstance(rec, dict) and seen is None:
+                superseded.append({"run": p.name, **rec})  # another config's run of this name: kept aside
+            records[p.name] = here
+        elif seen is not None:
+            row, curve, source = seen, rec.get("curve"), "recorded"
+        else:
+            row, curve, source = {"status": "not started"}, None, None
+        c = p.cfg
+        rows.append({"run": p.name, **p.settings, "K": c.task.K, "n_b": c.task.n_b, "D": c.task.K * c.task.n_b,
+                     "lr": c.train.lr, "batch_size": c.train.batch_size, "len_z": c.task.len_z,
+                     **{k: row.get(k) for k in ROW_KEYS}, "source": source, "trained_at": row.get("trained_at"),
+                     "tau_paper": _int(row.get("tau_paper")), "tau_first_token": _int(row.get("tau_first_token")),
+                     "steps": _int(row.get("steps"))})
+        if source is not None and curve is not None:
+            curves[p.name] = curve
+    return rows, curves, {"settings": settings(sweep), "records": records, "superseded": superseded}
+
+
+def write_log(docs: str | Path, sweep: Sweep, root: str | Path, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Rewrite the recipe's log with its runs as they stand (``collect``), keeping the other
+    entries of the last log unless ``extra`` gives them anew (the tables, the wall time)."""
+    extra = extra or {}
+    rows, curves, kept = collect(sweep, root, docs)
+    blind = [r["run"] for r in rows if r["source"] and r["run"] not in curves]
+    log = {k: v for k, v in read_log(docs, sweep).items() if k not in ("configs", "curves")}  # drafts' keys
+    log.update({"runs": rows, "without_curves": blind, **kept, **extra})
+    Path(docs).mkdir(parents=True, exist_ok=True)
+    atomic_write_json(log_path(docs, sweep), nan_to_none(log))
+    return log

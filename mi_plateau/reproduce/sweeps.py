@@ -21,12 +21,12 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any, Callable
 
-from ..checkpoints import RunError, atomic_write_json
+from ..checkpoints import RunError
 from ..fits import power_law
 from ..summaries import nan_to_none, num, tau as tau_at
-from ..sweeps import Sweep, load_sweep, plan, run_sweep
+from ..sweeps import Sweep, load_sweep, plan, run_sweep, select
 from ..tabular import write_figure, write_table
-from .records import collect, log_path, read_log
+from .records import collect, log_path, read_log, write_log
 
 FAMILY_KEYS = {"paper": "L_seq", "first_token": "Lc"}
 
@@ -361,43 +361,42 @@ def run_sweep_recipe(name: str, *, jobs: int | None = None, train: bool = True, 
                      only: list[str] | None = None, skip_recorded: bool = False, sweep: Sweep | None = None) -> dict[str, Any]:
     """Train (unless ``train=False``) the recipe's sweep, then build its tables, figures and the
     sweep's HTML page (``analyses/<sweep>.html``); writes ``docs/<sweep>_log.json``, which also
-    records every started run's row, config and loss curves (``records``), so that a rebuild on
-    another machine keeps the runs trained here. ``only``: train just these points (run names);
-    ``skip_recorded``: do not train the points the log records as finished elsewhere (a recipe
-    continued across machines); the tables use every run either way. ``sweep``: a sweep of your
-    own (a variant of the recipe's file) built by the recipe ``name``'s tables."""
+    records every run's row, config and loss curves (``records``: after each run ends, and at the
+    end), so that a rebuild on another machine keeps the runs trained here. ``only``: train just
+    these points (run names); ``skip_recorded``: do not train the points the log records as
+    finished elsewhere (a recipe continued across machines); the tables use every run either way.
+    ``sweep``: a sweep of your own (a variant of the recipe's file) built by the recipe
+    ``name``'s tables. Runs that fail are named in an error raised after the log is written."""
     from ..report import sweep_report
 
     if name not in BUILDERS:
         raise RunError(f"unknown sweep recipe {name!r}: choose one of {', '.join(BUILDERS)}")
     sweep = sweep or recipe_sweep(name)
     root, docs = Path(root), Path(docs)
-    read_log(docs, sweep)  # an unreadable log is refused before any work: it may hold the only record of runs
+    last = read_log(docs, sweep)  # an unreadable log is refused before any work: it may hold the only record of runs
+    todo = [p.name for p in sweep.points] if only is None else select(sweep, only)
     t0 = time.perf_counter()
+    failed = ""
     if train:
-        todo = [p.name for p in sweep.points] if only is None else list(only)
         if skip_recorded:
             rows = {r["run"]: r for r in collect(sweep, root, docs)[0]}
-            todo = [n for n in todo if not (n in rows and rows[n]["source"] == "recorded" and rows[n]["status"] == "finished")]
-        table = run_sweep(sweep, root=root, jobs=jobs, progress=progress, batch_runs=batch_runs, only=todo)
-        bad = table[table["error"].notna()] if "error" in table else table.iloc[:0]
-        if len(bad):
-            raise RunError(f"{sweep.name}: runs failed: {'; '.join(f'{r.run}: {r.error}' for r in bad.itertuples())}")
+            todo = [n for n in todo if not (rows[n]["source"] == "recorded" and rows[n]["status"] == "finished")]
+        table = run_sweep(sweep, root=root, jobs=jobs, progress=progress, batch_runs=batch_runs, only=todo,
+                          on_done=lambda: write_log(docs, sweep, root))
+        bad = table[table["error"].notna() & table["run"].isin(todo)] if "error" in table else table.iloc[:0]
+        failed = "; ".join(f"{r.run}: {r.error}" for r in bad.itertuples())
     else:
+        if only is not None or skip_recorded:
+            raise RunError("--only and --skip-recorded choose what to train: a rebuild (--no-train) trains nothing")
         plan(sweep, root)  # refuse runs whose config changed
         if not any(r["source"] for r in collect(sweep, root, docs)[0]):
             raise RunError(f"{sweep.folder(root)}: no run of this recipe has started here or is recorded in "
                            f"{log_path(docs, sweep)}; run it without --no-train first")
-    t_train = time.perf_counter() - t0
-    if not train:  # a rebuild trains nothing: keep the wall time of the last call that trained
-        t_train = read_log(docs, sweep).get("recipe_wall_s")
+    # a rebuild trains nothing: keep the wall time of the last call that trained
+    t_train = time.perf_counter() - t0 if train else last.get("recipe_wall_s")
     docs.mkdir(parents=True, exist_ok=True)
     built = BUILDERS[name](sweep, root, docs, n_boot, seed)
-    rows, curves, configs = collect(sweep, root, docs)
-    blind = [r["run"] for r in rows if r["source"] and r["run"] not in curves]
-    if blind and progress:  # rows recorded before the logs kept curves: tau at other alphas cannot be recomputed
-        print(f"{sweep.name}: {len(blind)} recorded runs have no loss curves in {log_path(docs, sweep)} "
-              f"({', '.join(blind)}): tables that read curves leave them out", file=sys.stderr)
+    rows, curves, _ = collect(sweep, root, docs)
     pages = {}
     for p, r in zip(sweep.points, rows):
         if r["run"] in curves:
@@ -406,9 +405,13 @@ def run_sweep_recipe(name: str, *, jobs: int | None = None, train: bool = True, 
             pages[label] = {"steps": c["step"], "L_seq": c["L_seq"], "Lc": c["Lc"], "log_K": p.cfg.task.log_K}
     html = sweep_report(Path(analyses) / f"{sweep.name}.html", sweep.name, built["tables"], built["figures"], pages,
                         note=(BUILDERS[name].__doc__ or "").strip())
-    log = {"recipe": name, "sweep": sweep.name, "runs": rows, "tables": built["tables"],
-           "sum_of_run_train_wall_s": sum(num(r["wall_s"]) for r in rows if math.isfinite(num(r["wall_s"]))),
-           "recipe_wall_s": t_train, "written": [str(w) for w in built["written"]] + [str(html)],
-           "without_curves": blind, "configs": configs, "curves": curves}
-    atomic_write_json(log_path(docs, sweep), nan_to_none(log))
-    return nan_to_none({k: v for k, v in log.items() if k not in ("configs", "curves")})
+    log = write_log(docs, sweep, root, {
+        "recipe": name, "sweep": sweep.name, "tables": built["tables"], "recipe_wall_s": t_train,
+        "sum_of_run_train_wall_s": sum(num(r["wall_s"]) for r in rows if math.isfinite(num(r["wall_s"]))),
+        "written": [str(w) for w in built["written"]] + [str(html)]})
+    if log["without_curves"] and progress:  # recorded before the logs kept curves: tau at other alphas is lost
+        print(f"{sweep.name}: {len(log['without_curves'])} recorded runs have no loss curves in {log_path(docs, sweep)} "
+              f"({', '.join(log['without_curves'])}): tables that read curves leave them out", file=sys.stderr)
+    if failed:
+        raise RunError(f"{sweep.name}: runs failed: {failed}")
+    return nan_to_none({k: v for k, v in log.items() if k not in ("records", "superseded")})

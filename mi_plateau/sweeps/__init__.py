@@ -3,8 +3,8 @@
 ``load_sweep`` reads and validates a sweep file; ``run_sweep`` trains it on a local process pool
 or on Ray and returns its table; ``sweep_table`` reads the table of a sweep folder."""
 
-from .runner import BACKENDS, plan, run_row, run_sweep, status, sweep_table, train_local, train_ray, train_wall
+from .runner import BACKENDS, plan, run_row, run_sweep, select, status, sweep_table, train_local, train_ray, train_wall
 from .spec import Point, Sweep, load_sweep, parse_sweep
 
-__all__ = ["BACKENDS", "Point", "Sweep", "load_sweep", "parse_sweep", "plan", "run_row", "run_sweep", "status", "sweep_table",
+__all__ = ["BACKENDS", "Point", "Sweep", "load_sweep", "parse_sweep", "plan", "run_row", "run_sweep", "select", "status", "sweep_table",
            "train_local", "train_ray", "train_wall"]

@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from ..checkpoints import Run, RunError, atomic_write_json, read_json, refuse_inside_run
 from ..config import RunConfig, config_diff, extends
@@ -32,6 +32,17 @@ from ..tabular import write_table
 from .spec import ORDERS, Sweep
 
 BACKENDS = ("local", "ray")
+
+
+def select(sweep: Sweep, only: Sequence[str]) -> list[str]:
+    """The points named in ``only``, checked: an unknown name or an empty list is refused in one line."""
+    names = [p.name for p in sweep.points]
+    unknown = [n for n in only if n not in names]
+    if unknown:
+        raise RunError(f"{sweep.name}: no point named {unknown[0]!r}; the points are {', '.join(names)}")
+    if not only:
+        raise RunError(f"{sweep.name}: the list of points to train is empty")
+    return list(dict.fromkeys(only))
 
 
 def status(path: Path) -> str:
@@ -93,7 +104,7 @@ def _units(runs: Sequence[tuple[Path, RunConfig]], batch_runs: int, order: str =
 
 def train_local(runs: Sequence[tuple[Path, RunConfig]], jobs: int | None = None, *, retries: int = 1,
                 progress: bool = True, logs: Path | None = None, batch_runs: int = 1,
-                order: str = "longest_first") -> dict[str, str]:
+                order: str = "longest_first", on_done: Callable[[], None] | None = None) -> dict[str, str]:
     """Train the unfinished runs ``jobs`` processes at a time, one thread each (``jobs`` default:
     the cores), each process one run or (``batch_runs`` > 1) one batch of runs; returns {run
     folder: error} for the runs that failed. Each process's standard error goes to
@@ -147,6 +158,8 @@ def train_local(runs: Sequence[tuple[Path, RunConfig]], jobs: int | None = None,
                         errors[str(path)] = f"exit {p.returncode}: {last}" if last else f"exit {p.returncode}"
             if bar is not None:
                 bar.update(len(unit))
+            if on_done is not None:
+                on_done()
     if bar is not None:
         bar.close()
     return errors
@@ -182,7 +195,7 @@ def _ray_train(items: list[tuple[dict, str]]) -> list[str]:
 
 def train_ray(runs: Sequence[tuple[Path, RunConfig]], jobs: int | None = None, *, address: str | None = None,
               retries: int = 1, progress: bool = True, batch_runs: int = 1,
-              order: str = "longest_first") -> dict[str, str]:
+              order: str = "longest_first", on_done: Callable[[], None] | None = None) -> dict[str, str]:
     """Train the unfinished runs as Ray tasks (one per run, or per batch with ``batch_runs`` > 1);
     returns {run folder: error} for the failures."""
     try:
@@ -211,6 +224,8 @@ def train_ray(runs: Sequence[tuple[Path, RunConfig]], jobs: int | None = None, *
                 errors.update({str(p): msg for p, _ in refs[done[0]] if status(p) != "finished"})
             if bar is not None:
                 bar.update(len(refs[done[0]]))
+            if on_done is not None:
+                on_done()
         if bar is not None:
             bar.close()
         return errors
@@ -221,19 +236,17 @@ def train_ray(runs: Sequence[tuple[Path, RunConfig]], jobs: int | None = None, *
 
 def run_sweep(sweep: Sweep, *, root: str | Path = "checkpoints", jobs: int | None = None, backend: str = "local",
               address: str | None = None, retries: int = 1, progress: bool = True, batch_runs: int = 1,
-              only: Sequence[str] | None = None):
+              only: Sequence[str] | None = None, on_done: Callable[[], None] | None = None):
     """Train every point of the sweep (skipping finished runs, resuming partial ones) and return
     its table (``sweep_table``). Writes the resolved sweep to ``<root>/<sweep>/sweep.json``.
-    ``only``: train just the points of these names (the table still has a row per point)."""
+    ``only``: train just the points of these names (the table still has a row per point);
+    ``on_done``: called after each run (or batch) ends, e.g. to record what it made."""
     if backend not in BACKENDS:
         raise RunError(f"backend {backend!r}: choose one of {', '.join(BACKENDS)}")
     runs = plan(sweep, root)
     if only is not None:
-        names = [p.name for p in sweep.points]
-        unknown = [n for n in only if n not in names]
-        if unknown:
-            raise RunError(f"{sweep.name}: no point named {unknown[0]!r}; the points are {', '.join(names)}")
-        runs = [r for r, p in zip(runs, sweep.points) if p.name in only]
+        keep = set(select(sweep, only)) if only else set()  # an empty list: nothing left to train
+        runs = [r for r, p in zip(runs, sweep.points) if p.name in keep]
     folder = sweep.folder(root)
     # the writers' rule: the sweep folder is a real folder of its own, not inside a run folder
     refuse_inside_run(folder, "sweep")
@@ -244,10 +257,17 @@ def run_sweep(sweep: Sweep, *, root: str | Path = "checkpoints", jobs: int | Non
     t0 = time.perf_counter()
     if backend == "ray":
         errors = train_ray(runs, jobs, address=address, retries=retries, progress=progress, batch_runs=batch_runs,
-                           order=sweep.order)
+                           order=sweep.order, on_done=on_done)
     else:
-        errors = train_local(runs, jobs, retries=retries, progress=progress, batch_runs=batch_runs, order=sweep.order)
-    errs = {Path(k).name: v for k, v in errors.items()}
+        errors = train_local(runs, jobs, retries=retries, progress=progress, batch_runs=batch_runs, order=sweep.order,
+                             on_done=on_done)
+    trained = {Path(p).name for p, _ in runs}
+    try:  # the errors of the points not trained this time stay as they were
+        old = read_json(folder / "errors.json")
+    except RunError:
+        old = {}
+    errs = {k: v for k, v in (old if isinstance(old, dict) else {}).items() if k not in trained}
+    errs.update({Path(k).name: v for k, v in errors.items()})
     atomic_write_json(folder / "errors.json", errs)
     table = sweep_table(folder)
     write_table(folder / "table", table, title=f"Sweep {sweep.name}: one row per run",

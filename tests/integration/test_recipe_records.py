@@ -10,7 +10,7 @@ import pytest
 from mi_plateau.checkpoints import RunError
 from mi_plateau.reproduce import dry_run, run_sweep_recipe
 from mi_plateau.reproduce.records import collect
-from mi_plateau.sweeps import load_sweep
+from mi_plateau.sweeps import load_sweep, run_sweep
 
 TINY = """
 name = "tiny_rec"
@@ -59,23 +59,30 @@ def test_a_rebuild_without_the_run_folders_gives_the_same_tables(recorded, tmp_p
     # Table 5 needs every run's curve: the log's curves give the same exponents
     assert again["tables"]["Table 5"] == log["tables"]["Table 5"] and again["tables"]["fit"] == log["tables"]["fit"]
     stored = json.loads((docs / f"{sweep.name}_log.json").read_text())
-    assert sorted(stored["curves"]) == sorted(p.name for p in sweep.points) and sorted(stored["configs"]) == sorted(stored["curves"])
+    assert sorted(stored["records"]) == sorted(p.name for p in sweep.points) and stored["without_curves"] == []
+    assert all(r["config"] == p.cfg.to_dict() for p, r in zip(sweep.points, stored["records"].values()))
 
 
 def test_a_record_with_another_config_is_ignored_and_a_further_run_wins(recorded, tmp_path):
     sweep, empty, docs = _without_folders(recorded, tmp_path)
     path = docs / f"{sweep.name}_log.json"
     log = json.loads(path.read_text())
-    log["configs"]["K3"]["train"]["lr"] = 0.5  # trained with another learning rate: not this point's run
-    log["runs"][1]["steps"] = 10 ** 6  # K4's record claims more steps than its folder: the record wins
+    log["records"]["K3"]["config"]["train"]["lr"] = 0.5  # trained with another learning rate: not this point's run
+    log["records"]["K4"]["row"]["steps"] = 10 ** 6  # a finished record that claims more steps than its folder
     path.write_text(json.dumps(log))
-    rows = {r["run"]: r for r in collect(sweep, empty, docs)[0]}
+    rows, _, kept = collect(sweep, empty, docs)
+    rows = {r["run"]: r for r in rows}
     assert rows["K3"]["status"] == "not started" and rows["K3"]["source"] is None
-    assert rows["K5"]["source"] == "recorded"
+    assert rows["K5"]["source"] == "recorded" and rows["K4"]["steps"] == 10 ** 6
+    assert kept["records"]["K3"]["config"]["train"]["lr"] == 0.5  # not used, not dropped
     sweep, root, _ = recorded
-    rows = {r["run"]: r for r in collect(sweep, root / "ck", docs)[0]}
+    rows, _, kept = collect(sweep, root / "ck", docs)
+    rows = {r["run"]: r for r in rows}
     assert rows["K3"]["source"] == "here" and rows["K5"]["source"] == "here"  # finished here: at least as far
-    assert rows["K4"]["source"] == "here"  # a finished folder is never replaced
+    assert rows["K4"]["source"] == "recorded"  # the record went further (finished, more steps)
+    # the run here replaces the other config's record of its name, which is kept aside
+    assert kept["records"]["K3"]["config"]["train"]["lr"] != 0.5
+    assert [(s["run"], s["config"]["train"]["lr"]) for s in kept["superseded"]] == [("K3", 0.5)]
     # a partial run here (K5 cut back to its first two checkpoints) against the finished record
     part = tmp_path / "part" / sweep.name / "K5"
     shutil.copytree(root / "ck" / sweep.name / "K5", part)
@@ -113,9 +120,102 @@ def test_an_unreadable_log_is_refused_before_any_work(recorded, tmp_path):
     assert not (tmp_path / "ck").exists() and (tmp_path / "docs" / f"{sweep.name}_log.json").read_text() == "[1, 2]"
 
 
-def test_the_cli_refuses_only_on_the_core_recipe_and_unknown_points(run_cli):
-    p = run_cli("reproduce", "core", "--only", "K3")
-    assert p.returncode != 0 and p.stderr.strip().splitlines() == [
-        "mi-plateau reproduce: error: reproduce core: --only and --skip-recorded apply to the sweep recipes only"]
-    p = run_cli("reproduce", "seeds_warmup", "--dry-run", "--only", "K5_n_b1000_lr0.005_seed0")
+def test_the_cli_refuses_only_on_the_core_recipe_unknown_points_and_empty_lists(run_cli, tmp_path):
+    def err(*args):
+        p = run_cli("reproduce", *args, cwd=tmp_path)  # no checkpoints/ or docs/ here: nothing recorded
+        assert p.returncode != 0 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+        return p.stderr.strip()
+
+    assert err("core", "--only", "K3") == ("mi-plateau reproduce: error: reproduce core: --only and --skip-recorded "
+                                            "apply to the sweep recipes only")
+    assert "no point named 'K9'" in err("seeds_warmup", "--dry-run", "--only", "K9")
+    assert "no point named 'K9'" in err("seeds_warmup", "--only", "K5_n_b1000_lr0.005_seed0,K9")
+    assert "the list of points to train is empty" in err("seeds_warmup", "--only", ",")
+    assert "a rebuild (--no-train) trains nothing" in err("seeds_warmup", "--no-train", "--only", "K5_n_b1000_lr0.005_seed0")
+    assert not any(tmp_path.iterdir())  # refused before any work
+    p = run_cli("reproduce", "seeds_warmup", "--dry-run", "--only", "K5_n_b1000_lr0.005_seed0", cwd=tmp_path)
     assert p.returncode == 0 and p.stdout.count("K5_n_b1000_lr0.005_seed0") == 1 and "1 runs" in p.stdout
+
+
+def test_a_raised_cap_keeps_runs_their_rule_stopped_and_reopens_runs_the_cap_stopped(recorded, tmp_path):
+    sweep, empty, docs = _without_folders(recorded, tmp_path)
+    path = docs / f"{sweep.name}_log.json"
+    log = json.loads(path.read_text())
+    log["records"]["K5"]["row"]["steps"] = 600  # as if the old cap (600) had stopped K5
+    path.write_text(json.dumps(log))
+    f = tmp_path / "raised.toml"
+    f.write_text(TINY.replace("max_steps = 600", "max_steps = 1200"))
+    raised = load_sweep(f)
+    rows = {r["run"]: r for r in collect(raised, empty, docs)[0]}
+    assert all(r["source"] == "recorded" for r in rows.values())
+    assert rows["K3"]["status"] == "finished" and rows["K4"]["status"] == "finished"  # their tau rule stopped them
+    assert rows["K5"]["status"] == "running"  # the cap stopped it: the larger cap continues it
+    f.write_text(TINY.replace("max_steps = 600", "max_steps = 600\nlr = 0.002"))
+    other = load_sweep(f)
+    assert {r["source"] for r in collect(other, empty, docs)[0]} == {None}  # another lr: not these runs
+
+
+def test_rows_recorded_before_configs_are_matched_by_name_while_the_recipe_is_unchanged(recorded, tmp_path):
+    sweep, empty, docs = _without_folders(recorded, tmp_path)
+    path = docs / f"{sweep.name}_log.json"
+    log = json.loads(path.read_text())
+    legacy = {"recipe": "k_sweep", "runs": log["runs"]}  # the logs of 2026-12-01 and earlier: rows only
+    path.write_text(json.dumps(legacy))
+    rows, curves, kept = collect(sweep, empty, docs)
+    assert [r["source"] for r in rows] == ["recorded"] * 3 and curves == {}
+    assert [r["tau_paper"] for r in rows] == [r["tau_paper"] for r in log["runs"]]
+    assert all(kept["records"][r["run"]]["config"] is None for r in rows)  # a config is never invented
+    # once a log says which recipe settings it was written with, rows without configs need the same
+    path.write_text(json.dumps(legacy | {"settings": {"preset": "tiny", "stop": "tau", "overrides": {"max_steps": 500}}}))
+    assert {r["source"] for r in collect(sweep, empty, docs)[0]} == {None}
+    with pytest.raises(RunError, match="no run of this recipe has started here or is recorded"):
+        run_sweep_recipe("k_sweep", sweep=sweep, root=empty, docs=docs, analyses=tmp_path / "an", train=False, progress=False)
+    assert sorted(json.loads(path.read_text())) == ["recipe", "runs", "settings"]  # the refused rebuild wrote nothing
+
+
+def test_rebuilt_from_rows_only_the_log_names_the_runs_without_curves(recorded, tmp_path):
+    sweep, empty, docs = _without_folders(recorded, tmp_path)
+    path = docs / f"{sweep.name}_log.json"
+    log = json.loads(path.read_text())
+    path.write_text(json.dumps({"recipe": "k_sweep", "runs": log["runs"]}))
+    out = run_sweep_recipe("k_sweep", sweep=sweep, root=empty, docs=docs, analyses=tmp_path / "an", n_boot=20,
+                           train=False, progress=False)
+    assert out["without_curves"] == ["K3", "K4", "K5"]
+    assert [r["n"] for r in out["tables"]["Table 5"]] == [0] * 10  # no curve, no tau at another alpha
+    assert [r["tau_paper"] for r in out["tables"]["Table 3"]] == [r["tau_paper"] for r in log["runs"]]
+
+
+def test_a_partial_run_here_counts_its_steps_against_a_shorter_partial_record(recorded, tmp_path):
+    sweep, root, _ = recorded
+    docs = tmp_path / "docs"
+    shutil.copytree(root / "docs", docs)
+    part = tmp_path / "part" / sweep.name / "K4"
+    shutil.copytree(root / "ck" / sweep.name / "K4", part)
+    m = json.loads((part / "manifest.json").read_text())
+    m["status"], m["checkpoints"] = "running", m["checkpoints"][:3]
+    (part / "manifest.json").write_text(json.dumps(m))
+    path = docs / f"{sweep.name}_log.json"
+    log = json.loads(path.read_text())
+    log["records"]["K4"]["row"].update(status="running", steps=m["checkpoints"][1]["step"])
+    path.write_text(json.dumps(log))
+    rows = {r["run"]: r for r in collect(sweep, tmp_path / "part", docs)[0]}
+    assert rows["K4"]["source"] == "here" and rows["K4"]["steps"] == m["checkpoints"][2]["step"]
+    cost = {r["run"].rsplit("/", 1)[-1]: r for r in dry_run(sweep, root=tmp_path / "part", docs=docs, sec_per_step=0.1)}
+    assert cost["K4"]["steps_done"] == m["checkpoints"][2]["step"]
+
+
+def test_the_log_is_written_after_every_run(tmp_path):
+    f = tmp_path / "s.toml"
+    f.write_text(TINY)
+    sweep = load_sweep(f)
+    seen = []
+
+    def snapshot():
+        log = json.loads((tmp_path / "docs" / f"{sweep.name}_log.json").read_text())
+        seen.append(sorted(n for n, r in log["records"].items() if r["row"]["status"] == "finished"))
+
+    from mi_plateau.reproduce.records import write_log
+
+    run_sweep(sweep, root=tmp_path / "ck", jobs=1, progress=False, only=["K3", "K4"],
+              on_done=lambda: (write_log(tmp_path / "docs", sweep, tmp_path / "ck"), snapshot()))
+    assert seen == [["K4"], ["K3", "K4"]]  # longest first (by D), and recorded as each one ends
