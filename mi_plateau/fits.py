@@ -101,3 +101,17 @@ def power_law(x: Sequence[float], y: Sequence[float | None], *, groups: Sequence
         out["ci"] = [float(lo), float(hi)]
         out["n_boot_used"] = len(slopes)
     return out
+
+
+def smaller_spread_p(std: float | None, n: int, ref_std: float | None) -> float | None:
+    """One-sided F test of "this spread is smaller than a reference measured on three seeds": the
+    probability, were both samples normal with the same variance, of a ratio of sample variances
+    F = (std / ref_std)^2 this small or smaller, with n - 1 and 2 degrees of freedom (the paper's
+    Table 4 has three seeds per condition). With 2 denominator degrees of freedom the F CDF has a
+    closed form: P(F <= x) = (d x / (d x + 2))^(d / 2), d = n - 1. None where either spread is
+    missing, the reference is zero or n < 2. A small value says the runs vary less than the
+    reference's; three seeds make it a coarse test."""
+    if std is None or ref_std is None or n < 2 or not ref_std > 0 or not std >= 0:
+        return None
+    d, x = n - 1, (std / ref_std) ** 2
+    return (d * x / (d * x + 2)) ** (d / 2)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..checkpoints import RunError
-from ..fits import power_law
+from ..fits import power_law, smaller_spread_p
 from ..summaries import nan_to_none, num, tau as tau_at
 from ..sweeps import Sweep, load_sweep, plan, run_sweep, select
 from ..tabular import write_figure, write_table
@@ -231,7 +231,8 @@ def build_seeds(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int) ->
     stem = "table4" if sweep.name == "paper_seeds" else sweep.name.removeprefix("paper_")
     written = write_table(docs / stem, out, title=f"Table 4 ({sweep.name}): tau across seeds",
                           note="std: sample standard deviation; CV = std / mean; taus: the seeds that escaped "
-                               "within the budget (with_tau of runs).")
+                               "within the budget (with_tau of runs). p_smaller_spread: one-sided F test of our std against "
+                               "the paper's (three seeds; df with_tau - 1 and 2): small means our seeds vary less.")
     pts = {f"K={K}": {"x": [r["lr"] for r in rs], "tau": [r["tau_paper"] for r in rs], "reached": [r["steps"] for r in rs],
                       "label": [f"{r['run']} ({r['status']})" for r in rs]}
            for K in sorted({r["K"] for r in rows}) for rs in [[r for r in rows if r["K"] == K]]}
@@ -252,7 +253,9 @@ def build_seeds(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int) ->
 
 def seed_stats(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per (D, K, lr) and family: the runs, the taus of the seeds that escaped, their mean, sample
-    standard deviation and CV = std / mean (None where fewer than two escaped), the paper's."""
+    standard deviation and CV = std / mean (None where fewer than two escaped), the paper's mean
+    and std, and ``p_smaller_spread``: the one-sided F test of our spread against the paper's
+    three seeds (``fits.smaller_spread_p``)."""
     by: dict[tuple, list[dict]] = {}
     for r in rows:
         by.setdefault((r["D"], r["K"], r["lr"]), []).append(r)
@@ -263,9 +266,11 @@ def seed_stats(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             mean = statistics.mean(taus) if taus else None
             std = statistics.stdev(taus) if len(taus) > 1 else None
             ref = PAPER_TABLE4.get((D, K, lr), (None, None))
+            paper_std = ref[1] if fam == "paper" else None
             out.append({"D": D, "K": K, "lr": lr, "definition": fam, "runs": len(rs), "with_tau": len(taus), "taus": taus,
                         "mean_tau": mean, "std_tau": std, "cv": std / mean if std is not None and mean else None,
-                        "paper_mean": ref[0] if fam == "paper" else None, "paper_std": ref[1] if fam == "paper" else None})
+                        "paper_mean": ref[0] if fam == "paper" else None, "paper_std": paper_std,
+                        "p_smaller_spread": smaller_spread_p(std, len(taus), paper_std)})
     return out
 
 
@@ -277,8 +282,8 @@ def compare_seed_stats(varied: list[dict[str, Any]], fixed: list[dict[str, Any]]
     for v in seed_stats(varied):
         f = by.get((v["D"], v["K"], v["lr"], v["definition"]), {})
         comp.append({"D": v["D"], "K": v["K"], "lr": v["lr"], "definition": v["definition"],
-                     **{f"fixed_init_{k}": f.get(k) for k in ("runs", "taus", "mean_tau", "std_tau", "cv")},
-                     **{f"varied_init_{k}": v[k] for k in ("runs", "taus", "mean_tau", "std_tau", "cv")},
+                     **{f"fixed_init_{k}": f.get(k) for k in ("runs", "taus", "mean_tau", "std_tau", "cv", "p_smaller_spread")},
+                     **{f"varied_init_{k}": v[k] for k in ("runs", "taus", "mean_tau", "std_tau", "cv", "p_smaller_spread")},
                      "paper_mean": v["paper_mean"], "paper_std": v["paper_std"]})
     return comp
 

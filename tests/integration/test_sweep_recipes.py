@@ -186,5 +186,7 @@ def test_seed_stats_and_the_init_comparison_known_answers():
     assert v["varied_init_std_tau"] == pytest.approx(1000) and v["varied_init_cv"] == pytest.approx(0.5)
     assert v["fixed_init_runs"] == 3 and v["fixed_init_taus"] == [1800, 1900] and v["fixed_init_mean_tau"] == 1850
     assert v["fixed_init_std_tau"] == pytest.approx(50 * 2 ** 0.5) and v["paper_mean"] == 2850
+    x = (1000 / 1727) ** 2  # against the paper's std at this condition, three seeds each: F(2, 2)
+    assert v["varied_init_p_smaller_spread"] == pytest.approx(x / (1 + x))
     assert comp[(5e-3, "first_token")]["varied_init_mean_tau"] is None  # no first-token tau in these rows
     assert comp[(1e-2, "paper")]["varied_init_runs"] == 1 and comp[(1e-2, "paper")]["fixed_init_runs"] is None

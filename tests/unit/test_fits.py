@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from mi_plateau.fits import _t_quantile, power_law
+from mi_plateau.fits import _t_quantile, power_law, smaller_spread_p
 
 PAPER_K = [3, 5, 7, 10, 13, 17, 20, 25, 30, 36]
 PAPER_TAU = [450, 800, 1050, 1850, 2100, 3300, 3950, 5250, 6950, 8750]
@@ -62,3 +62,17 @@ def test_the_papers_table3_taus_give_its_table5_row():
     f = power_law([1000 * k for k in PAPER_K], PAPER_TAU, n_boot=2000, seed=0)
     assert round(f["slope"], 2) == 1.20
     assert [round(v, 2) for v in f["ci"]] == [1.14, 1.30]
+
+
+def test_smaller_spread_p_known_values():
+    # d = 2 (three seeds each): P(F(2, 2) <= x) = x / (1 + x); equal spreads sit at the median
+    assert smaller_spread_p(10.0, 3, 10.0) == pytest.approx(0.5)
+    assert smaller_spread_p(1.0, 3, 2.0) == pytest.approx(0.25 / 1.25)
+    # d = 1 (two seeds): P(F(1, 2) <= x) = sqrt(x / (x + 2)); at x = 2, sqrt(0.5)
+    assert smaller_spread_p(2 ** 0.5, 2, 1.0) == pytest.approx(0.5 ** 0.5)
+    # d = 4 (five seeds): P(F(4, 2) <= x) = (4x / (4x + 2))^2; at x = 0.5, 0.25
+    assert smaller_spread_p(0.5 ** 0.5, 5, 1.0) == pytest.approx(0.25)
+    # against a numerical integral of the F(2, 2) density 1 / (1 + t)^2
+    t = np.linspace(0, 3, 300001)
+    assert smaller_spread_p(3 ** 0.5, 3, 1.0) == pytest.approx(np.trapezoid(1 / (1 + t) ** 2, t), abs=1e-6)
+    assert smaller_spread_p(None, 3, 1.0) is None and smaller_spread_p(1.0, 1, 1.0) is None and smaller_spread_p(1.0, 3, 0.0) is None
