@@ -58,10 +58,6 @@ def recipe_sweep(name: str) -> Sweep:
     return load_sweep(recipe_file(name))
 
 
-def _tau_alpha(curve: dict[str, list], key: str, log_K: float, alpha: float) -> int | None:
-    return tau_at(curve["step"], curve[key], log_K, alpha)
-
-
 def _fit_row(name: str, fit: dict[str, Any], **extra) -> dict[str, Any]:
     return {"fit": name, "slope": fit["slope"], "ci_lo": fit["ci"][0], "ci_hi": fit["ci"][1], "ci_t_lo": fit["ci_t"][0],
             "ci_t_hi": fit["ci_t"][1], "r2": fit["r2"], "n": fit["n"], **extra}
@@ -83,7 +79,7 @@ def build_k_sweep(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int) 
     bootstrap interval over runs, Table 5 (delta at each alpha) and Figure 4."""
     from .. import figures
 
-    rows = _tau_rows(sweep, root, docs)
+    rows, curves, _ = collect(sweep, root, docs)  # one read: Table 5 needs the curves too
     for r in rows:
         # a run that stopped before its first-token tau: that tau is later than the last step
         r["tau_first_token_after"] = r["steps"] if r["tau_first_token"] is None and r["status"] == "finished" else None
@@ -103,12 +99,11 @@ def build_k_sweep(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int) 
     fit_rows.append({"fit": "the paper (as printed)", "slope": PAPER_FIT["slope"], "ci_lo": PAPER_FIT["ci"][0],
                      "ci_hi": PAPER_FIT["ci"][1], "r2": PAPER_FIT["r2"], "n": 10})
     t5 = []
-    curves = collect(sweep, root, docs)[1]
     logk = {p.name: p.cfg.task.log_K for p in sweep.points}
     started = [(r, curves[r["run"]]) for r in rows if r["run"] in curves]  # runs whose curves exist here or in the log
     for alpha in ALPHAS:
         for fam, key in FAMILY_KEYS.items():
-            taus = [_tau_alpha(curve, key, logk[r["run"]], alpha) for r, curve in started]
+            taus = [tau_at(curve["step"], curve[key], logk[r["run"]], alpha) for r, curve in started]
             f = power_law([r["D"] for r, _ in started], taus, n_boot=n_boot, seed=seed)
             ref = PAPER_TABLE5[alpha]
             t5.append({"alpha": alpha, "definition": fam, "delta": f["slope"], "ci_lo": f["ci"][0], "ci_hi": f["ci"][1],
