@@ -139,6 +139,9 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--only", default=None, metavar="RUN[,RUN...]", help="sweep recipes: train only these points (run names)")
     rep.add_argument("--skip-recorded", action="store_true", help="sweep recipes: do not train the runs the recipe's log in "
                      "docs/reproduction/ records as finished on another machine (their rows still go into the tables)")
+    rep.add_argument("--root", default="checkpoints", help="where the recipe's run folders live (default: checkpoints/)")
+    rep.add_argument("--docs", default="docs/reproduction", help="where tables, figures and the recipe's log go "
+                     "(default: docs/reproduction/)")
     rep.add_argument("--quiet", action="store_true")
     return p
 

@@ -160,23 +160,24 @@ def cmd_reproduce(args) -> int:
         raise ValueError(f"reproduce {args.recipe}: --only and --skip-recorded apply to the sweep recipes only")
     if args.recipe in SWEEP_RECIPES:
         if args.dry_run:
-            rows = dry_run(args.recipe, skip_recorded=args.skip_recorded, only=only)
+            rows = dry_run(args.recipe, args.root, docs=args.docs, skip_recorded=args.skip_recorded, only=only)
             print(to_markdown(rows), end="")
             todo = [r for r in rows if r["est_core_min"] > 0]
             print(f"{len(rows)} runs, {len(rows) - len(todo)} with nothing left to train; the rest should take about "
                   f"{sum(r['est_core_min'] for r in todo):.0f} core-minutes here (one thread per run)")
             return 0
         log = run_sweep_recipe(args.recipe, jobs=args.jobs, progress=not args.quiet, train=not args.no_train,
-                               batch_runs=args.batch_runs, only=only, skip_recorded=args.skip_recorded)
+                               batch_runs=args.batch_runs, only=only, skip_recorded=args.skip_recorded,
+                               root=args.root, docs=args.docs)
         for title, rows in log["tables"].items():
             print(f"## {title}\n{to_markdown(rows)}")
         print(f"wrote {', '.join(log['written'])}")
         return 0
     if args.dry_run:
-        for p, c in plan(args.recipe):
+        for p, c in plan(args.recipe, args.root):
             print(f"{p}  preset={c.preset} K={c.task.K} seed={c.task.data_seed}  {status(p)}")
         return 0
-    log = run_recipe(args.recipe, jobs=args.jobs, progress=not args.quiet, train=not args.no_train)
+    log = run_recipe(args.recipe, jobs=args.jobs, progress=not args.quiet, train=not args.no_train, root=args.root, docs=args.docs)
     for name, s in log["summaries"].items():
         ro, fam = log["routing"][name], s["definitions"]
         print(f"{name}: tau paper (L_seq) {fam['paper']['tau']} steps, first token (Lc) {fam['first_token']['tau']} steps; "

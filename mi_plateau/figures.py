@@ -317,6 +317,32 @@ def figure1(curves: dict[str, dict[str, Any]]):
     return fig
 
 
+def tick_label(v: float) -> str:
+    """A short label for a tick value: 500, 2k, 20k, 1.5M, 0.2."""
+    for div, suffix in ((1e6, "M"), (1e3, "k")):
+        if abs(v) >= div:
+            return f"{v / div:g}{suffix}"
+    return f"{v:g}"
+
+
+def log_ticks(values) -> dict[str, list]:
+    """``tickvals`` and ``ticktext`` for a log axis over the positive finite ``values``: the
+    1-2-5 steps of each decade that fall inside their range (one step beyond each end, so the
+    extreme points have a labelled tick next to them); empty when there is nothing to place."""
+    import math
+
+    vals = [float(v) for v in values if v is not None and isinstance(v, (int, float)) and math.isfinite(v) and v > 0]
+    if not vals:
+        return {}
+    lo, hi = min(vals), max(vals)
+    ticks = [m * 10.0 ** e for e in range(math.floor(math.log10(lo)) - 1, math.floor(math.log10(hi)) + 2)
+             for m in (1, 2, 5)]
+    below = [t for t in ticks if t <= lo]
+    above = [t for t in ticks if t >= hi]
+    ticks = [t for t in ticks if (below[-1] if below else lo) <= t <= (above[0] if above else hi)]
+    return {"tickvals": ticks, "ticktext": [tick_label(t) for t in ticks]}
+
+
 def tau_power_law(points: dict[str, dict[str, list]], fits: dict[str, dict[str, Any]], *, x_label: str = "D (examples)",
                   x_symbol: str = "D", reference: dict[str, list] | None = None, title: str = "tau against D",
                   y_label: str = "tau (steps)", log_x: bool = True):
@@ -359,8 +385,14 @@ def tau_power_law(points: dict[str, dict[str, list]], fits: dict[str, dict[str, 
     if reference:
         fig.add_trace(go.Scatter(x=reference["x"], y=reference["tau"], mode="markers", name="the paper's values",
                                  marker=dict(color="#888", symbol="x", size=8)))
-    fig.update_xaxes(type="log", title_text=x_label) if log_x else fig.update_xaxes(dtick=1, title_text=x_label)
-    fig.update_yaxes(type="log", title_text=y_label)
+    # explicit 1-2-5 ticks with full labels: plotly's own log ticks label 20,000 as a bare "2"
+    xs_all = [v for t in fig.data for v in (t.x or ())]
+    ys_all = [v for t in fig.data for v in (t.y or ())]
+    if log_x:
+        fig.update_xaxes(type="log", title_text=x_label, **log_ticks(xs_all))
+    else:
+        fig.update_xaxes(dtick=1, title_text=x_label)
+    fig.update_yaxes(type="log", title_text=y_label, **log_ticks(ys_all))
     # the legend below the axes: inside them it can cover points (Table 7's at len_z = 1 did)
     fig.update_layout(title=title, height=540, width=900, template="plotly_white", margin=dict(b=130),
                       legend=dict(orientation="h", x=0, y=-0.18, yanchor="top"))

@@ -122,13 +122,14 @@ def write_assets(results: dict[str, Any], runs, docs: Path) -> list[Path]:
 
 
 def run_recipe(recipe: str = "core", *, jobs: int | None = None, progress: bool = True, docs: str | Path = "docs/reproduction",
-               analyses: str | Path = "analyses", train: bool = True) -> dict[str, Any]:
-    """Train (unless ``train=False``) and analyse the recipe's runs; write docs assets and a log."""
+               analyses: str | Path = "analyses", train: bool = True, root: str | Path = "checkpoints") -> dict[str, Any]:
+    """Train (unless ``train=False``) and analyse the recipe's runs (under ``root``); write docs
+    assets and a log into ``docs``."""
     from ..api import analyze
     from ..summaries import nan_to_none
 
     t0 = time.perf_counter()
-    runs = plan(recipe)
+    runs = plan(recipe, root)
     if train:
         train_all(runs, jobs=jobs, progress=progress)
     else:  # analyse what exists: finished runs and unfinished ones up to their last checkpoint

@@ -23,8 +23,10 @@ def dry_run(name: str | Sweep, root: str | Path = "checkpoints", sec_per_step: f
     expected steps x the seconds per step, less the steps a partial run here already made.
     Expected steps: 1.2 x (the tau-only margin) the tau measured for the point's condition (the
     same point with another seed, here or recorded in the recipe's log: their mean, a seed that
-    failed counting as the whole budget), else the paper's tau for it, else the step cap
-    (``tau_from`` says which). Seconds per step: ``sec_per_step`` if given, else the median
+    failed counting as the whole budget, an unfinished seed without a tau as the margin x its
+    steps, a lower bound), else the paper's tau for it, else the step cap (``tau_from`` says
+    which); a condition whose only runs are unfinished takes the larger of the paper's guess and
+    their bound. Seconds per step: ``sec_per_step`` if given, else the median
     training wall time per step of the runs this machine finished under ``root`` at the point's
     K (at any K if none: the evaluation's share grows with K), else that of the runs the log
     records, else a default; scaled by the batch size over 128 (``s_per_step_from``). A run the
@@ -37,24 +39,37 @@ def dry_run(name: str | Sweep, root: str | Path = "checkpoints", sec_per_step: f
         measured = [(r["K"], r["wall_s"] / r["steps"] * 128 / r["batch_size"]) for r in collected
                     if r["source"] == "recorded" and r["status"] == "finished" and r["wall_s"] and r["steps"]]
         where = "recorded"
-    here: dict[tuple, list[int | None]] = {}  # per condition: the stopping rule's taus measured (here or recorded)
+    # per condition: the steps each seed's run takes (here or recorded), and how many of them are
+    # lower bounds (a partial run with no tau yet takes at least the margin x the steps it made)
+    here: dict[tuple, list[tuple[float, bool]]] = {}
     for p, r in zip(sweep.points, collected):
-        taus = [r[f"tau_{f}"] for f in (FAMILY_KEYS if p.cfg.train.tau_on == "both" else (p.cfg.train.tau_on,))]
+        c = p.cfg
+        taus = [r[f"tau_{f}"] for f in (FAMILY_KEYS if c.train.tau_on == "both" else (c.train.tau_on,))]
         tau = max(taus) if all(taus) else None
-        if tau or r["status"] == "finished":  # a finished run without one failed: it counts as the whole budget
-            here.setdefault(_condition(p.cfg), []).append(tau)
+        if tau:
+            here.setdefault(_condition(c), []).append((min(c.train.max_steps, c.train.tau_margin * tau), False))
+        elif r["status"] == "finished":  # a finished run without one failed: it counts as the whole budget
+            here.setdefault(_condition(c), []).append((c.train.max_steps, False))
+        elif r["status"] == "running" and r.get("steps"):
+            here.setdefault(_condition(c), []).append((min(c.train.max_steps, c.train.tau_margin * r["steps"]), True))
     rows = []
     for p, r in zip(sweep.points, collected):
         c = p.cfg
         path = sweep.folder(root) / p.name
         seen = here.get(_condition(c), [])
-        if seen:
-            steps = statistics.mean(min(c.train.max_steps, c.train.tau_margin * t) if t else c.train.max_steps for t in seen)
-            tau_from = f"{len(seen)} run{'s' * (len(seen) > 1)} measured"
+        guess = _paper_tau_guess(c)
+        paper = min(c.train.max_steps, c.train.tau_margin * guess) if guess else c.train.max_steps
+        if seen and not all(bound for _, bound in seen):
+            full = statistics.mean(v for v, bound in seen if not bound)  # a bound below them says nothing more
+            steps = statistics.mean(max(v, full) if bound else v for v, bound in seen)
+            n_bounds = sum(bound for _, bound in seen)
+            tau_from = (f"{len(seen)} run{'s' * (len(seen) > 1)} measured"
+                        + (f" ({n_bounds} unfinished without a tau: at least)" if n_bounds else ""))
+        elif seen:  # only partial runs without a tau: the paper's guess, but not below what they show
+            steps = max(paper, max(v for v, _ in seen))
+            tau_from = ("the paper" if guess else "the budget") + f", at least {len(seen)} unfinished run{'s' * (len(seen) > 1)}"
         else:
-            guess = _paper_tau_guess(c)
-            steps = min(c.train.max_steps, c.train.tau_margin * guess) if guess else c.train.max_steps
-            tau_from = "the paper" if guess else "the budget"
+            steps, tau_from = paper, "the paper" if guess else "the budget"
         if sec_per_step:
             sps, src = sec_per_step, "given"
         elif measured:
@@ -63,6 +78,8 @@ def dry_run(name: str | Sweep, root: str | Path = "checkpoints", sec_per_step: f
             src = f"{len(at_k) or len(measured)} runs {where}" + ("" if at_k else " (other K)")
         else:
             sps, src = _SEC_PER_STEP, "default"
+        if r["status"] == "running" and not any(r[f"tau_{f}"] for f in FAMILY_KEYS) and r.get("steps"):
+            steps = max(steps, min(c.train.max_steps, c.train.tau_margin * r["steps"]))  # this run's own bound
         st = r["status"] if r["source"] != "recorded" else f"{r['status']} (recorded)"
         local = run_row(path)  # a partial folder here resumes, whichever row the tables show
         done = (local.get("steps") or 0) if local["status"] == "running" else 0

@@ -219,3 +219,23 @@ def test_the_log_is_written_after_every_run(tmp_path):
     run_sweep(sweep, root=tmp_path / "ck", jobs=1, progress=False, only=["K3", "K4"],
               on_done=lambda: (write_log(tmp_path / "docs", sweep, tmp_path / "ck"), snapshot()))
     assert seen == [["K4"], ["K3", "K4"]]  # longest first (by D), and recorded as each one ends
+
+
+def test_the_cli_reads_the_log_and_runs_from_the_folders_given(run_cli, tmp_path):
+    """--docs and --root: the dry run reads the recipe log from --docs (here a copy of the committed
+    one) and looks for run folders under --root; nothing is written to either."""
+    from pathlib import Path
+
+    committed = Path(__file__).resolve().parents[2] / "docs" / "reproduction" / "paper_seeds_warmup_log.json"
+    docs = tmp_path / "elsewhere" / "docs"
+    docs.mkdir(parents=True)
+    shutil.copy(committed, docs / committed.name)
+    name = "K5_n_b1000_lr0.005_seed0"  # recorded as finished in session 9
+    p = run_cli("reproduce", "seeds_warmup", "--dry-run", "--only", name, "--root", "elsewhere/ck",
+                "--docs", "elsewhere/docs", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    row = next(line for line in p.stdout.splitlines() if name in line)
+    assert f"elsewhere/ck/paper_seeds_warmup/{name}" in row and "finished (recorded)" in row
+    p = run_cli("reproduce", "seeds_warmup", "--dry-run", "--only", name, cwd=tmp_path)  # the defaults: no log there
+    assert "finished (recorded)" not in p.stdout and "not started" in p.stdout
+    assert not (tmp_path / "elsewhere" / "ck").exists() and sorted(x.name for x in docs.iterdir()) == [committed.name]

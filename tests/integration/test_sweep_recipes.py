@@ -190,3 +190,36 @@ def test_seed_stats_and_the_init_comparison_known_answers():
     assert v["varied_init_p_smaller_spread"] == pytest.approx(x / (1 + x))
     assert comp[(5e-3, "first_token")]["varied_init_mean_tau"] is None  # no first-token tau in these rows
     assert comp[(1e-2, "paper")]["varied_init_runs"] == 1 and comp[(1e-2, "paper")]["fixed_init_runs"] is None
+
+
+def test_dry_run_counts_an_unfinished_seed_without_a_tau_as_a_lower_bound(tmp_path, monkeypatch):
+    """Hand-built rows: a seed still on the plateau at step s takes at least 1.2 s; a bound below
+    the measured seeds adds nothing; a condition with only unfinished seeds is costed at least at
+    their bound, whatever the paper's guess."""
+    from mi_plateau.reproduce import cost
+
+    text = 'name = "bounds"\npreset = "tiny"\nstop = "tau"\n[overrides]\nmax_steps = 600\nK = 3\n'
+    f = tmp_path / "s.toml"
+    f.write_text(text + "".join(f"[[points]]\nseed = {s}\n" for s in range(4)))
+    sweep = load_sweep(f)
+    base = {"K": 3, "source": "recorded", "wall_s": None, "batch_size": 128}
+    rows = [dict(base, tau_paper=100, tau_first_token=120, status="finished", steps=150),  # 1.2 x 120 = 144
+            dict(base, tau_paper=None, tau_first_token=None, status="running", steps=300),  # at least 360
+            dict(base, tau_paper=None, tau_first_token=None, status="running", steps=50),   # at least 60 < 144
+            dict(base, tau_paper=None, tau_first_token=None, status="not started", steps=None)]
+    monkeypatch.setattr(cost, "collect", lambda *a, **k: (rows, {}))
+    got = cost.dry_run(sweep, root=tmp_path / "ck", docs=tmp_path / "docs", sec_per_step=1.0)
+    mean = (144 + 360 + 144) / 3
+    assert [r["expected_steps"] for r in got] == [int(mean), 360, int(mean), int(mean)]
+    assert got[3]["tau_from"] == "3 runs measured (2 unfinished without a tau: at least)"
+    assert got[3]["est_core_min"] == pytest.approx(mean * sweep.points[3].cfg.train.batch_size / 128 / 60)
+
+    only_bounds = [dict(rows[1], steps=400), rows[3]]  # 1.2 x 400 = 480
+    monkeypatch.setattr(cost, "collect", lambda *a, **k: (only_bounds, {}))
+    f.write_text(text + "[[points]]\nseed = 0\n[[points]]\nseed = 1\n")
+    two = load_sweep(f)
+    guess = cost._paper_tau_guess(two.points[1].cfg)
+    paper = min(600, 1.2 * guess) if guess else 600
+    got = cost.dry_run(two, root=tmp_path / "ck", docs=tmp_path / "docs", sec_per_step=1.0)
+    assert [r["expected_steps"] for r in got] == [int(max(paper, 480))] * 2
+    assert got[1]["tau_from"].endswith("at least 1 unfinished run")

@@ -24,3 +24,20 @@ def test_no_bound_trace_without_reached_or_without_missing_taus():
                 {"paper": {"x": [1, 2], "tau": [3, 5], "reached": [4, 6]}}):        # every run has a tau
         names = [t.name for t in figures.tau_power_law(pts, {}).data]
         assert names == ["paper definition (L_seq)"]
+
+
+def test_log_ticks_are_the_1_2_5_steps_around_the_data_with_full_labels():
+    t = figures.log_ticks([475, 10250, None, float("nan"), 0])
+    assert t["tickvals"] == [200, 500, 1000, 2000, 5000, 10000, 20000]
+    assert t["ticktext"] == ["200", "500", "1k", "2k", "5k", "10k", "20k"]
+    assert figures.log_ticks([]) == {} and figures.log_ticks([None, -3]) == {}
+    assert figures.tick_label(1.5e6) == "1.5M" and figures.tick_label(0.2) == "0.2"
+
+
+def test_tau_figure_labels_its_log_axes_in_full():
+    pts = {"paper": {"x": [5000, 20000], "tau": [1900, 20000]}}
+    fig = figures.tau_power_law(pts, {})
+    assert "20k" in fig.layout.xaxis.ticktext and "20k" in fig.layout.yaxis.ticktext
+    assert fig.layout.xaxis.type == "log" and list(fig.layout.xaxis.tickvals)[0] == 5000
+    lin = figures.tau_power_law({"paper": {"x": [1, 2, 3], "tau": [10, 20, 30]}}, {}, log_x=False)
+    assert lin.layout.xaxis.tickvals is None and lin.layout.yaxis.ticktext[0] == "10"
