@@ -19,6 +19,17 @@ def summary(run: str | os.PathLike | Run) -> dict[str, Any]:
     return (run if isinstance(run, Run) else Run(run)).summary()
 
 
+def sampled_tau(run: str | os.PathLike | Run, *, n_sample: int = 32, draws: int = 1000, every: int = 50, seed: int = 0,
+                progress: bool = False) -> dict[str, Any]:
+    """The run's tau as the original code measured it (L_seq on ``n_sample`` random groups, one
+    example each, every ``every`` steps), replayed ``draws`` times on its checkpoints: the spread
+    that estimator adds to tau, beside the exact tau (``passes.sampled``)."""
+    from .passes.sampled import sampled_tau as replay
+
+    return replay(run if isinstance(run, Run) else Run(run), n_sample=n_sample, draws=draws, every=every, seed=seed,
+                  progress=progress)
+
+
 TABLE6_NOTE = (
     "definition paper: a group's accuracy = fraction of its K examples whose target string scores highest among the "
     "group's K candidate strings, at fractions of the L_seq tau; first_token: fraction whose four A tokens are all the "

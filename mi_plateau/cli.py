@@ -79,6 +79,11 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("summary", help="plateau height, tau and convergence of a run")
     s.add_argument("run")
     s.add_argument("--json", action="store_true")
+    s.add_argument("--sampled-tau", action="store_true", help="also replay the original's tau estimator (L_seq on 32 random "
+                   "groups, one example each, every 50 steps) on the run's checkpoints: the spread it adds to tau")
+    s.add_argument("--draws", type=_positive_int, default=1000, help="with --sampled-tau: replays of the estimator (default 1000)")
+    s.add_argument("--n-sample", type=_positive_int, default=32, help="with --sampled-tau: groups per estimate (default 32)")
+    s.add_argument("--every", type=_positive_int, default=50, help="with --sampled-tau: steps between estimates (default 50)")
 
     a = sub.add_parser("analyze", help="run the analysis passes; write Tables 6, 9 and Figure 3")
     a.add_argument("runs", nargs="+")
@@ -240,11 +245,23 @@ def cmd_summary(args) -> int:
     from .api import summary
 
     s = summary(args.run)
+    t = None
+    if args.sampled_tau:
+        from .api import sampled_tau
+
+        t = sampled_tau(args.run, n_sample=args.n_sample, draws=args.draws, every=args.every,
+                        progress=not args.json and sys.stderr.isatty())
     if args.json:
-        print(json.dumps(s, indent=2))
-    else:
-        print(f"run: {args.run}")
-        _print_summary(s)
+        print(json.dumps(s | ({"sampled_tau": t} if t else {}), indent=2))
+        return 0
+    print(f"run: {args.run}")
+    _print_summary(s)
+    if t:
+        spread = (f"mean {t['mean']:.0f}, std {t['std'] or 0:.0f}, 5-95% [{t['q05']:.0f}, {t['q95']:.0f}], "
+                  f"min {t['min']:.0f}, max {t['max']:.0f}" if t["mean"] is not None else "no replay crossed")
+        print(f"tau by the original's estimator (L_seq on {t['n_sample']} random groups, one example each, every "
+              f"{t['every']} steps; {t['draws']} replays): {spread}; no crossing in {100 * t['p_none']:.1f}% of replays; "
+              f"exact tau {t['tau_exact']} ({t['tau_exact_grid']} on that grid); {t['checkpoints_scored']} checkpoints scored")
     return 0
 
 

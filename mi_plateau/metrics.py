@@ -119,7 +119,22 @@ def sequence_scores(W: Weights, ev: EvalSet, rows: Int[Tensor, "n"], prefix_kv: 
 
 @torch.no_grad()
 def evaluate(model, ev: EvalSet, batch: int = 256, seq_groups: int = 0, sequence: bool = True) -> dict[str, Any]:
-    """Cheap per-checkpoint metrics on the evaluation set (means over its examples).
+    """Cheap per-checkpoint metrics on the evaluation set: the means over its examples of what
+    ``example_losses`` computes per example (see there)."""
+    return _metrics(*_per_example(model, ev, batch, seq_groups, sequence))
+
+
+@torch.no_grad()
+def example_losses(model, ev: EvalSet, batch: int = 256) -> dict[str, np.ndarray]:
+    """Per example of the evaluation set (its row order: group-major, selector k at row
+    ``K * group + k``): ``L_seq`` (every candidate string scored; NaN where the paper family is
+    undefined) and ``Lc``. ``evaluate`` reports their means."""
+    Lc, _, _, _, _, _, _, seq = _per_example(model, ev, batch, 0, True)
+    return {"L_seq": seq[0].numpy() if seq is not None else np.full(len(Lc), np.nan), "Lc": Lc.numpy()}
+
+
+def _per_example(model, ev: EvalSet, batch: int, seq_groups: int, sequence: bool):
+    """The forward passes behind ``evaluate`` and ``example_losses``.
 
     The clean rows and the selector-swapped ones run as prefix packs (``model.packing``): one
     packed sequence per group in which every distinct prefix is computed once (the K examples
@@ -159,7 +174,7 @@ def evaluate(model, ev: EvalSet, batch: int = 256, seq_groups: int = 0, sequence
     full = target_loss(logits, ev.tokens, lay).item()
     swap = candidate_losses(swap_fp, ev.candidates, ev.cand_index)[0] if sel else None
     seq = sequence_losses(scores, torch.from_numpy(ev.s[:n_seq])) if scores is not None else None
-    return _metrics(Lc, L1, mass, full, example_correct(logits, ev.tokens, lay), swap, K, seq)
+    return Lc, L1, mass, full, example_correct(logits, ev.tokens, lay), swap, K, seq
 
 
 def prefix_kv_of(pk, kv: list[tuple[Tensor, Tensor]], rows: Tensor, fp: int, first_pack: int) -> list[tuple[Tensor, Tensor]]:

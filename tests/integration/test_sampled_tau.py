@@ -1,0 +1,50 @@
+"""The original's tau estimator replayed on a trained tiny run: its per-example losses average
+to the checkpoint records' L_seq, its exact tau on the grid is the records', and the CLI."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from mi_plateau.api import sampled_tau
+from mi_plateau.metrics import evaluate, example_losses
+
+
+def test_per_example_losses_average_to_evaluate(tiny_run):
+    run = tiny_run
+    ev, step = run.eval_set(), run.steps()[len(run.steps()) // 2]
+    model = run.load_model(step)
+    rows, means = example_losses(model, ev), evaluate(model, ev)
+    assert rows["L_seq"].shape == rows["Lc"].shape == (len(ev.tokens),)
+    assert float(rows["L_seq"].mean()) == pytest.approx(means["L_seq"], rel=1e-5)
+    assert float(rows["Lc"].mean()) == pytest.approx(means["Lc"], rel=1e-5)
+
+
+def test_replayed_estimator_on_a_run(tiny_run):
+    run = tiny_run
+    every = run.steps()[1] - run.steps()[0]
+    out = sampled_tau(run, every=every, draws=400, n_sample=8)
+    grid = [r for r in run.records() if r["step"] % every == 0]
+    thr = 0.5 * math.log(run.config().task.K)
+    first = next(r["step"] for r in grid if r["metrics"]["L_seq"] < thr)
+    assert out["tau_exact_grid"] == first and out["tau_exact"] <= first
+    taus = np.array([t for t in out["taus"] if t is not None])
+    assert len(out["taus"]) == 400 and out["p_none"] == 0 and len(taus) == 400
+    assert out["min"] <= out["q05"] <= out["q50"] <= out["q95"] <= out["max"] and out["mean"] == pytest.approx(taus.mean())
+    assert set(taus) <= {r["step"] for r in grid}
+    again = sampled_tau(run, every=every, draws=400, n_sample=8)
+    assert again["taus"] == out["taus"]  # seeded: the same replays
+    assert sampled_tau(run, every=every, draws=400, n_sample=8, seed=1)["taus"] != out["taus"]
+
+
+def test_cli_sampled_tau(tiny_run, run_cli):
+    every = tiny_run.steps()[1]
+    p = run_cli("summary", str(tiny_run.path), "--sampled-tau", "--every", str(every), "--draws", "50", "--json")
+    assert p.returncode == 0, p.stderr
+    s = json.loads(p.stdout)
+    assert s["sampled_tau"]["draws"] == 50 and s["sampled_tau"]["every"] == every and s["tau"] is not None
+    p = run_cli("summary", str(tiny_run.path), "--sampled-tau", "--every", str(every), "--draws", "50")
+    assert p.returncode == 0 and "tau by the original's estimator" in p.stdout and "50 replays" in p.stdout
+    p = run_cli("summary", str(tiny_run.path), "--sampled-tau", "--every", "1000000")
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "fewer than two checkpoints" in p.stderr

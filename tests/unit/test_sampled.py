@@ -1,0 +1,54 @@
+"""The original's tau estimator replayed on hand-built per-example losses: known answers."""
+
+import math
+
+import numpy as np
+import pytest
+
+from mi_plateau.passes.sampled import replay_taus
+
+K = 5
+THR = 0.5 * math.log(K)
+
+
+def _flat(value, n_groups=200):
+    return np.full(n_groups * K, value)
+
+
+def test_without_spread_between_examples_every_replay_crosses_at_the_exact_step():
+    steps = [0, 50, 100, 150]
+    losses = [_flat(1.7), _flat(1.2), _flat(0.7), _flat(0.1)]
+    taus = replay_taus(steps, losses, K, THR, draws=300)
+    assert np.all(taus == 100)
+
+
+def test_never_below_the_threshold_gives_no_tau():
+    assert np.isnan(replay_taus([0, 50], [_flat(1.7), _flat(0.9)], K, THR, draws=50)).all()
+
+
+def test_the_share_crossing_early_is_the_binomial_tail():
+    """Half the groups at loss 0, half at 2: a 32-group estimate is 2 x (share of high groups)
+    and falls below log(5)/2 when at most 12 of the 32 draws are high groups."""
+    half = np.repeat(np.r_[np.zeros(100), np.full(100, 2.0)], K)
+    taus = replay_taus([0, 50, 100], [_flat(1.7), half, _flat(0.0)], K, THR, draws=20000, seed=3)
+    p = sum(math.comb(32, j) for j in range(13)) / 2 ** 32  # P(Binomial(32, 1/2) <= 12) = 0.108
+    assert np.mean(taus == 50) == pytest.approx(p, abs=0.01)
+    assert np.all((taus == 50) | (taus == 100))
+
+
+def test_replays_do_not_depend_on_where_the_scoring_stopped():
+    rng = np.random.default_rng(0)
+    losses = [np.abs(rng.normal(m, 0.8, 200 * K)) for m in (1.6, 1.3, 1.0, 0.8, 0.5)] + [_flat(0.0)] * 3
+    steps = list(range(0, 400, 50))
+    called = []
+
+    def lazily(step):
+        called.append(step)
+        return losses[steps.index(step)]
+
+    eager = replay_taus(steps, losses, K, THR, draws=500, seed=7)
+    lazy = replay_taus(steps, lazily, K, THR, draws=500, seed=7)
+    np.testing.assert_array_equal(eager, lazy)
+    assert not np.isnan(lazy).any() and len(np.unique(lazy)) > 2  # the replays differ, and all crossed
+    assert called == steps[: steps.index(int(lazy.max())) + 1]  # read no further than the last crossing
+    assert called[-1] <= 250
