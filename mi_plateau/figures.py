@@ -327,16 +327,18 @@ def tick_label(v: float) -> str:
 
 def log_ticks(values) -> dict[str, list]:
     """``tickvals`` and ``ticktext`` for a log axis over the positive finite ``values``: the
-    1-2-5 steps of each decade that fall inside their range (one step beyond each end, so the
-    extreme points have a labelled tick next to them); empty when there is nothing to place."""
+    1-2-5 steps of each decade (1, 1.5, 2, 3, 4, 5, 7 when the values span less than a decade)
+    that fall inside their range, with one step beyond each end so the extreme points have a
+    labelled tick next to them; empty when there is nothing to place."""
     import math
 
     vals = [float(v) for v in values if v is not None and isinstance(v, (int, float)) and math.isfinite(v) and v > 0]
     if not vals:
         return {}
     lo, hi = min(vals), max(vals)
-    ticks = [m * 10.0 ** e for e in range(math.floor(math.log10(lo)) - 1, math.floor(math.log10(hi)) + 2)
-             for m in (1, 2, 5)]
+    steps = (1, 2, 5) if hi >= 10 * lo else (1, 1.5, 2, 3, 4, 5, 7)
+    ticks = [round(m * 10.0 ** e, 12) for e in range(math.floor(math.log10(lo)) - 1, math.floor(math.log10(hi)) + 2)
+             for m in steps]
     below = [t for t in ticks if t <= lo]
     above = [t for t in ticks if t >= hi]
     ticks = [t for t in ticks if (below[-1] if below else lo) <= t <= (above[0] if above else hi)]
@@ -385,11 +387,14 @@ def tau_power_law(points: dict[str, dict[str, list]], fits: dict[str, dict[str, 
     if reference:
         fig.add_trace(go.Scatter(x=reference["x"], y=reference["tau"], mode="markers", name="the paper's values",
                                  marker=dict(color="#888", symbol="x", size=8)))
-    # explicit 1-2-5 ticks with full labels: plotly's own log ticks label 20,000 as a bare "2"
-    xs_all = [v for t in fig.data for v in (t.x or ())]
+    # explicit ticks with full labels (plotly's own log ticks label 20,000 as a bare "2"): the
+    # swept values themselves when there are a few, else 1-2-5 steps
+    swept = sorted({x for pts in points.values() for x in pts["x"] if isinstance(x, (int, float)) and x > 0})
     ys_all = [v for t in fig.data for v in (t.y or ())]
     if log_x:
-        fig.update_xaxes(type="log", title_text=x_label, **log_ticks(xs_all))
+        xt = ({"tickvals": swept, "ticktext": [tick_label(x) for x in swept]} if 0 < len(swept) <= 12
+              else log_ticks([v for t in fig.data for v in (t.x or ())]))
+        fig.update_xaxes(type="log", title_text=x_label, **xt)
     else:
         fig.update_xaxes(dtick=1, title_text=x_label)
     fig.update_yaxes(type="log", title_text=y_label, **log_ticks(ys_all))

@@ -31,6 +31,8 @@ def test_log_ticks_are_the_1_2_5_steps_around_the_data_with_full_labels():
     assert t["tickvals"] == [200, 500, 1000, 2000, 5000, 10000, 20000]
     assert t["ticktext"] == ["200", "500", "1k", "2k", "5k", "10k", "20k"]
     assert figures.log_ticks([]) == {} and figures.log_ticks([None, -3]) == {}
+    narrow = figures.log_ticks([1650, 5200])  # less than a decade: finer steps
+    assert narrow["ticktext"] == ["1.5k", "2k", "3k", "4k", "5k", "7k"]
     assert figures.tick_label(1.5e6) == "1.5M" and figures.tick_label(0.2) == "0.2"
 
 
@@ -38,6 +40,8 @@ def test_tau_figure_labels_its_log_axes_in_full():
     pts = {"paper": {"x": [5000, 20000], "tau": [1900, 20000]}}
     fig = figures.tau_power_law(pts, {})
     assert "20k" in fig.layout.xaxis.ticktext and "20k" in fig.layout.yaxis.ticktext
-    assert fig.layout.xaxis.type == "log" and list(fig.layout.xaxis.tickvals)[0] == 5000
+    assert fig.layout.xaxis.type == "log" and list(fig.layout.xaxis.tickvals) == [5000, 20000]  # the swept values
+    many = figures.tau_power_law({"paper": {"x": list(range(1000, 15000, 1000)), "tau": [100] * 14}}, {})
+    assert list(many.layout.xaxis.ticktext) == ["1k", "2k", "5k", "10k", "20k"]  # 14 values: 1-2-5 steps
     lin = figures.tau_power_law({"paper": {"x": [1, 2, 3], "tau": [10, 20, 30]}}, {}, log_x=False)
     assert lin.layout.xaxis.tickvals is None and lin.layout.yaxis.ticktext[0] == "10"
