@@ -81,9 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true")
     s.add_argument("--sampled-tau", action="store_true", help="also replay the original's tau estimator (L_seq on 32 random "
                    "groups, one example each, every 50 steps) on the run's checkpoints: the spread it adds to tau")
-    s.add_argument("--draws", type=_positive_int, default=1000, help="with --sampled-tau: replays of the estimator (default 1000)")
-    s.add_argument("--n-sample", type=_positive_int, default=32, help="with --sampled-tau: groups per estimate (default 32)")
-    s.add_argument("--every", type=_positive_int, default=50, help="with --sampled-tau: steps between estimates (default 50)")
+    s.add_argument("--draws", type=_positive_int, default=None, help="with --sampled-tau: replays of the estimator (default 1000)")
+    s.add_argument("--n-sample", type=_positive_int, default=None, help="with --sampled-tau: groups per estimate (default 32)")
+    s.add_argument("--every", type=_positive_int, default=None, help="with --sampled-tau: steps between estimates (default 50)")
 
     a = sub.add_parser("analyze", help="run the analysis passes; write Tables 6, 9 and Figure 3")
     a.add_argument("runs", nargs="+")
@@ -244,24 +244,32 @@ def _print_summary(s: dict) -> None:
 def cmd_summary(args) -> int:
     from .api import summary
 
+    given = {k: v for k, v in (("n_sample", args.n_sample), ("draws", args.draws), ("every", args.every)) if v is not None}
+    if given and not args.sampled_tau:
+        raise ValueError(f"--{next(iter(given)).replace('_', '-')} applies to --sampled-tau only")
     s = summary(args.run)
     t = None
     if args.sampled_tau:
         from .api import sampled_tau
 
-        t = sampled_tau(args.run, n_sample=args.n_sample, draws=args.draws, every=args.every,
-                        progress=not args.json and sys.stderr.isatty())
+        t = sampled_tau(args.run, **given, progress=not args.json and sys.stderr.isatty())
     if args.json:
         print(json.dumps(s | ({"sampled_tau": t} if t else {}), indent=2))
         return 0
     print(f"run: {args.run}")
     _print_summary(s)
     if t:
-        spread = (f"mean {t['mean']:.0f}, std {t['std'] or 0:.0f}, 5-95% [{t['q05']:.0f}, {t['q95']:.0f}], "
-                  f"min {t['min']:.0f}, max {t['max']:.0f}" if t["mean"] is not None else "no replay crossed")
+        def f(v):
+            return "none" if v is None else f"{v:.0f}"
+
+        among = " of those that crossed" if t["p_none"] else ""
         print(f"tau by the original's estimator (L_seq on {t['n_sample']} random groups, one example each, every "
-              f"{t['every']} steps; {t['draws']} replays): {spread}; no crossing in {100 * t['p_none']:.1f}% of replays; "
-              f"exact tau {t['tau_exact']} ({t['tau_exact_grid']} on that grid); {t['checkpoints_scored']} checkpoints scored")
+              f"{t['every']} steps; {t['draws']} replays): median {f(t['q50'])}, 5-95% [{f(t['q05'])}, {f(t['q95'])}], "
+              f"min {f(t['min'])}, max {f(t['max'])}; mean {f(t['mean'])}, std {f(t['std'])}{among}; "
+              f"no crossing in {100 * t['p_none']:.1f}% of replays")
+        print(f"exact L_seq tau: {f(t['tau_exact_grid'])} on that grid ({t['eval_groups']} groups), "
+              f"{f(t['tau_recorded'])} in the run's records ({t['recorded_groups']} groups, every checkpoint); "
+              f"{t['checkpoints_scored']} checkpoints scored")
     return 0
 
 

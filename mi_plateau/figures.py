@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 from .frames import Rows, records
@@ -332,7 +333,7 @@ def log_ticks(values) -> dict[str, list]:
     labelled tick next to them; empty when there is nothing to place."""
     import math
 
-    vals = [float(v) for v in values if v is not None and isinstance(v, (int, float)) and math.isfinite(v) and v > 0]
+    vals = [float(v) for v in values if isinstance(v, numbers.Real) and math.isfinite(v) and v > 0]
     if not vals:
         return {}
     lo, hi = min(vals), max(vals)
@@ -389,7 +390,8 @@ def tau_power_law(points: dict[str, dict[str, list]], fits: dict[str, dict[str, 
                                  marker=dict(color="#888", symbol="x", size=8)))
     # explicit ticks with full labels (plotly's own log ticks label 20,000 as a bare "2"): the
     # swept values themselves when there are a few, else 1-2-5 steps
-    swept = sorted({x for pts in points.values() for x in pts["x"] if isinstance(x, (int, float)) and x > 0})
+    swept = sorted({float(x) for pts in [*points.values(), reference or {"x": []}] for x in pts["x"]
+                    if isinstance(x, numbers.Real) and x > 0})
     ys_all = [v for t in fig.data for v in (t.y or ())]
     if log_x:
         xt = ({"tickvals": swept, "ticktext": [tick_label(x) for x in swept]} if 0 < len(swept) <= 12

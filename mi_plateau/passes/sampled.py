@@ -3,18 +3,21 @@
 The toolkit's tau reads L_seq computed exactly on the fixed evaluation set at every checkpoint.
 The original estimated L_seq every 50 steps on 32 random groups, one example each, and took the
 first step at which that estimate fell below alpha log K (SPEC section 4). This pass replays that
-estimator on a run's checkpoints: it scores every example of the evaluation set once per
-checkpoint on the original's 50-step grid (``metrics.example_losses``), then draws, for each of
-``draws`` replays and each checkpoint, ``n_sample`` groups (uniformly, with replacement: the
-original drew from all n_b >= 1000 training groups, where drawing 32 without replacement is the
-same to within 2%) and one example (selector) of each, and records each replay's first crossing.
+estimator on a run's checkpoints: it scores every example of the evaluation set (200 groups, all
+K examples each) once per checkpoint of the original's 50-step grid (``metrics.example_losses``),
+then draws, for each of ``draws`` replays and each checkpoint, ``n_sample`` of those groups
+(uniformly, with replacement) and one example (selector) of each, and records each replay's first
+crossing. The original drew from all n_b training groups without replacement; for 32 of n_b
+groups that shrinks the estimate's variance by a factor (n_b - 32) / (n_b - 1): 3% at n_b =
+1000, 8% at n_b = 400, which this replay leaves out.
 
 The spread of those taus is what the estimator alone adds to a run's tau: the measurement noise
 in a tau the paper reports, separate from the seed-to-seed spread of the runs themselves.
 
-Checkpoints are scored in step order and the scoring stops once every replay has crossed, so a
-run is read up to a little past its tau. Each checkpoint's draws come from a generator seeded by
-(seed, step): the replays do not depend on where the scoring stopped.
+Checkpoints are scored in step order, and the scoring stops once every replay and the exact
+L_seq have crossed, so a run is read up to a little past its tau. Each checkpoint's draws come
+from a generator seeded by (seed, step), so a replay's tau does not depend on where the scoring
+stopped.
 """
 
 from __future__ import annotations
@@ -32,35 +35,40 @@ ORIGINAL_EVERY = 50  # steps between the original's evaluations
 
 
 def replay_taus(steps: list[int], losses, K: int, threshold: float, n_sample: int = ORIGINAL_N_SAMPLE,
-                draws: int = 1000, seed: int = 0) -> np.ndarray:
-    """The first step at which each of ``draws`` replays of the estimator is below ``threshold``
-    (NaN where none is). ``losses``: per checkpoint of ``steps``, the per-example L_seq of the
-    evaluation set (group-major rows, K per group), or a callable giving it for a step, called
-    in step order and no further than needed (the last call is the step every replay has
-    crossed by)."""
-    taus = np.full(draws, np.nan)
+                draws: int = 1000, seed: int = 0) -> tuple[np.ndarray, int | None]:
+    """(the first step at which each of ``draws`` replays of the estimator is below
+    ``threshold``, NaN where none is; the first step at which the exact mean is). ``losses``:
+    per checkpoint of ``steps``, the per-example L_seq of the evaluation set (group-major rows, K
+    per group), or a callable giving it for a step, called in step order and no further than
+    the step by which every replay and the exact mean have crossed."""
+    taus, exact = np.full(draws, np.nan), None
     for step, L in zip(steps, losses) if not callable(losses) else ((s, losses(s)) for s in steps):
         L = np.asarray(L, dtype=np.float64).reshape(-1, K)
         rng = np.random.default_rng([seed, step, 0x5A4])
         g = rng.integers(0, L.shape[0], size=(draws, n_sample))
         k = rng.integers(0, K, size=(draws, n_sample))
         est = L[g, k].mean(-1)
-        new = np.isnan(taus) & (est < threshold)
-        taus[new] = step
-        if not np.isnan(taus).any():
+        taus[np.isnan(taus) & (est < threshold)] = step
+        if exact is None and L.mean() < threshold:
+            exact = step
+        if exact is not None and not np.isnan(taus).any():
             break
-    return taus
+    return taus, exact
 
 
 def sampled_tau(run: str | Run, *, n_sample: int = ORIGINAL_N_SAMPLE, draws: int = 1000, every: int = ORIGINAL_EVERY,
                 seed: int = 0, progress: bool = False) -> dict[str, Any]:
-    """The distribution of the run's tau under the original's estimator (module docstring) beside
-    its exact tau: ``tau_exact`` (the run's, every checkpoint), ``tau_exact_grid`` (exact L_seq on
-    the estimator's grid), and over the replays ``mean``, ``std``, ``q05``, ``q50``, ``q95``,
-    ``min``, ``max``, ``p_none`` (the share that never crossed within the checkpoints there
-    are) and ``taus`` (each replay's tau, None where none)."""
+    """The distribution of the run's tau under the original's estimator (module docstring)
+    beside its exact tau. ``tau_recorded``: the run's tau from its checkpoint records (every
+    checkpoint; L_seq over ``recorded_groups`` groups, which ``eval.seq_max_strings`` caps at
+    large K); ``tau_exact_grid``: exact L_seq over all the evaluation set's groups, on the
+    estimator's grid. Over the replays: ``q05``, ``q50``, ``q95``, ``max`` counting a replay that
+    never crossed as later than any step (None where that is the answer), ``min``; ``mean`` and
+    ``std`` of the replays that crossed; ``p_none``, the share that never crossed within the
+    checkpoints there are; ``taus``, each replay's tau (None where none)."""
     import torch
 
+    from ..checkpoints import load_state_checked
     from ..metrics import example_losses
 
     run = run if isinstance(run, Run) else Run(run)
@@ -69,35 +77,41 @@ def sampled_tau(run: str | Run, *, n_sample: int = ORIGINAL_N_SAMPLE, draws: int
         raise RunError(f"{run.path}: direction {cfg.task.direction!r} has no candidate strings; the paper's L_seq is undefined")
     if n_sample < 1 or draws < 1 or every < 1:
         raise ValueError(f"n_sample, draws and every must be positive (got {n_sample}, {draws}, {every})")
-    steps = [s for s in run.steps() if s % every == 0]
+    all_steps = run.steps()
+    steps = [s for s in all_steps if s % every == 0]
     if len(steps) < 2:
         raise RunError(f"{run.path}: fewer than two checkpoints at multiples of {every} steps; pass every= its checkpoint cadence")
+    gaps = sorted({b - a for a, b in zip(steps, steps[1:])})
+    if steps[0] != 0 or gaps != [every]:
+        raise RunError(f"{run.path}: its checkpoints do not fall every {every} steps from step 0 (gaps {gaps[:4]} "
+                       f"between the multiples of {every}); pass every= a spacing the run has at every step")
     K, alpha = cfg.task.K, cfg.eval.alpha
     threshold = alpha * math.log(K)
     ev = run.eval_set()
     model = run.load_model(steps[0])
-    exact: dict[int, float] = {}
+    scored: list[int] = []
 
     def losses(step: int) -> np.ndarray:
-        model.load_state_dict(run.weights(step), strict=False)
+        load_state_checked(model, run.weights(step), run.weights_path(step))
         with torch.no_grad():
             L = example_losses(model, ev)["L_seq"]
-        exact[step] = float(L.mean())
+        scored.append(step)
         if progress:
-            print(f"\r{run.path.name}: step {step}, L_seq {exact[step]:.3f}", end="", flush=True, file=sys.stderr)
+            print(f"\r{run.path.name}: step {step}, L_seq {float(L.mean()):.3f}", end="", flush=True, file=sys.stderr)
         return L
 
-    taus = replay_taus(steps, losses, K, threshold, n_sample, draws, seed)
+    taus, grid = replay_taus(steps, losses, K, threshold, n_sample, draws, seed)
     if progress:
         print(file=sys.stderr)
-    grid = next((s for s in sorted(exact) if exact[s] < threshold), None)
     crossed = taus[~np.isnan(taus)]
-    q = np.percentile(crossed, [5, 50, 95]) if len(crossed) else [None] * 3
-    stat = (lambda f: float(f(crossed)) if len(crossed) else None)
+    late = np.where(np.isnan(taus), np.inf, taus)  # never crossed: later than any step
+    q = [float(v) if np.isfinite(v) else None for v in np.percentile(late, [5, 50, 95, 100], method="lower")]
+    n = cfg.eval.seq_groups(K) or min(cfg.eval.n_groups, cfg.task.n_b)
     return {"run": str(run.path), "K": K, "alpha": alpha, "threshold": threshold, "n_sample": n_sample, "draws": draws,
-            "every": every, "seed": seed, "tau_exact": run.summary()["definitions"]["paper"]["tau"], "tau_exact_grid": grid,
-            "mean": stat(np.mean), "std": float(np.std(crossed, ddof=1)) if len(crossed) > 1 else None,
-            "q05": None if q[0] is None else float(q[0]), "q50": None if q[1] is None else float(q[1]),
-            "q95": None if q[2] is None else float(q[2]), "min": stat(np.min), "max": stat(np.max),
-            "p_none": float(np.isnan(taus).mean()), "checkpoints_scored": len(exact),
+            "every": every, "seed": seed, "tau_recorded": run.summary()["definitions"]["paper"]["tau"], "recorded_groups": n,
+            "eval_groups": len(ev.groups), "tau_exact_grid": grid,
+            "mean": float(crossed.mean()) if len(crossed) else None,
+            "std": float(crossed.std(ddof=1)) if len(crossed) > 1 else None,
+            "q05": q[0], "q50": q[1], "q95": q[2], "max": q[3], "min": float(crossed.min()) if len(crossed) else None,
+            "p_none": float(np.isnan(taus).mean()), "checkpoints_scored": len(scored),
             "taus": [None if math.isnan(t) else int(t) for t in taus]}

@@ -44,8 +44,7 @@ def dry_run(name: str | Sweep, root: str | Path = "checkpoints", sec_per_step: f
     here: dict[tuple, list[tuple[float, bool]]] = {}
     for p, r in zip(sweep.points, collected):
         c = p.cfg
-        taus = [r[f"tau_{f}"] for f in (FAMILY_KEYS if c.train.tau_on == "both" else (c.train.tau_on,))]
-        tau = max(taus) if all(taus) else None
+        tau = _stop_tau(c, r)
         if tau:
             here.setdefault(_condition(c), []).append((min(c.train.max_steps, c.train.tau_margin * tau), False))
         elif r["status"] == "finished":  # a finished run without one failed: it counts as the whole budget
@@ -78,17 +77,29 @@ def dry_run(name: str | Sweep, root: str | Path = "checkpoints", sec_per_step: f
             src = f"{len(at_k) or len(measured)} runs {where}" + ("" if at_k else " (other K)")
         else:
             sps, src = _SEC_PER_STEP, "default"
-        if r["status"] == "running" and not any(r[f"tau_{f}"] for f in FAMILY_KEYS) and r.get("steps"):
-            steps = max(steps, min(c.train.max_steps, c.train.tau_margin * r["steps"]))  # this run's own bound
+        if r["status"] == "running":  # this run's own evidence: its stop once it has its tau, else a bound
+            tau = _stop_tau(c, r)
+            if tau:
+                steps = min(c.train.max_steps, c.train.tau_margin * tau)
+            elif r.get("steps"):
+                steps = max(steps, min(c.train.max_steps, c.train.tau_margin * r["steps"]))
         st = r["status"] if r["source"] != "recorded" else f"{r['status']} (recorded)"
         local = run_row(path)  # a partial folder here resumes, whichever row the tables show
         done = (local.get("steps") or 0) if local["status"] == "running" else 0
+        steps = max(steps, done)
         finished = r["status"] == "finished" and (r["source"] == "here" or skip_recorded)
         left = 0 if finished else max(0.0, steps - done)
         rows.append({"run": str(path), **p.settings, "status": st, "steps_done": done, "expected_steps": int(steps),
                      "est_core_min": left * sps * c.train.batch_size / 128 / 60, "tau_from": tau_from, "s_per_step_from": src})
     keep = set(select(sweep, only)) if only is not None else None
     return [r for r, p in zip(rows, sweep.points) if keep is None or p.name in keep]
+
+
+def _stop_tau(c, row: dict[str, Any]) -> int | None:
+    """The tau the run's stopping rule waits for (``train.tau_on``: one family's, or the later
+    of both), None until it has it."""
+    taus = [row[f"tau_{f}"] for f in (FAMILY_KEYS if c.train.tau_on == "both" else (c.train.tau_on,))]
+    return max(taus) if all(taus) else None
 
 
 def _condition(c) -> tuple:

@@ -28,7 +28,8 @@ def test_replayed_estimator_on_a_run(tiny_run):
     grid = [r for r in run.records() if r["step"] % every == 0]
     thr = 0.5 * math.log(run.config().task.K)
     first = next(r["step"] for r in grid if r["metrics"]["L_seq"] < thr)
-    assert out["tau_exact_grid"] == first and out["tau_exact"] <= first
+    assert out["tau_exact_grid"] == first and out["tau_recorded"] <= first  # the tiny preset scores every group
+    assert out["recorded_groups"] == out["eval_groups"]
     taus = np.array([t for t in out["taus"] if t is not None])
     assert len(out["taus"]) == 400 and out["p_none"] == 0 and len(taus) == 400
     assert out["min"] <= out["q05"] <= out["q50"] <= out["q95"] <= out["max"] and out["mean"] == pytest.approx(taus.mean())
@@ -48,3 +49,10 @@ def test_cli_sampled_tau(tiny_run, run_cli):
     assert p.returncode == 0 and "tau by the original's estimator" in p.stdout and "50 replays" in p.stdout
     p = run_cli("summary", str(tiny_run.path), "--sampled-tau", "--every", "1000000")
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "fewer than two checkpoints" in p.stderr
+    steps = tiny_run.steps()
+    fine = min(b - a for a, b in zip(steps, steps[1:]))  # the transition's denser checkpoints
+    assert fine < every  # the tiny preset has them, so a grid at that spacing has holes on the plateau
+    p = run_cli("summary", str(tiny_run.path), "--sampled-tau", "--every", str(fine))
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and f"do not fall every {fine} steps" in p.stderr
+    p = run_cli("summary", str(tiny_run.path), "--draws", "50")
+    assert p.returncode == 2 and p.stderr.strip().endswith("--draws applies to --sampled-tau only")

@@ -223,3 +223,23 @@ def test_dry_run_counts_an_unfinished_seed_without_a_tau_as_a_lower_bound(tmp_pa
     got = cost.dry_run(two, root=tmp_path / "ck", docs=tmp_path / "docs", sec_per_step=1.0)
     assert [r["expected_steps"] for r in got] == [int(max(paper, 480))] * 2
     assert got[1]["tau_from"].endswith("at least 1 unfinished run")
+
+
+def test_dry_run_costs_a_running_seed_by_its_own_stopping_family(tmp_path, monkeypatch):
+    """tau_on = "paper": a running run with only a first-token tau has no stopping tau yet, so it
+    keeps its own bound; one with its L_seq tau stops at 1.2 x that tau, whatever the others do."""
+    from mi_plateau.reproduce import cost
+
+    text = ('name = "own"\npreset = "tiny"\nstop = "tau"\n[overrides]\nmax_steps = 600\nK = 3\n"train.tau_on" = "paper"\n'
+            + "".join(f"[[points]]\nseed = {s}\n" for s in range(3)))
+    f = tmp_path / "s.toml"
+    f.write_text(text)
+    sweep = load_sweep(f)
+    assert sweep.points[0].cfg.train.tau_on == "paper"
+    base = {"K": 3, "source": "recorded", "wall_s": None, "batch_size": 128}
+    rows = [dict(base, tau_paper=100, tau_first_token=None, status="finished", steps=120),       # 120 steps
+            dict(base, tau_paper=None, tau_first_token=90, status="running", steps=300),         # at least 360
+            dict(base, tau_paper=250, tau_first_token=None, status="running", steps=260)]        # stops at 300
+    monkeypatch.setattr(cost, "collect", lambda *a, **k: (rows, {}))
+    got = cost.dry_run(sweep, root=tmp_path / "ck", docs=tmp_path / "docs", sec_per_step=1.0)
+    assert [r["expected_steps"] for r in got] == [int((120 + 360 + 300) / 3), 360, 300]

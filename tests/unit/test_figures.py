@@ -31,6 +31,9 @@ def test_log_ticks_are_the_1_2_5_steps_around_the_data_with_full_labels():
     assert t["tickvals"] == [200, 500, 1000, 2000, 5000, 10000, 20000]
     assert t["ticktext"] == ["200", "500", "1k", "2k", "5k", "10k", "20k"]
     assert figures.log_ticks([]) == {} and figures.log_ticks([None, -3]) == {}
+    import numpy as np
+
+    assert figures.log_ticks(np.array([475, 10250]))["ticktext"][0] == "200"  # numpy numbers count
     narrow = figures.log_ticks([1650, 5200])  # less than a decade: finer steps
     assert narrow["ticktext"] == ["1.5k", "2k", "3k", "4k", "5k", "7k"]
     assert figures.tick_label(1.5e6) == "1.5M" and figures.tick_label(0.2) == "0.2"
@@ -41,6 +44,8 @@ def test_tau_figure_labels_its_log_axes_in_full():
     fig = figures.tau_power_law(pts, {})
     assert "20k" in fig.layout.xaxis.ticktext and "20k" in fig.layout.yaxis.ticktext
     assert fig.layout.xaxis.type == "log" and list(fig.layout.xaxis.tickvals) == [5000, 20000]  # the swept values
+    ref = figures.tau_power_law(pts, {}, reference={"x": [2500], "tau": [1000]})
+    assert list(ref.layout.xaxis.tickvals) == [2500, 5000, 20000]  # the paper's x values get ticks too
     many = figures.tau_power_law({"paper": {"x": list(range(1000, 15000, 1000)), "tau": [100] * 14}}, {})
     assert list(many.layout.xaxis.ticktext) == ["1k", "2k", "5k", "10k", "20k"]  # 14 values: 1-2-5 steps
     lin = figures.tau_power_law({"paper": {"x": [1, 2, 3], "tau": [10, 20, 30]}}, {}, log_x=False)

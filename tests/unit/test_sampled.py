@@ -18,19 +18,21 @@ def _flat(value, n_groups=200):
 def test_without_spread_between_examples_every_replay_crosses_at_the_exact_step():
     steps = [0, 50, 100, 150]
     losses = [_flat(1.7), _flat(1.2), _flat(0.7), _flat(0.1)]
-    taus = replay_taus(steps, losses, K, THR, draws=300)
-    assert np.all(taus == 100)
+    taus, exact = replay_taus(steps, losses, K, THR, draws=300)
+    assert np.all(taus == 100) and exact == 100
 
 
 def test_never_below_the_threshold_gives_no_tau():
-    assert np.isnan(replay_taus([0, 50], [_flat(1.7), _flat(0.9)], K, THR, draws=50)).all()
+    taus, exact = replay_taus([0, 50], [_flat(1.7), _flat(0.9)], K, THR, draws=50)
+    assert np.isnan(taus).all() and exact is None
 
 
 def test_the_share_crossing_early_is_the_binomial_tail():
     """Half the groups at loss 0, half at 2: a 32-group estimate is 2 x (share of high groups)
     and falls below log(5)/2 when at most 12 of the 32 draws are high groups."""
     half = np.repeat(np.r_[np.zeros(100), np.full(100, 2.0)], K)
-    taus = replay_taus([0, 50, 100], [_flat(1.7), half, _flat(0.0)], K, THR, draws=20000, seed=3)
+    taus, exact = replay_taus([0, 50, 100], [_flat(1.7), half, _flat(0.0)], K, THR, draws=20000, seed=3)
+    assert exact == 100  # the mean at 50 is 1.0, above log(5)/2
     p = sum(math.comb(32, j) for j in range(13)) / 2 ** 32  # P(Binomial(32, 1/2) <= 12) = 0.108
     assert np.mean(taus == 50) == pytest.approx(p, abs=0.01)
     assert np.all((taus == 50) | (taus == 100))
@@ -46,9 +48,24 @@ def test_replays_do_not_depend_on_where_the_scoring_stopped():
         called.append(step)
         return losses[steps.index(step)]
 
-    eager = replay_taus(steps, losses, K, THR, draws=500, seed=7)
-    lazy = replay_taus(steps, lazily, K, THR, draws=500, seed=7)
+    eager, _ = replay_taus(steps, losses, K, THR, draws=500, seed=7)
+    lazy, _ = replay_taus(steps, lazily, K, THR, draws=500, seed=7)
     np.testing.assert_array_equal(eager, lazy)
     assert not np.isnan(lazy).any() and len(np.unique(lazy)) > 2  # the replays differ, and all crossed
     assert called == steps[: steps.index(int(lazy.max())) + 1]  # read no further than the last crossing
     assert called[-1] <= 250
+
+
+def test_scoring_goes_on_until_the_exact_mean_has_crossed_too():
+    """Every replay crosses at 50 (a few groups at a huge loss are never drawn by one replay),
+    while the exact mean, pulled up by them, crosses only at 150."""
+    spiky = np.repeat(np.r_[np.zeros(199), [1000.0]], K)  # mean 1000 / 200 = 5 > threshold
+    called = []
+
+    def lazily(step):
+        called.append(step)
+        return {0: _flat(1.7), 50: spiky, 100: spiky, 150: _flat(0.0), 200: _flat(0.0)}[step]
+
+    taus, exact = replay_taus([0, 50, 100, 150, 200], lazily, K, THR, draws=1, seed=0)
+    assert exact == 150 and called == [0, 50, 100, 150]
+    assert taus[0] in (50, 100, 150)
