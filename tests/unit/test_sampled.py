@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from mi_plateau.passes.sampled import replay_taus
+from mi_plateau.passes.sampled import estimator_grid, replay_taus
 
 K = 5
 THR = 0.5 * math.log(K)
@@ -69,3 +69,11 @@ def test_scoring_goes_on_until_the_exact_mean_has_crossed_too():
     taus, exact = replay_taus([0, 50, 100, 150, 200], lazily, K, THR, draws=1, seed=0)
     assert exact == 150 and called == [0, 50, 100, 150]
     assert taus[0] in (50, 100, 150)
+
+
+def test_the_grid_keeps_checkpoints_at_least_every_steps_apart():
+    # every 50, then every 25 through a transition that starts off the 50-step lattice
+    steps = [0, 50, 100, 125, 150, 175, 200, 225, 275, 325]
+    assert estimator_grid(steps, 50) == [0, 50, 100, 150, 200, 275, 325]
+    assert estimator_grid([0, 25, 75, 125], 50) == [0, 75, 125]
+    assert estimator_grid([], 50) == []
