@@ -39,6 +39,17 @@ def recorded(tmp_path_factory):
     return sweep, root, log
 
 
+def _rounded(x):
+    """A table with every float rounded to 10 significant digits, for comparisons."""
+    if isinstance(x, float):
+        return float(f"{x:.10g}")
+    if isinstance(x, dict):
+        return {k: _rounded(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_rounded(v) for v in x]
+    return x
+
+
 def _without_folders(recorded, tmp_path):
     """The committed docs on a fresh machine: the log copied, no run folders."""
     sweep, root, _ = recorded
@@ -57,7 +68,9 @@ def test_a_rebuild_without_the_run_folders_gives_the_same_tables(recorded, tmp_p
     keys = ("run", "K", "D", "tau_paper", "tau_first_token", "plateau_paper", "steps", "status", "wall_s")
     assert [{k: r[k] for k in keys} for r in again["runs"]] == [{k: r[k] for k in keys} for r in log["runs"]]
     # Table 5 needs every run's curve: the log's curves give the same exponents
-    assert again["tables"]["Table 5"] == log["tables"]["Table 5"] and again["tables"]["fit"] == log["tables"]["fit"]
+    # (to float rounding: numpy's reductions may round differently from one call to the next)
+    for table in ("Table 5", "fit"):
+        assert _rounded(again["tables"][table]) == _rounded(log["tables"][table])
     stored = json.loads((docs / f"{sweep.name}_log.json").read_text())
     assert sorted(stored["records"]) == sorted(p.name for p in sweep.points) and stored["without_curves"] == []
     assert all(r["config"] == p.cfg.to_dict() for p, r in zip(sweep.points, stored["records"].values()))
