@@ -31,6 +31,7 @@ _LAZY = {
     "analyze": "api",
     "inspect": "api",
     "ablation_report": "api",
+    "sampled_tau": "api",
 }
 
 __all__ = list(_LAZY)
