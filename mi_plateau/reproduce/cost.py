@@ -43,14 +43,9 @@ def dry_run(name: str | Sweep, root: str | Path = "checkpoints", sec_per_step: f
     # lower bounds (a partial run with no tau yet takes at least the margin x the steps it made)
     here: dict[tuple, list[tuple[float, bool]]] = {}
     for p, r in zip(sweep.points, collected):
-        c = p.cfg
-        tau = _stop_tau(c, r)
-        if tau:
-            here.setdefault(_condition(c), []).append((min(c.train.max_steps, c.train.tau_margin * tau), False))
-        elif r["status"] == "finished":  # a finished run without one failed: it counts as the whole budget
-            here.setdefault(_condition(c), []).append((c.train.max_steps, False))
-        elif r["status"] == "running" and r.get("steps"):
-            here.setdefault(_condition(c), []).append((min(c.train.max_steps, c.train.tau_margin * r["steps"]), True))
+        own = _run_steps(p.cfg, r)
+        if own:
+            here.setdefault(_condition(p.cfg), []).append(own)
     rows = []
     for p, r in zip(sweep.points, collected):
         c = p.cfg
@@ -77,12 +72,9 @@ def dry_run(name: str | Sweep, root: str | Path = "checkpoints", sec_per_step: f
             src = f"{len(at_k) or len(measured)} runs {where}" + ("" if at_k else " (other K)")
         else:
             sps, src = _SEC_PER_STEP, "default"
-        if r["status"] == "running":  # this run's own evidence: its stop once it has its tau, else a bound
-            tau = _stop_tau(c, r)
-            if tau:
-                steps = min(c.train.max_steps, c.train.tau_margin * tau)
-            elif r.get("steps"):
-                steps = max(steps, min(c.train.max_steps, c.train.tau_margin * r["steps"]))
+        own = _run_steps(c, r) if r["status"] == "running" else None
+        if own:  # this run's own evidence: its stop once it has its tau, else a bound
+            steps = max(steps, own[0]) if own[1] else own[0]
         st = r["status"] if r["source"] != "recorded" else f"{r['status']} (recorded)"
         local = run_row(path)  # a partial folder here resumes, whichever row the tables show
         done = (local.get("steps") or 0) if local["status"] == "running" else 0
@@ -93,6 +85,20 @@ def dry_run(name: str | Sweep, root: str | Path = "checkpoints", sec_per_step: f
                      "est_core_min": left * sps * c.train.batch_size / 128 / 60, "tau_from": tau_from, "s_per_step_from": src})
     keep = set(select(sweep, only)) if only is not None else None
     return [r for r, p in zip(rows, sweep.points) if keep is None or p.name in keep]
+
+
+def _run_steps(c, row: dict[str, Any]) -> tuple[float, bool] | None:
+    """(the steps the run takes, whether that is only a lower bound) from its row: 1.2 x its
+    stopping tau; the budget for a run that finished without one; 1.2 x the steps made by an
+    unfinished run without one (a bound); None for a run not started."""
+    tau = _stop_tau(c, row)
+    if tau:
+        return min(c.train.max_steps, c.train.tau_margin * tau), False
+    if row["status"] == "finished":  # a finished run without one failed: it counts as the whole budget
+        return c.train.max_steps, False
+    if row["status"] == "running" and row.get("steps"):
+        return min(c.train.max_steps, c.train.tau_margin * row["steps"]), True
+    return None
 
 
 def _stop_tau(c, row: dict[str, Any]) -> int | None:
