@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Any
 
@@ -61,15 +62,11 @@ def figure3(data: dict[str, dict[str, dict[str, Rows]]]):
 # a small HTML subset in text and decodes entities, so escaped names display as typed.
 
 def _finite(vals) -> list[float]:
-    import math
-
     return [v for v in vals if v is not None and not (isinstance(v, float) and math.isnan(v))]
 
 
 def _nan_none(v):
     """JSON has no NaN; plotly draws None as a gap."""
-    import math
-
     return None if v is None or (isinstance(v, float) and math.isnan(v)) else v
 
 
@@ -331,8 +328,6 @@ def log_ticks(values) -> dict[str, list]:
     1-2-5 steps of each decade (1, 1.5, 2, 3, 4, 5, 7 when the values span less than a decade)
     that fall inside their range, with one step beyond each end so the extreme points have a
     labelled tick next to them; empty when there is nothing to place."""
-    import math
-
     vals = [float(v) for v in values if isinstance(v, numbers.Real) and math.isfinite(v) and v > 0]
     if not vals:
         return {}
@@ -356,8 +351,6 @@ def tau_power_law(points: dict[str, dict[str, list]], fits: dict[str, dict[str, 
     = {"x": [...], "tau": [...]}``. ``log_x=False`` for a swept key with a few small integers.
     A series may hold ``"reached"``: for a point without a tau, the step (in the y unit) its run
     got to, drawn as an open triangle (tau lies above it: a lower bound, not a value)."""
-    import math
-
     import plotly.graph_objects as go
 
     fig = go.Figure()
@@ -392,7 +385,7 @@ def tau_power_law(points: dict[str, dict[str, list]], fits: dict[str, dict[str, 
     # swept values themselves when there are a few, else 1-2-5 steps
     swept = sorted({float(x) for pts in [*points.values(), reference or {"x": []}] for x in pts["x"]
                     if isinstance(x, numbers.Real) and x > 0})
-    ys_all = [v for t in fig.data for v in (t.y or ())]
+    ys_all = [v for t in fig.data for v in (t.y if t.y is not None else ())]
     if log_x:
         xt = ({"tickvals": swept, "ticktext": [tick_label(x) for x in swept]} if 0 < len(swept) <= 12
               else log_ticks([v for t in fig.data for v in (t.x or ())]))

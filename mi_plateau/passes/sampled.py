@@ -18,7 +18,9 @@ in a tau the paper reports, separate from the seed-to-seed spread of the runs th
 Checkpoints are scored in step order, and the scoring stops once every replay and the exact
 L_seq have crossed, so a run is read up to a little past its tau. Each checkpoint's draws come
 from a generator seeded by (seed, step), so a replay's tau does not depend on where the scoring
-stopped.
+stopped. The draws depend on the seed and the step only: runs that share an evaluation set (the
+same task and eval settings) see the same draws under the same seed, so their replays are paired;
+pass another seed for independent ones.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ..checkpoints import Run, RunError
+from ..checkpoints import Run, RunError, load_state_checked
 
 ORIGINAL_N_SAMPLE = 32  # groups per estimate, one example each
 ORIGINAL_EVERY = 50  # steps between the original's evaluations
@@ -81,7 +83,6 @@ def sampled_tau(run: str | Run, *, n_sample: int = ORIGINAL_N_SAMPLE, draws: int
     checkpoints there are; ``taus``, each replay's tau (None where none)."""
     import torch
 
-    from ..checkpoints import load_state_checked
     from ..metrics import example_losses
 
     run = run if isinstance(run, Run) else Run(run)
@@ -90,13 +91,15 @@ def sampled_tau(run: str | Run, *, n_sample: int = ORIGINAL_N_SAMPLE, draws: int
         raise RunError(f"{run.path}: direction {cfg.task.direction!r} has no candidate strings; the paper's L_seq is undefined")
     if n_sample < 1 or draws < 1 or every < 1:
         raise ValueError(f"n_sample, draws and every must be positive (got {n_sample}, {draws}, {every})")
-    steps = estimator_grid(run.steps(), every)
+    own = run.steps()
+    steps = estimator_grid(own, every)
+    hint = "set every (--every on the command line) to the run's checkpoint spacing"
     if len(steps) < 2:
-        raise RunError(f"{run.path}: fewer than two checkpoints {every} steps apart; pass every= its checkpoint spacing")
+        raise RunError(f"{run.path}: fewer than two checkpoints {every} steps apart; {hint}")
     widest = max(b - a for a, b in zip(steps, steps[1:]))
     if widest > 1.5 * every:
-        raise RunError(f"{run.path}: its checkpoints are up to {widest} steps apart, too sparse for an estimate every "
-                       f"{every} steps; pass every= its checkpoint spacing")
+        raise RunError(f"{run.path}: too sparse for an estimate every {every} steps: the checkpoints it would read are up "
+                       f"to {widest} steps apart (the run's own up to {max(b - a for a, b in zip(own, own[1:]))}); {hint}")
     K, alpha = cfg.task.K, cfg.eval.alpha
     threshold = alpha * math.log(K)
     ev = run.eval_set()
@@ -118,7 +121,7 @@ def sampled_tau(run: str | Run, *, n_sample: int = ORIGINAL_N_SAMPLE, draws: int
     crossed = taus[~np.isnan(taus)]
     late = np.where(np.isnan(taus), np.inf, taus)  # never crossed: later than any step
     q = [float(v) if np.isfinite(v) else None for v in np.percentile(late, [5, 50, 95, 100], method="lower")]
-    n = cfg.eval.seq_groups(K) or min(cfg.eval.n_groups, cfg.task.n_b)
+    n = cfg.eval.seq_groups(K) or len(ev.groups)
     return {"run": str(run.path), "K": K, "alpha": alpha, "threshold": threshold, "n_sample": n_sample, "draws": draws,
             "every": every, "seed": seed, "tau_recorded": run.summary()["definitions"]["paper"]["tau"], "recorded_groups": n,
             "eval_groups": len(ev.groups), "tau_exact_grid": grid,

@@ -68,7 +68,9 @@ def test_a_rebuild_without_the_run_folders_gives_the_same_tables(recorded, tmp_p
     keys = ("run", "K", "D", "tau_paper", "tau_first_token", "plateau_paper", "steps", "status", "wall_s")
     assert [{k: r[k] for k in keys} for r in again["runs"]] == [{k: r[k] for k in keys} for r in log["runs"]]
     # Table 5 needs every run's curve: the log's curves give the same exponents
-    # (to float rounding: numpy's reductions may round differently from one call to the next)
+    # (to float rounding: the inputs are equal, and one failure under load was seen in the last
+    # digits; suspected, not shown: the BLAS behind the least squares splitting its sums
+    # differently from one call to the next, with the threads it has)
     for table in ("Table 5", "fit"):
         assert _rounded(again["tables"][table]) == _rounded(log["tables"][table])
     stored = json.loads((docs / f"{sweep.name}_log.json").read_text())
@@ -250,5 +252,5 @@ def test_the_cli_reads_the_log_and_runs_from_the_folders_given(run_cli, tmp_path
     row = next(line for line in p.stdout.splitlines() if name in line)
     assert f"elsewhere/ck/paper_seeds_warmup/{name}" in row and "finished (recorded)" in row
     p = run_cli("reproduce", "seeds_warmup", "--dry-run", "--only", name, cwd=tmp_path)  # the defaults: no log there
-    assert "finished (recorded)" not in p.stdout and "not started" in p.stdout
+    assert p.returncode == 0 and "finished (recorded)" not in p.stdout and "not started" in p.stdout
     assert not (tmp_path / "elsewhere" / "ck").exists() and sorted(x.name for x in docs.iterdir()) == [committed.name]

@@ -6,10 +6,11 @@ import math
 
 import numpy as np
 import pytest
+import torch
 
 from mi_plateau.api import sampled_tau
 from mi_plateau.passes.sampled import estimator_grid
-from mi_plateau.metrics import evaluate, example_losses
+from mi_plateau.metrics import evaluate, example_losses, sequence_losses, sequence_scores_reference
 
 
 def test_per_example_losses_average_to_evaluate(tiny_run):
@@ -20,6 +21,13 @@ def test_per_example_losses_average_to_evaluate(tiny_run):
     assert rows["L_seq"].shape == rows["Lc"].shape == (len(ev.tokens),)
     assert float(rows["L_seq"].mean()) == pytest.approx(means["L_seq"], rel=1e-5)
     assert float(rows["Lc"].mean()) == pytest.approx(means["Lc"], rel=1e-5)
+    # row by row against the plain way (every candidate string through the bridge), in the
+    # group-major order the replay reshapes by: row K * i + k is group i with selector k
+    K = run.config().task.K
+    np.testing.assert_array_equal(ev.s, np.tile(np.arange(K), ev.n_groups))
+    np.testing.assert_array_equal(ev.g, np.repeat(ev.groups, K))
+    plain = sequence_losses(sequence_scores_reference(model, ev), torch.from_numpy(ev.s))[0].numpy()
+    np.testing.assert_allclose(rows["L_seq"], plain, rtol=1e-4, atol=1e-5)
 
 
 def test_replayed_estimator_on_a_run(tiny_run):
@@ -37,7 +45,8 @@ def test_replayed_estimator_on_a_run(tiny_run):
     assert set(taus) <= {r["step"] for r in grid}
     again = sampled_tau(run, every=every, draws=400, n_sample=8)
     assert again["taus"] == out["taus"]  # seeded: the same replays
-    assert sampled_tau(run, every=every, draws=400, n_sample=8, seed=1)["taus"] != out["taus"]
+    if len(set(taus)) > 1:  # replays that differ under one seed differ under another
+        assert sampled_tau(run, every=every, draws=400, n_sample=8, seed=1)["taus"] != out["taus"]
 
 
 def test_cli_sampled_tau(tiny_run, run_cli):
