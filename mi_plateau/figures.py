@@ -343,32 +343,37 @@ def log_ticks(values) -> dict[str, list]:
 
 def tau_power_law(points: dict[str, dict[str, list]], fits: dict[str, dict[str, Any]], *, x_label: str = "D (examples)",
                   x_symbol: str = "D", reference: dict[str, list] | None = None, title: str = "tau against D",
-                  y_label: str = "tau (steps)", log_x: bool = True):
+                  y_label: str = "tau (steps)", log_x: bool = True, dodge: float = 1.0):
     """Figure 4: tau against the swept quantity on log-log axes, one marker series per
     definition family (or any named series) with its fitted power law (dashed) where ``fits``
     has one, and the paper's values as grey crosses when given. ``points[series] = {"x": [...],
     "tau": [...], "label": [...]}``; ``fits[series]`` is ``fits.power_law``'s result; ``reference
     = {"x": [...], "tau": [...]}``. ``log_x=False`` for a swept key with a few small integers.
     A series may hold ``"reached"``: for a point without a tau, the step (in the y unit) its run
-    got to, drawn as an open triangle (tau lies above it: a lower bound, not a value)."""
+    got to, drawn as an open triangle (tau lies above it: a lower bound, not a value).
+    ``dodge`` > 1 draws series i of n at x times dodge ** (i - (n - 1) / 2), so that series at
+    the same swept values do not hide each other; the hover text and the ticks keep the true x."""
     import plotly.graph_objects as go
 
     fig = go.Figure()
     names = {"paper": "paper definition (L_seq)", "first_token": "first token (Lc)"}
     for i, (fam, pts) in enumerate(points.items()):
         col = PALETTE[i % len(PALETTE)]
+        shift = dodge ** (i - (len(points) - 1) / 2)
         xs = [x for x, t in zip(pts["x"], pts["tau"]) if t]
-        fig.add_trace(go.Scatter(x=xs, y=[t for t in pts["tau"] if t], mode="markers", name=names.get(fam, fam),
+        fig.add_trace(go.Scatter(x=[x * shift for x in xs], y=[t for t in pts["tau"] if t], mode="markers",
+                                 name=names.get(fam, fam), customdata=xs,
                                  marker=dict(color=col, size=9, symbol="circle" if i == 0 else "square"),
                                  text=[lb for lb, t in zip(pts.get("label", [""] * len(pts["x"])), pts["tau"]) if t],
-                                 hovertemplate="%{text}<br>x=%{x}<br>tau=%{y}<extra></extra>"))
+                                 hovertemplate="%{text}<br>x=%{customdata}<br>tau=%{y}<extra></extra>"))
         bounds = [(x, b, lb) for x, t, b, lb in zip(pts["x"], pts["tau"], pts.get("reached", [None] * len(pts["x"])),
                                                    pts.get("label", [""] * len(pts["x"]))) if not t and b]
         if bounds:
-            fig.add_trace(go.Scatter(x=[b[0] for b in bounds], y=[b[1] for b in bounds], mode="markers",
+            fig.add_trace(go.Scatter(x=[b[0] * shift for b in bounds], y=[b[1] for b in bounds], mode="markers",
                                      name=f"{names.get(fam, fam)}: no tau by this step (tau is above)",
                                      marker=dict(color=col, size=10, symbol="triangle-up-open"), text=[b[2] for b in bounds],
-                                     hovertemplate="%{text}<br>x=%{x}<br>no tau by %{y}<extra></extra>"))
+                                     customdata=[b[0] for b in bounds],
+                                     hovertemplate="%{text}<br>x=%{customdata}<br>no tau by %{y}<extra></extra>"))
         f = fits.get(fam) or {}
         if f.get("slope") is not None and xs:
             lo, hi = min(xs), max(xs)

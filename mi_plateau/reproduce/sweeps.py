@@ -232,10 +232,11 @@ def build_seeds(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int) ->
                       "label": [f"{r['run']} ({r['status']})" for r in rs]}
            for K in sorted({r["K"] for r in rows}) for rs in [[r for r in rows if r["K"] == K]]}
     ref = [(lr, m) for (D, K, lr), (m, _) in PAPER_TABLE4.items()]
-    fig = figures.tau_power_law(pts, {}, x_label="learning rate (n_b = 1000)", x_symbol="lr",
+    fig = figures.tau_power_law(pts, {}, x_label="learning rate (n_b = 1000)", x_symbol="lr", dodge=1.04,
                                 reference={"x": [a for a, _ in ref], "tau": [b for _, b in ref]},
                                 title=f"Table 4 ({sweep.name}): each seed's tau (L_seq) against lr<br><sup>crosses: the paper's "
-                                      "means per condition (K = 5 below, K = 10 above)</sup>")
+                                      "means per condition (K = 5 below, K = 10 above); each K drawn a little "
+                                      "left or right of its lr</sup>")
     written.append(write_figure(docs / f"{stem}.svg", fig))
     t8 = phase_boundary(rows)
     written += write_table(docs / f"{stem}_boundary", t8, title=f"Table 8, first cut ({sweep.name}): the phase boundary",

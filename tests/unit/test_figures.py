@@ -1,5 +1,7 @@
 """The tau figure's lower bounds: a run without a tau is drawn where it stopped, as a bound."""
 
+import pytest
+
 from mi_plateau import figures
 
 
@@ -50,3 +52,17 @@ def test_tau_figure_labels_its_log_axes_in_full():
     assert list(many.layout.xaxis.ticktext) == ["1k", "2k", "5k", "10k", "20k"]  # 14 values: 1-2-5 steps
     lin = figures.tau_power_law({"paper": {"x": [1, 2, 3], "tau": [10, 20, 30]}}, {}, log_x=False)
     assert lin.layout.xaxis.tickvals is None and lin.layout.yaxis.ticktext[0] == "10"
+
+
+def test_dodged_series_sit_either_side_of_their_x_and_keep_it_in_the_hover():
+    pts = {"K=5": {"x": [0.005, 0.007], "tau": [1800, None], "reached": [None, 20000]},
+           "K=10": {"x": [0.007], "tau": [None], "reached": [20000]}}
+    fig = figures.tau_power_law(pts, {}, dodge=1.04)
+    by_name = {t.name: t for t in fig.data}
+    assert list(by_name["K=5"].x) == pytest.approx([0.005 / 1.04 ** 0.5])  # two series: factors 1.04 ** -+0.5
+    assert list(by_name["K=5: no tau by this step (tau is above)"].x) == pytest.approx([0.007 / 1.04 ** 0.5])
+    assert list(by_name["K=10: no tau by this step (tau is above)"].x) == pytest.approx([0.007 * 1.04 ** 0.5])
+    assert list(by_name["K=10: no tau by this step (tau is above)"].customdata) == [0.007]  # the hover's x
+    assert list(fig.layout.xaxis.tickvals) == [0.005, 0.007]  # ticks at the true values
+    plain = figures.tau_power_law(pts, {})
+    assert list(plain.data[0].x) == [0.005]
