@@ -352,7 +352,8 @@ def tau_power_law(points: dict[str, dict[str, list]], fits: dict[str, dict[str, 
     A series may hold ``"reached"``: for a point without a tau, the step (in the y unit) its run
     got to, drawn as an open triangle (tau lies above it: a lower bound, not a value).
     ``dodge`` > 1 draws series i of n at x times dodge ** (i - (n - 1) / 2), so that series at
-    the same swept values do not hide each other; the hover text and the ticks keep the true x."""
+    the same swept values do not hide each other (a series' fit line moves with it); the hover
+    text and the ticks keep the true x."""
     import plotly.graph_objects as go
 
     fig = go.Figure()
@@ -381,7 +382,7 @@ def tau_power_law(points: dict[str, dict[str, list]], fits: dict[str, dict[str, 
             for g, c in f["prefactor"].items():
                 lab = (f"fit: tau ~ {x_symbol}^{f['slope']:.2f} [{f['ci'][0]:.2f}, {f['ci'][1]:.2f}], R^2 {f['r2']:.3f}"
                        if f["ci"][0] is not None else f"fit: tau ~ {x_symbol}^{f['slope']:.2f}")
-                fig.add_trace(go.Scatter(x=grid, y=[c * math.exp(f["slope"] * math.log(x)) for x in grid], mode="lines",
+                fig.add_trace(go.Scatter(x=[x * shift for x in grid], y=[c * math.exp(f["slope"] * math.log(x)) for x in grid], mode="lines",
                                          name=lab, line=dict(color=col, dash="dash", width=1.4), showlegend=g == next(iter(f["prefactor"]))))
     if reference:
         fig.add_trace(go.Scatter(x=reference["x"], y=reference["tau"], mode="markers", name="the paper's values",
@@ -393,7 +394,7 @@ def tau_power_law(points: dict[str, dict[str, list]], fits: dict[str, dict[str, 
     ys_all = [v for t in fig.data for v in (t.y if t.y is not None else ())]
     if log_x:
         xt = ({"tickvals": swept, "ticktext": [tick_label(x) for x in swept]} if 0 < len(swept) <= 12
-              else log_ticks([v for t in fig.data for v in (t.x or ())]))
+              else log_ticks([v for t in fig.data for v in (t.x if t.x is not None else ())]))
         fig.update_xaxes(type="log", title_text=x_label, **xt)
     else:
         fig.update_xaxes(dtick=1, title_text=x_label)
