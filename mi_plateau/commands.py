@@ -151,16 +151,17 @@ def cmd_bench(args) -> int:
 
 
 def cmd_reproduce(args) -> int:
-    from .reproduce import SWEEP_RECIPES, dry_run, plan, run_recipe, run_sweep_recipe
+    from .reproduce import SWEEP_RECIPES, dry_run, plan, recipe_sweep, run_recipe, run_sweep_recipe
     from .sweeps import status
     from .tabular import to_markdown
 
     only = [n.strip() for n in args.only.split(",") if n.strip()] if args.only is not None else None
-    if args.recipe not in SWEEP_RECIPES and (only is not None or args.skip_recorded):
-        raise ValueError(f"reproduce {args.recipe}: --only and --skip-recorded apply to the sweep recipes only")
+    if args.recipe not in SWEEP_RECIPES and (only is not None or args.skip_recorded or args.max_steps):
+        raise ValueError(f"reproduce {args.recipe}: --only, --skip-recorded and --max-steps apply to the sweep recipes only")
     if args.recipe in SWEEP_RECIPES:
         if args.dry_run:
-            rows = dry_run(args.recipe, args.root, docs=args.docs, skip_recorded=args.skip_recorded, only=only)
+            target = recipe_sweep(args.recipe, args.max_steps) if args.max_steps else args.recipe
+            rows = dry_run(target, args.root, docs=args.docs, skip_recorded=args.skip_recorded, only=only)
             print(to_markdown(rows), end="")
             todo = [r for r in rows if r["est_core_min"] > 0]
             print(f"{len(rows)} runs, {len(rows) - len(todo)} with nothing left to train; the rest should take about "
@@ -168,7 +169,7 @@ def cmd_reproduce(args) -> int:
             return 0
         log = run_sweep_recipe(args.recipe, jobs=args.jobs, progress=not args.quiet, train=not args.no_train,
                                batch_runs=args.batch_runs, only=only, skip_recorded=args.skip_recorded,
-                               root=args.root, docs=args.docs)
+                               root=args.root, docs=args.docs, max_steps=args.max_steps)
         for title, rows in log["tables"].items():
             print(f"## {title}\n{to_markdown(rows)}")
         print(f"wrote {', '.join(log['written'])}")

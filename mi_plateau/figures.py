@@ -403,3 +403,31 @@ def tau_power_law(points: dict[str, dict[str, list]], fits: dict[str, dict[str, 
     fig.update_layout(title=title, height=540, width=900, template="plotly_white", margin=dict(b=130),
                       legend=dict(orientation="h", x=0, y=-0.18, yanchor="top"))
     return fig
+
+
+def phase_diagram(cells: list[dict[str, Any]], reference: dict[int, float] | None = None, title: str = "Phase diagram"):
+    """Table 8 as a picture: one marker per (lr, K) cell, coloured by its outcome (every seed
+    escaped, some seed did not, undecided), labelled with the counts; the paper's eta* per K as
+    crosses. ``cells``: rows with K, lr, outcome, escaped, no_escape, undecided, budget."""
+    import plotly.graph_objects as go
+
+    colours = {"all escaped": "#2ca02c", "some did not escape": "#d62728", "undecided": "#7f7f7f"}
+    fig = go.Figure()
+    for outcome, colour in colours.items():
+        cs = [c for c in cells if c["outcome"] == outcome]
+        if not cs:
+            continue
+        fig.add_trace(go.Scatter(
+            x=[c["lr"] for c in cs], y=[c["K"] for c in cs], mode="markers+text", name=outcome,
+            marker=dict(color=colour, size=16, symbol="circle"),
+            text=[f"{c['escaped']}/{c['escaped'] + c['no_escape'] + c['undecided']}" for c in cs], textposition="top center",
+            hovertext=[f"K={c['K']}, lr={c['lr']:g}: {c['escaped']} escaped, {c['no_escape']} no escape by "
+                       f"{c['budget']} steps, {c['undecided']} undecided" for c in cs], hoverinfo="text"))
+    if reference:
+        fig.add_trace(go.Scatter(x=list(reference.values()), y=list(reference), mode="markers", name="the paper's eta*",
+                                 marker=dict(color="black", size=12, symbol="x")))
+    Ks = sorted({c["K"] for c in cells} | set(reference or {}))
+    fig.update_layout(title=title, xaxis=dict(title="learning rate", type="log", **log_ticks([c["lr"] for c in cells])),
+                      yaxis=dict(title="K (n_b = 1000, D = 1000 K)", type="log", tickvals=Ks, ticktext=[str(k) for k in Ks]),
+                      template="plotly_white", width=800, height=500)
+    return fig

@@ -38,6 +38,25 @@ def tau(steps: Sequence[int], Lc: Sequence[float], log_K: float, alpha: float = 
     return None
 
 
+def transition_width(steps: Sequence[int], loss: Sequence[float], log_K: float, hi: float = 0.95,
+                     lo: float = 0.05) -> tuple[int | None, int | None, int | None]:
+    """The original's transition clock (Tables 4 and 8, the learning-rate sweep): ``(t_start,
+    t_end, tau_width)`` in steps.
+
+    t_end is the first evaluated step with loss < lo * log K; t_start the last evaluated step
+    before t_end with loss > hi * log K, or 0 if there is none (the original's rule: a run whose
+    loss never sat above hi log K before t_end is counted from step 0); tau_width = t_end -
+    t_start. All three are None while the loss has not fallen below lo * log K.
+    """
+    vals = [num(v) for v in loss]
+    end = next((i for i, v in enumerate(vals) if v < lo * log_K), None)
+    if end is None:
+        return None, None, None
+    start = next((i for i in range(end - 1, -1, -1) if vals[i] > hi * log_K), None)
+    t_start, t_end = (int(steps[start]) if start is not None else 0), int(steps[end])
+    return t_start, t_end, t_end - t_start
+
+
 def plateau_height(steps: Sequence[int], Lc: Sequence[float], log_K: float, start: int) -> float:
     """Median Lc over the plateau window.
 
@@ -85,9 +104,13 @@ def family_summary(cfg: RunConfig, records: list[dict[str, Any]], family: str) -
         ph = plateau_height(steps, vals, log_K, cfg.eval.plateau_start) if steps else float("nan")
     # log K is the reference only where the first target token carries a K-fold ambiguity (A
     # targets); a B-target task has one target per group: no ratio to print
+    t_start, t_end, width = transition_width(steps, vals, log_K, cfg.eval.width_hi, cfg.eval.width_lo)
     return {
         "loss": key,
         "tau": t,
+        "t_start": t_start,
+        "t_end": t_end,
+        "tau_width": width,
         "tau_examples": None if t is None else cfg.examples_seen(t),
         "plateau_Lc": ph,
         "plateau_ratio": ph / log_K if log_K > 0 and cfg.task.targets_A else float("nan"),
@@ -123,6 +146,9 @@ def summarize(cfg: RunConfig, records: list[dict[str, Any]]) -> dict[str, Any]:
         "alpha": cfg.eval.alpha,
         "tau": head["tau"],
         "tau_examples": head["tau_examples"],
+        "t_start": head["t_start"],
+        "t_end": head["t_end"],
+        "tau_width": head["tau_width"],
         "definitions": fams,
         "converged": conv is not None,
         "converged_step": conv,

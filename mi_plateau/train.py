@@ -156,17 +156,22 @@ def should_stop(cfg: RunConfig, records: Sequence[dict[str, Any]]) -> bool:
     step is at least ``post_tau_frac`` times the later of the two families' tau.
     "tau": the tau of the families named by ``tau_on`` are known and the step is at least
     ``tau_margin`` times the later.
+    "floor": the last checkpoint's loss of the families named by ``tau_on`` is below
+    ``stop_floor * log K`` (the original's phase-boundary early stop, 0.01 log K on L_seq).
     """
     steps = [r["step"] for r in records]
 
     def tau_for(key: str) -> float | None:
         return tau_of(steps, [r["metrics"].get(key) for r in records], cfg.task.log_K, cfg.eval.alpha)
 
+    # the paper family is undefined for B-target directions: "both" waits for Lc alone there
+    keys = {"paper": ("L_seq",), "first_token": ("Lc",)}.get(cfg.train.tau_on, ("Lc", "L_seq"))
+    if not cfg.task.targets_A:
+        keys = ("Lc",)
+    if cfg.train.stop == "floor":
+        floor = cfg.train.stop_floor * cfg.task.log_K
+        return all(_num(records[-1]["metrics"].get(k)) < floor for k in keys)
     if cfg.train.stop == "tau":
-        # the paper family is undefined for B-target directions: "both" waits for Lc alone there
-        keys = {"paper": ("L_seq",), "first_token": ("Lc",)}.get(cfg.train.tau_on, ("Lc", "L_seq"))
-        if not cfg.task.targets_A:
-            keys = ("Lc",)
         taus = [tau_for(k) for k in keys]
         return None not in taus and steps[-1] >= cfg.train.tau_margin * max(taus)
     known = [t for t in (tau_for("Lc"), tau_for("L_seq")) if t is not None]

@@ -18,7 +18,7 @@ N_CHARS = 36  # the alphabet a-z0-9
 IMPLS = ("standard", "fast", "bridge")  # model.training_forward
 INITS = ("tl4", "gpt2")
 BATCHINGS = ("uniform", "epoch")
-STOPS = ("converge", "tau")
+STOPS = ("converge", "tau", "floor")
 TAU_ON = ("both", "paper", "first_token")
 MAX_BATCH = 1 << 16
 DIRECTIONS = ("backward", "forward", "az_b", "b_a")
@@ -113,6 +113,9 @@ class TrainConfig:
     stop: str = "converge"
     tau_margin: float = 1.2
     tau_on: str = "both"  # "both", "paper" (L_seq) or "first_token" (Lc): whose tau the "tau" rule waits for
+    # "floor": stop once the loss of the families named by tau_on is below stop_floor * log K (the
+    # original's phase-boundary early stop: L_seq < 0.01 log K), or at max_steps
+    stop_floor: float = 0.01
 
 
 @dataclass(frozen=True)
@@ -130,6 +133,11 @@ class EvalConfig:
     # checkpoint: the first n groups of the evaluation set with n K (K - 1) <= seq_max_strings
     # (at least one group); 0 scores every group (exact). The analysis passes score them all.
     seq_max_strings: int = 0
+    # the transition width (the original's clock for Tables 4 and 8 and the learning-rate sweep):
+    # t_end = the first evaluation with loss < width_lo log K, t_start = the last one before t_end
+    # with loss > width_hi log K (0 if none), tau_width = t_end - t_start
+    width_hi: float = 0.95
+    width_lo: float = 0.05
 
     def seq_groups(self, K: int) -> int:
         """Groups whose candidate strings a checkpoint scores (0: all)."""
@@ -321,6 +329,11 @@ def validate(cfg: RunConfig) -> RunConfig:
         raise ConfigError(f"train.tau_on={tr.tau_on!r}: must be one of {', '.join(TAU_ON)}")
     if tr.tau_on == "paper" and not t.targets_A:
         raise ConfigError(f"train.tau_on='paper': the paper family (L_seq) is undefined for task.direction={t.direction!r}; use first_token")
+    if not 0.0 < tr.stop_floor < 1.0:
+        raise ConfigError(f"train.stop_floor={tr.stop_floor}: must be in (0, 1) (a fraction of log K)")
+    if not 0.0 < ev.width_lo < ev.width_hi:
+        raise ConfigError(f"eval.width_lo={ev.width_lo}, eval.width_hi={ev.width_hi}: need 0 < width_lo < width_hi "
+                          "(fractions of log K)")
     if tr.tau_margin < 1.0:
         raise ConfigError(f"train.tau_margin={tr.tau_margin}: must be >= 1 (a multiple of tau)")
     if not 0 <= ev.seq_plateau_start < ev.seq_plateau_end:

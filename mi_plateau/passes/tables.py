@@ -14,23 +14,14 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .. import paper
 from ..definitions import FAMILIES, definition
 from ..frames import frame, records
 from ..summaries import nearest
 
 Rows = list[dict[str, Any]]
 
-# "Marginals Before Conditionals", Appendix Table 6: (K, step, frac of tau, >=80%, 100%, mean acc)
-PAPER_TABLE6 = {
-    10: [(500, 0.27, 0.0, 0.0, 0.118), (900, 0.49, 0.0, 0.0, 0.154), (1800, 0.97, 31.5, 1.5, 0.645), (2800, 1.51, 99.0, 75.0, 0.969)],
-    20: [(1900, 0.48, 0.0, 0.0, 0.083), (2900, 0.73, 0.0, 0.0, 0.192)],
-}
-# Appendix Table 9: top heads by Delta L when zeroing each head
-PAPER_TABLE9 = {
-    10: {"Pre": [("L0H3", 0.019), ("L0H1", 0.012)], "Mid": [("L0H3", 1.41), ("L0H0", 1.30), ("L0H2", 1.28)]},
-    20: {"Pre": [("L0H3", 0.022), ("L0H0", 0.015)], "Mid": [("L0H3", 1.72), ("L0H0", 1.07), ("L0H2", 1.05)]},
-}
-PAPER_TAU = {3: 450, 5: 800, 7: 1050, 10: 1850, 13: 2100, 17: 3300, 20: 3950, 25: 5250, 30: 6950, 36: 8750}
+PAPER_TABLE6, PAPER_TABLE9, PAPER_TAU = paper.TABLE6, paper.TABLE9, paper.TABLE3  # mi_plateau.paper
 
 
 def _finite(v) -> bool:

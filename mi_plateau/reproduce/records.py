@@ -33,7 +33,7 @@ from typing import Any
 
 from ..checkpoints import Run, RunError, atomic_write_json, read_json
 from ..config import RunConfig, extends
-from ..summaries import nan_to_none
+from ..summaries import nan_to_none, num, transition_width
 from ..sweeps import Point, Sweep, run_row
 
 CURVE_KEYS = ("L_seq", "Lc")  # per checkpoint; with "step", what the builders read of a run's records
@@ -117,6 +117,22 @@ def _as_point_row(rec: dict[str, Any], p: Point, legacy_ok: bool) -> dict[str, A
     return row
 
 
+def curve_columns(curve: dict[str, list] | None, cfg: RunConfig) -> dict[str, Any]:
+    """What a row reads off a run's loss curves: each family's transition width (``t_start``,
+    ``t_end``, ``tau_width``, ``summaries.transition_width`` with the run's thresholds) and the
+    paper family's final and smallest L_seq (the phase boundary's success rule). None where the
+    run's curves are not kept."""
+    out: dict[str, Any] = {}
+    for fam, key in (("paper", "L_seq"), ("first_token", "Lc")):
+        got = (transition_width(curve["step"], curve[key], cfg.task.log_K, cfg.eval.width_hi, cfg.eval.width_lo)
+               if curve else (None, None, None))
+        out |= dict(zip((f"t_start_{fam}", f"t_end_{fam}", f"tau_width_{fam}"), got))
+    seq = [v for v in (num(x) for x in (curve or {}).get("L_seq", [])) if v == v]
+    out["final_L_seq"] = seq[-1] if seq else None
+    out["min_L_seq"] = min(seq) if seq else None
+    return out
+
+
 def collect(sweep: Sweep, root: str | Path, docs: str | Path) -> tuple[list[dict[str, Any]], dict[str, dict], dict[str, Any]]:
     """One row per point (the swept settings, K, n_b, D, lr, batch size, len_z, both families'
     tau and plateau, steps, status, wall time, ``source``, ``trained_at``), the loss curves of the
@@ -146,7 +162,7 @@ def collect(sweep: Sweep, root: str | Path, docs: str | Path) -> tuple[list[dict
                      "lr": c.train.lr, "batch_size": c.train.batch_size, "len_z": c.task.len_z,
                      **{k: row.get(k) for k in ROW_KEYS}, "source": source, "trained_at": row.get("trained_at"),
                      "tau_paper": _int(row.get("tau_paper")), "tau_first_token": _int(row.get("tau_first_token")),
-                     "steps": _int(row.get("steps"))})
+                     "steps": _int(row.get("steps")), **curve_columns(curve if source else None, c)})
         if source is not None and curve is not None:
             curves[p.name] = curve
     return rows, curves, {"settings": settings(sweep), "records": records, "superseded": superseded}

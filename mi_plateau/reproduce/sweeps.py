@@ -21,29 +21,20 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any, Callable
 
+from .. import paper
 from ..checkpoints import RunError
 from ..fits import power_law, smaller_spread_p
 from ..summaries import nan_to_none, num, tau as tau_at
-from ..sweeps import Sweep, load_sweep, plan, run_sweep, select
+from ..sweeps import Sweep, load_sweep, parse_sweep, plan, run_sweep, select
 from ..tabular import write_figure, write_table
+from .boundary import build_lr_width, build_phase_boundary
 from .records import collect, log_path, read_log, write_log
 
 FAMILY_KEYS = {"paper": "L_seq", "first_token": "Lc"}
 
-# The paper's numbers, for the reference columns (arXiv 2603.10074, Tables 1, 3, 4, 5, 7).
-PAPER_TABLE3 = {3: 450, 5: 800, 7: 1050, 10: 1850, 13: 2100, 17: 3300, 20: 3950, 25: 5250, 30: 6950, 36: 8750}
-PAPER_FIT = {"slope": 1.19, "ci": [1.14, 1.31], "r2": 0.98}
-PAPER_TABLE5 = {0.3: (1.22, [1.16, 1.34]), 0.4: (1.20, [1.13, 1.32]), 0.5: (1.20, [1.14, 1.30]),
-                0.6: (1.17, [1.11, 1.31]), 0.7: (1.12, [1.07, 1.23])}
-PAPER_FIXED_D_SLOPE = -0.004
-PAPER_TABLE7 = {1: (2.34, 1.017, 1650), 2: (2.39, 1.037, 1850), 3: (2.33, 1.014, 1500), 4: (2.32, 1.007, 1450)}
-PAPER_TABLE1 = {32: 23200, 64: 7200, 128: 3200, 256: 1600, 512: 1000}
-PAPER_TABLE4 = {(5000, 5, 5e-3): (2850, 1727), (5000, 5, 7e-3): (3250, 2295), (5000, 5, 1e-2): (2183, 504),
-                (10000, 10, 3e-3): (5950, 2299), (10000, 10, 5e-3): (9867, 3838), (10000, 10, 7e-3): (8533, 1893)}
-# Table 8: per K (D = 1000 K), the largest lr at which every seed escaped, the smallest at which
-# one did not, and eta* (their geometric mean, as the paper's values are)
-PAPER_TABLE8 = {5: (1.0e-2, 1.5e-2, 1.2e-2), 10: (7.0e-3, 1.0e-2, 8.4e-3), 20: (3.0e-3, 5.0e-3, 3.9e-3), 36: (1.0e-3, 2.0e-3, 1.4e-3)}
-PAPER_LR_RATIO = 3.6  # Figure 2b: tau at the top of a 7x lr range over tau at its bottom
+# the paper's numbers (mi_plateau.paper), under the names the builders and the dry run use
+PAPER_TABLE3, PAPER_FIT, PAPER_TABLE5, PAPER_FIXED_D_SLOPE = paper.TABLE3, paper.FIT, paper.TABLE5, paper.FIXED_D_SLOPE
+PAPER_TABLE7, PAPER_TABLE1, PAPER_TABLE4, PAPER_TABLE8 = paper.TABLE7, paper.TABLE1, paper.TABLE4, paper.TABLE8
 ALPHAS = (0.3, 0.4, 0.5, 0.6, 0.7)
 
 
@@ -54,8 +45,20 @@ def recipe_file(name: str) -> Path:
     return path
 
 
-def recipe_sweep(name: str) -> Sweep:
-    return load_sweep(recipe_file(name))
+def recipe_sweep(name: str, max_steps: int | None = None) -> Sweep:
+    """The recipe's sweep; ``max_steps`` replaces its step budget (a smaller budget on a slow
+    machine: runs that do not escape read as "no escape by max_steps"; raising it later
+    continues them)."""
+    if max_steps is None:
+        return load_sweep(recipe_file(name))
+    import tomllib
+
+    data = tomllib.loads(recipe_file(name).read_text())
+    data.setdefault("overrides", {})["max_steps"] = max_steps
+    for p in data.get("points", []):  # a point's own budget is capped too
+        if "max_steps" in p:
+            p["max_steps"] = min(p["max_steps"], max_steps)
+    return parse_sweep(data)
 
 
 def _fit_row(name: str, fit: dict[str, Any], **extra) -> dict[str, Any]:
@@ -319,47 +322,17 @@ def phase_boundary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def build_lr_sweep(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int) -> dict[str, Any]:
-    """Figure 2b: tau against the learning rate at fixed throughput (one batch size), its ratio
-    to the smallest rate's tau, and the power-law slope of tau in lr."""
-    from .. import figures
-
-    rows = sorted(_tau_rows(sweep, root, docs), key=lambda r: r["lr"])
-    out = []
-    for fam in FAMILY_KEYS:
-        base = next((r for r in rows if r[f"tau_{fam}"]), None)
-        for r in rows:
-            t = r[f"tau_{fam}"]
-            out.append({"definition": fam, "lr": r["lr"], "K": r["K"], "B": r["batch_size"], "tau_steps": t,
-                        "ratio_to_smallest_lr": t / base[f"tau_{fam}"] if t and base else None,
-                        "steps": r["steps"], "status": r["status"]})
-    fits = {fam: power_law([r["lr"] for r in rows], [r[f"tau_{fam}"] for r in rows], n_boot=n_boot, seed=seed)
-            for fam in FAMILY_KEYS}
-    fit_rows = [_fit_row(f"tau ~ lr^beta, {fam} definition", fits[fam]) for fam in FAMILY_KEYS]
-    fit_rows.append({"fit": "the paper (as printed): tau ratio across its 7x lr range", "slope": None, "ratio": PAPER_LR_RATIO})
-    points = {fam: {"x": [r["lr"] for r in rows], "tau": [r[f"tau_{fam}"] for r in rows], "label": [f"lr={r['lr']:g} ({r['status']})" for r in rows],
-                    "reached": [r["steps"] if fam == "paper" else None for r in rows]} for fam in FAMILY_KEYS}
-    fig = figures.tau_power_law(points, fits, x_label="learning rate (batch fixed)", x_symbol="lr",
-                                title=f"Figure 2b: tau against the learning rate ({sweep.name})")
-    written = write_table(docs / "lr_sweep", out, title="Figure 2b data: tau against the learning rate",
-                          note="tau in steps (the batch size is fixed, so steps are also examples / B); None: not reached "
-                               "within `steps`. The paper: 3.6x slower across a 7x lr range.")
-    written += write_table(docs / "lr_sweep_fit", fit_rows, title="Slope of tau against lr (log-log)",
-                           note=f"ci: 95% percentile bootstrap over runs ({n_boot} resamples, seed {seed}).")
-    written.append(write_figure(docs / "lr_sweep.svg", fig))
-    return {"tables": {"Figure 2b": out, "fit": fit_rows}, "figures": {"Figure 2b": fig}, "written": written}
-
-
 BUILDERS: dict[str, Callable[..., dict[str, Any]]] = {
     "k_sweep": build_k_sweep, "fixed_d": build_fixed_d, "fixed_d_noclip": build_fixed_d, "len_z": build_len_z,
-    "batch_size": build_batch_size, "seeds": build_seeds, "seeds_init": build_seeds_init, "seeds_warmup": build_seeds, "lr_sweep": build_lr_sweep,
+    "batch_size": build_batch_size, "seeds": build_seeds, "seeds_init": build_seeds_init, "seeds_warmup": build_seeds, "lr_sweep": build_lr_width, "phase_boundary": build_phase_boundary,
 }
 
 
 def run_sweep_recipe(name: str, *, jobs: int | None = None, train: bool = True, progress: bool = True,
                      root: str | Path = "checkpoints", docs: str | Path = "docs/reproduction",
                      analyses: str | Path = "analyses", n_boot: int = 2000, seed: int = 0, batch_runs: int = 1,
-                     only: list[str] | None = None, skip_recorded: bool = False, sweep: Sweep | None = None) -> dict[str, Any]:
+                     only: list[str] | None = None, skip_recorded: bool = False, sweep: Sweep | None = None,
+                     max_steps: int | None = None) -> dict[str, Any]:
     """Train (unless ``train=False``) the recipe's sweep, then build its tables, figures and the
     sweep's HTML page (``analyses/<sweep>.html``); writes ``docs/<sweep>_log.json``, which also
     records every run's row, config and loss curves (``records``: after each run ends, and at the
@@ -367,12 +340,12 @@ def run_sweep_recipe(name: str, *, jobs: int | None = None, train: bool = True, 
     these points (run names); ``skip_recorded``: do not train the points the log records as
     finished elsewhere (a recipe continued across machines); the tables use every run either way.
     ``sweep``: a sweep of your own (a variant of the recipe's file) built by the recipe
-    ``name``'s tables. Runs that fail are named in an error raised after the log is written."""
+    ``name``'s tables; ``max_steps``: the recipe's step budget replaced (``recipe_sweep``). Runs that fail are named in an error raised after the log is written."""
     from ..report import sweep_report
 
     if name not in BUILDERS:
         raise RunError(f"unknown sweep recipe {name!r}: choose one of {', '.join(BUILDERS)}")
-    sweep = sweep or recipe_sweep(name)
+    sweep = sweep or recipe_sweep(name, max_steps)
     root, docs = Path(root), Path(docs)
     last = read_log(docs, sweep)  # an unreadable log is refused before any work: it may hold the only record of runs
     todo = [p.name for p in sweep.points] if only is None else select(sweep, only)

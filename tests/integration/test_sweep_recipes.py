@@ -7,7 +7,8 @@ import pytest
 from mi_plateau.cli import RECIPE_NAMES
 from mi_plateau.fits import power_law
 from mi_plateau.reproduce import SWEEP_RECIPES, dry_run, recipe_sweep
-from mi_plateau.reproduce.sweeps import (build_batch_size, build_fixed_d, build_k_sweep, build_lr_sweep, build_seeds,
+from mi_plateau.reproduce.boundary import build_lr_width, build_phase_boundary
+from mi_plateau.reproduce.sweeps import (build_batch_size, build_fixed_d, build_k_sweep, build_seeds,
                                          compare_seed_stats, phase_boundary)
 from mi_plateau.report import sweep_report
 from mi_plateau.sweeps import load_sweep, run_sweep
@@ -34,7 +35,9 @@ def test_every_recipe_parses_and_the_cli_lists_them():
     assert RECIPE_NAMES == ("core", *SWEEP_RECIPES)
     for name in SWEEP_RECIPES:
         sw = recipe_sweep(name)
-        assert sw.points and all(p.cfg.train.stop == "tau" for p in sw.points)
+        # the crossing recipes stop soon after tau; the width recipes once L_seq is below a floor
+        want = "floor" if name in ("phase_boundary", "lr_sweep") else "tau"
+        assert sw.points and all(p.cfg.train.stop == want for p in sw.points), name
     k = recipe_sweep("k_sweep")
     assert [p.cfg.task.K for p in k.points] == [3, 5, 7, 10, 13, 17, 20, 25, 30, 36]
     assert {p.cfg.task.n_b for p in k.points} == {1000} and {p.cfg.train.tau_on for p in k.points} == {"paper"}
@@ -57,9 +60,24 @@ def test_every_recipe_parses_and_the_cli_lists_them():
     assert {p.cfg.train.warmup_steps for p in init.points} == {500} and {p.cfg.train.max_steps for p in init.points} == {20000}
     assert {(p.cfg.task.K, p.cfg.train.lr) for p in init.points} == {(5, 5e-3), (5, 1e-2), (10, 3e-3), (10, 7e-3)}
     assert all(p.cfg.model.init_seed == p.cfg.task.data_seed for p in init.points)
+    # the original's learning-rate sweep: four rates over a 7x range, their budgets, no clipping
     lr = recipe_sweep("lr_sweep")
-    lrs = [p.cfg.train.lr for p in lr.points]
-    assert max(lrs) / min(lrs) == pytest.approx(7) and {(p.cfg.task.K, p.cfg.train.batch_size) for p in lr.points} == {(20, 128)}
+    budgets = {p.cfg.train.lr: p.cfg.train.max_steps for p in lr.points}
+    assert budgets == {3e-4: 120000, 5e-4: 80000, 1e-3: 50000, 2e-3: 50000}
+    assert {(p.cfg.task.K, p.cfg.train.batch_size, p.cfg.train.grad_clip, p.cfg.train.warmup_steps) for p in lr.points} == {(20, 128, 0.0, 0)}
+    # a smaller budget caps every point's own and keeps the run names
+    capped = recipe_sweep("lr_sweep", max_steps=20000)
+    assert [p.name for p in capped.points] == [p.name for p in lr.points]
+    assert {p.cfg.train.max_steps for p in capped.points} == {20000}
+    # the phase boundary: the original's grid, seeds 42 / 123 / 7 with the init fixed, 200,000 steps,
+    # no warm-up, no clipping, early stop at 0.01 log K on L_seq
+    pb = recipe_sweep("phase_boundary")
+    grid = {(p.cfg.task.K, p.cfg.train.lr) for p in pb.points}
+    assert grid == {(5, a) for a in (5e-3, 7e-3, 1e-2, 1.5e-2, 2e-2)} | {(10, a) for a in (3e-3, 5e-3, 7e-3, 1e-2)} | \
+        {(20, a) for a in (2e-3, 3e-3, 5e-3, 7e-3)} | {(36, a) for a in (1e-3, 2e-3, 3e-3, 5e-3)}
+    assert len(pb.points) == 3 * len(grid) and {p.cfg.task.data_seed for p in pb.points} == {42, 123, 7}
+    assert {(p.cfg.model.init_seed, p.cfg.train.max_steps, p.cfg.train.warmup_steps, p.cfg.train.grad_clip,
+             p.cfg.train.stop_floor, p.cfg.train.tau_on) for p in pb.points} == {(42, 200000, 0, 0.0, 0.01, "paper")}
 
 
 def test_dry_run_estimates_cost_without_training(tmp_path):
@@ -131,17 +149,6 @@ def test_other_builders_group_and_ratio_the_same_rows(tiny_sweep):
     assert sum(len(tr.x) for tr in b4["figures"]["Table 4"].data[:-1]) == int(table["tau_paper"].notna().sum())
     k4 = next(r for r in t4 if r["K"] == 4 and r["D"] == 192 and r["definition"] == "paper")
     assert k4["mean_tau"] == float(table[table.run == "K4"]["tau_paper"].iloc[0])
-
-
-def test_lr_sweep_builder_ratios_the_runs_own_taus(tiny_sweep):
-    sweep, root, table = tiny_sweep
-    out = build_lr_sweep(sweep, root / "ck", root / "d6", 100, 0)
-    rows = [r for r in out["tables"]["Figure 2b"] if r["definition"] == "paper"]
-    assert sorted(r["tau_steps"] for r in rows) == sorted(int(t) for t in table["tau_paper"])
-    first = next(r for r in rows if r["tau_steps"])
-    assert first["ratio_to_smallest_lr"] == 1.0
-    assert all(r["ratio_to_smallest_lr"] == pytest.approx(r["tau_steps"] / first["tau_steps"]) for r in rows if r["tau_steps"])
-    assert (root / "d6" / "lr_sweep.svg").is_file() and (root / "d6" / "lr_sweep_fit.json").is_file()
 
 
 def _row(K, lr, tau, st="finished"):
@@ -243,3 +250,49 @@ def test_dry_run_costs_a_running_seed_by_its_own_stopping_family(tmp_path, monke
     monkeypatch.setattr(cost, "collect", lambda *a, **k: (rows, {}))
     got = cost.dry_run(sweep, root=tmp_path / "ck", docs=tmp_path / "docs", sec_per_step=1.0)
     assert [r["expected_steps"] for r in got] == [int((120 + 360 + 300) / 3), 360, 300]
+
+
+TINY_FLOOR = """
+name = "tiny_floor"
+preset = "tiny"
+stop = "floor"
+[overrides]
+max_steps = 900
+"train.stop_floor" = 0.05
+tau_on = "paper"
+[grid]
+lr = [0.003, 0.006]
+seed = [0, 1]
+"""
+
+
+def test_width_builders_report_each_runs_own_width(tmp_path):
+    """The phase boundary's and the lr sweep's tables read each run's width off its own records
+    (the same numbers ``summaries.transition_width`` gives), and write every table and figure."""
+    from mi_plateau.checkpoints import Run
+    from mi_plateau.summaries import transition_width
+
+    f = tmp_path / "s.toml"
+    f.write_text(TINY_FLOOR)
+    sweep = load_sweep(f)
+    run_sweep(sweep, root=tmp_path / "ck", jobs=2, progress=False)
+    want = {}
+    for p in sweep.points:
+        recs = Run(tmp_path / "ck" / sweep.name / p.name).records()
+        want[p.name] = transition_width([r["step"] for r in recs], [r["metrics"]["L_seq"] for r in recs], p.cfg.task.log_K)
+        # the floor rule stopped every run at its first checkpoint below 0.05 log K, or at the cap
+        below = [r["step"] for r in recs if r["metrics"]["L_seq"] < 0.05 * p.cfg.task.log_K]
+        assert below == [recs[-1]["step"]] or (not below and recs[-1]["step"] == 900)
+    assert any(w[2] for w in want.values())
+    pb = build_phase_boundary(sweep, tmp_path / "ck", tmp_path / "d", 0, 0)
+    runs = {r["run"]: r for r in pb["tables"]["runs"]}
+    assert {n: (r["t_start_paper"], r["t_end_paper"], r["tau_width_paper"]) for n, r in runs.items()} == want
+    t4 = [r for r in pb["tables"]["Table 4 (width)"] if r["definition"] == "paper"]
+    assert sorted(w for r in t4 for w in r["widths"]) == sorted(w[2] for w in want.values() if w[2] is not None)
+    for name in ("phase_boundary_table4.md", "phase_boundary_table8.json", "phase_boundary_runs.csv",
+                 "phase_boundary_widths.svg", "phase_boundary_diagram.svg"):
+        assert (tmp_path / "d" / name).is_file(), name
+    lr = build_lr_width(sweep, tmp_path / "ck", tmp_path / "d2", 0, 0)
+    rows = [r for r in lr["tables"]["widths"] if r["definition"] == "paper"]
+    assert sorted((r["tau_width"] or -1) for r in rows) == sorted((w[2] or -1) for w in want.values())
+    assert (tmp_path / "d2" / "lr_sweep_ratio.json").is_file() and (tmp_path / "d2" / "lr_sweep_widths.svg").is_file()

@@ -11,7 +11,7 @@ PKG = Path(mi_plateau.__file__).parent
 
 # The pipeline, earliest first; a module may import only from its own stage or earlier ones.
 STAGES = [
-    ("config", "definitions", "frames"),
+    ("config", "definitions", "frames", "paper"),
     ("summaries", "fits"),
     ("task",),
     ("model",),

@@ -1,0 +1,98 @@
+"""The transition width (the original's clock for Tables 4 and 8 and the learning-rate sweep), the
+"floor" stopping rule, and the phase boundary's success rule, on hand-built curves and rows."""
+
+import math
+
+import pytest
+
+from mi_plateau.config import ConfigError, preset, validate, with_overrides
+from mi_plateau.reproduce.boundary import boundary, outcome, width_stats
+from mi_plateau.summaries import summarize, transition_width
+from mi_plateau.train import should_stop
+
+LOG5 = math.log(5)
+
+
+def curve(*fracs):
+    """Steps 0, 100, 200, ... with loss = frac * log 5."""
+    return [100 * i for i in range(len(fracs))], [f * LOG5 for f in fracs]
+
+
+def test_width_runs_from_the_last_evaluation_above_the_top_to_the_first_below_the_bottom():
+    steps, loss = curve(1.1, 1.0, 0.97, 0.9, 0.96, 0.5, 0.2, 0.04, 0.02)
+    # t_end: 700 (first < 0.05); t_start: 400, the last > 0.95 before it (0.96 after a dip)
+    assert transition_width(steps, loss, LOG5) == (400, 700, 300)
+
+
+def test_width_counts_from_step_zero_when_the_loss_never_sat_above_the_top():
+    steps, loss = curve(0.9, 0.8, 0.3, 0.01)
+    assert transition_width(steps, loss, LOG5) == (0, 300, 300)
+
+
+def test_no_width_before_the_loss_reaches_the_bottom_and_nan_is_never_below():
+    steps, loss = curve(1.0, 0.5, 0.06)
+    assert transition_width(steps, loss, LOG5) == (None, None, None)
+    assert transition_width([0, 50], [1.0, float("nan")], LOG5) == (None, None, None)
+
+
+def test_thresholds_are_settings():
+    steps, loss = curve(1.0, 0.85, 0.5, 0.15, 0.04)
+    assert transition_width(steps, loss, LOG5, hi=0.8, lo=0.2) == (100, 300, 200)
+
+
+def test_summary_reports_both_clocks_for_both_families():
+    cfg = with_overrides(preset("tiny"), {"K": 5})
+    steps, seq = curve(1.0, 0.97, 0.6, 0.3, 0.04)
+    _, lc = curve(1.0, 1.0, 0.97, 0.4, 0.03)
+    recs = [{"step": s, "metrics": {"L_seq": a, "Lc": b}} for s, a, b in zip(steps, seq, lc)]
+    s = summarize(cfg, recs)
+    assert (s["tau"], s["t_start"], s["t_end"], s["tau_width"]) == (300, 100, 400, 300)
+    ft = s["definitions"]["first_token"]
+    assert (ft["tau"], ft["t_start"], ft["t_end"], ft["tau_width"]) == (300, 200, 400, 200)
+
+
+def test_floor_stop_waits_for_the_named_family_below_the_floor():
+    cfg = with_overrides(preset("tiny"), {"K": 5, "stop": "floor", "tau_on": "paper"})
+    rec = lambda seq, lc: [{"step": 100, "metrics": {"L_seq": seq * LOG5, "Lc": lc * LOG5}}]
+    assert not should_stop(cfg, rec(0.011, 0.0))
+    assert should_stop(cfg, rec(0.009, 0.5))  # only L_seq counts under tau_on = paper
+    both = with_overrides(cfg, {"tau_on": "both"})
+    assert not should_stop(both, rec(0.009, 0.5)) and should_stop(both, rec(0.009, 0.005))
+
+
+@pytest.mark.parametrize("key,value", [("train.stop_floor", 0.0), ("train.stop_floor", 1.0), ("eval.width_lo", 0.0),
+                                       ("eval.width_lo", 0.96)])
+def test_bad_thresholds_fail_with_the_name(key, value):
+    with pytest.raises(ConfigError, match=key.split(".")[1]):
+        validate(with_overrides(preset("tiny"), {key: value}))
+
+
+def _row(K, lr, width, status="finished", final=0.0, low=0.0, steps=1000, seed=0):
+    log_K = math.log(K)
+    return {"run": f"K{K}_lr{lr}_seed{seed}", "K": K, "D": 1000 * K, "lr": lr, "seed": seed, "status": status, "steps": steps,
+            "final_L_seq": final * log_K, "min_L_seq": low * log_K, "tau_paper": width, "tau_first_token": width,
+            "t_start_paper": 0, "t_end_paper": width, "tau_width_paper": width,
+            "t_start_first_token": 0, "t_end_first_token": width, "tau_width_first_token": width}
+
+
+def test_success_rule_is_the_originals():
+    assert outcome(_row(5, 1e-2, 100, low=0.009)) == "escaped"  # minimum below 0.01 log K
+    assert outcome(_row(5, 1e-2, 100, status="finished", final=0.04, low=0.02)) == "escaped"  # final below 0.05
+    assert outcome(_row(5, 1e-2, None, status="finished", final=0.06, low=0.02)) == "no escape"
+    assert outcome(_row(5, 1e-2, None, status="running", final=0.9, low=0.9)) == "undecided"
+
+
+def test_table4_uses_ddof_zero_and_table8_the_geometric_mean():
+    rows = [_row(5, 5e-3, w, seed=s) for s, w in enumerate((1000, 2000, 3000))]
+    rows += [_row(5, 1e-2, 500, seed=0), _row(5, 1e-2, None, final=1.0, low=0.9, steps=20000, seed=1)]
+    rows += [_row(5, 2e-2, None, status="running", final=1.0, low=1.0, seed=0)]
+    t4 = {(r["lr"], r["definition"]): r for r in width_stats(rows)}
+    a = t4[(5e-3, "paper")]
+    assert a["mean_width"] == 2000 and a["std_width"] == pytest.approx(math.sqrt(2e6 / 3))  # ddof 0
+    assert a["cv_width"] == pytest.approx(math.sqrt(2e6 / 3) / 2000) and a["paper_mean"] == 2850
+    b = t4[(1e-2, "paper")]
+    assert b["escaped"] == 1 and b["widths"] == [500] and b["no_escape_by"] == [20000] and b["std_width"] == 0
+    (t8,), cells = boundary(rows)
+    assert (t8["max_all_succeed"], t8["min_any_fail"], t8["no_escape_by"]) == (5e-3, 1e-2, 20000)
+    assert t8["eta_star"] == pytest.approx(math.sqrt(5e-3 * 1e-2)) and t8["undecided"] == [0, 0, 1]
+    assert {c["lr"]: c["outcome"] for c in cells} == {5e-3: "all escaped", 1e-2: "some did not escape", 2e-2: "undecided"}
