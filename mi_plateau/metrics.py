@@ -28,6 +28,7 @@ Two families, both computed at every checkpoint and named in every table:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -36,7 +37,7 @@ import torch.nn.functional as F
 from jaxtyping import Float, Int
 from torch import Tensor
 
-from .config import Layout
+from .config import Layout, RunConfig
 from .model.forward import Weights, run_packed, run_suffixes
 from .model.packing import eval_packing
 from .task import EOS, EvalSet
@@ -118,10 +119,91 @@ def sequence_scores(W: Weights, ev: EvalSet, rows: Int[Tensor, "n"], prefix_kv: 
 
 
 @torch.no_grad()
-def evaluate(model, ev: EvalSet, batch: int = 256, seq_groups: int = 0, sequence: bool = True) -> dict[str, Any]:
+def evaluate(model, ev: EvalSet, batch: int = 256, seq_groups: int = 0, sequence: bool = True,
+             guard: "SeqGuard | None" = None) -> dict[str, Any]:
     """Cheap per-checkpoint metrics on the evaluation set: the means over its examples of what
-    ``example_losses`` computes per example (see there)."""
-    return _metrics(*_per_example(model, ev, batch, seq_groups, sequence))
+    ``example_losses`` computes per example (see there). ``seq_groups``: the paper family over
+    the first that many groups only (the older ``eval.seq_max_strings`` cap); ``guard``: the
+    paper family over a seeded subset of groups, and over every group wherever the subset cannot
+    rule out a crossing of a reported threshold (``SeqGuard``)."""
+    W, pk = _weights(model), eval_packing(ev, (1,) if ev.task.cfg.has_selector else ())
+    N, K = len(ev.tokens), ev.task.cfg.K
+    if guard is None:
+        mask = np.arange(N) < (min(N, seq_groups * K) if seq_groups else N)
+        return _metrics(*_per_example(W, ev, pk, batch, mask, sequence))
+    mask = np.isin(ev.g, guard.groups)
+    out = _per_example(W, ev, pk, batch, mask, sequence)
+    scores = out[-1]
+    if scores is None:
+        return _metrics(*out[:-1], None)
+    own = torch.from_numpy(ev.s)
+    part = sequence_losses(scores[mask], own[mask])[0].reshape(-1, K).mean(1).double().numpy()
+    est, se = guard.estimate(part, ev.n_groups)
+    exact = guard.must_score_all(est, se)
+    if exact:
+        _score_rows(W, ev, pk, batch, ~mask, scores)
+        mask = np.ones(N, dtype=bool)
+    m = _metrics(*out[:-1], sequence_losses(scores[mask], own[mask]))
+    m.update({"L_seq_groups": int(mask.sum()) // K, "L_seq_se": 0.0 if exact else se})
+    return m
+
+
+@dataclass(frozen=True)
+class SeqGuard:
+    """Exact where it matters: the paper family scored on a seeded subset of the evaluation
+    groups at every checkpoint, and on all of them wherever the subset cannot rule out that the
+    full-set L_seq lies on the other side of a reported threshold.
+
+    The subset's estimate of the full-set mean is the mean of its groups' mean L_seq; its
+    standard error se = sd(group means) / sqrt(n) * sqrt(1 - n / N) (sampling n of the N
+    evaluation groups without replacement). Every group is scored when some threshold t (a
+    fraction of log K times log K) has |estimate - t| <= ``z`` se, or when ``force`` says so
+    (Table 7's plateau window). Elsewhere the recorded L_seq is the subset's estimate, on the same
+    side of every threshold as the full-set value unless the estimate is off by more than z se:
+    under the normal approximation of the subset mean, a chance of at most 2 Phi(-z) per
+    checkpoint (z = 5: 5.7e-7). So each tau and width read off the records is the full-set one
+    with that probability at each checkpoint; ``L_seq_se`` (0 where exact) and ``L_seq_groups``
+    say which checkpoints were scored in full.
+    """
+
+    groups: np.ndarray  # the subset, indices into the task's groups
+    thresholds: tuple[float, ...]  # in nats
+    z: float
+    force: bool = False
+
+    @staticmethod
+    def estimate(group_means: np.ndarray, n_total: int) -> tuple[float, float]:
+        n = len(group_means)
+        if n < 2 or n >= n_total:
+            return float(group_means.mean()), 0.0 if n >= n_total else float("inf")
+        sd = float(group_means.std(ddof=1))
+        return float(group_means.mean()), sd / np.sqrt(n) * np.sqrt(1 - n / n_total)
+
+    def must_score_all(self, est: float, se: float) -> bool:
+        if self.force or not np.isfinite(se) or not np.isfinite(est):
+            return True
+        return any(abs(est - t) <= self.z * se for t in self.thresholds)
+
+
+def seq_guard(cfg: RunConfig, ev: EvalSet, step: int) -> SeqGuard | None:
+    """The run's ``SeqGuard`` at a checkpoint (None where every group is scored anyway): the
+    subset is ``eval.seq_subset`` of the evaluation groups drawn with a generator seeded by
+    ``eval.eval_seed`` (the same groups at every checkpoint); Table 7's plateau window
+    (``eval.seq_plateau_start..end``) is scored in full."""
+    n = cfg.eval.seq_subset
+    if not n or n >= ev.n_groups or not ev.has_sequence_candidates:
+        return None
+    rng = np.random.default_rng([cfg.eval.eval_seed, 0x5EB5])
+    groups = np.sort(rng.choice(ev.groups, size=n, replace=False))
+    log_K = cfg.task.log_K
+    return SeqGuard(groups, tuple(f * log_K for f in cfg.seq_thresholds()), cfg.eval.seq_guard,
+                    force=cfg.eval.seq_plateau_start <= step <= cfg.eval.seq_plateau_end)
+
+
+def _weights(model) -> Weights:
+    m = model.cfg
+    return Weights.from_state_dict(model.state_dict(), m.n_layers, m.n_heads, m.d_head, getattr(m, "act_fn", "gelu"),
+                                   getattr(m, "eps", 1e-5))
 
 
 @torch.no_grad()
@@ -129,11 +211,28 @@ def example_losses(model, ev: EvalSet, batch: int = 256) -> dict[str, np.ndarray
     """Per example of the evaluation set (its row order: group-major, selector k at row
     ``K * group + k``): ``L_seq`` (every candidate string scored; NaN where the paper family is
     undefined) and ``Lc``. ``evaluate`` reports their means."""
-    Lc, _, _, _, _, _, _, seq = _per_example(model, ev, batch, 0, True)
-    return {"L_seq": seq[0].numpy() if seq is not None else np.full(len(Lc), np.nan), "Lc": Lc.numpy()}
+    pk = eval_packing(ev, (1,) if ev.task.cfg.has_selector else ())
+    out = _per_example(_weights(model), ev, pk, batch, np.ones(len(ev.tokens), dtype=bool), True)
+    Lc, scores = out[0], out[-1]
+    seq = sequence_losses(scores, torch.from_numpy(ev.s))[0] if scores is not None else None
+    return {"L_seq": seq.numpy() if seq is not None else np.full(len(Lc), np.nan), "Lc": Lc.numpy()}
 
 
-def _per_example(model, ev: EvalSet, batch: int, seq_groups: int, sequence: bool):
+def _chunk_forward(W: Weights, ev: EvalSet, pk, c: slice, seqs: Tensor, keep_kv: bool):
+    """One chunk of packs through the packed forward: the logits at the nodes that are read
+    (each clean row's fp..P-1, each swapped row's fp), and the keys and values if asked."""
+    lay, N = ev.task.layout, len(ev.tokens)
+    P, fp = lay.seq_len - 1, lay.first_pred
+    clean, swapped = seqs[seqs < N], seqs[seqs >= N]
+    want = pk.node[clean][:, fp:P].contiguous()  # each clean row's nodes at fp..P-1
+    read = torch.unique(torch.cat([want.reshape(-1), pk.node[swapped, fp]]))
+    lg, kv = run_packed(W, pk.tokens[c], pk.positions[c], pk.blocked_for(c), read, keep_kv=keep_kv)
+    clean_lg = lg[(pk.pack[clean] - c.start)[:, None], torch.searchsorted(read, want)]
+    swap_lg = lg[pk.pack[swapped] - c.start, torch.searchsorted(read, pk.node[swapped, fp])]
+    return clean, swapped, clean_lg, swap_lg, kv
+
+
+def _per_example(W: Weights, ev: EvalSet, pk, batch: int, score: np.ndarray, sequence: bool):
     """The forward passes behind ``evaluate`` and ``example_losses``.
 
     The clean rows and the selector-swapped ones run as prefix packs (``model.packing``): one
@@ -142,39 +241,47 @@ def _per_example(model, ev: EvalSet, batch: int, seq_groups: int, sequence: bool
     example's clean input), and the last block computes only the positions that are read. The
     numbers equal ``evaluate_reference`` (plain bridge forwards) to float precision.
 
-    The paper family scores the K candidate strings of every example of the first ``seq_groups``
-    groups (0: all): each prompt is read from the packs' keys and values, and only the other
-    candidates' four positions are computed (``sequence_scores``). ``sequence=False`` leaves the
-    paper family out (NaN), for timing the first-token family alone.
+    The paper family scores the K candidate strings of the rows where ``score`` (a mask over
+    the rows) is true: each prompt is read from the packs' keys and values, and only the other
+    candidates' four positions are computed (``sequence_scores``); the other rows' scores stay
+    unset. ``sequence=False`` leaves the paper family out (None), for timing the first-token
+    family alone.
     """
     lay = ev.task.layout
     K, N = ev.task.cfg.K, len(ev.tokens)
     P, fp = lay.seq_len - 1, lay.first_pred
     sel = ev.task.cfg.has_selector
-    pk = eval_packing(ev, (1,) if sel else ())
-    m = model.cfg
-    W = Weights.from_state_dict(model.state_dict(), m.n_layers, m.n_heads, m.d_head, getattr(m, "act_fn", "gelu"), getattr(m, "eps", 1e-5))
     logits = torch.zeros(N, P, W.W_U.shape[1])  # the metrics read positions fp.. only
     swap_fp = torch.empty(N, W.W_U.shape[1]) if sel else None
-    n_seq = N if not seq_groups else min(N, seq_groups * K)  # rows are group-major
-    scores = torch.empty(n_seq, K) if sequence and ev.has_sequence_candidates else None
+    scores = torch.full((N, K), float("nan")) if sequence and ev.has_sequence_candidates else None
+    wanted = torch.from_numpy(score)
     for c, seqs in pk.chunks(batch):
-        clean, swapped = seqs[seqs < N], seqs[seqs >= N]
-        want = pk.node[clean][:, fp:P].contiguous()  # each clean row's nodes at fp..P-1
-        read = torch.unique(torch.cat([want.reshape(-1), pk.node[swapped, fp]]))
-        lg, kv = run_packed(W, pk.tokens[c], pk.positions[c], pk.blocked_for(c), read, keep_kv=scores is not None)
-        logits[clean, fp:] = lg[(pk.pack[clean] - c.start)[:, None], torch.searchsorted(read, want)]
+        clean, swapped, clean_lg, swap_lg, kv = _chunk_forward(W, ev, pk, c, seqs, keep_kv=scores is not None)
+        logits[clean, fp:] = clean_lg
         if sel:
-            swap_fp[swapped - N] = lg[pk.pack[swapped] - c.start, torch.searchsorted(read, pk.node[swapped, fp])]
-        rows = clean[clean < n_seq]
+            swap_fp[swapped - N] = swap_lg
+        rows = clean[wanted[clean]]
         if scores is not None and len(rows):
             scores[rows] = sequence_scores(W, ev, rows, prefix_kv_of(pk, kv, rows, fp, c.start), logits[rows, fp], logits[rows, fp + 1 :])
     Lc, mass = candidate_losses(logits[:, fp], ev.candidates, ev.cand_index)
     L1 = F.cross_entropy(logits[:, fp], ev.target_first, reduction="none")
     full = target_loss(logits, ev.tokens, lay).item()
     swap = candidate_losses(swap_fp, ev.candidates, ev.cand_index)[0] if sel else None
-    seq = sequence_losses(scores, torch.from_numpy(ev.s[:n_seq])) if scores is not None else None
-    return Lc, L1, mass, full, example_correct(logits, ev.tokens, lay), swap, K, seq
+    return Lc, L1, mass, full, example_correct(logits, ev.tokens, lay), swap, K, scores
+
+
+def _score_rows(W: Weights, ev: EvalSet, pk, batch: int, score: np.ndarray, scores: Tensor) -> None:
+    """Fill in ``scores`` for the rows where ``score`` is true (a second pass over the packs that
+    hold them: their prompts' keys and values are computed again)."""
+    fp = ev.task.layout.first_pred
+    wanted = torch.from_numpy(score)
+    for c, seqs in pk.chunks(batch):
+        if not wanted[seqs[seqs < len(ev.tokens)]].any():
+            continue
+        clean, _, clean_lg, _, kv = _chunk_forward(W, ev, pk, c, seqs, keep_kv=True)
+        keep = wanted[clean]
+        rows, lg = clean[keep], clean_lg[keep]
+        scores[rows] = sequence_scores(W, ev, rows, prefix_kv_of(pk, kv, rows, fp, c.start), lg[:, 0], lg[:, 1:])
 
 
 def prefix_kv_of(pk, kv: list[tuple[Tensor, Tensor]], rows: Tensor, fp: int, first_pack: int) -> list[tuple[Tensor, Tensor]]:
@@ -186,6 +293,12 @@ def prefix_kv_of(pk, kv: list[tuple[Tensor, Tensor]], rows: Tensor, fp: int, fir
 
 
 def _metrics(Lc, L1, mass, full, correct, swap, K, seq=None) -> dict[str, Any]:
+    """The checkpoint's means. ``seq``: (per-row L_seq, candidate-correct) of the scored rows
+    (whole groups, group-major), or, straight from ``_per_example``, its score matrix with NaN
+    rows for the groups left unscored (the first n groups scored: the older cap)."""
+    if isinstance(seq, Tensor):  # a score matrix: the scored rows are a prefix of whole groups
+        rows = ~seq.isnan().any(1)
+        seq = sequence_losses(seq[rows], torch.from_numpy(np.arange(len(rows)) % K)[rows]) if rows.any() else None
     acc = group_accuracy(correct, K)
     nan = float("nan")
     if seq is not None:

@@ -39,7 +39,7 @@ from .checkpoints import (
     write_checkpoint,
 )
 from .config import RunConfig, config_diff, extends, layout_for, validate
-from .metrics import evaluate
+from .metrics import evaluate, seq_guard
 from .summaries import num as _num, summarize, tau as tau_of
 from .task import make_eval_set, make_sampler, make_task
 
@@ -332,7 +332,7 @@ class Member:
         cfg, model = self.cfg, self.model
         wall = time.perf_counter() - self.t0 if step else 0.0
         model.eval()
-        metrics = evaluate(model, self.ev, seq_groups=cfg.eval.seq_groups(cfg.task.K))
+        metrics = evaluate(model, self.ev, seq_groups=cfg.eval.seq_groups(cfg.task.K), guard=seq_guard(cfg, self.ev, step))
         model.train()
         record = {
             "step": step,

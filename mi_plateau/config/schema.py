@@ -42,6 +42,10 @@ class TaskConfig:
     len_z: int = 2  # selector length in characters
     direction: str = "backward"  # backward (B,z)->A, forward A->B, az_b (A,z)->B, b_a B->A
     label_noise: float = 0.0  # probability a training draw's target is another A of its group
+    # the gradient-cancellation control (Table 12): 0 = one global selector set shared by every
+    # group; G > 0 = G selector sets of K selectors each, all G*K strings distinct, group g using
+    # set g mod G (so the groups that share a set number about n_b / G)
+    selector_groups: int = 0
     data_seed: int = 0
 
     @property
@@ -133,6 +137,11 @@ class EvalConfig:
     # checkpoint: the first n groups of the evaluation set with n K (K - 1) <= seq_max_strings
     # (at least one group); 0 scores every group (exact). The analysis passes score them all.
     seq_max_strings: int = 0
+    # the paper family on a seeded subset of this many groups at each checkpoint, and on every
+    # group wherever the subset's estimate lies within seq_guard standard errors of a reported
+    # threshold (metrics.SeqGuard: each tau and width stays the full-set one); 0 scores every group
+    seq_subset: int = 0
+    seq_guard: float = 5.0
     # the transition width (the original's clock for Tables 4 and 8 and the learning-rate sweep):
     # t_end = the first evaluation with loss < width_lo log K, t_start = the last one before t_end
     # with loss > width_hi log K (0 if none), tau_width = t_end - t_start
@@ -154,6 +163,14 @@ class RunConfig:
     train: TrainConfig = field(default_factory=TrainConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     preset: str = "custom"
+
+    def seq_thresholds(self) -> tuple[float, ...]:
+        """Every fraction of log K at which the run reports a crossing of L_seq or acts on one:
+        tau's alpha and Table 5's (0.3-0.7), the transition width's ends, the floor stop, and the
+        ends of the dense checkpoint spacing (``train.next_interval``)."""
+        dense_lo = max(self.train.converge_Lc / self.task.log_K, 0.1)
+        fr = {0.3, 0.4, 0.5, 0.6, 0.7, self.eval.alpha, self.eval.width_hi, self.eval.width_lo, self.train.stop_floor, dense_lo}
+        return tuple(sorted(fr))
 
     # derived layout values -------------------------------------------------------
     @property
@@ -274,6 +291,17 @@ def validate(cfg: RunConfig) -> RunConfig:
         raise ConfigError(
             f"task.len_z={t.len_z}: only {N_CHARS**t.len_z} distinct selectors of that length, fewer than K={t.K}"
         )
+    if t.selector_groups < 0:
+        raise ConfigError(f"task.selector_groups={t.selector_groups}: must be >= 0 (0 = one global selector set)")
+    if t.selector_groups > 0 and not t.has_selector:
+        raise ConfigError(f"task.selector_groups={t.selector_groups}: task.direction={t.direction!r} has no selector")
+    if t.selector_groups > t.n_b:
+        raise ConfigError(f"task.selector_groups={t.selector_groups}: at most n_b={t.n_b} (one selector set per group)")
+    if N_CHARS**t.len_z < t.selector_groups * t.K:
+        raise ConfigError(
+            f"task.selector_groups={t.selector_groups}: {t.selector_groups} sets of K={t.K} distinct selectors need "
+            f"{t.selector_groups * t.K} strings, but len_z={t.len_z} gives only {N_CHARS**t.len_z}; raise task.len_z"
+        )
     # Each first character is used by at most one target per group, and targets are globally
     # unique, so every group needs its own 3-character suffix per first character: at most
     # 36^3 = 46656 groups. Generation draws suffixes with rejection, so we keep headroom.
@@ -338,6 +366,13 @@ def validate(cfg: RunConfig) -> RunConfig:
         raise ConfigError(f"train.tau_margin={tr.tau_margin}: must be >= 1 (a multiple of tau)")
     if not 0 <= ev.seq_plateau_start < ev.seq_plateau_end:
         raise ConfigError(f"eval.seq_plateau_start={ev.seq_plateau_start}, eval.seq_plateau_end={ev.seq_plateau_end}: need 0 <= start < end")
+    if ev.seq_subset < 0:
+        raise ConfigError(f"eval.seq_subset={ev.seq_subset}: must be >= 0 (0 = every evaluation group)")
+    if ev.seq_subset and ev.seq_max_strings:
+        raise ConfigError(f"eval.seq_subset={ev.seq_subset} and eval.seq_max_strings={ev.seq_max_strings}: choose one "
+                          "(the subset with its guard keeps every tau exact; the cap does not)")
+    if not ev.seq_guard > 0:
+        raise ConfigError(f"eval.seq_guard={ev.seq_guard}: must be > 0 (standard errors)")
     if ev.seq_max_strings < 0:
         raise ConfigError(f"eval.seq_max_strings={ev.seq_max_strings}: must be >= 0 (0 = every evaluation group)")
     if tr.impl not in IMPLS:

@@ -1,0 +1,28 @@
+"""A run evaluated on a guarded subset of groups records the same checkpoints, taus and width as
+the same run scored in full (training never reads the evaluation: the weights are the same), and
+the replay pass (``passes.guard.guard_check``) agrees."""
+
+import pytest
+
+from mi_plateau.checkpoints import Run
+from mi_plateau.config import with_overrides
+from mi_plateau.passes.guard import guard_check
+from mi_plateau.train import train
+
+
+def test_guarded_run_equals_the_full_run_at_every_reported_crossing(tmp_path, tiny_cfg, tiny_run):
+    cfg = with_overrides(tiny_cfg, {"eval.seq_subset": 12})
+    guarded = train(cfg, tmp_path / "guarded", progress=False)
+    full_recs, recs = Run(tiny_run.path).records(), guarded.records()
+    assert [r["step"] for r in recs] == [r["step"] for r in full_recs]
+    exact = [r for r in recs if r["metrics"]["L_seq_se"] == 0.0]
+    assert 0 < len(exact) < len(recs)  # the guard scored some checkpoints in full, not all
+    by_step = {r["step"]: r["metrics"]["L_seq"] for r in full_recs}
+    assert all(r["metrics"]["L_seq"] == pytest.approx(by_step[r["step"]], rel=1e-5) for r in exact)
+    a, b = Run(tiny_run.path).summary(), guarded.summary()
+    for fam in ("paper", "first_token"):
+        for k in ("tau", "t_start", "t_end", "tau_width"):
+            assert a["definitions"][fam][k] == b["definitions"][fam][k], (fam, k)
+    check = guard_check(tiny_run.path, subset=12)
+    assert check["all_equal"] and check["scored_all"] < check["checkpoints"]
+    assert {c["fraction"] for c in check["crossings"]} == set(cfg.seq_thresholds())
