@@ -2,9 +2,14 @@
 
 Tokens: PAD=0, BOS=1, EOS=2, SEP=3, characters a-z0-9 are 4..39 (vocabulary 40).
 For each of ``n_b`` base strings B (6 characters) there are K target strings A (4 characters),
-globally unique and with distinct first characters inside a group. One global set of K
-selectors z is shared by all groups, so z alone says nothing about A; only (B, z) does.
+globally unique and with distinct first characters inside a group. By default one global set of
+K selectors z is shared by all groups, so z alone says nothing about A; only (B, z) does.
 Example (b, k) pairs base b with selector k and target A[b, k].
+
+With ``task.selector_groups = G > 0`` (the gradient-cancellation control of Table 12) there are
+G sets of K selectors, all G*K strings distinct, and group b shows the selectors of set b mod G:
+selector k of example (b, k) is then "the k-th selector of b's set". Everything downstream
+speaks of selectors by that index k, so a swap (k -> k+1 mod K) stays inside the group's set.
 """
 
 from __future__ import annotations
@@ -54,8 +59,25 @@ class Task:
 
     cfg: TaskConfig
     bases: np.ndarray  # (n_b, 6)
-    selectors: np.ndarray  # (K, len_z)
+    selector_sets: np.ndarray  # (n_sets, K, len_z): one set (selector_groups = 0) or G of them
     targets: np.ndarray  # (n_b, K, 4)
+
+    @property
+    def selectors(self) -> np.ndarray:
+        """The one global selector set (K, len_z); with several sets, use ``selector_strings``."""
+        if len(self.selector_sets) != 1:
+            raise ValueError(f"task.selector_groups={self.cfg.selector_groups}: each group has its own selector set "
+                             "(Task.selector_strings)")
+        return self.selector_sets[0]
+
+    def selector_set(self, groups: np.ndarray | Tensor) -> np.ndarray:
+        """Index of each group's selector set: g mod G, or 0 when all groups share one set."""
+        g = np.asarray(groups, dtype=np.int64)
+        return g % len(self.selector_sets)
+
+    def selector_strings(self, groups: np.ndarray | Tensor, sel: np.ndarray | Tensor) -> np.ndarray:
+        """Characters (0..35) of selector ``sel[i]`` of group ``groups[i]``'s set: (batch, len_z)."""
+        return self.selector_sets[self.selector_set(groups), np.asarray(sel, dtype=np.int64)]
 
     @cached_property
     def layout(self) -> Layout:
@@ -81,7 +103,7 @@ class Task:
         # the prompt's own A (direction az_b) is the example's, not the shown selector's
         A_prompt = self.targets[g, ts]
         A_target = self.targets[g, ts]
-        pieces = {"B": self.bases[g], "z": self.selectors[s], "A": A_prompt}
+        pieces = {"B": self.bases[g], "z": self.selector_strings(g, s), "A": A_prompt}
         target = A_target if self.cfg.targets_A else self.bases[g]
         out = np.empty((n, self.layout.seq_len), dtype=np.int64)
         out[:, 0] = BOS
@@ -128,7 +150,22 @@ def make_task(cfg: TaskConfig) -> Task:
             break
         suffix.reshape(-1, LEN_A - 1)[dup] = rng.integers(0, N_CHARS, size=(dup.size, LEN_A - 1))
     targets = np.concatenate([first[..., None], suffix], axis=-1)
-    return Task(cfg=cfg, bases=bases, selectors=selectors, targets=targets)
+    sets = selectors[None] if cfg.selector_groups == 0 else _selector_sets(cfg)
+    return Task(cfg=cfg, bases=bases, selector_sets=sets, targets=targets)
+
+
+def _selector_sets(cfg: TaskConfig) -> np.ndarray:
+    """G sets of K selectors, all G*K strings distinct: (G, K, len_z) character indices.
+
+    Drawn from a generator of their own, after the global set, so that bases and targets are
+    the same for every G at one data seed: a G sweep changes only which groups share selectors.
+    Strings are numbers in base 36 drawn without replacement, so any G*K <= 36^len_z works.
+    """
+    G, K, L = cfg.selector_groups, cfg.K, cfg.len_z
+    rng = np.random.default_rng([cfg.data_seed, 0x5EED, G])
+    codes = rng.choice(N_CHARS**L, size=G * K, replace=False)
+    digits = (codes[:, None] // N_CHARS ** np.arange(L - 1, -1, -1)) % N_CHARS
+    return digits.reshape(G, K, L)
 
 
 @dataclass(frozen=True)
@@ -141,7 +178,7 @@ class EvalSet:
     task: Task
     groups: np.ndarray  # (n_groups,) indices into the task's groups
     g: np.ndarray  # (N,) group of each row
-    s: np.ndarray  # (N,) selector of each row
+    s: np.ndarray  # (N,) selector of each row (its index k in the row's group's selector set)
     tokens: Tensor  # (N, seq_len)
     candidates: Tensor  # (N, n_cand)
     target_first: Tensor  # (N,) first target token
@@ -167,7 +204,8 @@ class EvalSet:
         return torch.from_numpy(self.task.targets[self.g] + CHAR0)
 
     def swapped_tokens(self, shift: int) -> Tensor:
-        """The same rows with selector k replaced by (k + shift) mod K; the answer is unchanged."""
+        """The same rows with selector k replaced by (k + shift) mod K of the row's own group's
+        set (``task.selector_groups``); the answer is unchanged."""
         K = self.task.cfg.K
         return self.task.tokens(self.g, (self.s + shift) % K, target_sel=self.s)
 

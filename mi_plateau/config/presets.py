@@ -140,15 +140,21 @@ def extends(stored: RunConfig, cfg: RunConfig) -> bool:
 
 
 def run_name(cfg: RunConfig) -> str:
-    """<preset>_K<K>_nb<n_b>_s<seed>, plus a short hash when other settings differ from the preset."""
+    """<preset>_K<K>_nb<n_b>_s<seed>, plus a short hash of the settings that differ from the
+    preset when some do (only those: a setting added to the config later, at its default, leaves
+    every name as it was)."""
     import hashlib
+    import json
 
     t = cfg.task
     name = f"{cfg.preset}_K{t.K}_nb{t.n_b}_s{t.data_seed}"
     try:
-        base = with_overrides(preset(cfg.preset), {"K": t.K, "n_b": t.n_b, "seed": t.data_seed})
-        if base.to_dict() != cfg.to_dict():
-            name += "_" + hashlib.sha1(cfg.to_json().encode()).hexdigest()[:8]
+        base = with_overrides(preset(cfg.preset), {"K": t.K, "n_b": t.n_b, "seed": t.data_seed}).to_dict()
+        mine = cfg.to_dict()
+        diff = {f"{sec}.{k}": v for sec, d in mine.items() if isinstance(d, dict) for k, v in d.items()
+                if base[sec].get(k) != v}
+        if diff:
+            name += "_" + hashlib.sha1(json.dumps(diff, sort_keys=True).encode()).hexdigest()[:8]
     except ConfigError:
         pass
     return name

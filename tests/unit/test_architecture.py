@@ -18,7 +18,7 @@ STAGES = [
     ("metrics",),
     ("checkpoints",),
     ("train", "batched"),
-    ("passes",),
+    ("passes", "control"),
     ("tabular", "figures"),
     ("report",),
     ("api", "sweeps"),

@@ -145,3 +145,41 @@ def test_from_dict_rejects_unknown_keys():
     d["train"]["momentum"] = 0.9
     with pytest.raises(ConfigError, match="momentum"):
         RunConfig.from_dict(d)
+
+
+@pytest.mark.parametrize("over, message", [
+    ({"K": 20, "task.selector_groups": 65}, "task.selector_groups=65: 65 sets of K=20 distinct selectors need 1300 "
+                                            "strings, but len_z=2 gives only 1296; raise task.len_z"),
+    ({"task.selector_groups": -1}, "task.selector_groups=-1: must be >= 0"),
+    ({"task.selector_groups": 2, "direction": "b_a"}, "task.selector_groups=2: task.direction='b_a' has no selector"),
+    ({"task.selector_groups": 1001}, "task.selector_groups=1001: at most n_b=1000"),
+])
+def test_selector_groups_are_checked(over, message):
+    with pytest.raises(ConfigError, match="^" + message.replace("(", r"\(").replace(")", r"\)")):
+        validate(with_overrides(preset("paper"), over))
+
+
+def test_selector_groups_within_the_selector_space_are_valid():
+    cfg = validate(with_overrides(preset("paper"), {"K": 20, "task.selector_groups": 64}))
+    assert cfg.task.selector_groups == 64 and preset("paper").task.selector_groups == 0
+    assert validate(with_overrides(preset("paper"), {"K": 20, "len_z": 3, "task.selector_groups": 1000}))
+    assert RunConfig.from_dict(json.loads(cfg.to_json())) == cfg
+    # a config stored before the setting existed reads as one global selector set
+    old = cfg.to_dict()
+    del old["task"]["selector_groups"]
+    assert RunConfig.from_dict(old).task.selector_groups == 0
+
+
+def test_run_name_hashes_only_the_settings_that_differ_from_the_preset():
+    """A setting added later at its default leaves every name as it was: the hash covers the
+    differing settings, not the whole config."""
+    import hashlib
+    import json
+
+    from mi_plateau.config import run_name
+
+    base = preset("tiny")
+    assert run_name(base) == "tiny_K4_nb48_s0"
+    cfg = with_overrides(base, {"lr": 0.004, "eval.alpha": 0.4})
+    want = hashlib.sha1(json.dumps({"eval.alpha": 0.4, "train.lr": 0.004}, sort_keys=True).encode()).hexdigest()[:8]
+    assert run_name(cfg) == f"tiny_K4_nb48_s0_{want}"

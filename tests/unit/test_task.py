@@ -158,3 +158,92 @@ def test_az_b_swap_changes_only_the_selector():
     other = [p for p in range(ev.task.layout.seq_len) if p not in zpos]
     assert torch.equal(sw[:, other], ev.tokens[:, other])
     assert not torch.equal(sw[:, zpos], ev.tokens[:, zpos])
+
+
+# --- selector groups (task.selector_groups, the gradient-cancellation control) ------------------
+
+
+def _reference_task(cfg):
+    """The task as generated before ``task.selector_groups`` existed (one global selector set):
+    bases, selectors and targets, drawn in the same order from the same generator. Kept here as
+    the plain twin that the default (G = 0) must reproduce bit for bit."""
+    def _unique_rows(rng, n, length):
+        out = rng.integers(0, 36, size=(n, length))
+        while True:
+            _, first = np.unique(out, axis=0, return_index=True)
+            dup = np.setdiff1d(np.arange(n), first)
+            if dup.size == 0:
+                return out
+            out[dup] = rng.integers(0, 36, size=(dup.size, length))
+
+    rng = np.random.default_rng([cfg.data_seed, 0x5EED])
+    bases = _unique_rows(rng, cfg.n_b, 6)
+    selectors = _unique_rows(rng, cfg.K, cfg.len_z)
+    first = np.argsort(rng.random((cfg.n_b, 36)), axis=1)[:, : cfg.K]
+    suffix = rng.integers(0, 36, size=(cfg.n_b, cfg.K, 3))
+    while True:
+        code = first * 36**3 + (suffix * np.array([36**2, 36, 1])).sum(-1)
+        flat = code.reshape(-1)
+        _, idx = np.unique(flat, return_index=True)
+        dup = np.setdiff1d(np.arange(flat.size), idx)
+        if dup.size == 0:
+            break
+        suffix.reshape(-1, 3)[dup] = rng.integers(0, 36, size=(dup.size, 3))
+    return bases, selectors, np.concatenate([first[..., None], suffix], axis=-1)
+
+
+def _reference_tokens(cfg, g, s):
+    """``[BOS] B [SEP] z [SEP] A [EOS]`` (backward) from the reference strings."""
+    bases, selectors, targets = _reference_task(cfg)
+    parts = [np.full((len(g), 1), BOS), bases[g] + CHAR0, np.full((len(g), 1), SEP), selectors[s] + CHAR0,
+             np.full((len(g), 1), SEP), targets[g, s] + CHAR0, np.full((len(g), 1), EOS)]
+    return torch.from_numpy(np.concatenate(parts, axis=1).astype(np.int64))
+
+
+@pytest.mark.parametrize("seed, K, n_b, len_z", [(0, 10, 1000, 2), (7, 20, 300, 2), (3, 36, 200, 1), (11, 5, 64, 3)])
+def test_without_selector_groups_every_token_is_as_before(seed, K, n_b, len_z):
+    cfg = with_overrides(preset("paper"), {"seed": seed, "K": K, "n_b": n_b, "len_z": len_z})
+    t = make_task(cfg.task)
+    bases, selectors, targets = _reference_task(cfg.task)
+    assert np.array_equal(t.bases, bases) and np.array_equal(t.selectors, selectors)
+    assert np.array_equal(t.targets, targets)
+    g, s = t.all_examples()
+    assert torch.equal(t.tokens(g, s), _reference_tokens(cfg.task, g, s))
+    ev = make_eval_set(t, cfg.eval)
+    assert torch.equal(ev.tokens, _reference_tokens(cfg.task, ev.g, ev.s))
+    # a swap shows the next selector of the set and keeps the clean answer
+    a0 = t.layout.target_start
+    want = torch.cat([_reference_tokens(cfg.task, ev.g, (ev.s + 1) % K)[:, :a0], ev.tokens[:, a0:]], dim=1)
+    assert torch.equal(ev.swapped_tokens(1), want)
+
+
+def test_two_selector_groups_group_g_uses_set_g_mod_2():
+    base = with_overrides(preset("tiny"), {"n_b": 10, "K": 4})
+    cfg = with_overrides(base, {"task.selector_groups": 2})
+    t, t0 = make_task(cfg.task), make_task(base.task)
+    assert t.selector_sets.shape == (2, 4, 2)
+    assert len({tuple(z) for z in t.selector_sets.reshape(-1, 2)}) == 8  # all G*K strings distinct
+    # only the selectors differ from the shared-set task of the same seed
+    assert np.array_equal(t.bases, t0.bases) and np.array_equal(t.targets, t0.targets)
+    g, s = t.all_examples()
+    toks = t.tokens(g, s)
+    zpos = list(t.layout.selector_positions)
+    assert np.array_equal(toks[:, zpos].numpy() - CHAR0, t.selector_sets[g % 2, s])
+    set_of = {tuple(z): i for i in range(2) for z in t.selector_sets[i]}
+    assert all(set_of[tuple(z)] == gg % 2 for z, gg in zip(toks[:, zpos].numpy() - CHAR0, g))
+    # a swap shows another selector of the row's own set and keeps the answer
+    ev = make_eval_set(t, cfg.eval)
+    sw = ev.swapped_tokens(1)
+    assert all(set_of[tuple(z)] == gg % 2 for z, gg in zip(sw[:, zpos].numpy() - CHAR0, ev.g))
+    assert np.array_equal(sw[:, zpos].numpy() - CHAR0, t.selector_sets[ev.g % 2, (ev.s + 1) % 4])
+    assert torch.equal(sw[:, t.layout.target_start:], ev.tokens[:, t.layout.target_start:])
+    with pytest.raises(ValueError, match="selector_groups=2"):
+        t.selectors  # noqa: B018 (no single global set to return)
+
+
+def test_selector_groups_fill_the_whole_selector_space():
+    """G * K = 36^len_z: every string of that length is a selector, each exactly once."""
+    cfg = with_overrides(preset("tiny"), {"n_b": 12, "K": 3, "len_z": 1, "task.selector_groups": 12})
+    t = make_task(cfg.task)
+    assert sorted(t.selector_sets.reshape(-1).tolist()) == list(range(36))
+    assert np.array_equal(t.selector_sets, make_task(cfg.task).selector_sets)  # deterministic from the seed
