@@ -45,8 +45,8 @@ TABLE9_NOTE = (
 
 
 def analyze(runs, out: str | os.PathLike = "analyses", *, progress: bool = True, pass_config=None, max_head_checkpoints: int | None = None,
-            with_figure3: bool = False) -> dict[str, Any]:
-    """Run every pass over each run; write Tables 6 and 9 (md, csv, json), Figure 3 (HTML), the
+            with_figure3: bool = False, device: str | None = "auto") -> dict[str, Any]:
+    """Run every pass over each run (on ``device``: ``devices.resolve``); write Tables 6 and 9 (md, csv, json), Figure 3 (HTML), the
     tidy pass tables and routing.json under ``out/<run name>/``, and a comparison folder
     ``out/compare_<names>/`` when several runs are given. Returns paths and headline numbers."""
     from dataclasses import replace
@@ -74,7 +74,7 @@ def analyze(runs, out: str | os.PathLike = "analyses", *, progress: bool = True,
         if name in result["runs"]:
             raise RunError(f"{run.path}: two runs named {name!r}; their analyses would share analyses/{name}/")
         folder = out / name
-        tables = analyze_run(run, folder, pc, progress=progress)
+        tables = analyze_run(run, folder, pc, progress=progress, device=device)
         o = run_outputs(name, cfg, s, tables, pc)
         paths = write_run_analysis(folder, name, tables, o, TABLE6_NOTE, TABLE9_NOTE)
         result["runs"][name] = {"summary": s, "routing": o["routing"], "folder": str(folder), "files": [str(p) for p in paths]}
@@ -92,8 +92,10 @@ def analyze(runs, out: str | os.PathLike = "analyses", *, progress: bool = True,
     return nan_to_none(result)
 
 
-def _checkpoint_at(run: Run, step: int | None):
-    """The checkpoint nearest ``step`` (None: the last); a snapped step says so on stderr."""
+def _checkpoint_at(run: Run, step: int | None, device: str | None = "auto"):
+    """The checkpoint nearest ``step`` (None: the last; a snapped step says so on stderr): the
+    config, the step, its weights and the evaluation set, both on ``device``, and the device."""
+    from .devices import resolve
     from .passes.analyze import weights_for
     from .task import make_eval_set, make_task
 
@@ -104,8 +106,9 @@ def _checkpoint_at(run: Run, step: int | None):
     s = steps[-1] if step is None else run.nearest_step(step)
     if step is not None and s != step:
         print(f"nearest checkpoint to {step}: {s}", file=sys.stderr)
-    ev = make_eval_set(make_task(cfg.task), cfg.eval)
-    return cfg, s, weights_for(run, s, cfg), ev
+    dev = resolve(device)
+    ev = make_eval_set(make_task(cfg.task), cfg.eval).on(dev)
+    return cfg, s, weights_for(run, s, cfg, dev), ev, dev
 
 
 def _intervals(out: dict, n_boot: int, seed: int) -> tuple[dict, list[dict]]:
@@ -129,7 +132,7 @@ def _intervals(out: dict, n_boot: int, seed: int) -> tuple[dict, list[dict]]:
 
 
 def inspect(run, step: int | None = None, head: str | None = None, n_examples: int = 3, n_boot: int = 1000,
-            seed: int = 0) -> dict[str, Any]:
+            seed: int = 0, device: str | None = "auto") -> dict[str, Any]:
     """Per-head scores at the checkpoint nearest ``step``: selector attention (minus baseline),
     ablation Delta L (the paper's) / Delta Lc / Delta L1, swap contribution and causal share of
     the swap gap; the checkpoint's losses in both families. With
@@ -138,14 +141,14 @@ def inspect(run, step: int | None = None, head: str | None = None, n_examples: i
     ``seed``; ``_lo``/``_hi`` keys, and ``top_share`` per head)."""
     from .summaries import nan_to_none
     from .model import parse_head
-    from .passes.probes import checkpoint_passes
+    from .passes.analyze import passes_on
     from .task import token_labels
 
     run = run if isinstance(run, Run) else Run(run)
-    cfg, s, W, ev = _checkpoint_at(run, step)
+    cfg, s, W, ev, dev = _checkpoint_at(run, step, device)
     if head is not None:
         layer, h = parse_head(head, cfg.model.n_layers, cfg.model.n_heads)
-    out = checkpoint_passes(W, ev, step=s)
+    out = passes_on(dev, W, ev, step=s)
     ck, heads = _intervals(out, n_boot, seed)
     res: dict[str, Any] = {"run": run.name, "step": s, "checkpoint": ck, "heads": heads, "patching": out["patching"]}
     if head is not None:
@@ -162,17 +165,18 @@ def inspect(run, step: int | None = None, head: str | None = None, n_examples: i
     return nan_to_none(res)
 
 
-def ablation_report(run, step: int | None = None, mean: bool = False, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
+def ablation_report(run, step: int | None = None, mean: bool = False, n_boot: int = 1000, seed: int = 0,
+                    device: str | None = "auto") -> dict[str, Any]:
     """Head ablation at the checkpoint nearest ``step``: per head (nats) the paper's Delta L
     (full-vocabulary cross-entropy over A1..A4 and EOS, ablated minus clean), Delta Lc and
     Delta L1, in head order (layer, head) as ``inspect`` lists them; zero ablation, or mean
     ablation with ``mean=True``. Intervals over groups as in ``inspect``."""
     from .summaries import nan_to_none
-    from .passes.probes import checkpoint_passes
+    from .passes.analyze import passes_on
 
     run = run if isinstance(run, Run) else Run(run)
-    cfg, s, W, ev = _checkpoint_at(run, step)
-    out = checkpoint_passes(W, ev, step=s, mean=mean)
+    cfg, s, W, ev, dev = _checkpoint_at(run, step, device)
+    out = passes_on(dev, W, ev, step=s, mean=mean)
     ck, heads = _intervals(out, n_boot, seed)
     return nan_to_none({"run": run.name, "step": s, "mode": "mean" if mean else "zero", "checkpoint": ck, "L_seq": ck["L_seq"],
                         "full_loss": ck["full_loss"], "Lc": ck["Lc"], "L1": ck["L1"], "swap_gap_seq": ck["swap_gap_seq"],

@@ -31,6 +31,7 @@ import torch
 
 from .checkpoints import Run, RunError, RunLock
 from .config import RunConfig, layout_for, validate
+from .devices import resolve as resolve_device
 from .train import Member, apply_update, batch_loss, open_config
 
 
@@ -72,7 +73,7 @@ def _pad(batch: torch.Tensor, size: int) -> tuple[torch.Tensor, torch.Tensor | N
     n = batch.shape[0]
     if n == size:
         return batch, None
-    weight = (torch.arange(size) < n).to(torch.float32)
+    weight = (torch.arange(size, device=batch.device) < n).to(torch.float32)
     return torch.cat([batch, batch[:1].expand(size - n, -1)]), weight
 
 
@@ -82,7 +83,7 @@ def stacked_step(f, active: Sequence, batch_size: int) -> list[tuple[float, floa
     clipping. Does not count the step (``Member.after_step`` does)."""
     params = [m.model.state_dict(keep_vars=True) for m in active]
     stacked = {k: torch.stack([p[k] for p in params]) for k in params[0]}
-    padded = [_pad(m.sampler.sample(), batch_size) for m in active]
+    padded = [_pad(m.sampler.sample().to(m.device, non_blocking=True), batch_size) for m in active]
     tokens = torch.stack([t for t, _ in padded])
     logits = f(stacked, tokens[:, :, :-1])
     losses = [batch_loss(m.cfg, logits[i], tokens[i], w) for i, (m, (_, w)) in enumerate(zip(active, padded))]
@@ -122,10 +123,12 @@ def train_members(members: Sequence[Member], *, progress: bool = True) -> None:
 
 
 def train_batched(items: Sequence[tuple[RunConfig | None, str | os.PathLike]], *, resume: bool = False,
-                  progress: bool = True, argv: Sequence[str] | None = None) -> list[Run]:
+                  progress: bool = True, argv: Sequence[str] | None = None,
+                  device: str | torch.device | None = "auto") -> list[Run]:
     """Train several runs (``(config, out)`` pairs; config None resumes the stored one) in one
-    process as one stacked model; each folder is locked, opened and resumed as ``train.train``
-    does, and refused the same way."""
+    process as one stacked model on ``device`` (``devices.resolve``); each folder is locked,
+    opened and resumed as ``train.train`` does, and refused the same way."""
+    dev = resolve_device(device)
     runs = [Run(out) for _, out in items]
     if len({r.path.resolve() for r in runs}) < len(runs):
         raise RunError("the same run folder is named twice")
@@ -139,9 +142,9 @@ def train_batched(items: Sequence[tuple[RunConfig | None, str | os.PathLike]], *
     with ExitStack() as stack:
         for run in runs:
             stack.enter_context(RunLock(run.path))
-        cfgs = [open_config(cfg, run, resume, argv) for (cfg, _), run in zip(items, runs)]
+        cfgs = [open_config(cfg, run, resume, argv, dev) for (cfg, _), run in zip(items, runs)]
         check_batchable(cfgs)
-        members = [Member(c, r) for c, r in zip(cfgs, runs)]
+        members = [Member(c, r, dev) for c, r in zip(cfgs, runs)]
         train_members(members, progress=progress)
     return runs
 

@@ -53,6 +53,16 @@ def _positive_int(text: str) -> int:
     return v
 
 
+def _add_device(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--device", default="auto", metavar="DEVICE", help="auto (default: a CUDA GPU when there is one, "
+                        "else the CPU), cpu, cuda or cuda:N; run folders are the same whichever it is")
+
+
+def _batch_runs(text: str) -> int | str:
+    """--batch-runs: a positive integer, or auto (batched processes on a GPU, one run per process on a CPU)."""
+    return "auto" if text.strip().lower() == "auto" else _positive_int(text)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="mi-plateau",
@@ -70,11 +80,13 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--out", default=None, help="run folder (default: checkpoints/<name>)")
     t.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_device(t)
 
     tb = sub.add_parser("train-batch", help="train several runs in one process as one stacked model (same model shape, batch size, len_z)")
     tb.add_argument("runs", metavar="RUNS_JSON", help="a JSON list of {\"out\": RUN_FOLDER, \"config\": CONFIG or null} ('-': standard input)")
     tb.add_argument("--resume", action="store_true", help="continue runs that exist from their last checkpoints")
     tb.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_device(tb)
 
     s = sub.add_parser("summary", help="plateau height, tau and convergence of a run")
     s.add_argument("run")
@@ -93,18 +105,21 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--shifts", default="1", help="selector replacements k -> k+s mod K to average, comma-separated (default 1)")
     a.add_argument("--json", action="store_true", help="print the written paths and headline numbers as JSON")
     a.add_argument("--quiet", action="store_true")
+    _add_device(a)
 
     i = sub.add_parser("inspect", help="per-head scores at one checkpoint")
     i.add_argument("run")
     i.add_argument("--step", type=_num_arg(int), default=None, help="checkpoint nearest this step (default: the last)")
     i.add_argument("--head", default=None, help="one head, e.g. L0H3: also show its attention pattern")
     i.add_argument("--json", action="store_true")
+    _add_device(i)
 
     b = sub.add_parser("ablate", help="head-ablation report at one checkpoint")
     b.add_argument("run")
     b.add_argument("--step", type=_num_arg(int), default=None, help="checkpoint nearest this step (default: the last)")
     b.add_argument("--mean", action="store_true", help="mean-ablate instead of zero-ablate")
     b.add_argument("--json", action="store_true")
+    _add_device(b)
 
     r = sub.add_parser("report", help="one self-contained interactive HTML report")
     r.add_argument("runs", nargs="+")
@@ -113,6 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="inline (default: one file that opens offline), cdn (small, needs the network) or directory "
                         "(links plotly.min.js written beside the page)")
     r.add_argument("--quiet", action="store_true")
+    _add_device(r)
 
     bench = sub.add_parser("bench", help="benchmarks against plain PyTorch / loop references")
     bench.add_argument("--quick", action="store_true")
@@ -120,18 +136,21 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--only", choices=["train", "passes", "overhead", "sweep"], default=None,
                        help="run one section alone (sweep: the batched trainer against single runs)")
     bench.add_argument("--out", default=None, help="also write the Markdown table here")
+    _add_device(bench)
 
     sw = sub.add_parser("sweep", help="train a sweep file's runs (resumable); `sweep status FOLDER` prints its table")
     sw.add_argument("target", help="a sweep file (TOML), or the word status")
     sw.add_argument("folder", nargs="?", help="with status: the sweep folder (checkpoints/<name>)")
     sw.add_argument("--jobs", type=_positive_int, default=None, help="processes at once (default: one per core; one thread each)")
-    sw.add_argument("--batch-runs", type=_positive_int, default=1, metavar="M",
-                    help="train up to M runs of the same shapes per process as one stacked model (default 1: one run per process)")
+    sw.add_argument("--batch-runs", type=_batch_runs, default=1, metavar="M",
+                    help="train up to M runs of the same shapes per process as one stacked model (default 1: one run per "
+                         "process; auto: as many as fit on a GPU, one on a CPU)")
     sw.add_argument("--backend", choices=["local", "ray"], default="local", help="local process pool (default) or Ray")
     sw.add_argument("--address", default=None, help="with --backend ray: the cluster's address (default: a local Ray instance)")
     sw.add_argument("--root", default="checkpoints", help="where sweep folders live (default: checkpoints/)")
     sw.add_argument("--dry-run", action="store_true", help="validate the file and list the runs, train nothing")
     sw.add_argument("--quiet", action="store_true")
+    _add_device(sw)
 
     rep = sub.add_parser("reproduce", help="named recipes that rebuild the paper's artifacts")
     rep.add_argument("recipe", choices=RECIPE_NAMES, help="core: the per-run reproduction; the others: the paper's sweep tables "
@@ -141,7 +160,8 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--dry-run", action="store_true", help="list the runs, whether they are done and what they should cost here")
     rep.add_argument("--no-train", action="store_true", help="only analyse the runs that exist (unfinished ones up to their last checkpoint)")
     rep.add_argument("--jobs", type=_positive_int, default=None, help="train this many runs at once, one thread each (default: one per core)")
-    rep.add_argument("--batch-runs", type=_positive_int, default=1, metavar="M", help="sweep recipes: up to M runs per process, batched")
+    rep.add_argument("--batch-runs", type=_batch_runs, default=1, metavar="M", help="sweep recipes: up to M runs per process, "
+                     "batched (auto: batched on a GPU, one per process on a CPU)")
     rep.add_argument("--only", default=None, metavar="RUN[,RUN...]", help="sweep recipes: train only these points (run names)")
     rep.add_argument("--skip-recorded", action="store_true", help="sweep recipes: do not train the runs the recipe's log in "
                      "docs/reproduction/ records as finished on another machine (their rows still go into the tables)")
@@ -151,6 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--docs", default="docs/reproduction", help="where tables, figures and the recipe's log go "
                      "(default: docs/reproduction/)")
     rep.add_argument("--quiet", action="store_true")
+    _add_device(rep)
     return p
 
 
@@ -210,7 +231,7 @@ def cmd_train(args, argv) -> int:
     from .api import summary
     from .train import train
 
-    run = train(cfg, out, resume=args.resume, progress=not args.quiet, argv=["mi-plateau", *argv])
+    run = train(cfg, out, resume=args.resume, progress=not args.quiet, argv=["mi-plateau", *argv], device=args.device)
     s = summary(run.path)
     print(f"run: {run.path}")
     _print_summary(s)

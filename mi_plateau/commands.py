@@ -32,7 +32,8 @@ def cmd_analyze(args) -> int:
     if not shifts:
         raise ValueError("--shifts: give at least one shift")
     pc = PassConfig(shifts=shifts, mean_ablation=args.mean)
-    res = analyze(args.runs, args.out, progress=not args.quiet, pass_config=pc, max_head_checkpoints=args.max_checkpoints)
+    res = analyze(args.runs, args.out, progress=not args.quiet, pass_config=pc, max_head_checkpoints=args.max_checkpoints,
+                  device=args.device)
     if args.json:
         print(json.dumps(res, indent=2))
         return 0
@@ -95,7 +96,7 @@ def _finite(v) -> bool:
 def cmd_inspect(args) -> int:
     from .api import inspect
 
-    res = inspect(args.run, args.step, args.head)
+    res = inspect(args.run, args.step, args.head, device=args.device)
     if args.json:
         print(json.dumps(res, indent=2))
         return 0
@@ -119,7 +120,7 @@ def cmd_inspect(args) -> int:
 def cmd_ablate(args) -> int:
     from .api import ablation_report
 
-    res = ablation_report(args.run, args.step, mean=args.mean)
+    res = ablation_report(args.run, args.step, mean=args.mean, device=args.device)
     if args.json:
         print(json.dumps(res, indent=2))
         return 0
@@ -131,7 +132,7 @@ def cmd_ablate(args) -> int:
 def cmd_report(args) -> int:
     from .report import report
 
-    print(report(args.runs, args.out, progress=not args.quiet, plotly=args.plotly))
+    print(report(args.runs, args.out, progress=not args.quiet, plotly=args.plotly, device=args.device))
     return 0
 
 
@@ -169,7 +170,7 @@ def cmd_reproduce(args) -> int:
             return 0
         log = run_sweep_recipe(args.recipe, jobs=args.jobs, progress=not args.quiet, train=not args.no_train,
                                batch_runs=args.batch_runs, only=only, skip_recorded=args.skip_recorded,
-                               root=args.root, docs=args.docs, max_steps=args.max_steps)
+                               root=args.root, docs=args.docs, max_steps=args.max_steps, device=args.device)
         for title, rows in log["tables"].items():
             print(f"## {title}\n{to_markdown(rows)}")
         print(f"wrote {', '.join(log['written'])}")
@@ -204,6 +205,10 @@ def cmd_sweep(args) -> int:
         raise ValueError(f"sweep {args.target}: unexpected second argument {args.folder!r}")
     sweep = load_sweep(args.target)
     runs = plan(sweep, args.root)
+    if args.batch_runs == "auto":
+        from .sweeps.runner import auto_batch_runs
+
+        args.batch_runs = auto_batch_runs(args.device)
     if args.dry_run:
         for (path, _), p in zip(runs, sweep.points):
             print(f"{path}  {', '.join(f'{k}={v}' for k, v in p.settings.items()) or '(base)'}  {status(path)}")
@@ -215,7 +220,7 @@ def cmd_sweep(args) -> int:
             print(f"with --batch-runs {args.batch_runs}: {len(group_batches(todo, args.batch_runs))} processes")
         return 0
     table = run_sweep(sweep, root=args.root, jobs=args.jobs, backend=args.backend, address=args.address, progress=not args.quiet,
-                      batch_runs=args.batch_runs)
+                      batch_runs=args.batch_runs, device=args.device)
     print(to_markdown(table), end="")
     print(f"{len(table)} runs in {table.attrs['wall_s']:.0f} s -> {sweep.folder(args.root)}/table.csv")
     return 0
@@ -237,7 +242,8 @@ def cmd_train_batch(args) -> int:
         raise ValueError(f"{args.runs}: not a list of runs ({' '.join(str(e).split())})") from None
     from .batched import train_batched
 
-    runs = train_batched(pairs, resume=args.resume, progress=not args.quiet, argv=["mi-plateau", "train-batch", args.runs])
+    runs = train_batched(pairs, resume=args.resume, progress=not args.quiet, argv=["mi-plateau", "train-batch", args.runs],
+                         device=args.device)
     for run in runs:
         print(f"run: {run.path}")
     return 0

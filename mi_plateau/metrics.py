@@ -105,12 +105,14 @@ def sequence_scores(W: Weights, ev: EvalSet, rows: Int[Tensor, "n"], prefix_kv: 
     """
     K = ev.task.cfg.K
     cands = ev.seq_candidates[rows]  # [n, K, L]
-    own = torch.from_numpy(ev.s[rows.numpy()])
+    dev = rows.device
+    own = torch.as_tensor(ev.s, device=dev)[rows]
     first = fp_logits.log_softmax(-1).gather(1, cands[..., 0])  # [n, K]
     tail = torch.empty_like(first)
-    tail[torch.arange(len(rows)), own] = string_logprob(own_tail_logits, _next_tokens(cands[torch.arange(len(rows)), own]))
+    n = torch.arange(len(rows), device=dev)
+    tail[n, own] = string_logprob(own_tail_logits, _next_tokens(cands[n, own]))
     if K > 1:
-        j = torch.arange(K)
+        j = torch.arange(K, device=dev)
         others = torch.stack([j[j != k] for k in range(K)])[own]  # [n, K-1]
         suf = cands.gather(1, others[..., None].expand(-1, -1, cands.shape[-1]))
         lg = run_suffixes(W, prefix_kv, suf, ev.task.layout.target_start)
@@ -126,7 +128,9 @@ def evaluate(model, ev: EvalSet, batch: int = 256, seq_groups: int = 0, sequence
     the first that many groups only (the older ``eval.seq_max_strings`` cap); ``guard``: the
     paper family over a seeded subset of groups, and over every group wherever the subset cannot
     rule out a crossing of a reported threshold (``SeqGuard``)."""
-    W, pk = _weights(model), eval_packing(ev, (1,) if ev.task.cfg.has_selector else ())
+    W = _weights(model)
+    ev = ev.on(W.W_U.device)  # the evaluation runs where the model is
+    pk = eval_packing(ev, (1,) if ev.task.cfg.has_selector else ())
     N, K = len(ev.tokens), ev.task.cfg.K
     if guard is None:
         mask = np.arange(N) < (min(N, seq_groups * K) if seq_groups else N)
@@ -136,14 +140,15 @@ def evaluate(model, ev: EvalSet, batch: int = 256, seq_groups: int = 0, sequence
     scores = out[-1]
     if scores is None:
         return _metrics(*out[:-1], None)
-    own = torch.from_numpy(ev.s)
-    part = sequence_losses(scores[mask], own[mask])[0].reshape(-1, K).mean(1).double().numpy()
+    own = torch.as_tensor(ev.s, device=scores.device)
+    m_t = torch.as_tensor(mask, device=scores.device)
+    part = sequence_losses(scores[m_t], own[m_t])[0].reshape(-1, K).mean(1).double().cpu().numpy()
     est, se = guard.estimate(part, ev.n_groups)
     exact = guard.must_score_all(est, se)
     if exact:
         _score_rows(W, ev, pk, batch, ~mask, scores)
-        mask = np.ones(N, dtype=bool)
-    m = _metrics(*out[:-1], sequence_losses(scores[mask], own[mask]))
+        mask, m_t = np.ones(N, dtype=bool), torch.ones_like(m_t)
+    m = _metrics(*out[:-1], sequence_losses(scores[m_t], own[m_t]))
     m.update({"L_seq_groups": int(mask.sum()) // K, "L_seq_se": 0.0 if exact else se})
     return m
 
@@ -211,11 +216,13 @@ def example_losses(model, ev: EvalSet, batch: int = 256) -> dict[str, np.ndarray
     """Per example of the evaluation set (its row order: group-major, selector k at row
     ``K * group + k``): ``L_seq`` (every candidate string scored; NaN where the paper family is
     undefined) and ``Lc``. ``evaluate`` reports their means."""
+    W = _weights(model)
+    ev = ev.on(W.W_U.device)
     pk = eval_packing(ev, (1,) if ev.task.cfg.has_selector else ())
-    out = _per_example(_weights(model), ev, pk, batch, np.ones(len(ev.tokens), dtype=bool), True)
+    out = _per_example(W, ev, pk, batch, np.ones(len(ev.tokens), dtype=bool), True)
     Lc, scores = out[0], out[-1]
-    seq = sequence_losses(scores, torch.from_numpy(ev.s))[0] if scores is not None else None
-    return {"L_seq": seq.numpy() if seq is not None else np.full(len(Lc), np.nan), "Lc": Lc.numpy()}
+    seq = sequence_losses(scores, torch.as_tensor(ev.s, device=scores.device))[0] if scores is not None else None
+    return {"L_seq": seq.cpu().numpy() if seq is not None else np.full(len(Lc), np.nan), "Lc": Lc.cpu().numpy()}
 
 
 def _chunk_forward(W: Weights, ev: EvalSet, pk, c: slice, seqs: Tensor, keep_kv: bool):
@@ -251,10 +258,11 @@ def _per_example(W: Weights, ev: EvalSet, pk, batch: int, score: np.ndarray, seq
     K, N = ev.task.cfg.K, len(ev.tokens)
     P, fp = lay.seq_len - 1, lay.first_pred
     sel = ev.task.cfg.has_selector
-    logits = torch.zeros(N, P, W.W_U.shape[1])  # the metrics read positions fp.. only
-    swap_fp = torch.empty(N, W.W_U.shape[1]) if sel else None
-    scores = torch.full((N, K), float("nan")) if sequence and ev.has_sequence_candidates else None
-    wanted = torch.from_numpy(score)
+    dev = W.W_U.device
+    logits = torch.zeros(N, P, W.W_U.shape[1], device=dev)  # the metrics read positions fp.. only
+    swap_fp = torch.empty(N, W.W_U.shape[1], device=dev) if sel else None
+    scores = torch.full((N, K), float("nan"), device=dev) if sequence and ev.has_sequence_candidates else None
+    wanted = torch.as_tensor(score, device=dev)
     for c, seqs in pk.chunks(batch):
         clean, swapped, clean_lg, swap_lg, kv = _chunk_forward(W, ev, pk, c, seqs, keep_kv=scores is not None)
         logits[clean, fp:] = clean_lg
@@ -274,7 +282,7 @@ def _score_rows(W: Weights, ev: EvalSet, pk, batch: int, score: np.ndarray, scor
     """Fill in ``scores`` for the rows where ``score`` is true (a second pass over the packs that
     hold them: their prompts' keys and values are computed again)."""
     fp = ev.task.layout.first_pred
-    wanted = torch.from_numpy(score)
+    wanted = torch.as_tensor(score, device=scores.device)
     for c, seqs in pk.chunks(batch):
         if not wanted[seqs[seqs < len(ev.tokens)]].any():
             continue
@@ -298,7 +306,8 @@ def _metrics(Lc, L1, mass, full, correct, swap, K, seq=None) -> dict[str, Any]:
     rows for the groups left unscored (the first n groups scored: the older cap)."""
     if isinstance(seq, Tensor):  # a score matrix: the scored rows are a prefix of whole groups
         rows = ~seq.isnan().any(1)
-        seq = sequence_losses(seq[rows], torch.from_numpy(np.arange(len(rows)) % K)[rows]) if rows.any() else None
+        own = torch.arange(len(rows), device=seq.device) % K
+        seq = sequence_losses(seq[rows], own[rows]) if rows.any() else None
     acc = group_accuracy(correct, K)
     nan = float("nan")
     if seq is not None:

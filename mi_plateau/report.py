@@ -200,13 +200,13 @@ def default_out(names: list[str], analyses: Path) -> Path:
     return analyses / compare_name(names) / "report.html"
 
 
-def _gather(run: Run, analyses: Path, pc, progress: bool) -> dict[str, Any]:
+def _gather(run: Run, analyses: Path, pc, progress: bool, device: str | None = "auto") -> dict[str, Any]:
     from .passes.analyze import analyze_run, run_outputs
 
     cfg = run.config()
     s = run.summary()
-    tables = analyze_run(run, analyses / run.name, pc, progress=progress)
-    out = run_outputs(run.name, cfg, s, tables)
+    tables = analyze_run(run, analyses / run.name, pc, progress=progress, device=device)
+    out = run_outputs(run.name, cfg, s, tables, pc)  # the tables read the pass settings the passes ran with
     cmd_path = run.path / "command.json"
     try:
         command = read_json(cmd_path) if cmd_path.exists() else {}
@@ -218,8 +218,10 @@ def _gather(run: Run, analyses: Path, pc, progress: bool) -> dict[str, Any]:
 
 
 def report(runs, out: str | os.PathLike | None = None, progress: bool = True, *, analyses: str | os.PathLike = "analyses",
-           pass_config=None, max_head_checkpoints: int | None = None, plotly: str = "inline") -> Path:
-    """Write the interactive report of one or several runs; returns the HTML path.
+           pass_config=None, max_head_checkpoints: int | None = None, plotly: str = "inline",
+           device: str | None = "auto") -> Path:
+    """Write the interactive report of one or several runs (the passes on ``device``); returns
+    the HTML path.
 
     Default path: ``<analyses>/<run name>/report.html`` for one run,
     ``<analyses>/compare_<names>/report.html`` for several. The passes' per-checkpoint caches
@@ -241,7 +243,7 @@ def report(runs, out: str | os.PathLike | None = None, progress: bool = True, *,
 
     if plotly not in PLOTLY_MODES:
         raise ValueError(f"--plotly {plotly!r}: choose one of {', '.join(PLOTLY_MODES)}")
-    data = [_gather(r, analyses, pc, progress) for r in runs]
+    data = [_gather(r, analyses, pc, progress, device) for r in runs]
     names = [d["name"] for d in data]
 
     page = Page()

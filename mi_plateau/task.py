@@ -14,7 +14,7 @@ speaks of selectors by that index k, so a swap (k -> k+1 mod K) stays inside the
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
@@ -201,7 +201,20 @@ class EvalSet:
         row i's own target is candidate ``s[i]``."""
         if not self.has_sequence_candidates:
             raise ValueError(f"direction {self.task.cfg.direction!r}: the sequence candidate loss needs A targets")
-        return torch.from_numpy(self.task.targets[self.g] + CHAR0)
+        return torch.from_numpy(self.task.targets[self.g] + CHAR0).to(self.tokens.device)
+
+    def on(self, device: torch.device | str) -> "EvalSet":
+        """This evaluation set with its tensors on ``device`` (the set itself on the CPU), made
+        once per device and kept in the cache."""
+        device = torch.device(device)
+        if device == self.tokens.device:
+            return self
+        key = ("on", str(device))
+        if key not in self.cache:
+            self.cache[key] = replace(self, tokens=self.tokens.to(device), candidates=self.candidates.to(device),
+                                      target_first=self.target_first.to(device), cand_index=self.cand_index.to(device),
+                                      cache={})
+        return self.cache[key]
 
     def swapped_tokens(self, shift: int) -> Tensor:
         """The same rows with selector k replaced by (k + shift) mod K of the row's own group's

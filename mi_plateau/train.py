@@ -39,6 +39,7 @@ from .checkpoints import (
     write_checkpoint,
 )
 from .config import RunConfig, config_diff, extends, layout_for, validate
+from .devices import describe as describe_device, resolve as resolve_device, to_cpu
 from .metrics import evaluate, seq_guard
 from .summaries import num as _num, summarize, tau as tau_of
 from .task import make_eval_set, make_sampler, make_task
@@ -183,7 +184,7 @@ def should_stop(cfg: RunConfig, records: Sequence[dict[str, Any]]) -> bool:
     return steps[-1] >= conv + cfg.train.margin_steps and steps[-1] >= cfg.train.post_tau_frac * t
 
 
-def _provenance(argv: Sequence[str] | None) -> dict[str, Any]:
+def _provenance(argv: Sequence[str] | None, device: torch.device | None = None) -> dict[str, Any]:
     import importlib.metadata as md
 
     def version(pkg):
@@ -199,6 +200,7 @@ def _provenance(argv: Sequence[str] | None) -> dict[str, Any]:
         "platform": platform.platform(),
         "versions": {p: version(p) for p in ("mi-plateau", "torch", "transformer-lens", "numpy", "safetensors")},
         "torch_threads": torch.get_num_threads(),
+        **describe_device(device or torch.device("cpu")),
     }
 
 
@@ -209,24 +211,29 @@ def train(
     resume: bool = False,
     progress: bool = True,
     argv: Sequence[str] | None = None,
+    device: str | torch.device | None = "auto",
 ) -> Run:
     """Train a run into folder `out` and return it.
 
     With ``resume=True`` an existing folder continues from its last checkpoint (its stored
     config is used; a different `cfg` is refused). Without it, an existing run is refused.
+    ``device``: where the model, the optimizer and the evaluation live (``devices.resolve``:
+    "auto" takes a GPU when there is one); the folder holds CPU tensors whatever it is.
     """
+    dev = resolve_device(device)
     run = Run(out)
     if cfg is not None:
         validate(cfg)  # before the lock creates the folder
     if run.path.is_symlink():
         raise RunError(f"{run.path}: is a symbolic link; give the run folder itself")
     with RunLock(run.path):
-        member = Member(open_config(cfg, run, resume, argv), run)
+        member = Member(open_config(cfg, run, resume, argv, dev), run, dev)
         _train_loop(member, progress=progress)
     return run
 
 
-def open_config(cfg: RunConfig | None, run: Run, resume: bool, argv: Sequence[str] | None) -> RunConfig:
+def open_config(cfg: RunConfig | None, run: Run, resume: bool, argv: Sequence[str] | None,
+                device: torch.device | None = None) -> RunConfig:
     """The config a run folder trains with; call it holding the folder's lock. A new folder
     gets ``cfg`` (config.json and command.json written); an existing one keeps its stored config
     (``resume`` required; a different ``cfg`` is refused unless it only raises the step cap)."""
@@ -251,7 +258,7 @@ def open_config(cfg: RunConfig | None, run: Run, resume: bool, argv: Sequence[st
         run.path.mkdir(parents=True, exist_ok=True)
         # provenance first: config.json makes the folder a run, so a kill between the two writes
         # leaves a folder that a rerun starts afresh, never a run without its command
-        atomic_write_json(run.path / "command.json", _provenance(argv))
+        atomic_write_json(run.path / "command.json", _provenance(argv, device))
         atomic_write_json(run.path / "config.json", cfg.to_dict())
     return validate(cfg)
 
@@ -270,15 +277,17 @@ class Member:
     """One run being trained: its model, optimizer, sampler and evaluation set, restored from
     the folder's last checkpoint if it has one; ``after_step`` counts a step and writes the
     checkpoint when one is due. The single-run trainer drives one, the batched trainer several
-    (``batched``). The caller holds the folder's lock."""
+    (``batched``). The caller holds the folder's lock. ``device``: where its model, optimizer
+    and evaluation live (the CPU by default)."""
 
-    def __init__(self, cfg: RunConfig, run: Run):
+    def __init__(self, cfg: RunConfig, run: Run, device: torch.device | None = None):
         from .model import build_model
 
         self.cfg, self.run = cfg, run
+        self.device = device or torch.device("cpu")
         task = make_task(cfg.task)
-        self.ev = make_eval_set(task, cfg.eval)
-        self.model = build_model(cfg)
+        self.ev = make_eval_set(task, cfg.eval).on(self.device)
+        self.model = build_model(cfg).to(self.device)  # before the optimizer: it holds the parameters
         self.opt = make_optimizer(cfg, self.model)
         self.sampler = make_sampler(task, cfg.train.batching, cfg.train.batch_size, cfg.train.batch_seed)
         self.done = False
@@ -344,12 +353,15 @@ class Member:
             "grad_norm_mean": norms["mean"] if norms else None,
             "grad_norm_max": norms["max"] if norms else None,
             "clipped_frac": norms["clipped"] if norms and cfg.train.grad_clip > 0 else None,
+            # the mean squared norm over the same steps (Table 11's dissipation Q reads it)
+            "grad_norm_sq_mean": norms["sq_mean"] if norms else None,
+            "device": str(self.device),
             "metrics": metrics,
         }
         self.records.append(record)
         self.done = should_stop(cfg, self.records) or step >= cfg.train.max_steps
-        write_checkpoint(self.run.path, self.manifest, record, wall, model.state_dict(),
-                         {**optimizer_tensors(self.opt), **self.sampler.state()},
+        write_checkpoint(self.run.path, self.manifest, record, wall, to_cpu(model.state_dict()),
+                         to_cpu({**optimizer_tensors(self.opt), **self.sampler.state()}),
                          summarize(cfg, self.records) if self.done else None)
 
     def after_step(self, loss: float, grad_norm: float | None = None) -> bool:
@@ -364,7 +376,8 @@ class Member:
         if self.step >= self.next_ckpt or self.step >= self.cfg.train.max_steps:
             n = self.norms
             clip = self.cfg.train.grad_clip
-            norms = {"mean": sum(n) / len(n), "max": max(n), "clipped": sum(x > clip for x in n) / len(n)} if n else None
+            norms = {"mean": sum(n) / len(n), "max": max(n), "clipped": sum(x > clip for x in n) / len(n),
+                     "sq_mean": sum(x * x for x in n) / len(n)} if n else None
             self.checkpoint(self.step, self.running / self.n_run, norms)
             self.running, self.n_run, self.norms = 0.0, 0, []
             self.next_ckpt = self.step + next_interval(self.cfg, self.records[-1]["metrics"])
@@ -388,7 +401,7 @@ def _train_loop(m: Member, *, progress: bool) -> None:
         bar = tqdm(total=cfg.train.max_steps, initial=m.step, desc=m.run.name, unit="step", dynamic_ncols=True, file=sys.stderr)
     try:
         while not m.done:
-            loss, norm = train_step(cfg, forward, m.opt, m.sampler.sample(), m.step)
+            loss, norm = train_step(cfg, forward, m.opt, m.sampler.sample().to(m.device, non_blocking=True), m.step)
             wrote = m.after_step(loss, norm)
             if bar is not None:
                 bar.update(1)

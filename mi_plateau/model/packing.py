@@ -14,7 +14,7 @@ pack (``Packing.width``): an intervention read only up to that depth runs on tha
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -38,6 +38,9 @@ class Packing:
     @property
     def n_seqs(self) -> int:
         return self.pack.shape[0]
+
+    def to(self, device: torch.device) -> "Packing":
+        return Packing(*(getattr(self, f.name).to(device) for f in fields(self)))
 
     def width(self, depth: int) -> int:
         """Nodes per pack that hold every node of depth < ``depth`` (they come first)."""
@@ -127,8 +130,8 @@ def eval_packing(ev, shifts: Sequence[int]) -> Packing:
     if key not in ev.cache:
         lay = ev.task.layout
         N, fp = len(ev.tokens), lay.first_pred
-        seqs = torch.cat([ev.tokens] + [ev.swapped_tokens(s) for s in shifts])
+        seqs = torch.cat([ev.tokens.cpu()] + [ev.swapped_tokens(s) for s in shifts])  # built on the CPU (numpy)
         lengths = torch.tensor([lay.seq_len - 1] * N + [fp + 1] * (N * len(shifts)))
         group = torch.from_numpy(np.searchsorted(ev.groups, ev.g)).repeat(1 + len(shifts))
-        ev.cache[key] = pack_prefixes(seqs, lengths, group)
+        ev.cache[key] = pack_prefixes(seqs, lengths, group).to(ev.tokens.device)
     return ev.cache[key]

@@ -62,7 +62,9 @@ def head_checkpoints(steps: list[int], taus, pc: PassConfig) -> list[int]:
     return sorted(chosen)
 
 
-def weights_for(run: Run, step: int, cfg):
+def weights_for(run: Run, step: int, cfg, device=None):
+    """The checkpoint's weights as the functional forward's ``Weights`` (shapes checked against
+    the run's config), on ``device`` (default: the CPU)."""
     from ..model.forward import Weights
 
     sd = run.weights(step)
@@ -72,7 +74,20 @@ def weights_for(run: Run, step: int, cfg):
         if k not in sd or tuple(sd[k].shape) != shape:
             got = tuple(sd[k].shape) if k in sd else "missing"
             raise RunError(f"{run.weights_path(step)}: {k} is {got}, the run's config expects {shape}")
+    if device is not None:
+        sd = {k: v.to(device) for k, v in sd.items()}
     return Weights.from_state_dict(sd, m.n_layers, m.n_heads, m.d_head, m.act_fn)
+
+
+def passes_on(device, W, ev, **kw) -> dict[str, list[dict[str, Any]]]:
+    """``checkpoint_passes`` on ``device`` (weights and evaluation set already there, see
+    ``weights_for`` and ``EvalSet.on``): on a GPU, the tensors the passes make go there too."""
+    from contextlib import nullcontext
+
+    from .probes import checkpoint_passes
+
+    with nullcontext() if device is None or device.type == "cpu" else device:
+        return checkpoint_passes(W, ev, **kw)
 
 
 HEAVY_HEAD_COLUMNS = ("dL", "dLc", "dL1", "swap_contrib", "causal_share")
@@ -111,8 +126,10 @@ def analyze_run(
     *,
     progress: bool = True,
     steps: list[int] | None = None,
+    device: str | None = "auto",
 ) -> dict[str, list[dict[str, Any]]]:
-    """All passes over a run; returns the tidy tables and writes per-checkpoint caches.
+    """All passes over a run, on ``device`` (``devices.resolve``); returns the tidy tables and
+    writes per-checkpoint caches.
 
     Tables (pandas DataFrames): "checkpoint" (one row per checkpoint, with the swap gaps' 95%
     bootstrap intervals over groups), "heads" (checkpoint x head), "groups" (checkpoint x
@@ -121,7 +138,6 @@ def analyze_run(
     where the ablations ran).
     """
     from ..task import make_eval_set, make_task
-    from .probes import checkpoint_passes
 
     run = run if isinstance(run, Run) else Run(run)
     cfg = run.config()
@@ -136,7 +152,10 @@ def analyze_run(
         raise RunError(f"shifts {list(pc.shifts)}: a shift that is a multiple of K={K} replaces a selector by itself")
     fams = summarize(cfg, records)["definitions"]
     heavy = set(head_checkpoints(all_steps, [f["tau"] for f in fams.values()], pc))
-    ev = make_eval_set(make_task(cfg.task), cfg.eval)
+    from ..devices import resolve as resolve_device  # torch: imported when the passes run
+
+    dev = resolve_device(device)
+    ev = make_eval_set(make_task(cfg.task), cfg.eval).on(dev)
     cache = Path(out_dir) / "passes"
     # the cache key names the pass settings and the run (config); each file also records the
     # checkpoint's weights checksum, so a retrained or different run never reuses stale numbers
@@ -167,8 +186,9 @@ def analyze_run(
             except (RunError, KeyError, TypeError, AttributeError):  # an unreadable cache file is recomputed
                 out = None
         if out is None:
-            W = weights_for(run, step, cfg)
-            out = checkpoint_passes(W, ev, step=step, shifts=pc.shifts, mean=pc.mean_ablation, ablation=want_heavy, min_gap=pc.min_gap)
+            W = weights_for(run, step, cfg, dev)
+            out = passes_on(dev, W, ev, step=step, shifts=pc.shifts, mean=pc.mean_ablation, ablation=want_heavy,
+                            min_gap=pc.min_gap)
             out = nan_to_none(out)
             atomic_write_json(f, {"key": key, "sha256": sha.get(step), "ablation": want_heavy, "tables": out})
         for k in tables:

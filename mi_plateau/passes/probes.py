@@ -68,7 +68,7 @@ def derangement(n: int, seed: int) -> np.ndarray:
 def same_group_row(ev: EvalSet, sel: np.ndarray) -> torch.Tensor:
     """Row of the evaluation set with each row's group and selector ``sel`` (rows are group-major)."""
     K = ev.task.cfg.K
-    return torch.from_numpy((np.arange(len(ev.g)) // K) * K + sel)
+    return torch.from_numpy((np.arange(len(ev.g)) // K) * K + sel).to(ev.tokens.device)
 
 
 @torch.no_grad()
@@ -87,6 +87,8 @@ def checkpoint_passes(
     timings: dict[str, float] | None = None,
 ) -> dict[str, list[dict[str, Any]]]:
     """All passes at one checkpoint; returns tidy rows keyed "checkpoint", "heads", "groups", "patching".
+    They run on the device of ``W`` and ``ev`` (``EvalSet.on``); call it inside ``with device:``
+    so that the tensors it makes are there too (``analyze_run`` does).
 
     With ``ablation=False`` only the cheap passes run (clean and swapped forwards: losses,
     accuracy, swap gap, selector attention); the per-head ablation columns are NaN and no
@@ -165,7 +167,7 @@ def checkpoint_passes(
     nan = float("nan")
     # the paper family: every example's K candidate strings; swapped and shuffled prompts are
     # other rows of the score matrix (same group, other selector), read at the true index
-    own = torch.from_numpy(ev.s)
+    own = torch.from_numpy(ev.s).to(ev.tokens.device)
     perm = derangement(N, shuffle_seed)
     shuffled_sel = ev.s[perm]
     seq: dict[str, Any] = {"L_seq": nan, "cand_acc": nan, "cand_groups_ge80": nan, "cand_groups_100": nan,
@@ -202,7 +204,8 @@ def checkpoint_passes(
         Lc_sw += candidate_losses(sw_fp_logits[si], ev.candidates, ev.cand_index)[0] / S
         if si == 0:
             # logit difference: clean answer's A1 minus the swapped selector's A1
-            other_first = torch.from_numpy(task.targets[ev.g, (ev.s + s) % K, 0] + CHAR0) if task.cfg.targets_A else ev.target_first
+            other_first = (torch.from_numpy(task.targets[ev.g, (ev.s + s) % K, 0] + CHAR0).to(ev.tokens.device)
+                           if task.cfg.targets_A else ev.target_first)
             ld_clean = _ld(clean_fp_logits, ev.target_first, other_first)
             ld_swap = _ld(sw_fp_logits[0], ev.target_first, other_first)
     gap = (Lc_sw.mean() - Lc.mean()).item() if shifts else float("nan")

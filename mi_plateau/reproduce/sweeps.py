@@ -332,7 +332,7 @@ def run_sweep_recipe(name: str, *, jobs: int | None = None, train: bool = True, 
                      root: str | Path = "checkpoints", docs: str | Path = "docs/reproduction",
                      analyses: str | Path = "analyses", n_boot: int = 2000, seed: int = 0, batch_runs: int = 1,
                      only: list[str] | None = None, skip_recorded: bool = False, sweep: Sweep | None = None,
-                     max_steps: int | None = None) -> dict[str, Any]:
+                     max_steps: int | None = None, device: str = "auto") -> dict[str, Any]:
     """Train (unless ``train=False``) the recipe's sweep, then build its tables, figures and the
     sweep's HTML page (``analyses/<sweep>.html``); writes ``docs/<sweep>_log.json``, which also
     records every run's row, config and loss curves (``records``: after each run ends, and at the
@@ -340,7 +340,8 @@ def run_sweep_recipe(name: str, *, jobs: int | None = None, train: bool = True, 
     these points (run names); ``skip_recorded``: do not train the points the log records as
     finished elsewhere (a recipe continued across machines); the tables use every run either way.
     ``sweep``: a sweep of your own (a variant of the recipe's file) built by the recipe
-    ``name``'s tables; ``max_steps``: the recipe's step budget replaced (``recipe_sweep``). Runs that fail are named in an error raised after the log is written."""
+    ``name``'s tables; ``max_steps``: the recipe's step budget replaced (``recipe_sweep``); ``device``: where the runs
+    train (``devices.resolve``). Runs that fail are named in an error raised after the log is written."""
     from ..report import sweep_report
 
     if name not in BUILDERS:
@@ -356,7 +357,7 @@ def run_sweep_recipe(name: str, *, jobs: int | None = None, train: bool = True, 
             rows = {r["run"]: r for r in collect(sweep, root, docs)[0]}
             todo = [n for n in todo if not (rows[n]["source"] == "recorded" and rows[n]["status"] == "finished")]
         table = run_sweep(sweep, root=root, jobs=jobs, progress=progress, batch_runs=batch_runs, only=todo,
-                          on_done=lambda: write_log(docs, sweep, root))
+                          on_done=lambda: write_log(docs, sweep, root), device=device)
         bad = table[table["error"].notna() & table["run"].isin(todo)] if "error" in table else table.iloc[:0]
         failed = "; ".join(f"{r.run}: {r.error}" for r in bad.itertuples())
     else:

@@ -104,7 +104,8 @@ def _units(runs: Sequence[tuple[Path, RunConfig]], batch_runs: int, order: str =
 
 def train_local(runs: Sequence[tuple[Path, RunConfig]], jobs: int | None = None, *, retries: int = 1,
                 progress: bool = True, logs: Path | None = None, batch_runs: int = 1,
-                order: str = "longest_first", on_done: Callable[[], None] | None = None) -> dict[str, str]:
+                order: str = "longest_first", on_done: Callable[[], None] | None = None,
+                device: str = "auto") -> dict[str, str]:
     """Train the unfinished runs ``jobs`` processes at a time, one thread each (``jobs`` default:
     the cores), each process one run or (``batch_runs`` > 1) one batch of runs; returns {run
     folder: error} for the runs that failed. Each process's standard error goes to
@@ -124,10 +125,11 @@ def train_local(runs: Sequence[tuple[Path, RunConfig]], jobs: int | None = None,
 
     def start(unit, tries: int) -> None:
         if len(unit) == 1:
-            cmd = [sys.executable, "-m", "mi_plateau", "train", "--config", "-", "--out", str(unit[0][0]), "--resume", "--quiet"]
+            cmd = [sys.executable, "-m", "mi_plateau", "train", "--config", "-", "--out", str(unit[0][0]), "--resume", "--quiet",
+                   "--device", device]
             payload = unit[0][1].to_json()
         else:
-            cmd = [sys.executable, "-m", "mi_plateau", "train-batch", "-", "--resume", "--quiet"]
+            cmd = [sys.executable, "-m", "mi_plateau", "train-batch", "-", "--resume", "--quiet", "--device", device]
             payload = json.dumps([{"out": str(p), "config": c.to_dict()} for p, c in unit])
         log_of(unit).parent.mkdir(parents=True, exist_ok=True)
         with open(log_of(unit), "a") as log:  # the child keeps its own descriptor
@@ -176,7 +178,7 @@ def _die_with_parent() -> None:
         pass  # not Linux: a killed sweep's workers finish their runs on their own
 
 
-def _ray_train(items: list[tuple[dict, str]]) -> list[str]:
+def _ray_train(items: list[tuple[dict, str]], device: str = "auto") -> list[str]:
     """A Ray task: the same resumable train function (one run) or the batched trainer, one thread."""
     import torch
 
@@ -185,17 +187,18 @@ def _ray_train(items: list[tuple[dict, str]]) -> list[str]:
     if len(pairs) == 1:
         from ..train import train
 
-        train(pairs[0][0], pairs[0][1], resume=True, progress=False)
+        train(pairs[0][0], pairs[0][1], resume=True, progress=False, device=device)
     else:
         from ..batched import train_batched
 
-        train_batched(pairs, resume=True, progress=False)
+        train_batched(pairs, resume=True, progress=False, device=device)
     return [out for _, out in items]
 
 
 def train_ray(runs: Sequence[tuple[Path, RunConfig]], jobs: int | None = None, *, address: str | None = None,
               retries: int = 1, progress: bool = True, batch_runs: int = 1,
-              order: str = "longest_first", on_done: Callable[[], None] | None = None) -> dict[str, str]:
+              order: str = "longest_first", on_done: Callable[[], None] | None = None,
+              device: str = "auto") -> dict[str, str]:
     """Train the unfinished runs as Ray tasks (one per run, or per batch with ``batch_runs`` > 1);
     returns {run folder: error} for the failures."""
     try:
@@ -211,7 +214,7 @@ def train_ray(runs: Sequence[tuple[Path, RunConfig]], jobs: int | None = None, *
             ray.init(num_cpus=jobs or os.cpu_count() or 1, include_dashboard=False, log_to_driver=False)
     try:
         task = ray.remote(num_cpus=1, max_retries=retries)(_ray_train)
-        refs = {task.remote([(c.to_dict(), str(p.resolve())) for p, c in u]): u for u in units}
+        refs = {task.remote([(c.to_dict(), str(p.resolve())) for p, c in u], device): u for u in units}
         errors: dict[str, str] = {}
         bar = _bar(sum(len(u) for u in units), progress)
         pending = list(refs)
@@ -236,11 +239,13 @@ def train_ray(runs: Sequence[tuple[Path, RunConfig]], jobs: int | None = None, *
 
 def run_sweep(sweep: Sweep, *, root: str | Path = "checkpoints", jobs: int | None = None, backend: str = "local",
               address: str | None = None, retries: int = 1, progress: bool = True, batch_runs: int = 1,
-              only: Sequence[str] | None = None, on_done: Callable[[], None] | None = None):
+              only: Sequence[str] | None = None, on_done: Callable[[], None] | None = None, device: str = "auto"):
     """Train every point of the sweep (skipping finished runs, resuming partial ones) and return
     its table (``sweep_table``). Writes the resolved sweep to ``<root>/<sweep>/sweep.json``.
     ``only``: train just the points of these names (the table still has a row per point);
-    ``on_done``: called after each run (or batch) ends, e.g. to record what it made."""
+    ``on_done``: called after each run (or batch) ends, e.g. to record what it made; ``device``:
+    where each process trains (``devices.resolve``); ``batch_runs`` "auto": ``auto_batch_runs``."""
+    batch_runs = auto_batch_runs(device) if batch_runs == "auto" else batch_runs
     if backend not in BACKENDS:
         raise RunError(f"backend {backend!r}: choose one of {', '.join(BACKENDS)}")
     runs = plan(sweep, root)
@@ -257,10 +262,10 @@ def run_sweep(sweep: Sweep, *, root: str | Path = "checkpoints", jobs: int | Non
     t0 = time.perf_counter()
     if backend == "ray":
         errors = train_ray(runs, jobs, address=address, retries=retries, progress=progress, batch_runs=batch_runs,
-                           order=sweep.order, on_done=on_done)
+                           order=sweep.order, on_done=on_done, device=str(device))
     else:
         errors = train_local(runs, jobs, retries=retries, progress=progress, batch_runs=batch_runs, order=sweep.order,
-                             on_done=on_done)
+                             on_done=on_done, device=str(device))
     trained = {Path(p).name for p, _ in runs}
     try:  # the errors of the points not trained this time stay as they were
         old = read_json(folder / "errors.json")
@@ -274,6 +279,18 @@ def run_sweep(sweep: Sweep, *, root: str | Path = "checkpoints", jobs: int | Non
                 note="tau in steps (tau_examples: examples seen); plateau in nats; paper = L_seq, first_token = Lc.")
     table.attrs["wall_s"] = time.perf_counter() - t0
     return table
+
+
+GPU_BATCH_RUNS = 256  # runs per batched process on a GPU under --batch-runs auto
+
+
+def auto_batch_runs(device: str = "auto") -> int:
+    """``--batch-runs auto``: on a GPU, up to ``GPU_BATCH_RUNS`` runs of the same shapes per process
+    (one stacked model fills the device far better than one small run); on a CPU, one run per
+    process (two CPU cores gain nothing from batching: docs/performance.md)."""
+    from ..devices import resolve
+
+    return GPU_BATCH_RUNS if resolve(device).type == "cuda" else 1
 
 
 def sweep_table(folder: str | Path):
@@ -313,6 +330,7 @@ def run_row(path: Path) -> dict[str, Any]:
             s = run.summary()
             for fam, v in s["definitions"].items():
                 row[f"tau_{fam}"] = v["tau"]
+                row[f"tau_width_{fam}"] = v["tau_width"]
                 row[f"tau_examples_{fam}"] = v["tau_examples"]
                 row[f"plateau_{fam}"] = v["plateau_Lc"]
                 row[f"plateau_ratio_{fam}"] = v["plateau_ratio"]

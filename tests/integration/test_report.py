@@ -144,3 +144,17 @@ def test_headless_check_sees_errors(reports, tmp_path, render_status):
     broken.write_text(reports["single"].read_text().replace("</body>", "<script>throw new Error('boom')</script></body>"))
     st = render_status(broken, tmp_path)
     assert any("boom" in e for e in st["errors"])
+
+
+def test_report_tables_use_the_pass_settings_given(tiny_run, tmp_path):
+    """``report(pass_config=...)``: the tables are computed with those settings (Table 6 at the
+    fractions of tau asked for), not the defaults."""
+    import pandas as pd
+
+    from mi_plateau.passes.analyze import PassConfig
+    from mi_plateau.report import _gather
+
+    pc = PassConfig(table6_fracs=(0.5,), n_boot=0)
+    d = _gather(tiny_run, tmp_path / "an", pc, progress=False, device="cpu")
+    t6 = pd.DataFrame(d["table6"])
+    assert set(t6["target"]) == {"0.5 tau"}  # the default would give 0.25, 0.5, 1 and 1.5 tau

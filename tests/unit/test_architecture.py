@@ -13,7 +13,7 @@ PKG = Path(mi_plateau.__file__).parent
 STAGES = [
     ("config", "definitions", "frames", "paper"),
     ("summaries", "fits"),
-    ("task",),
+    ("task", "devices"),
     ("model",),
     ("metrics",),
     ("checkpoints",),

@@ -1,0 +1,55 @@
+"""Where tensors live: ``--device {auto,cpu,cuda,cuda:N}`` resolved once, and the provenance a
+run records of it (SPEC section 9).
+
+A device is a property of a process, never of a run: run folders hold CPU tensors (safetensors
+and JSON), so a run trained on a GPU loads, resumes and is analysed on a CPU and the other way
+round. What differs between devices is float rounding (other kernels sum in another order), so
+a run resumed on another device continues the same run up to that rounding, not bit for bit.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import torch
+
+DEVICE_CHOICES = "auto, cpu, cuda or cuda:N"
+
+
+class DeviceError(ValueError):
+    """The requested device does not exist on this machine; the message says which ones do."""
+
+
+def resolve(name: str | torch.device | None = "auto") -> torch.device:
+    """``auto`` (or None): the first CUDA device when there is one, else the CPU; ``cpu``;
+    ``cuda`` or ``cuda:N``, which must exist here."""
+    if isinstance(name, torch.device):
+        name = str(name)
+    name = (name or "auto").strip().lower()
+    if name == "auto":
+        return torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
+    if name == "cpu":
+        return torch.device("cpu")
+    m = re.fullmatch(r"cuda(?::(\d+))?", name)
+    if not m:
+        raise DeviceError(f"--device {name!r}: expected {DEVICE_CHOICES}")
+    n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    index = int(m.group(1) or 0)
+    if index >= n:
+        have = "no CUDA device" if n == 0 else f"{n} CUDA device{'s' * (n > 1)} (cuda:0..cuda:{n - 1})"
+        raise DeviceError(f"--device {name!r}: this machine has {have}; use --device cpu or auto")
+    return torch.device(f"cuda:{index}")
+
+
+def describe(device: torch.device) -> dict[str, Any]:
+    """What a run's provenance records of the device it trained on."""
+    out: dict[str, Any] = {"device": str(device), "torch": torch.__version__, "cuda": torch.version.cuda}
+    if device.type == "cuda":
+        out["device_name"] = torch.cuda.get_device_name(device)
+    return out
+
+
+def to_cpu(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The tensors on the CPU (the run folder's device); CPU tensors are returned as they are."""
+    return {k: v.detach().cpu() if torch.is_tensor(v) else v for k, v in tensors.items()}

@@ -1,0 +1,40 @@
+"""--device: resolution, the one-line errors, and what a run records of it."""
+
+import pytest
+import torch
+
+from mi_plateau.devices import DeviceError, describe, resolve, to_cpu
+
+HAS_CUDA = torch.cuda.is_available()
+
+
+def test_auto_takes_a_gpu_only_where_there_is_one():
+    assert resolve("auto") == resolve(None) == torch.device("cuda:0" if HAS_CUDA else "cpu")
+    assert resolve("CPU") == torch.device("cpu")
+
+
+@pytest.mark.skipif(HAS_CUDA, reason="the error is for machines without CUDA")
+def test_cuda_without_a_gpu_is_a_clear_error():
+    for name in ("cuda", "cuda:0", "cuda:3"):
+        with pytest.raises(DeviceError, match="no CUDA device; use --device cpu or auto"):
+            resolve(name)
+
+
+def test_unknown_device_names_the_choices():
+    with pytest.raises(DeviceError, match="expected auto, cpu, cuda or cuda:N"):
+        resolve("gpu0")
+
+
+def test_provenance_and_cpu_copies():
+    d = describe(torch.device("cpu"))
+    assert d["device"] == "cpu" and d["torch"] == torch.__version__ and "cuda" in d
+    t = torch.ones(2)
+    out = to_cpu({"w": t, "n": 3})
+    assert out["w"] is not None and out["w"].device.type == "cpu" and out["n"] == 3
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA device")
+def test_cuda_index_past_the_devices_is_refused():
+    with pytest.raises(DeviceError, match="CUDA device"):
+        resolve(f"cuda:{torch.cuda.device_count()}")
