@@ -133,8 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="benchmarks against plain PyTorch / loop references")
     bench.add_argument("--quick", action="store_true")
     bench.add_argument("--json", action="store_true")
-    bench.add_argument("--only", choices=["train", "passes", "overhead", "sweep"], default=None,
-                       help="run one section alone (sweep: the batched trainer against single runs)")
+    bench.add_argument("--only", choices=["train", "passes", "overhead", "sweep", "eval"], default=None,
+                       help="run one section alone (sweep: the batched trainer against single runs; eval: the "
+                            "evaluation's share of training at K = 10, 20, 36)")
     bench.add_argument("--out", default=None, help="also write the Markdown table here")
     _add_device(bench)
 

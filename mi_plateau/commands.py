@@ -141,9 +141,10 @@ def cmd_bench(args) -> int:
 
     from .bench import run_benchmarks, to_markdown
     from .checkpoints import atomic_write_text
+    from .devices import resolve
     from .summaries import nan_to_none
 
-    res = run_benchmarks(quick=args.quick, only=args.only)
+    res = run_benchmarks(quick=args.quick, only=args.only, device=str(resolve(args.device)))
     md = to_markdown(res)
     if args.out:
         atomic_write_text(Path(args.out), md)

@@ -28,15 +28,25 @@ def _log(msg: str) -> None:
 # --- the whole benchmark ------------------------------------------------------------
 
 
-SECTIONS = ("train", "passes", "overhead", "sweep")
+SECTIONS = ("train", "passes", "overhead", "sweep", "eval")
 
 
 def run_benchmarks(quick: bool, *, cfg: RunConfig | None = None, e2e_run: Path | None = E2E_RUN,
-                   only: str | None = None) -> dict[str, Any]:
+                   only: str | None = None, device: str = "cpu") -> dict[str, Any]:
     """Run all benchmarks; ``quick`` uses fewer repetitions and sequences and skips end to end.
     ``cfg`` (default: the paper preset) is the model and task benchmarked. ``only`` ("train",
     "passes", or "overhead": the toolkit's step and the checkpoint overhead) runs that section
     alone."""
+    if only == "eval":
+        from .evaluation import bench_eval_share
+
+        res = {"quick": quick, "preset": "paper", "machine": machine(), "load_start": os.getloadavg(), "device": device}
+        t0 = time.perf_counter()
+        _log("fp32 matmul peak")
+        res["matmul_peak_gflops"] = matmul_peak_gflops(1024 if quick else 2048, 3 if quick else 7)
+        _log("evaluation share at K = 10, 20, 36")
+        res["eval_share"] = bench_eval_share((10,) if quick else (10, 20, 36), reps=1 if quick else 3, device=device)
+        return _finish(res, t0)
     if only == "sweep":
         from .sweep import bench_sweep
 
@@ -105,7 +115,23 @@ def run_benchmarks(quick: bool, *, cfg: RunConfig | None = None, e2e_run: Path |
     return _finish(res, t0)
 
 
+def _commit() -> str | None:
+    """The git commit the bench ran at (None outside a checkout): a snapshot names its code."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10,
+                             cwd=Path(__file__).parent)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True,
+                               timeout=10, cwd=Path(__file__).parent).stdout.strip()
+        return (out.stdout.strip() + ("+changes" if dirty else "")) or None if out.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
 def _finish(res: dict[str, Any], t0: float) -> dict[str, Any]:
+    res["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    res["commit"] = _commit()
     res["load_end"] = os.getloadavg()
     res["total_s"] = time.perf_counter() - t0
     return res
@@ -116,7 +142,8 @@ def to_markdown(res: dict[str, Any]) -> str:
     lines = [
         f"Machine: {m['cpu']}, {m['cores']} cores, torch {m['torch']} ({m['threads']} threads), Python {m['python']}; "
         f"load average (1/5/15 min) {_load(res['load_start'])} at start, {_load(res['load_end'])} at end; "
-        f"fp32 matmul peak {res['matmul_peak_gflops']:.0f} GFLOP/s; {'quick' if res['quick'] else 'full'} run, {res['total_s']:.0f} s.",
+        f"fp32 matmul peak {res['matmul_peak_gflops']:.0f} GFLOP/s; {'quick' if res['quick'] else 'full'} run, {res['total_s']:.0f} s; "
+        f"{res.get('date')}, commit {res.get('commit')}.",
     ]
     if "train" in res:
         lines += _train_lines(res)
@@ -127,11 +154,24 @@ def to_markdown(res: dict[str, Any]) -> str:
     e = res.get("end_to_end")
     if e is not None:
         lines += _e2e_lines(e)
+    if "eval_share" in res:
+        lines += _eval_lines(res["eval_share"])
     if "sweep" in res:
         from .sweep import sweep_lines
 
         lines += sweep_lines(res["sweep"])
     return "\n".join(lines) + "\n"
+
+
+def _eval_lines(rows: list[dict[str, Any]]) -> list[str]:
+    lines = ["", "**Evaluation as a share of training** (paper model; seconds of `evaluate` / (50 x seconds per step); "
+             f"subset: {rows[0]['subset']} of the evaluation groups)", "",
+             "| K | strings (all groups) | s / step | full | subset (guard quiet) | guard fired | first token only |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['K']} | {r['strings_full']} | {r['s_per_step']:.3f} | {100 * r['full_share']:.1f}% | "
+                     f"{100 * r['subset_share']:.1f}% | {100 * r['fired_share']:.1f}% | {100 * r['first_token_share']:.1f}% |")
+    return lines
 
 
 def _train_lines(res: dict[str, Any]) -> list[str]:

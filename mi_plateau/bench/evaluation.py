@@ -1,0 +1,58 @@
+"""The evaluation's share of training at each K (``mi-plateau bench --only eval``).
+
+At a checkpoint the trainer scores both families on the evaluation set (``metrics.evaluate``).
+The paper family costs K (K - 1) suffix strings per group, so its share of training grows as K^2
+when every group is scored; with ``eval.seq_subset`` (``metrics.SeqGuard``) a checkpoint scores
+a subset of groups, and all of them only where a reported threshold is near. This section times,
+on the paper model at each K, alternated with the training step (ABBA, medians): the step; the
+evaluation with every group scored ("full"); with the subset where the guard stays quiet
+("subset"); where it fires ("fired": the subset, then the other groups); and the first-token
+family alone. Each is reported as a share of the training between two checkpoints (``every``
+steps), the issue's measure: seconds of evaluation / (every x seconds per step).
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from ..config import preset, with_overrides
+from .fast import make_candidate
+from .timing import alternate
+
+
+def bench_eval_share(Ks=(10, 20, 36), subset: int = 20, every: int = 50, reps: int = 3, device: str = "cpu") -> list[dict[str, Any]]:
+    """One row per K: seconds per step and per evaluation of each kind, and each kind's share."""
+    import torch
+
+    from ..metrics import SeqGuard, evaluate, seq_guard
+    from ..model import build_model
+    from ..task import make_eval_set, make_task
+
+    rows = []
+    for K in Ks:
+        cfg = with_overrides(preset("paper"), {"K": K, "eval.seq_max_strings": 0, "eval.seq_subset": subset})
+        step = make_candidate(cfg, "toolkit")
+        for _ in range(2):
+            step()
+        model = build_model(cfg).to(device).eval()
+        ev = make_eval_set(make_task(cfg.task), cfg.eval)
+        g = seq_guard(cfg, ev, cfg.eval.seq_plateau_end + 1)
+        quiet = SeqGuard(g.groups, (float("-inf"),), cfg.eval.seq_guard)  # no threshold near: the subset only
+        fired = SeqGuard(g.groups, g.thresholds, cfg.eval.seq_guard, force=True)
+        with torch.no_grad():
+            evaluate(model, ev, guard=quiet)  # the packing is built once, outside the timing
+        cands = {"step": step, "full": lambda: evaluate(model, ev), "subset": lambda: evaluate(model, ev, guard=quiet),
+                 "fired": lambda: evaluate(model, ev, guard=fired), "first_token": lambda: evaluate(model, ev, sequence=False)}
+        t = {k: statistics.median(v) for k, v in alternate(cands, reps, 1).items()}
+        between = every * t["step"]
+        rows.append({"K": K, "groups": ev.n_groups, "subset": subset, "strings_full": ev.n_groups * K * (K - 1),
+                     "s_per_step": t["step"], **{f"{k}_s": t[k] for k in ("full", "subset", "fired", "first_token")},
+                     **{f"{k}_share": t[k] / between for k in ("full", "subset", "fired", "first_token")}})
+    return rows
+
+
+def run_share(row: dict[str, Any], fired_frac: float) -> float:
+    """The evaluation's share over a whole run whose checkpoints fire the guard at ``fired_frac``
+    of them (``passes.guard.guard_check`` measures that fraction on a run)."""
+    return fired_frac * row["fired_share"] + (1 - fired_frac) * row["subset_share"]
