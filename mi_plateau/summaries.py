@@ -57,6 +57,32 @@ def transition_width(steps: Sequence[int], loss: Sequence[float], log_K: float, 
     return t_start, t_end, t_end - t_start
 
 
+def dissipation(records: Sequence[dict[str, Any]], log_K: float, lo: float = 0.1, hi_frac: float = 0.9) -> dict[str, Any]:
+    """Table 11's gradient dissipation over the transition window (the original's definition):
+    Q = sum over the checkpoints i in the window of lr_i x (mean squared gradient norm, before
+    clipping, over the steps since checkpoint i - 1) x (step_i - step_{i-1}), in nats-free units
+    of lr x |grad|^2 x steps. The window runs from the first checkpoint whose z-gap exceeds
+    ``lo`` nats to the first whose z-gap exceeds ``hi_frac`` log K, both included; the z-gap is
+    the record's ``swap_gap`` (first-token candidate loss with each selector replaced, minus the
+    clean one). None where the window never closes or a record in it lacks the squared norm
+    (runs recorded before the trainer kept it)."""
+    gap = [num(r["metrics"].get("swap_gap")) for r in records]
+    start = next((i for i, g in enumerate(gap) if g > lo), None)
+    end = next((i for i, g in enumerate(gap) if start is not None and i >= start and g > hi_frac * log_K), None)
+    out: dict[str, Any] = {"Q": None, "window_start": None, "window_end": None}
+    if start is None or end is None:
+        return out
+    out.update(window_start=int(records[start]["step"]), window_end=int(records[end]["step"]))
+    q = 0.0
+    for i in range(max(start, 1), end + 1):
+        sq = num(records[i].get("grad_norm_sq_mean"))
+        if not math.isfinite(sq):
+            return out
+        q += num(records[i].get("lr")) * sq * (records[i]["step"] - records[i - 1]["step"])
+    out["Q"] = q
+    return out
+
+
 def plateau_height(steps: Sequence[int], Lc: Sequence[float], log_K: float, start: int) -> float:
     """Median Lc over the plateau window.
 
@@ -153,6 +179,7 @@ def summarize(cfg: RunConfig, records: list[dict[str, Any]]) -> dict[str, Any]:
         "converged": conv is not None,
         "converged_step": conv,
         "swap_gap_0.1_step": gap_step,
+        "dissipation_Q": dissipation(records, log_K)["Q"] if cfg.task.has_selector else None,
         "last_step": steps[-1] if steps else None,
         "final_Lc": Lc[-1] if Lc else None,
         "final_L_seq": num(records[-1]["metrics"].get("L_seq")) if records else None,

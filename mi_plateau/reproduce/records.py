@@ -38,7 +38,7 @@ from ..sweeps import Point, Sweep, run_row
 
 CURVE_KEYS = ("L_seq", "Lc")  # per checkpoint; with "step", what the builders read of a run's records
 ROW_KEYS = ("status", "tau_paper", "tau_first_token", "plateau_paper", "plateau_ratio_paper", "plateau_first_token",
-            "plateau_ratio_first_token", "steps", "wall_s")
+            "plateau_ratio_first_token", "steps", "wall_s", "dissipation_Q")
 
 
 def log_path(docs: str | Path, sweep: Sweep) -> Path:

@@ -334,7 +334,8 @@ def run_row(path: Path) -> dict[str, Any]:
                 row[f"tau_examples_{fam}"] = v["tau_examples"]
                 row[f"plateau_{fam}"] = v["plateau_Lc"]
                 row[f"plateau_ratio_{fam}"] = v["plateau_ratio"]
-            row.update({"converged": s["converged"], "steps": s["last_step"], "wall_s": train_wall(run)})
+            row.update({"converged": s["converged"], "steps": s["last_step"], "wall_s": train_wall(run),
+                        "dissipation_Q": s.get("dissipation_Q")})
         except RunError as e:
             row["error"] = str(e)
     return row

@@ -296,3 +296,12 @@ def test_width_builders_report_each_runs_own_width(tmp_path):
     rows = [r for r in lr["tables"]["widths"] if r["definition"] == "paper"]
     assert sorted((r["tau_width"] or -1) for r in rows) == sorted((w[2] or -1) for w in want.values())
     assert (tmp_path / "d2" / "lr_sweep_ratio.json").is_file() and (tmp_path / "d2" / "lr_sweep_widths.svg").is_file()
+    # Table 11 from the same runs: each run's Q is summaries.dissipation of its own records
+    from mi_plateau.reproduce.mechanisms import build_dissipation
+    from mi_plateau.summaries import dissipation
+
+    t11 = build_dissipation(sweep, tmp_path / "ck", tmp_path / "d3", 0, 0)["tables"]["Table 11"]
+    want_q = sorted((dissipation(Run(tmp_path / "ck" / sweep.name / p.name).records(), p.cfg.task.log_K)["Q"] or -1.0)
+                    for p in sweep.points)
+    assert sorted((r["Q"] or -1.0) for r in t11) == pytest.approx(want_q) and any(q > 0 for q in want_q)
+    assert (tmp_path / "d3" / "table11.md").is_file()

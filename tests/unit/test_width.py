@@ -96,3 +96,17 @@ def test_table4_uses_ddof_zero_and_table8_the_geometric_mean():
     assert (t8["max_all_succeed"], t8["min_any_fail"], t8["no_escape_by"]) == (5e-3, 1e-2, 20000)
     assert t8["eta_star"] == pytest.approx(math.sqrt(5e-3 * 1e-2)) and t8["undecided"] == [0, 0, 1]
     assert {c["lr"]: c["outcome"] for c in cells} == {5e-3: "all escaped", 1e-2: "some did not escape", 2e-2: "undecided"}
+
+
+def test_dissipation_sums_lr_times_squared_norm_times_spacing_over_the_window():
+    from mi_plateau.summaries import dissipation
+
+    log_K = math.log(10)
+    gaps = [0.0, 0.05, 0.2, 1.0, 2.5, 3.0]  # window: the 0.2 record (first > 0.1) to the 2.5 one (first > 0.9 log K = 2.07)
+    recs = [{"step": 50 * i, "lr": 1e-3, "grad_norm_sq_mean": float(i), "metrics": {"swap_gap": g}} for i, g in enumerate(gaps)]
+    d = dissipation(recs, log_K)
+    assert (d["window_start"], d["window_end"]) == (100, 200)
+    assert d["Q"] == pytest.approx(1e-3 * 50 * (2 + 3 + 4))
+    recs[3]["grad_norm_sq_mean"] = None  # recorded before the trainer kept the squared norm
+    assert dissipation(recs, log_K)["Q"] is None
+    assert dissipation(recs[:4], log_K)["Q"] is None  # the window never closes
