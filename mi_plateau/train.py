@@ -136,18 +136,30 @@ def load_optimizer(opt: torch.optim.Optimizer, tensors: dict[str, torch.Tensor],
     opt.load_state_dict(sd)
 
 
-def next_interval(cfg: RunConfig, last: dict[str, Any]) -> int:
-    """Checkpoint spacing: denser while the transition is under way in either family
-    (0.1 log K < Lc or L_seq < 0.95 log K).
+def next_interval(cfg: RunConfig, records: Sequence[dict[str, Any]]) -> int:
+    """Checkpoint spacing after the last of ``records``: denser while the transition is under
+    way in either family (0.1 log K < Lc or L_seq < 0.95 log K).
 
     The slow convergence tail below 0.1 log K goes back to the plateau spacing: it is long and
-    nothing in it needs 25-step resolution.
+    nothing in it needs 25-step resolution. With ``train.ckpt_every_max`` above ``ckpt_every``,
+    a run that sits on the plateau (both losses above 0.95 log K and the swap gap below
+    ``QUIET_GAP``, the z-dependence that leads the loss's fall) doubles its spacing at each
+    checkpoint up to that maximum, and returns to ``ckpt_every`` as soon as either moves.
     """
     log_K = cfg.task.log_K
+    last = records[-1]["metrics"]
     lo = max(cfg.train.converge_Lc, 0.1 * log_K)
     if any(lo < _num(last.get(k)) < 0.95 * log_K for k in ("Lc", "L_seq")):
         return cfg.train.ckpt_every_transition
+    top = cfg.train.ckpt_every_max
+    quiet = (all(not _num(last.get(k)) < 0.95 * log_K for k in ("Lc", "L_seq"))
+             and _num(last.get("swap_gap")) < QUIET_GAP)
+    if top > cfg.train.ckpt_every and quiet and len(records) > 1 and records[-1]["step"] >= cfg.eval.plateau_start:
+        return min(top, max(cfg.train.ckpt_every, 2 * (records[-1]["step"] - records[-2]["step"])))
     return cfg.train.ckpt_every
+
+
+QUIET_GAP = 0.02  # nats of swap gap below which the plateau counts as quiet (next_interval)
 
 
 def should_stop(cfg: RunConfig, records: Sequence[dict[str, Any]]) -> bool:
@@ -304,7 +316,7 @@ class Member:
         if not self.done:
             if self.step == 0 and not self.records:
                 self.checkpoint(0, None)
-            self.next_ckpt = self.step + next_interval(cfg, self.records[-1]["metrics"])
+            self.next_ckpt = self.step + next_interval(cfg, self.records)
         self.model.train()
 
     def _restore(self) -> None:
@@ -380,7 +392,7 @@ class Member:
                      "sq_mean": sum(x * x for x in n) / len(n)} if n else None
             self.checkpoint(self.step, self.running / self.n_run, norms)
             self.running, self.n_run, self.norms = 0.0, 0, []
-            self.next_ckpt = self.step + next_interval(self.cfg, self.records[-1]["metrics"])
+            self.next_ckpt = self.step + next_interval(self.cfg, self.records)
             return True
         return False
 

@@ -109,6 +109,9 @@ class TrainConfig:
     batch_seed: int = 0
     ckpt_every: int = 50
     ckpt_every_transition: int = 25  # spacing while 0.1 log K < Lc < 0.95 log K
+    # on a quiet plateau the spacing doubles up to this (0: never wider than ckpt_every): a run
+    # that sits 100,000 steps on the plateau does not spend its time evaluating (train.next_interval)
+    ckpt_every_max: int = 0
     converge_Lc: float = 0.05
     margin_steps: int = 200  # keep training this long after convergence
     post_tau_frac: float = 1.6  # and at least until this multiple of tau (Table 6 reads 1.5 tau)
@@ -341,6 +344,8 @@ def validate(cfg: RunConfig) -> RunConfig:
     for name, v in (("train.ckpt_every", tr.ckpt_every), ("train.ckpt_every_transition", tr.ckpt_every_transition)):
         if v <= 0:
             raise ConfigError(f"{name}={v}: must be a positive number of steps")
+    if tr.ckpt_every_max < 0:
+        raise ConfigError(f"train.ckpt_every_max={tr.ckpt_every_max}: must be >= 0 (0: the spacing never widens)")
     if tr.warmup_steps < 0 or tr.margin_steps < 0:
         raise ConfigError("train.warmup_steps and train.margin_steps must be >= 0")
     if not (0 <= tr.beta1 < 1 and 0 <= tr.beta2 < 1):

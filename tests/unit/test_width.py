@@ -110,3 +110,18 @@ def test_dissipation_sums_lr_times_squared_norm_times_spacing_over_the_window():
     recs[3]["grad_norm_sq_mean"] = None  # recorded before the trainer kept the squared norm
     assert dissipation(recs, log_K)["Q"] is None
     assert dissipation(recs[:4], log_K)["Q"] is None  # the window never closes
+
+
+def test_spacing_widens_on_a_quiet_plateau_and_returns_when_the_gap_moves():
+    from mi_plateau.train import next_interval
+
+    cfg = with_overrides(preset("tiny"), {"K": 5, "train.ckpt_every": 50, "train.ckpt_every_max": 400,
+                                          "eval.plateau_start": 100})
+    rec = lambda step, frac, gap=0.0: {"step": step, "metrics": {"Lc": frac * LOG5, "L_seq": 1.02 * LOG5, "swap_gap": gap}}
+    assert next_interval(cfg, [rec(100, 1.0), rec(150, 1.0)]) == 100  # doubles
+    assert next_interval(cfg, [rec(300, 1.0), rec(500, 1.0)]) == 400  # up to the maximum
+    assert next_interval(cfg, [rec(500, 1.0), rec(900, 1.0)]) == 400
+    assert next_interval(cfg, [rec(500, 1.0), rec(900, 1.0, gap=0.05)]) == 50  # the z-dependence moves: dense again
+    assert next_interval(cfg, [rec(500, 1.0), rec(900, 0.9)]) == cfg.train.ckpt_every_transition  # the loss moves
+    off = with_overrides(cfg, {"train.ckpt_every_max": 0})
+    assert next_interval(off, [rec(300, 1.0), rec(500, 1.0)]) == 50  # the default never widens
