@@ -177,7 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # the recipes of mi_plateau.reproduce, named here so that the parser imports nothing heavy
-RECIPE_NAMES = ("core", "k_sweep", "fixed_d", "fixed_d_noclip", "len_z", "batch_size", "seeds", "seeds_init", "seeds_warmup", "lr_sweep",
+RECIPE_NAMES = ("core", "k_sweep", "fixed_d", "fixed_d_noclip", "len_z", "batch_size", "batch_size_noclip", "seeds", "seeds_init", "seeds_warmup", "lr_sweep",
                 "phase_boundary", "dissipation")
 
 

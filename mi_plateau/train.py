@@ -299,7 +299,9 @@ class Member:
         self.device = device or torch.device("cpu")
         task = make_task(cfg.task)
         self.ev = make_eval_set(task, cfg.eval).on(self.device)
-        self.model = build_model(cfg).to(self.device)  # before the optimizer: it holds the parameters
+        self.model = build_model(cfg)  # on the CPU; moved before the optimizer, which holds the parameters
+        if self.device.type != "cpu":  # (TransformerBridge.to prints a line even for a no-op move)
+            self.model = self.model.to(self.device)
         self.opt = make_optimizer(cfg, self.model)
         self.sampler = make_sampler(task, cfg.train.batching, cfg.train.batch_size, cfg.train.batch_seed)
         self.done = False

@@ -35,7 +35,9 @@ def bench_eval_share(Ks=(10, 20, 36), subset: int = 20, every: int = 50, reps: i
         step = make_candidate(cfg, "toolkit")
         for _ in range(2):
             step()
-        model = build_model(cfg).to(device).eval()
+        model = build_model(cfg).eval()
+        if device != "cpu":
+            model = model.to(device)
         ev = make_eval_set(make_task(cfg.task), cfg.eval)
         g = seq_guard(cfg, ev, cfg.eval.seq_plateau_end + 1)
         quiet = SeqGuard(g.groups, (float("-inf"),), cfg.eval.seq_guard)  # no threshold near: the subset only

@@ -202,7 +202,10 @@ def build_batch_size(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: in
                         # other family's rule): its tau is later than this step
                         "not_reached_by": r["steps"] if t is None and r["status"] == "finished" else None,
                         "steps": r["steps"], "status": r["status"]})
-    written = write_table(docs / "table1", out, title="Table 1: batch size at K = 20, lr 1e-3",
+    # the original's recipe (clipping 1.0) writes table1; the unclipped variant table1_noclip
+    stem = "table1" if sweep.name.endswith("_clip") else "table1_noclip"
+    clip = "clipping 1.0" if stem == "table1" else "no clipping"
+    written = write_table(docs / stem, out, title=f"Table 1: batch size at K = 20, lr 1e-3, {clip}",
                           note="tau_examples_k: tau x B in thousands (the paper's tau_tok); ratios to the largest B with a tau; "
                                "not_reached_by: a finished run without that tau, the step it stopped at.")
     figs = {}
@@ -216,8 +219,8 @@ def build_batch_size(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: in
         fits = {fam: power_law(p["x"], p["tau"], n_boot=0) for fam, p in pts.items()}
         ref = {"x": list(PAPER_TABLE1), "tau": [t * (1 if scale else b) for b, t in PAPER_TABLE1.items()]}
         figs[f"tau in {unit} against B"] = figures.tau_power_law(pts, fits, x_label="batch size B (K = 20, lr 1e-3)", x_symbol="B",
-                                                               y_label=ylab, reference=ref, title=f"Table 1: tau in {unit} against B")
-        written.append(write_figure(docs / f"table1_{unit}.svg", figs[f"tau in {unit} against B"]))
+                                                               y_label=ylab, reference=ref, title=f"Table 1: tau in {unit} against B ({clip})")
+        written.append(write_figure(docs / f"{stem}_{unit}.svg", figs[f"tau in {unit} against B"]))
     return {"tables": {"Table 1": out}, "figures": figs, "written": written}
 
 
@@ -326,7 +329,7 @@ def phase_boundary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 BUILDERS: dict[str, Callable[..., dict[str, Any]]] = {
     "k_sweep": build_k_sweep, "fixed_d": build_fixed_d, "fixed_d_noclip": build_fixed_d, "len_z": build_len_z,
-    "batch_size": build_batch_size, "seeds": build_seeds, "seeds_init": build_seeds_init, "seeds_warmup": build_seeds,
+    "batch_size": build_batch_size, "batch_size_noclip": build_batch_size, "seeds": build_seeds, "seeds_init": build_seeds_init, "seeds_warmup": build_seeds,
     "lr_sweep": build_lr_width, "phase_boundary": build_phase_boundary, "dissipation": build_dissipation,
 }
 

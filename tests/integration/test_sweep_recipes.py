@@ -143,7 +143,7 @@ def test_other_builders_group_and_ratio_the_same_rows(tiny_sweep):
     # the examples figure plots tau x B: the same numbers as the table's column
     ex = b1["figures"]["tau in examples against B"].data[0]
     assert sorted(ex.y) == sorted(r["tau_steps"] * r["B"] for r in t1 if r["definition"] == "paper" and r["tau_steps"])
-    assert (root / "d3" / "table1_steps.svg").is_file() and (root / "d3" / "table1_examples.svg").is_file()
+    assert (root / "d3" / "table1_noclip_steps.svg").is_file() and (root / "d3" / "table1_noclip_examples.svg").is_file()
     b4 = build_seeds(sweep, root / "ck", root / "d4", 100, 0)
     t4 = b4["tables"]["Table 4"]
     assert sum(len(tr.x) for tr in b4["figures"]["Table 4"].data[:-1]) == int(table["tau_paper"].notna().sum())
