@@ -62,6 +62,21 @@ class Task:
     selector_sets: np.ndarray  # (n_sets, K, len_z): one set (selector_groups = 0) or G of them
     targets: np.ndarray  # (n_b, K, 4)
 
+    @cached_property
+    def noisy_target_sel(self) -> np.ndarray:
+        """The original's label noise, fixed once for the whole run (``label_noise_mode = "fixed"``):
+        for each training example (group g, selector k), the index of the target it is trained on.
+        round(p D) examples, drawn without replacement from a generator of their own (seeded by
+        the data seed), get another A of their group, chosen uniformly among the other K - 1;
+        the rest keep their own (k). (n_b, K)."""
+        cfg = self.cfg
+        sel = np.tile(np.arange(cfg.K), (cfg.n_b, 1))
+        rng = np.random.default_rng([cfg.data_seed, 0x1AB3])
+        flip = rng.choice(cfg.D, size=round(cfg.label_noise * cfg.D), replace=False)
+        g, k = flip // cfg.K, flip % cfg.K
+        sel[g, k] = (k + rng.integers(1, cfg.K, size=len(flip))) % cfg.K
+        return sel
+
     @property
     def selectors(self) -> np.ndarray:
         """The one global selector set (K, len_z); with several sets, use ``selector_strings``."""
@@ -240,8 +255,10 @@ def make_eval_set(task: Task, cfg: EvalConfig) -> EvalSet:
 class BatchSampler:
     """Uniform sampling of training examples with replacement, from its own generator.
 
-    Label noise: with probability p a draw's target is replaced by another A of its group
-    (chosen uniformly among the other K-1); the prompt keeps its selector.
+    Label noise (``task.label_noise`` p), the prompt keeping its selector: "fixed" (the
+    original's), a fraction p of the training examples trained on another A of their group for
+    the whole run (``Task.noisy_target_sel``); "per_draw", each draw's target replaced with
+    probability p by another A of its group (chosen uniformly among the other K-1).
     """
 
     def __init__(self, task: Task, batch_size: int, seed: int):
@@ -258,7 +275,9 @@ class BatchSampler:
         n = len(idx)
         g, s = idx // cfg.K, idx % cfg.K
         ts = s
-        if cfg.label_noise > 0:
+        if cfg.label_noise > 0 and cfg.label_noise_mode == "fixed":
+            ts = self.task.noisy_target_sel[g, s]
+        elif cfg.label_noise > 0:
             flip = torch.rand(n, generator=self.gen).numpy() < cfg.label_noise
             other = (s + torch.randint(1, cfg.K, (n,), generator=self.gen).numpy()) % cfg.K
             ts = np.where(flip, other, s)

@@ -20,7 +20,11 @@ TMP_NAME = re.compile(r"\..+\.tmp\d+")
 
 # Config fields added after FORMAT_VERSION 1 runs were written, with the value that describes
 # how those runs were trained (a stored config without the field gets it, not today's default).
-LEGACY_DEFAULTS = (("train", "impl", "bridge"),)
+LEGACY_DEFAULTS = (
+    ("train", "impl", "bridge", lambda d: True),
+    # only where it changes what was trained: without label noise the mode means nothing
+    ("task", "label_noise_mode", "per_draw", lambda d: bool(d.get("task", {}).get("label_noise"))),
+)
 
 
 class RunError(RuntimeError):

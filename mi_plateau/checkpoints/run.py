@@ -111,8 +111,8 @@ class Run:
         d = read_json(path)
         if not isinstance(d, dict):
             raise RunError(f"{path}: not a mi_plateau config (expected a JSON object)")
-        for section, key, value in LEGACY_DEFAULTS:
-            if isinstance(d.get(section), dict):
+        for section, key, value, applies in LEGACY_DEFAULTS:
+            if isinstance(d.get(section), dict) and applies(d):
                 d[section].setdefault(key, value)
         try:
             from ..config import validate

@@ -20,6 +20,7 @@ INITS = ("tl4", "gpt2")
 BATCHINGS = ("uniform", "epoch")
 STOPS = ("converge", "tau", "floor")
 TAU_ON = ("both", "paper", "first_token")
+LABEL_NOISE_MODES = ("fixed", "per_draw")
 MAX_BATCH = 1 << 16
 DIRECTIONS = ("backward", "forward", "az_b", "b_a")
 A_TARGET_DIRECTIONS = ("backward", "b_a")
@@ -41,7 +42,11 @@ class TaskConfig:
     n_b: int = 1000  # number of base strings (groups)
     len_z: int = 2  # selector length in characters
     direction: str = "backward"  # backward (B,z)->A, forward A->B, az_b (A,z)->B, b_a B->A
-    label_noise: float = 0.0  # probability a training draw's target is another A of its group
+    label_noise: float = 0.0  # p: the share of training targets replaced by another A of their group
+    # "fixed": a fraction p of the examples corrupted once, for the whole run (the original's);
+    # "per_draw": each training draw corrupted with probability p (ours; runs older than this
+    # setting trained that way: checkpoints.LEGACY_DEFAULTS)
+    label_noise_mode: str = "fixed"
     # the gradient-cancellation control (Table 12): 0 = one global selector set shared by every
     # group; G > 0 = G selector sets of K selectors each, all G*K strings distinct, group g using
     # set g mod G (so the groups that share a set number about n_b / G)
@@ -319,6 +324,8 @@ def validate(cfg: RunConfig) -> RunConfig:
             raise ConfigError(f"{name}={v}: seeds must be in [0, 2^63)")
     if not 0.0 <= t.label_noise < 1.0:
         raise ConfigError(f"task.label_noise={t.label_noise}: must be in [0, 1)")
+    if t.label_noise_mode not in LABEL_NOISE_MODES:
+        raise ConfigError(f"task.label_noise_mode={t.label_noise_mode!r}: must be one of {', '.join(LABEL_NOISE_MODES)}")
     if t.label_noise > 0 and not t.targets_A:
         raise ConfigError(f"task.label_noise={t.label_noise}: only defined for directions whose target is A")
     for name, v in (

@@ -69,6 +69,17 @@ def test_every_recipe_parses_and_the_cli_lists_them():
     capped = recipe_sweep("lr_sweep", max_steps=20000)
     assert [p.name for p in capped.points] == [p.name for p in lr.points]
     assert {p.cfg.train.max_steps for p in capped.points} == {20000}
+    # Table 1 as the original ran it: clipping 1.0, 200,000 steps, an evaluation every 200 steps
+    bs = recipe_sweep("batch_size")
+    assert {p.cfg.train.batch_size for p in bs.points} == {32, 64, 128, 256, 512}
+    assert {(p.cfg.train.grad_clip, p.cfg.train.max_steps, p.cfg.train.ckpt_every, p.cfg.train.lr, p.cfg.task.K)
+            for p in bs.points} == {(1.0, 200000, 200, 1e-3, 20)}
+    assert {p.cfg.train.grad_clip for p in recipe_sweep("batch_size_noclip").points} == {0.0}
+    # Figure 2b: fixed label noise, clipping 1.0, K 10 / 20 / 36 x six rates
+    ln = recipe_sweep("label_noise")
+    assert {(p.cfg.task.K, p.cfg.task.label_noise) for p in ln.points} == {
+        (K, q) for K in (10, 20, 36) for q in (0.0, 0.01, 0.02, 0.05, 0.1, 0.2)}
+    assert {(p.cfg.task.label_noise_mode, p.cfg.train.grad_clip, p.cfg.train.max_steps) for p in ln.points} == {("fixed", 1.0, 200000)}
     # the phase boundary: the original's grid, seeds 42 / 123 / 7 with the init fixed, 200,000 steps,
     # no warm-up, no clipping, early stop at 0.01 log K on L_seq
     pb = recipe_sweep("phase_boundary")
@@ -305,3 +316,16 @@ def test_width_builders_report_each_runs_own_width(tmp_path):
                     for p in sweep.points)
     assert sorted((r["Q"] or -1.0) for r in t11) == pytest.approx(want_q) and any(q > 0 for q in want_q)
     assert (tmp_path / "d3" / "table11.md").is_file()
+
+
+def test_label_noise_delay_is_over_the_same_K_without_noise():
+    from mi_plateau.reproduce.mechanisms import noise_delays
+
+    rows = [{"K": 10, "label_noise": 0.0, "tau_paper": 2000, "status": "finished", "steps": 2400},
+            {"K": 10, "label_noise": 0.2, "tau_paper": 5000, "status": "finished", "steps": 6000},
+            {"K": 10, "label_noise": 0.1, "tau_paper": None, "status": "finished", "steps": 20000},
+            {"K": 20, "label_noise": 0.2, "tau_paper": 9000, "status": "running", "steps": 9100}]
+    out = {(r["K"], r["label_noise"]): r for r in noise_delays(rows)}
+    assert out[(10, 0.2)]["delay"] == 2.5 and out[(10, 0.0)]["delay"] == 1.0
+    assert out[(10, 0.1)]["delay"] is None and out[(10, 0.1)]["no_escape_by"] == 20000
+    assert out[(20, 0.2)]["delay"] is None  # no p = 0 run at K = 20 yet

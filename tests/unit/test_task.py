@@ -247,3 +247,48 @@ def test_selector_groups_fill_the_whole_selector_space():
     t = make_task(cfg.task)
     assert sorted(t.selector_sets.reshape(-1).tolist()) == list(range(36))
     assert np.array_equal(t.selector_sets, make_task(cfg.task).selector_sets)  # deterministic from the seed
+
+
+def test_fixed_label_noise_corrupts_a_fixed_share_once_and_per_draw_redraws():
+    import numpy as np
+
+    from mi_plateau.config import preset, with_overrides
+    from mi_plateau.task import make_sampler, make_task
+
+    cfg = with_overrides(preset("tiny"), {"K": 4, "n_b": 50, "label_noise": 0.2})
+    task = make_task(cfg.task)
+    sel = task.noisy_target_sel
+    own = np.tile(np.arange(4), (50, 1))
+    assert (sel != own).sum() == round(0.2 * 200)  # exactly p D examples, each with another A of its group
+    assert np.array_equal(sel, make_task(cfg.task).noisy_target_sel)  # fixed by the data seed
+    assert np.array_equal(make_task(with_overrides(cfg, {"label_noise": 0.0}).task).bases, task.bases)
+    # every draw of a corrupted example carries the same wrong target for the whole run
+    s = make_sampler(task, "epoch", 200, 0)
+    lay = task.layout
+    seen = {}
+    for _ in range(3):
+        for row in s.sample().numpy():
+            key = tuple(row[: lay.target_start])
+            seen.setdefault(key, set()).add(tuple(row[lay.target_start:]))
+    assert all(len(v) == 1 for v in seen.values()) and len(seen) == 200
+    per = with_overrides(cfg, {"task.label_noise_mode": "per_draw"})
+    s2 = make_sampler(make_task(per.task), "epoch", 200, 0)
+    seen2 = {}
+    for _ in range(5):
+        for row in s2.sample().numpy():
+            seen2.setdefault(tuple(row[: lay.target_start]), set()).add(tuple(row[lay.target_start:]))
+    assert any(len(v) > 1 for v in seen2.values())  # redrawn: an example seen with two targets
+
+
+def test_a_stored_noisy_config_without_the_mode_reads_as_per_draw(tmp_path):
+    import json
+
+    from mi_plateau.checkpoints import Run
+    from mi_plateau.config import preset, with_overrides
+
+    for p, want in ((0.1, "per_draw"), (0.0, "fixed")):
+        d = with_overrides(preset("tiny"), {"label_noise": p}).to_dict()
+        del d["task"]["label_noise_mode"]
+        (tmp_path / f"r{p}").mkdir()
+        (tmp_path / f"r{p}" / "config.json").write_text(json.dumps(d))
+        assert Run(tmp_path / f"r{p}").config().task.label_noise_mode == want
