@@ -32,6 +32,7 @@ _LAZY = {
     "inspect": "api",
     "ablation_report": "api",
     "sampled_tau": "api",
+    "guard_check": "api",
 }
 
 __all__ = list(_LAZY)

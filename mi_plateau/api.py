@@ -30,6 +30,16 @@ def sampled_tau(run: str | os.PathLike | Run, *, n_sample: int = 32, draws: int 
                   progress=progress)
 
 
+def guard_check(run: str | os.PathLike | Run, *, subset: int = 20, z: float = 5.0, progress: bool = False) -> dict[str, Any]:
+    """Does the guarded evaluation subset (``eval.seq_subset``) keep every tau of this run exact?
+    Every checkpoint scored in full, the subset's scheme replayed on the same numbers, each
+    reported crossing and the width from both (``passes.guard``)."""
+    from .passes.guard import guard_check as check
+    from .summaries import nan_to_none
+
+    return nan_to_none(check(run if isinstance(run, Run) else Run(run), subset=subset, z=z, progress=progress))
+
+
 TABLE6_NOTE = (
     "definition paper: a group's accuracy = fraction of its K examples whose target string scores highest among the "
     "group's K candidate strings, at fractions of the L_seq tau; first_token: fraction whose four A tokens are all the "

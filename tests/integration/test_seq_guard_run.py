@@ -26,3 +26,12 @@ def test_guarded_run_equals_the_full_run_at_every_reported_crossing(tmp_path, ti
     check = guard_check(tiny_run.path, subset=12)
     assert check["all_equal"] and check["scored_all"] < check["checkpoints"]
     assert {c["fraction"] for c in check["crossings"]} == set(cfg.seq_thresholds())
+
+
+def test_summary_guard_check_on_the_command_line(tiny_run, run_cli):
+    import json
+
+    p = run_cli("summary", str(tiny_run.path), "--guard-check", "12", "--json")
+    assert p.returncode == 0, p.stderr
+    g = json.loads(p.stdout)
+    assert g["subset"] == 12 and g["all_equal"] is True and len(g["rows"]) == g["checkpoints"]
