@@ -96,9 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--draws", type=_positive_int, default=None, help="with --sampled-tau: replays of the estimator (default 1000)")
     s.add_argument("--n-sample", type=_positive_int, default=None, help="with --sampled-tau: groups per estimate (default 32)")
     s.add_argument("--every", type=_positive_int, default=None, help="with --sampled-tau: steps between estimates (default 50)")
-    s.add_argument("--guard-check", type=_positive_int, default=None, metavar="N", help="score every checkpoint's L_seq on all "
-                   "evaluation groups and replay the guarded subset of N groups (eval.seq_subset) on it: are its taus and "
-                   "width the full-set ones? (--json writes the whole comparison)")
+    s.add_argument("--guard-check", type=_positive_int, default=None, metavar="N", help="score every checkpoint on all "
+                   "evaluation groups and replay the guarded subset of N groups (eval.seq_subset) on it: are its taus "
+                   "and widths the full-set ones? (--json writes the whole comparison)")
 
     a = sub.add_parser("analyze", help="run the analysis passes; write Tables 6, 9 and Figure 3")
     a.add_argument("runs", nargs="+")
@@ -288,8 +288,9 @@ def cmd_summary(args) -> int:
               f"groups, z = {g['z']}) scored every group at {g['scored_all']} of them ({100 * g['share_scored']:.0f}% of "
               f"the strings); every crossing and the width equal: {g['all_equal']}")
         for c in g["crossings"]:
-            print(f"  {c['fraction']:g} log K: full {c['tau_full']}, guarded {c['tau_guarded']}")
-        print(f"  width (t_start, t_end, tau_width): full {g['width_full']}, guarded {g['width_guarded']}")
+            print(f"  {c['definition']} {c['fraction']:g} log K: full {c['tau_full']}, guarded {c['tau_guarded']}")
+        for fam, w in g["widths"].items():
+            print(f"  {fam} width (t_start, t_end, tau_width): full {w['full']}, guarded {w['guarded']}")
         return 0
     t = None
     if args.sampled_tau:

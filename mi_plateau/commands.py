@@ -224,6 +224,13 @@ def cmd_sweep(args) -> int:
                       batch_runs=args.batch_runs, device=args.device)
     print(to_markdown(table), end="")
     print(f"{len(table)} runs in {table.attrs['wall_s']:.0f} s -> {sweep.folder(args.root)}/table.csv")
+    failed = table.attrs.get("failed") or {}
+    if failed:  # a sweep with a failed run must not look like a finished one to a script
+        import sys
+
+        print(f"mi-plateau sweep: {len(failed)} of {len(table)} runs failed (rerun the sweep to resume them): "
+              + "; ".join(f"{name}: {err}" for name, err in failed.items()), file=sys.stderr)
+        return 1
     return 0
 
 

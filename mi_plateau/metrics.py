@@ -37,7 +37,7 @@ import torch.nn.functional as F
 from jaxtyping import Float, Int
 from torch import Tensor
 
-from .config import Layout, RunConfig
+from .config import QUIET_GAP, Layout, RunConfig
 from .model.forward import Weights, run_packed, run_suffixes
 from .model.packing import eval_packing
 from .task import EOS, EvalSet
@@ -122,87 +122,114 @@ def sequence_scores(W: Weights, ev: EvalSet, rows: Int[Tensor, "n"], prefix_kv: 
 
 @torch.no_grad()
 def evaluate(model, ev: EvalSet, batch: int = 256, seq_groups: int = 0, sequence: bool = True,
-             guard: "SeqGuard | None" = None) -> dict[str, Any]:
+             guard: "EvalGuard | None" = None) -> dict[str, Any]:
     """Cheap per-checkpoint metrics on the evaluation set: the means over its examples of what
     ``example_losses`` computes per example (see there). ``seq_groups``: the paper family over
-    the first that many groups only (the older ``eval.seq_max_strings`` cap); ``guard``: the
-    paper family over a seeded subset of groups, and over every group wherever the subset cannot
-    rule out a crossing of a reported threshold (``SeqGuard``)."""
+    the first that many groups only (the older ``eval.seq_max_strings`` cap); ``guard``: both
+    families over a seeded subset of groups, and over every group wherever the subset cannot
+    rule out a crossing of a threshold the run reports or acts on (``EvalGuard``)."""
     W = _weights(model)
     ev = ev.on(W.W_U.device)  # the evaluation runs where the model is
-    pk = eval_packing(ev, (1,) if ev.task.cfg.has_selector else ())
     N, K = len(ev.tokens), ev.task.cfg.K
-    if guard is None:
-        mask = np.arange(N) < (min(N, seq_groups * K) if seq_groups else N)
-        return _metrics(*_per_example(W, ev, pk, batch, mask, sequence))
-    mask = np.isin(ev.g, guard.groups)
-    out = _per_example(W, ev, pk, batch, mask, sequence)
-    scores = out[-1]
-    if scores is None:
-        return _metrics(*out[:-1], None)
-    own = torch.as_tensor(ev.s, device=scores.device)
-    m_t = torch.as_tensor(mask, device=scores.device)
-    part = sequence_losses(scores[m_t], own[m_t])[0].reshape(-1, K).mean(1).double().cpu().numpy()
-    est, se = guard.estimate(part, ev.n_groups)
-    exact = guard.must_score_all(est, se)
-    if exact:
-        _score_rows(W, ev, pk, batch, ~mask, scores)
-        mask, m_t = np.ones(N, dtype=bool), torch.ones_like(m_t)
-    m = _metrics(*out[:-1], sequence_losses(scores[m_t], own[m_t]))
-    m.update({"L_seq_groups": int(mask.sum()) // K, "L_seq_se": 0.0 if exact else se})
+    if guard is not None:
+        sub = ev.subset(guard.groups)
+        out = _per_example(W, sub, _packing(sub), batch, np.ones(len(sub.tokens), dtype=bool), sequence)
+        per_group = _group_means(sub, out)
+        est = {k: guard.estimate(v, ev.n_groups) for k, v in per_group.items()}
+        if not guard.must_score_all(est):
+            m = _metrics(*out)
+            m.update({"groups_scored": sub.n_groups, **{f"{k}_se": se for k, (_, se) in est.items()}})
+            return m
+    mask = np.arange(N) < (min(N, seq_groups * K) if seq_groups else N)
+    m = _metrics(*_per_example(W, ev, _packing(ev), batch, mask, sequence))
+    if guard is not None:
+        m.update({"groups_scored": ev.n_groups, **{f"{k}_se": 0.0 for k in per_group}})
     return m
 
 
-@dataclass(frozen=True)
-class SeqGuard:
-    """Exact where it matters: the paper family scored on a seeded subset of the evaluation
-    groups at every checkpoint, and on all of them wherever the subset cannot rule out that the
-    full-set L_seq lies on the other side of a reported threshold.
+def _packing(ev: EvalSet):
+    return eval_packing(ev, (1,) if ev.task.cfg.has_selector else ())
 
-    The subset's estimate of the full-set mean is the mean of its groups' mean L_seq; its
-    standard error se = sd(group means) / sqrt(n) * sqrt(1 - n / N) (sampling n of the N
-    evaluation groups without replacement). Every group is scored when some threshold t (a
-    fraction of log K times log K) has |estimate - t| <= ``z`` se, or when ``force`` says so
-    (Table 7's plateau window). Elsewhere the recorded L_seq is the subset's estimate, on the same
-    side of every threshold as the full-set value unless the estimate is off by more than z se:
-    under the normal approximation of the subset mean, a chance of at most 2 Phi(-z) per
-    checkpoint (z = 5: 5.7e-7). So each tau and width read off the records is the full-set one
-    with that probability at each checkpoint; ``L_seq_se`` (0 where exact) and ``L_seq_groups``
-    say which checkpoints were scored in full.
+
+def _group_means(ev: EvalSet, out) -> dict[str, np.ndarray]:
+    """Per group of ``ev``: the mean L_seq, Lc and swap gap of its K examples (the quantities the
+    guard watches), from ``_per_example``'s output."""
+    K = ev.task.cfg.K
+    Lc, swap, scores = out[0], out[5], out[-1]
+    g = {"Lc": Lc.reshape(-1, K).mean(1)}
+    if swap is not None:
+        g["swap_gap"] = (swap - Lc).reshape(-1, K).mean(1)
+    if scores is not None:
+        g["L_seq"] = sequence_losses(scores, torch.as_tensor(ev.s, device=scores.device))[0].reshape(-1, K).mean(1)
+    return {k: v.double().cpu().numpy() for k, v in g.items()}
+
+
+@dataclass(frozen=True)
+class EvalGuard:
+    """Exact where it matters: both families measured on a seeded subset of the evaluation
+    groups at every checkpoint, and on all of them wherever the subset cannot rule out that a
+    full-set value lies on the other side of a threshold the run reports or acts on.
+
+    For each watched quantity (L_seq, Lc, the swap gap) the subset's estimate of the full-set
+    mean is the mean of its groups' means; its standard error se = sd(group means) / sqrt(n) *
+    sqrt(1 - n / N) (n of the N evaluation groups, drawn without replacement). Every group is
+    scored when some threshold t of that quantity (``thresholds``, nats) has |estimate - t| <=
+    ``z`` se, or when ``force`` says so (Table 7's plateau window). Elsewhere the checkpoint
+    records the subset's values, each on the same side of every threshold as the full-set value
+    unless its estimate is off by more than z se: under the normal approximation of a subset
+    mean, a chance of at most 2 Phi(-z) per quantity and checkpoint (z = 5: 5.7e-7). So every tau,
+    width, stop and spacing decision read off the records is the full-set one with that
+    probability at each checkpoint. The records say which checkpoints were scored in full
+    (``groups_scored``; ``*_se`` 0 there). What a subset value feeds without a threshold (the
+    median Lc of the first-token plateau height, the curves drawn) is an estimate there.
     """
 
     groups: np.ndarray  # the subset, indices into the task's groups
-    thresholds: tuple[float, ...]  # in nats
+    thresholds: dict[str, tuple[float, ...]]  # per watched quantity, in nats
     z: float
     force: bool = False
 
     @staticmethod
     def estimate(group_means: np.ndarray, n_total: int) -> tuple[float, float]:
+        """(mean, standard error) of the full-set mean from a subset's group means."""
         n = len(group_means)
         if n < 2 or n >= n_total:
             return float(group_means.mean()), 0.0 if n >= n_total else float("inf")
         sd = float(group_means.std(ddof=1))
         return float(group_means.mean()), sd / np.sqrt(n) * np.sqrt(1 - n / n_total)
 
-    def must_score_all(self, est: float, se: float) -> bool:
-        if self.force or not np.isfinite(se) or not np.isfinite(est):
+    def must_score_all(self, estimates: dict[str, tuple[float, float]]) -> bool:
+        """True where some watched quantity's estimate lies within z se of one of its thresholds."""
+        if self.force:
             return True
-        return any(abs(est - t) <= self.z * se for t in self.thresholds)
+        for k, (est, se) in estimates.items():
+            if not (np.isfinite(se) and np.isfinite(est)):
+                return True
+            if any(abs(est - t) <= self.z * se for t in self.thresholds.get(k, ())):
+                return True
+        return False
 
 
-def seq_guard(cfg: RunConfig, ev: EvalSet, step: int) -> SeqGuard | None:
-    """The run's ``SeqGuard`` at a checkpoint (None where every group is scored anyway): the
+def eval_guard(cfg: RunConfig, ev: EvalSet, step: int) -> EvalGuard | None:
+    """The run's ``EvalGuard`` at a checkpoint (None where every group is scored anyway): the
     subset is ``eval.seq_subset`` of the evaluation groups drawn with a generator seeded by
     ``eval.eval_seed`` (the same groups at every checkpoint); Table 7's plateau window
-    (``eval.seq_plateau_start..end``) is scored in full."""
+    (``eval.seq_plateau_start..end``) is scored in full. The thresholds: every fraction of log K
+    the run reads (``RunConfig.seq_thresholds``) for L_seq and Lc, and ``train.converge_Lc`` for
+    Lc; for the swap gap, the dissipation window's 0.1 nats and 0.9 log K, and the quiet-plateau
+    gap (``QUIET_GAP``) where the spacing may widen (``train.ckpt_every_max``)."""
     n = cfg.eval.seq_subset
-    if not n or n >= ev.n_groups or not ev.has_sequence_candidates:
+    if not n or n >= ev.n_groups:
         return None
     rng = np.random.default_rng([cfg.eval.eval_seed, 0x5EB5])
     groups = np.sort(rng.choice(ev.groups, size=n, replace=False))
     log_K = cfg.task.log_K
-    return SeqGuard(groups, tuple(f * log_K for f in cfg.seq_thresholds()), cfg.eval.seq_guard,
-                    force=cfg.eval.seq_plateau_start <= step <= cfg.eval.seq_plateau_end)
+    fr = tuple(f * log_K for f in cfg.seq_thresholds())
+    widening = cfg.train.ckpt_every_max > cfg.train.ckpt_every  # only then does the quiet gap decide anything
+    gap = (0.1, 0.9 * log_K) + ((QUIET_GAP,) if widening else ())
+    thresholds = {"L_seq": fr, "Lc": fr + (cfg.train.converge_Lc,), "swap_gap": gap}
+    return EvalGuard(groups, thresholds, cfg.eval.seq_guard,
+                     force=cfg.eval.seq_plateau_start <= step <= cfg.eval.seq_plateau_end)
 
 
 def _weights(model) -> Weights:
@@ -215,14 +242,16 @@ def _weights(model) -> Weights:
 def example_losses(model, ev: EvalSet, batch: int = 256) -> dict[str, np.ndarray]:
     """Per example of the evaluation set (its row order: group-major, selector k at row
     ``K * group + k``): ``L_seq`` (every candidate string scored; NaN where the paper family is
-    undefined) and ``Lc``. ``evaluate`` reports their means."""
+    undefined), ``Lc`` and ``swap_gap`` (Lc with the selector k -> k+1 mod K, minus Lc; NaN
+    without a selector). ``evaluate`` reports their means."""
     W = _weights(model)
     ev = ev.on(W.W_U.device)
     pk = eval_packing(ev, (1,) if ev.task.cfg.has_selector else ())
     out = _per_example(W, ev, pk, batch, np.ones(len(ev.tokens), dtype=bool), True)
-    Lc, scores = out[0], out[-1]
+    Lc, swap, scores = out[0], out[5], out[-1]
     seq = sequence_losses(scores, torch.as_tensor(ev.s, device=scores.device))[0] if scores is not None else None
-    return {"L_seq": seq.cpu().numpy() if seq is not None else np.full(len(Lc), np.nan), "Lc": Lc.cpu().numpy()}
+    return {"L_seq": seq.cpu().numpy() if seq is not None else np.full(len(Lc), np.nan), "Lc": Lc.cpu().numpy(),
+            "swap_gap": (swap - Lc).cpu().numpy() if swap is not None else np.full(len(Lc), np.nan)}
 
 
 def _chunk_forward(W: Weights, ev: EvalSet, pk, c: slice, seqs: Tensor, keep_kv: bool):
@@ -276,20 +305,6 @@ def _per_example(W: Weights, ev: EvalSet, pk, batch: int, score: np.ndarray, seq
     full = target_loss(logits, ev.tokens, lay).item()
     swap = candidate_losses(swap_fp, ev.candidates, ev.cand_index)[0] if sel else None
     return Lc, L1, mass, full, example_correct(logits, ev.tokens, lay), swap, K, scores
-
-
-def _score_rows(W: Weights, ev: EvalSet, pk, batch: int, score: np.ndarray, scores: Tensor) -> None:
-    """Fill in ``scores`` for the rows where ``score`` is true (a second pass over the packs that
-    hold them: their prompts' keys and values are computed again)."""
-    fp = ev.task.layout.first_pred
-    wanted = torch.as_tensor(score, device=scores.device)
-    for c, seqs in pk.chunks(batch):
-        if not wanted[seqs[seqs < len(ev.tokens)]].any():
-            continue
-        clean, _, clean_lg, _, kv = _chunk_forward(W, ev, pk, c, seqs, keep_kv=True)
-        keep = wanted[clean]
-        rows, lg = clean[keep], clean_lg[keep]
-        scores[rows] = sequence_scores(W, ev, rows, prefix_kv_of(pk, kv, rows, fp, c.start), lg[:, 0], lg[:, 1:])
 
 
 def prefix_kv_of(pk, kv: list[tuple[Tensor, Tensor]], rows: Tensor, fp: int, first_pack: int) -> list[tuple[Tensor, Tensor]]:

@@ -217,7 +217,7 @@ def _gather(run: Run, analyses: Path, pc, progress: bool, device: str | None = "
     return {"run": run, "name": run.name, "cfg": cfg, "summary": s, "tables": tables, "command": command, **out}
 
 
-def report(runs, out: str | os.PathLike | None = None, progress: bool = True, *, analyses: str | os.PathLike = "analyses",
+def report(runs, out: str | os.PathLike | None = None, progress: bool = True, *, analyses: str | os.PathLike | None = None,
            pass_config=None, max_head_checkpoints: int | None = None, plotly: str = "inline",
            device: str | None = "auto") -> Path:
     """Write the interactive report of one or several runs (the passes on ``device``); returns
@@ -225,7 +225,9 @@ def report(runs, out: str | os.PathLike | None = None, progress: bool = True, *,
 
     Default path: ``<analyses>/<run name>/report.html`` for one run,
     ``<analyses>/compare_<names>/report.html`` for several. The passes' per-checkpoint caches
-    live under ``<analyses>/<run name>/passes/`` (shared with ``mi-plateau analyze``).
+    live under ``<analyses>/<run name>/passes/`` (shared with ``mi-plateau analyze --out
+    <analyses>``); ``analyses`` defaults to the folder of ``out`` when ``out`` is given (the
+    report writes nowhere but beside its output), else to ``analyses/``.
     """
     from . import figures
     from .passes.analyze import PassConfig
@@ -233,6 +235,8 @@ def report(runs, out: str | os.PathLike | None = None, progress: bool = True, *,
     if isinstance(runs, (str, os.PathLike, Run)):
         runs = [runs]
     runs = [r if isinstance(r, Run) else Run(r) for r in runs]
+    if analyses is None:
+        analyses = Path(out).parent if out is not None else Path("analyses")
     analyses = Path(analyses)
     pc = pass_config or PassConfig()
     if max_head_checkpoints is not None:

@@ -88,14 +88,38 @@ def write_table(path_stem: Path, rows, *, title: str = "", note: str = "", cols:
     return paths
 
 
-def write_figure(path: Path, fig, *, width: int | None = None, height: int | None = None) -> Path:
+STATIC_FORMATS = ("svg", "png", "pdf", "jpeg", "jpg", "webp")
+EXPORT_TRIES = 3
+
+
+def write_figure(path: Path, fig, *, width: int | None = None, height: int | None = None, tries: int = EXPORT_TRIES) -> Path:
     """A plotly figure as a static image (format from the suffix: .svg, .png), exported by
-    kaleido with the system's Chromium; the same figure object the HTML report shows."""
-    from .checkpoints import atomic_write_bytes
+    kaleido with the system's Chromium; the same figure object the HTML report shows.
+
+    kaleido drives a headless Chromium page, and under load that page sometimes fails before
+    its scripts are ready (``JavascriptError: ReferenceError: kaleido_scopes is not defined``);
+    a fresh export of the same figure then succeeds. So a failed export is tried again, up to
+    ``tries`` times, and a figure that still fails is a one-line RunError naming the file, with
+    nothing written for it (write a builder's tables before its figures: they stay written)."""
+    import time
+
+    import plotly.io
+
+    from .checkpoints import RunError, atomic_write_bytes, one_line
 
     path = Path(path)
-    data = fig.to_image(format=path.suffix.lstrip("."), width=width or fig.layout.width or 1100,
-                        height=height or fig.layout.height or 480)
+    fmt = path.suffix.lstrip(".").lower()
+    if fmt not in STATIC_FORMATS:
+        raise RunError(f"{path}: a static figure is one of {', '.join('.' + f for f in STATIC_FORMATS)}")
+    size = {"width": width or fig.layout.width or 1100, "height": height or fig.layout.height or 480}
+    for attempt in range(1, tries + 1):
+        try:
+            data = plotly.io.to_image(fig, format=fmt, **size)
+            break
+        except Exception as e:  # kaleido and Chromium raise their own error types
+            if attempt == tries:
+                raise RunError(f"{path}: the static export failed {tries} times ({type(e).__name__}: {one_line(e)[:300]})") from None
+            time.sleep(0.5 * attempt)
     atomic_write_bytes(path, data)
     return path
 

@@ -231,6 +231,18 @@ class EvalSet:
                                       cache={})
         return self.cache[key]
 
+    def subset(self, groups: np.ndarray) -> "EvalSet":
+        """The evaluation set of these groups only (a subset of ``groups``, in its order), made
+        once per subset and kept in the cache (the guarded evaluation scores it at every checkpoint)."""
+        key = ("subset", tuple(int(x) for x in groups))
+        if key not in self.cache:
+            rows = np.isin(self.g, groups)
+            t = torch.as_tensor(rows, device=self.tokens.device)
+            self.cache[key] = replace(self, groups=self.groups[np.isin(self.groups, groups)], g=self.g[rows], s=self.s[rows],
+                                      tokens=self.tokens[t], candidates=self.candidates[t],
+                                      target_first=self.target_first[t], cand_index=self.cand_index[t], cache={})
+        return self.cache[key]
+
     def swapped_tokens(self, shift: int) -> Tensor:
         """The same rows with selector k replaced by (k + shift) mod K of the row's own group's
         set (``task.selector_groups``); the answer is unchanged."""

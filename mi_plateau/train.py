@@ -38,9 +38,9 @@ from .checkpoints import (
     remove_stale_files,
     write_checkpoint,
 )
-from .config import RunConfig, config_diff, extends, layout_for, validate
+from .config import QUIET_GAP, RunConfig, config_diff, extends, layout_for, validate
 from .devices import describe as describe_device, resolve as resolve_device, to_cpu
-from .metrics import evaluate, seq_guard
+from .metrics import evaluate, eval_guard
 from .summaries import num as _num, summarize, tau as tau_of
 from .task import make_eval_set, make_sampler, make_task
 
@@ -159,9 +159,6 @@ def next_interval(cfg: RunConfig, records: Sequence[dict[str, Any]]) -> int:
     return cfg.train.ckpt_every
 
 
-QUIET_GAP = 0.02  # nats of swap gap below which the plateau counts as quiet (next_interval)
-
-
 def should_stop(cfg: RunConfig, records: Sequence[dict[str, Any]]) -> bool:
     """The stopping rule ``train.stop``.
 
@@ -254,14 +251,18 @@ def open_config(cfg: RunConfig | None, run: Run, resume: bool, argv: Sequence[st
     if run.exists() or (resume and (run.path / "config.json").exists()):
         if not resume:
             raise RunError(f"{run.path}: a run already exists here; pass --resume to continue it or choose another --out")
-        stored = run.config()
+        stored = run.config()  # validated, and checked against the config the manifest records
+        recorded = run.recorded_config()
         if cfg is not None and cfg.to_dict() != stored.to_dict():
             if not extends(stored, cfg):
                 diff = config_diff(stored.to_dict(), cfg.to_dict())
                 raise RunError(f"{run.path / 'config.json'}: resume with a different config is refused ({diff})")
             if not _stopped_by_rule(stored, run):  # a run its own rule stopped keeps its config
-                atomic_write_json(run.path / "config.json", cfg.to_dict())
+                _write_raised_cap(cfg, run, device)
                 stored = cfg
+        elif recorded is not None and recorded.train.max_steps != stored.train.max_steps:
+            # a raise killed between its two writes (run.config allows no other difference): finish it
+            _write_raised_cap(stored, run, device)
         cfg = stored
     else:
         if cfg is None:
@@ -273,6 +274,22 @@ def open_config(cfg: RunConfig | None, run: Run, resume: bool, argv: Sequence[st
         atomic_write_json(run.path / "command.json", _provenance(argv, device))
         atomic_write_json(run.path / "config.json", cfg.to_dict())
     return validate(cfg)
+
+
+def _write_raised_cap(cfg: RunConfig, run: Run, device: torch.device | None) -> None:
+    """Store a raised step cap (``config.extends``): config.json, then the manifest's record of
+    the config, each written atomically. First the restore that the resume will do is done once
+    (``Member``: weights, optimizer and sampler state, checksums, dtypes), so that a resume
+    refused for a damaged file has written nothing. A kill between the two writes leaves a
+    config.json that only raises the recorded cap: the readers accept it, the next resume
+    finishes the write."""
+    if run.exists():
+        Member(cfg, run, device)  # its checks only; a folder with a manifest gets no checkpoint from it
+    atomic_write_json(run.path / "config.json", cfg.to_dict())
+    if run.exists():
+        m = run.manifest()
+        m["config"] = cfg.to_dict()
+        atomic_write_json(run.path / "manifest.json", m)
 
 
 def _stopped_by_rule(cfg: RunConfig, run: Run) -> bool:
@@ -355,7 +372,7 @@ class Member:
         cfg, model = self.cfg, self.model
         wall = time.perf_counter() - self.t0 if step else 0.0
         model.eval()
-        metrics = evaluate(model, self.ev, seq_groups=cfg.eval.seq_groups(cfg.task.K), guard=seq_guard(cfg, self.ev, step))
+        metrics = evaluate(model, self.ev, seq_groups=cfg.eval.seq_groups(cfg.task.K), guard=eval_guard(cfg, self.ev, step))
         model.train()
         record = {
             "step": step,

@@ -2,8 +2,8 @@
 
 At a checkpoint the trainer scores both families on the evaluation set (``metrics.evaluate``).
 The paper family costs K (K - 1) suffix strings per group, so its share of training grows as K^2
-when every group is scored; with ``eval.seq_subset`` (``metrics.SeqGuard``) a checkpoint scores
-a subset of groups, and all of them only where a reported threshold is near. This section times,
+when every group is scored; with ``eval.seq_subset`` (``metrics.EvalGuard``) a checkpoint
+scores a subset of groups, and all of them only where a threshold the run reads is near. This section times,
 on the paper model at each K, alternated with the training step (ABBA, medians): the step; the
 evaluation with every group scored ("full"); with the subset where the guard stays quiet
 ("subset"); where it fires ("fired": the subset, then the other groups); and the first-token
@@ -25,7 +25,7 @@ def bench_eval_share(Ks=(10, 20, 36), subset: int = 20, every: int = 50, reps: i
     """One row per K: seconds per step and per evaluation of each kind, and each kind's share."""
     import torch
 
-    from ..metrics import SeqGuard, evaluate, seq_guard
+    from ..metrics import EvalGuard, eval_guard, evaluate
     from ..model import build_model
     from ..task import make_eval_set, make_task
 
@@ -39,9 +39,9 @@ def bench_eval_share(Ks=(10, 20, 36), subset: int = 20, every: int = 50, reps: i
         if device != "cpu":
             model = model.to(device)
         ev = make_eval_set(make_task(cfg.task), cfg.eval)
-        g = seq_guard(cfg, ev, cfg.eval.seq_plateau_end + 1)
-        quiet = SeqGuard(g.groups, (float("-inf"),), cfg.eval.seq_guard)  # no threshold near: the subset only
-        fired = SeqGuard(g.groups, g.thresholds, cfg.eval.seq_guard, force=True)
+        g = eval_guard(cfg, ev, cfg.eval.seq_plateau_end + 1)
+        quiet = EvalGuard(g.groups, {}, cfg.eval.seq_guard)  # no threshold near: the subset only
+        fired = EvalGuard(g.groups, g.thresholds, cfg.eval.seq_guard, force=True)
         with torch.no_grad():
             evaluate(model, ev, guard=quiet)  # the packing is built once, outside the timing
         cands = {"step": step, "full": lambda: evaluate(model, ev), "subset": lambda: evaluate(model, ev, guard=quiet),

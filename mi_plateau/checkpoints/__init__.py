@@ -12,7 +12,8 @@ Layout of a run folder::
 Every file is written atomically (write to a temporary name, fsync, rename), and the manifest
 is written last: a checkpoint exists once the manifest names it. Nothing is unpickled: weights
 are safetensors, everything else JSON. Paths in a manifest must stay inside the run folder.
-The manifest stores the SHA-256 of every safetensors file it names; loading checks it.
+The manifest stores the SHA-256 of every safetensors file it names and the config the run was
+trained with; loading checks both (an edited config.json is refused).
 See docs/reliability.md.
 """
 

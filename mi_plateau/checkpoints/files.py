@@ -153,7 +153,18 @@ def load_tensors(path: Path, sha256: str | None = None) -> dict:
         raise RunError(f"{path}: not a readable safetensors file ({type(e).__name__}: {one_line(e)})") from None
     if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
         raise RunError(f"{path}: checksum mismatch, the file is corrupt or was changed after it was written")
+    # a run stores its weights and AdamW's moments in float32: a file rewritten in another
+    # precision (with its checksum updated) would be cast on load and change the run unseen
+    odd = sorted(k for k, v in tensors.items() if v.is_floating_point() and str(v.dtype) != "torch.float32")
+    if odd:
+        raise RunError(f"{path}: {odd[0]} has dtype {tensors[odd[0]].dtype}, a run's weights are float32 (its optimizer state too)")
     return tensors
+
+
+def file_sha256(path: Path) -> str:
+    """The SHA-256 (hex) of a regular file of a run (weights or resume state), read as the
+    loaders read it."""
+    return hashlib.sha256(read_regular(Path(path), MAX_TENSOR_BYTES)).hexdigest()
 
 
 def crash_point(kind: str) -> None:

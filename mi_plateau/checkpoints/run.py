@@ -2,14 +2,51 @@
 
 from __future__ import annotations
 
+import math
 import os
+from dataclasses import replace
 import sys
 from pathlib import Path
 from typing import Any
 
-from ..config import ConfigError, RunConfig
+from ..config import ConfigError, RunConfig, config_diff, extends, validate
 from ..summaries import nan_to_none, nearest, summarize
-from .files import FORMAT_VERSION, LEGACY_DEFAULTS, RunError, load_tensors, one_line, read_json
+from .files import FORMAT_VERSION, LEGACY_DEFAULTS, RunError, file_sha256, load_tensors, one_line, read_json
+
+# What a record's numbers may be: every metric and these record fields are a finite number or
+# null; losses (cross-entropies, nats) and counts are never negative; accuracies are shares.
+LOSSES = ("L_seq", "Lc", "L1", "full_loss", "train_loss")
+SHARES = ("acc_mean", "groups_ge80", "groups_100", "cand_acc", "cand_groups_ge80", "cand_groups_100", "clipped_frac")
+RECORD_NUMBERS = ("examples_seen", "lr", "train_loss", "grad_norm_mean", "grad_norm_max", "grad_norm_sq_mean", "clipped_frac")
+NON_NEGATIVE = ("examples_seen", "lr", "grad_norm_mean", "grad_norm_max", "grad_norm_sq_mean", "cand_mass", "groups_scored",
+                "L_seq_se", "Lc_se", "swap_gap_se")
+
+
+def _number_problem(k: str, v: Any) -> str | None:
+    """Why ``v`` cannot be the record value ``k`` (None if it can)."""
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        return "is not a finite number"
+    if v < 0 and (k in LOSSES or k in SHARES or k in NON_NEGATIVE):
+        return "is negative"
+    if v > 1 and k in SHARES:
+        return "is a share above 1"
+    return None
+
+
+def check_record(rec: dict, where: str, bad) -> None:
+    """A checkpoint record's numbers as the readers (tau, plateau heights, the stopping rule)
+    take them: ``bad(what)`` names the first value that cannot be one."""
+    for k, v in rec["metrics"].items():
+        why = _number_problem(k, v)
+        if why:
+            raise bad(f"{where}.metrics.{k} {v!r} {why}")
+    for k in RECORD_NUMBERS:
+        why = _number_problem(k, rec.get(k))
+        if why:
+            raise bad(f"{where}.{k} {rec.get(k)!r} {why}")
+
 
 def check_manifest(m: Any, path: Path) -> None:
     """Refuse a manifest whose structure is not what this version writes (one line, names the file)."""
@@ -33,6 +70,8 @@ def check_manifest(m: Any, path: Path) -> None:
     ckpts = m.get("checkpoints")
     if not isinstance(ckpts, list):
         raise bad("checkpoints is not a list")
+    if m["status"] == "finished" and not ckpts:  # a finished run ends at a checkpoint
+        raise bad("status 'finished' with no checkpoints")
     prev = -1
     for i, c in enumerate(ckpts):
         if not isinstance(c, dict):
@@ -50,6 +89,9 @@ def check_manifest(m: Any, path: Path) -> None:
             raise bad(f"checkpoints[{i}].record.step {rec.get('step')!r} is not the checkpoint's step {step}")
         if not isinstance(rec["metrics"].get("Lc"), (int, float)) or isinstance(rec["metrics"].get("Lc"), bool):
             raise bad(f"checkpoints[{i}].record.metrics.Lc is not a number")
+        check_record(rec, f"checkpoints[{i}].record", bad)
+    if "config" in m and not isinstance(m["config"], dict):
+        raise bad("config is not an object")
 
 
 class Run:
@@ -105,24 +147,47 @@ class Run:
     def exists(self) -> bool:
         return (self.path / "manifest.json").exists()
 
+    def own_file(self, name: str) -> Path:
+        """The run's own ``config.json`` or ``manifest.json``, refused if it is a symbolic link:
+        a reader answers for the files inside this folder only (the writers refuse links too)."""
+        p = self.path / name
+        if p.is_symlink():
+            raise RunError(f"{p}: is a symbolic link; a run's config and manifest are read from the run folder itself")
+        return p
+
     # --- reading -----------------------------------------------------------------
     def config(self) -> RunConfig:
-        path = self.path / "config.json"
-        d = read_json(path)
-        if not isinstance(d, dict):
-            raise RunError(f"{path}: not a mi_plateau config (expected a JSON object)")
-        for section, key, value, applies in LEGACY_DEFAULTS:
-            if isinstance(d.get(section), dict) and applies(d):
-                d[section].setdefault(key, value)
-        try:
-            from ..config import validate
+        """The run's config (``config.json``), validated as values given on the command line
+        are, and checked against the config the manifest records (the one the weights were
+        trained with): an edit of a setting is refused, naming those that differ, except a
+        raised ``train.max_steps`` that ``config.extends`` allows (the documented ``--max-steps``
+        raise, which moves only the stopping rule); the ``preset`` is a name, not compared. A
+        run without a manifest yet, or one written before the manifest recorded its config,
+        reads as its config.json says."""
+        path = self.own_file("config.json")
+        cfg = _parse_config(read_json(path), path, "not a mi_plateau config (expected a JSON object)")
+        recorded = self.recorded_config()
+        if recorded is not None:
+            recorded = replace(recorded, preset=cfg.preset)  # the preset is a name; the four sections are the run
+        if recorded is not None and recorded != cfg and not extends(recorded, cfg):
+            diff = config_diff(recorded.to_dict(), cfg.to_dict())
+            raise RunError(f"{path}: changed after the run was trained ({diff}; stored: the config manifest.json "
+                           "records, given: config.json)")
+        return cfg
 
-            return validate(RunConfig.from_dict(d))
-        except (ConfigError, TypeError, ValueError) as e:
-            raise RunError(f"{path}: {one_line(e)}") from None
+    def recorded_config(self) -> RunConfig | None:
+        """The config the manifest records, the one the run's weights were trained with (None
+        where there is no manifest yet, or it predates the record)."""
+        path = self.own_file("manifest.json")
+        if not (path.exists() or path.is_symlink()):
+            return None
+        d = self.manifest().get("config")
+        if d is None:
+            return None
+        return _parse_config(d, path, "malformed manifest (config is not an object)", check=False)
 
     def manifest(self) -> dict[str, Any]:
-        path = self.path / "manifest.json"
+        path = self.own_file("manifest.json")
         if not self.path.is_dir():
             raise RunError(f"{self.path}: no such run folder")
         m = read_json(path)
@@ -180,13 +245,16 @@ class Run:
     def weights(self, step: int) -> dict:
         for c in self.manifest()["checkpoints"]:
             if c["step"] == step:
-                path = self.inside(c["weights"])
-                tensors = load_tensors(path, c.get("sha256"))
-                odd = sorted(k for k, v in tensors.items() if str(v.dtype) != "torch.float32")
-                if odd:  # the toolkit trains and stores fp32
-                    raise RunError(f"{path}: {odd[0]} has dtype {tensors[odd[0]].dtype}, a run's weights are float32")
-                return tensors
+                return load_tensors(self.inside(c["weights"]), c.get("sha256"))  # float32 only: load_tensors checks
         raise RunError(f"{self.path}: no checkpoint at step {step}; steps are {self.steps()}")
+
+    def weights_sha256(self, steps) -> dict[int, str]:
+        """{step: SHA-256 of its weights} for the checkpoints at ``steps``: the manifest's, or,
+        for a manifest written before checksums were recorded, the file's own (what a cache of
+        results computed from the weights is keyed by)."""
+        want = set(steps)
+        return {c["step"]: c.get("sha256") or file_sha256(self.inside(c["weights"]))
+                for c in self.manifest()["checkpoints"] if c["step"] in want}
 
     def load_model(self, step: int | None = None):
         """The model at the checkpoint nearest ``step`` (the last one by default), in eval mode:
@@ -215,6 +283,21 @@ class Run:
         raise RunError(f"{self.path}: no checkpoint at step {step}")
 
 
+
+
+def _parse_config(d: Any, path: Path, not_object: str, check: bool = True) -> RunConfig:
+    """A config dict read from ``path`` as a RunConfig (a field added since the run was written
+    gets the value it was trained with: ``LEGACY_DEFAULTS``); ``check``: validated as CLI values are."""
+    if not isinstance(d, dict):
+        raise RunError(f"{path}: {not_object}")
+    for section, key, value, applies in LEGACY_DEFAULTS:
+        if isinstance(d.get(section), dict) and applies(d):
+            d[section].setdefault(key, value)
+    try:
+        cfg = RunConfig.from_dict(d)
+        return validate(cfg) if check else cfg
+    except (ConfigError, TypeError, ValueError) as e:
+        raise RunError(f"{path}: {one_line(e)}") from None
 
 
 def load_state_checked(model, state: dict, path: Path) -> None:

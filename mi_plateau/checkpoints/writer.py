@@ -4,10 +4,11 @@ and the rule that writers touch only their own files inside their own folder."""
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
-from .files import TMP_NAME, RunError, atomic_write_json, crash_point, one_line, save_tensors
+from .files import TMP_NAME, RunError, atomic_write_json, crash_point, one_line, read_json, save_tensors
 from .run import Run
 
 def write_checkpoint(root: Path, manifest: dict[str, Any], record: dict[str, Any], wall_s: float, weights: dict,
@@ -16,8 +17,14 @@ def write_checkpoint(root: Path, manifest: dict[str, Any], record: dict[str, Any
     the bench times the same function): the weights and the record beside them, the resume
     state, then the manifest naming all three (the commit point; ``summary``, if given, marks
     the run finished), then the previous resume state is deleted. ``manifest`` is updated in
-    place. A kill at any moment leaves either the previous or this checkpoint committed."""
+    place. A kill at any moment leaves either the previous or this checkpoint committed.
+
+    The first commit also records the folder's ``config.json`` in the manifest (``config``): the
+    config the weights are trained with is then vouched for by the commit point, and the readers
+    refuse a config.json edited afterwards (``Run.config``)."""
     root = Path(root)
+    if "config" not in manifest and (root / "config.json").is_file():
+        manifest["config"] = read_json(root / "config.json")
     step = record["step"]
     name = f"step_{step:06d}"
     digest = save_tensors(root / "ckpt" / f"{name}.safetensors", weights, {"step": str(step)})
@@ -99,6 +106,10 @@ class RunLock:
             if self.file.is_symlink():
                 raise RunError(f"{self.file}: is a symbolic link; refusing to lock through it") from None
             raise RunError(f"{self.file}: cannot be opened ({one_line(e)})") from None
+        if not stat.S_ISREG(os.fstat(self.fd).st_mode):  # a FIFO or device: the pid cannot be written into it
+            os.close(self.fd)
+            self.fd = None
+            raise RunError(f"{self.file}: not a regular file; remove it (the trainer makes a new lock file)")
         try:
             fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

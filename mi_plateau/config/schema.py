@@ -21,6 +21,9 @@ BATCHINGS = ("uniform", "epoch")
 STOPS = ("converge", "tau", "floor")
 TAU_ON = ("both", "paper", "first_token")
 LABEL_NOISE_MODES = ("fixed", "per_draw")
+# nats of swap gap below which a plateau counts as quiet: the checkpoint spacing may widen there
+# (train.next_interval), and the guarded evaluation watches it (metrics.eval_guard)
+QUIET_GAP = 0.02
 MAX_BATCH = 1 << 16
 DIRECTIONS = ("backward", "forward", "az_b", "b_a")
 A_TARGET_DIRECTIONS = ("backward", "b_a")
@@ -145,9 +148,10 @@ class EvalConfig:
     # checkpoint: the first n groups of the evaluation set with n K (K - 1) <= seq_max_strings
     # (at least one group); 0 scores every group (exact). The analysis passes score them all.
     seq_max_strings: int = 0
-    # the paper family on a seeded subset of this many groups at each checkpoint, and on every
-    # group wherever the subset's estimate lies within seq_guard standard errors of a reported
-    # threshold (metrics.SeqGuard: each tau and width stays the full-set one); 0 scores every group
+    # both families on a seeded subset of this many groups at each checkpoint, and on every
+    # group wherever the subset's estimate lies within seq_guard standard errors of a threshold the
+    # run reports or acts on (metrics.EvalGuard: each tau, width and stop stays the full-set one);
+    # 0 scores every group at every checkpoint
     seq_subset: int = 0
     seq_guard: float = 5.0
     # the transition width (the original's clock for Tables 4 and 8 and the learning-rate sweep):
@@ -220,8 +224,10 @@ class RunConfig:
             model=build(ModelConfig, d.get("model", {}), "model"),
             train=build(TrainConfig, d.get("train", {}), "train"),
             eval=build(EvalConfig, d.get("eval", {}), "eval"),
-            preset=str(d.get("preset", "custom")),
+            preset=d.get("preset", "custom"),
         )
+        if not isinstance(cfg.preset, str):
+            raise ConfigError(f"preset={cfg.preset!r}: expected a string")
         return cfg
 
 
@@ -281,6 +287,7 @@ def layout_for(task: TaskConfig) -> Layout:
 
 def validate(cfg: RunConfig) -> RunConfig:
     """Raise ConfigError naming the first bad value; return cfg unchanged if valid."""
+    _check_kinds(cfg)
     t, m, tr, ev = cfg.task, cfg.model, cfg.train, cfg.eval
     if t.direction not in DIRECTIONS:
         raise ConfigError(f"task.direction={t.direction!r}: must be one of {', '.join(DIRECTIONS)}")
@@ -399,7 +406,62 @@ def validate(cfg: RunConfig) -> RunConfig:
         raise ConfigError(f"eval.alpha={ev.alpha}: must be in (0, 1)")
     if ev.plateau_start < 0:
         raise ConfigError(f"eval.plateau_start={ev.plateau_start}: must be >= 0")
+    _check_sizes(cfg)
     return cfg
+
+
+def _check_kinds(cfg: RunConfig) -> None:
+    """Every field holds a value of its declared type, and every number is finite: a config
+    built in Python gets the checks that ``coerce`` gives values read from JSON or the CLI."""
+    want = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,)}
+    for section, kls in SECTIONS.items():
+        sub = getattr(cfg, section)
+        for f in fields(kls):
+            v = getattr(sub, f.name)
+            ok = isinstance(v, want[f.type]) and (f.type == "bool" or not isinstance(v, bool))
+            if ok and f.type == "float":
+                ok = math.isfinite(v)
+            if not ok:
+                raise ConfigError(f"{section}.{f.name}={_show(v)}: expected {'a finite number' if f.type == 'float' else 'a ' + f.type}")
+
+
+# Bounds far above anything this task trains (the paper's model has 0.8 M parameters and one
+# step holds about 30 M activations); a config past them cannot fit in memory and would die in
+# the allocator, so it is refused here, before any folder or tensor is made.
+MAX_LAYERS = 256
+MAX_WIDTH = 1 << 16  # each of d_model, n_heads, d_head, d_mlp
+MAX_PARAMS = 1 << 31  # 8 GiB of float32 weights, 24 GiB with AdamW's moments
+MAX_ACTIVATIONS = 1 << 35  # floats one training step keeps for the backward pass (128 GiB)
+
+
+def _show(v: Any) -> str:
+    """A value for an error message, with an integer of many digits shortened (1e308 read as an int)."""
+    if isinstance(v, int) and not isinstance(v, bool) and len(str(abs(v))) > 15:
+        digits = str(abs(v))
+        return f"{'-' if v < 0 else ''}{digits[0]}.{digits[1:3]}e{len(digits) - 1}"
+    return repr(v)
+
+
+def _check_sizes(cfg: RunConfig) -> None:
+    """The model and one training step fit in memory (generous bounds, see MAX_*); the error
+    names the fields that make the size."""
+    m, B = cfg.model, cfg.train.batch_size
+    if m.n_layers > MAX_LAYERS:
+        raise ConfigError(f"model.n_layers={_show(m.n_layers)}: at most {MAX_LAYERS}")
+    for name in ("d_model", "n_heads", "d_head", "d_mlp"):
+        v = getattr(m, name)
+        if v > MAX_WIDTH:
+            raise ConfigError(f"model.{name}={_show(v)}: at most {MAX_WIDTH} (a model this wide does not fit in memory)")
+    T, V, H = layout_for(cfg.task).seq_len, N_CHARS + 8, m.n_heads * m.d_head
+    params = m.n_layers * (4 * m.d_model * H + 2 * m.d_model * m.d_mlp) + (2 * V + T) * m.d_model
+    shape = (f"model.n_layers={m.n_layers}, model.d_model={m.d_model}, model.n_heads={m.n_heads}, "
+             f"model.d_head={m.d_head}, model.d_mlp={m.d_mlp}")
+    if params > MAX_PARAMS:
+        raise ConfigError(f"{shape}: about {params:.2g} parameters, more than fit in memory (at most {MAX_PARAMS:.2g})")
+    acts = B * T * (m.n_layers * (6 * m.d_model + 4 * H + 2 * m.n_heads * T + 2 * m.d_mlp) + V)
+    if acts > MAX_ACTIVATIONS:
+        raise ConfigError(f"train.batch_size={B} with {shape}: one training step would hold about {acts:.2g} activations, "
+                          f"more than fit in memory (at most {MAX_ACTIVATIONS:.2g})")
 
 
 # --- reading values (config.json, CLI strings) -------------------------------------

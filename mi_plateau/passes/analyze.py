@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..checkpoints import Run, RunError, atomic_write_json, read_json
+from ..checkpoints import Run, RunError, atomic_write_json, read_json, refuse_inside_run
 from ..summaries import nan_to_none, nearest, summarize
 from ..frames import frame
 from .tables import figure3_data, routing, swap_gap_intervals, table6, table9
@@ -156,14 +156,15 @@ def analyze_run(
 
     dev = resolve_device(device)
     ev = make_eval_set(make_task(cfg.task), cfg.eval).on(dev)
-    cache = Path(out_dir) / "passes"
-    # the cache key names the pass settings and the run (config); each file also records the
-    # checkpoint's weights checksum, so a retrained or different run never reuses stale numbers
-    # (task, model and evaluation settings only: how the weights were trained does not change
-    # what the passes compute from them, and the weights' checksum is checked per file)
+    cache = Path(out_dir) / "passes"  # under the folder the caller gave, never elsewhere
+    refuse_inside_run(cache, "pass cache")
+    # A cached file serves a checkpoint only if it was made from the same weights (their SHA-256,
+    # computed from the file where an older manifest lacks it) with the same pass settings, task,
+    # model and evaluation set: how the weights were trained does not change what the passes
+    # compute from them.
     what = json.dumps({k: cfg.to_dict()[k] for k in ("task", "model", "eval")}, sort_keys=True)
     key = pc.key() + "-" + hashlib.sha1(what.encode()).hexdigest()[:10]
-    sha = {c["step"]: c.get("sha256") for c in run.manifest()["checkpoints"]}
+    sha = run.weights_sha256(steps)
     tables: dict[str, list] = {"checkpoint": [], "heads": [], "groups": [], "patching": [], "head_groups": []}
     bar = None
     if progress:

@@ -1,16 +1,17 @@
-"""Does the guarded subset keep every tau exact? A replay of ``metrics.SeqGuard`` on a run.
+"""Does the guarded evaluation subset keep every tau exact? A replay of ``metrics.EvalGuard`` on a run.
 
-The pass scores every example of the evaluation set at each checkpoint (the full-set L_seq, what
+The pass scores every example of the evaluation set at each checkpoint (the full-set values, what
 a run without a subset records), and replays, on the same per-group numbers, what a run with
-``eval.seq_subset = n`` and ``eval.seq_guard = z`` would have recorded: the subset's estimate,
-or the full-set mean where the guard fires. Both curves then give every crossing the run
-reports (``RunConfig.seq_thresholds``: tau at Table 5's alphas, the width's ends, the floor stop)
-and the transition width; the pass returns both side by side. The guard's decisions depend only
-on the subset's per-group values, which are the same numbers a guarded run computes, so the
-replay is what that run would have recorded, up to float rounding in the sums.
+``eval.seq_subset = n`` and ``eval.seq_guard = z`` would have recorded: the subset's means, or
+the full-set means where the guard fires. Both give every crossing the run reports
+(``RunConfig.seq_thresholds``: tau at Table 5's alphas, the width's ends, the floor stop, the
+dense spacing's ends) in both families, and the transition widths; the pass returns them side by
+side. The guard's decisions depend only on the subset's per-group values, which are the numbers
+a guarded run computes, so the replay is what that run would have recorded, up to float
+rounding in the sums.
 
-Scoring stops at the first checkpoint whose full-set L_seq is below the lowest threshold: no
-later checkpoint moves a first crossing or the width.
+Scoring stops at the first checkpoint whose full-set L_seq and Lc are both below the lowest
+threshold: no later checkpoint moves a first crossing or a width.
 """
 
 from __future__ import annotations
@@ -22,16 +23,31 @@ from typing import Any
 import numpy as np
 
 from ..checkpoints import Run, RunError, load_state_checked
-from ..metrics import SeqGuard, seq_guard
+from ..metrics import EvalGuard, eval_guard
 from ..summaries import tau, transition_width
 
+FAMILY_KEYS = {"paper": "L_seq", "first_token": "Lc"}
 
-def guard_check(run: str | Run, subset: int = 40, z: float = 5.0, progress: bool = False) -> dict[str, Any]:
-    """Per checkpoint (``rows``): the full-set L_seq, what the guarded subset records, whether the
-    guard scored every group there, and the subset's standard error; and (``crossings``) each
-    reported threshold's tau from both curves, with the width (t_start, t_end) from both.
-    ``share_scored``: the strings the guarded run scores over those of full scoring, on the
-    checkpoints read."""
+
+def _row(step: int, per_group: dict[str, np.ndarray], g: EvalGuard, groups: np.ndarray) -> dict[str, Any]:
+    """One checkpoint: the full-set means, the guarded run's values, whether the guard fired."""
+    inside = np.isin(groups, g.groups)
+    est = {k: g.estimate(v[inside], len(groups)) for k, v in per_group.items()}
+    fired = g.must_score_all(est)
+    row: dict[str, Any] = {"step": step, "scored_all": fired}
+    for k, v in per_group.items():
+        row[f"{k}_full"] = float(v.mean())
+        row[f"{k}_guarded"] = float(v.mean()) if fired else est[k][0]
+        row[f"{k}_se"] = 0.0 if fired else est[k][1]
+    return row
+
+
+def guard_check(run: str | Run, subset: int = 20, z: float = 5.0, progress: bool = False) -> dict[str, Any]:
+    """Per checkpoint (``rows``): each watched quantity's full-set mean, what the guarded subset
+    records, whether the guard scored every group there; and (``crossings``) every reported
+    threshold's tau in both families from both, with the widths. ``share_scored``: the groups a
+    guarded run scores (the subset everywhere, plus every group where the guard fires) over those
+    of full scoring, on the checkpoints read."""
     import torch
 
     from ..metrics import example_losses
@@ -51,26 +67,27 @@ def guard_check(run: str | Run, subset: int = 40, z: float = 5.0, progress: bool
     for step in run.steps():
         load_state_checked(model, run.weights(step), run.weights_path(step))
         with torch.no_grad():
-            per_group = example_losses(model, ev)["L_seq"].reshape(-1, K).mean(1).astype(np.float64)
-        g: SeqGuard = seq_guard(cfg, ev, step)
-        est, se = g.estimate(per_group[np.isin(ev.groups, g.groups)], ev.n_groups)
-        full = g.must_score_all(est, se)
-        rows.append({"step": step, "L_seq_full": float(per_group.mean()), "L_seq_guarded": float(per_group.mean()) if full else est,
-                     "scored_all": full, "se": se})
+            ex = example_losses(model, ev)
+        per_group = {k: v.reshape(-1, K).mean(1).astype(np.float64) for k, v in ex.items() if np.isfinite(v).all()}
+        rows.append(_row(step, per_group, eval_guard(cfg, ev, step), ev.groups))
         if progress:
             print(f"\r{run.path.name}: step {step}, L_seq {rows[-1]['L_seq_full']:.3f}", end="", flush=True, file=sys.stderr)
-        if per_group.mean() < lowest:
+        if rows[-1]["L_seq_full"] < lowest and rows[-1]["Lc_full"] < lowest:
             break
     if progress:
         print(file=sys.stderr)
     steps = [r["step"] for r in rows]
-    curves = {k: [r[f"L_seq_{k}"] for r in rows] for k in ("full", "guarded")}
-    crossings = [{"fraction": f, **{f"tau_{k}": tau(steps, c, log_K, f) for k, c in curves.items()}}
-                 for f in cfg.seq_thresholds()]
-    width = {k: transition_width(steps, c, log_K, cfg.eval.width_hi, cfg.eval.width_lo) for k, c in curves.items()}
+    crossings, widths = [], {}
+    for fam, key in FAMILY_KEYS.items():
+        curves = {k: [r[f"{key}_{k}"] for r in rows] for k in ("full", "guarded")}
+        crossings += [{"definition": fam, "fraction": f, **{f"tau_{k}": tau(steps, c, log_K, f) for k, c in curves.items()}}
+                      for f in cfg.seq_thresholds()]
+        widths[fam] = {k: transition_width(steps, c, log_K, cfg.eval.width_hi, cfg.eval.width_lo) for k, c in curves.items()}
     n_all = sum(r["scored_all"] for r in rows)
     return {"run": str(run.path), "K": K, "subset": subset, "z": z, "eval_groups": ev.n_groups, "checkpoints": len(rows),
-            "scored_all": n_all, "share_scored": (n_all * ev.n_groups + (len(rows) - n_all) * subset) / (len(rows) * ev.n_groups),
-            "crossings": crossings, "width_full": width["full"], "width_guarded": width["guarded"],
-            "all_equal": all(c["tau_full"] == c["tau_guarded"] for c in crossings) and width["full"] == width["guarded"],
+            "scored_all": n_all, "share_scored": (n_all * (ev.n_groups + subset) + (len(rows) - n_all) * subset)
+            / (len(rows) * ev.n_groups),
+            "crossings": crossings, "widths": widths,
+            "all_equal": all(c["tau_full"] == c["tau_guarded"] for c in crossings)
+            and all(w["full"] == w["guarded"] for w in widths.values()),
             "rows": rows}

@@ -12,7 +12,8 @@ difference, before any work starts. Backends:
   function, on the cluster at ``address`` or on a local Ray instance with ``jobs`` CPUs. The run
   folders must be on a filesystem every worker sees.
 
-A run that fails is recorded in the table with its error; the others go on.
+A run that fails is recorded in the table with its error; the others go on, and ``mi-plateau
+sweep`` then exits 1 naming the failed runs.
 """
 
 from __future__ import annotations
@@ -241,7 +242,8 @@ def run_sweep(sweep: Sweep, *, root: str | Path = "checkpoints", jobs: int | Non
               address: str | None = None, retries: int = 1, progress: bool = True, batch_runs: int = 1,
               only: Sequence[str] | None = None, on_done: Callable[[], None] | None = None, device: str = "auto"):
     """Train every point of the sweep (skipping finished runs, resuming partial ones) and return
-    its table (``sweep_table``). Writes the resolved sweep to ``<root>/<sweep>/sweep.json``.
+    its table (``sweep_table``; ``table.attrs["failed"]``: {run name: error} of the runs this call
+    trained that failed or were left unfinished). Writes the resolved sweep to ``<root>/<sweep>/sweep.json``.
     ``only``: train just the points of these names (the table still has a row per point);
     ``on_done``: called after each run (or batch) ends, e.g. to record what it made; ``device``:
     where each process trains (``devices.resolve``); ``batch_runs`` "auto": ``auto_batch_runs``."""
@@ -267,17 +269,22 @@ def run_sweep(sweep: Sweep, *, root: str | Path = "checkpoints", jobs: int | Non
         errors = train_local(runs, jobs, retries=retries, progress=progress, batch_runs=batch_runs, order=sweep.order,
                              on_done=on_done, device=str(device))
     trained = {Path(p).name for p, _ in runs}
+    failed = {Path(k).name: v for k, v in errors.items()}
+    for p, _ in runs:  # whatever the backend said, a run left unfinished failed (a Ray task lost past its retries)
+        if Path(p).name not in failed and status(p) != "finished":
+            failed[Path(p).name] = f"did not finish (status {status(p)})"
     try:  # the errors of the points not trained this time stay as they were
         old = read_json(folder / "errors.json")
     except RunError:
         old = {}
     errs = {k: v for k, v in (old if isinstance(old, dict) else {}).items() if k not in trained}
-    errs.update({Path(k).name: v for k, v in errors.items()})
+    errs.update(failed)
     atomic_write_json(folder / "errors.json", errs)
     table = sweep_table(folder)
     write_table(folder / "table", table, title=f"Sweep {sweep.name}: one row per run",
                 note="tau in steps (tau_examples: examples seen); plateau in nats; paper = L_seq, first_token = Lc.")
     table.attrs["wall_s"] = time.perf_counter() - t0
+    table.attrs["failed"] = failed  # {run name: error} of this call's runs; the CLI exits non-zero on any
     return table
 
 

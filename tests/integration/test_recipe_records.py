@@ -141,8 +141,8 @@ def test_the_cli_refuses_only_on_the_core_recipe_unknown_points_and_empty_lists(
         assert p.returncode != 0 and len(p.stderr.strip().splitlines()) == 1, p.stderr
         return p.stderr.strip()
 
-    assert err("core", "--only", "K3") == ("mi-plateau reproduce: error: reproduce core: --only and --skip-recorded "
-                                            "apply to the sweep recipes only")
+    assert err("core", "--only", "K3") == ("mi-plateau reproduce: error: reproduce core: --only, --skip-recorded and "
+                                            "--max-steps apply to the sweep recipes only")
     assert "no point named 'K9'" in err("seeds_warmup", "--dry-run", "--only", "K9")
     assert "no point named 'K9'" in err("seeds_warmup", "--only", "K5_n_b1000_lr0.005_seed0,K9")
     assert "the list of points to train is empty" in err("seeds_warmup", "--only", ",")

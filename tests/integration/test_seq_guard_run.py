@@ -15,17 +15,20 @@ def test_guarded_run_equals_the_full_run_at_every_reported_crossing(tmp_path, ti
     guarded = train(cfg, tmp_path / "guarded", progress=False)
     full_recs, recs = Run(tiny_run.path).records(), guarded.records()
     assert [r["step"] for r in recs] == [r["step"] for r in full_recs]
-    exact = [r for r in recs if r["metrics"]["L_seq_se"] == 0.0]
+    exact = [r for r in recs if r["metrics"]["groups_scored"] == 48]
     assert 0 < len(exact) < len(recs)  # the guard scored some checkpoints in full, not all
-    by_step = {r["step"]: r["metrics"]["L_seq"] for r in full_recs}
-    assert all(r["metrics"]["L_seq"] == pytest.approx(by_step[r["step"]], rel=1e-5) for r in exact)
+    by_step = {r["step"]: r["metrics"] for r in full_recs}
+    for r in exact:
+        for k in ("L_seq", "Lc", "swap_gap"):
+            assert r["metrics"][k] == pytest.approx(by_step[r["step"]][k], rel=1e-5, abs=1e-7)
     a, b = Run(tiny_run.path).summary(), guarded.summary()
     for fam in ("paper", "first_token"):
         for k in ("tau", "t_start", "t_end", "tau_width"):
             assert a["definitions"][fam][k] == b["definitions"][fam][k], (fam, k)
     check = guard_check(tiny_run.path, subset=12)
     assert check["all_equal"] and check["scored_all"] < check["checkpoints"]
-    assert {c["fraction"] for c in check["crossings"]} == set(cfg.seq_thresholds())
+    assert {(c["definition"], c["fraction"]) for c in check["crossings"]} == {
+        (f, x) for f in ("paper", "first_token") for x in cfg.seq_thresholds()}
 
 
 def test_summary_guard_check_on_the_command_line(tiny_run, run_cli):

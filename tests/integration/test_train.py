@@ -227,6 +227,9 @@ def test_runs_written_before_impl_existed_resume_with_the_bridge(tmp_path, tiny_
     d = json.loads((run.path / "config.json").read_text())
     del d["train"]["impl"], d["train"]["compile"]
     (run.path / "config.json").write_text(json.dumps(d))
+    m = json.loads((run.path / "manifest.json").read_text())  # runs of that time had no config record
+    m.pop("config")
+    (run.path / "manifest.json").write_text(json.dumps(m))
     assert Run(run.path).config().train.impl == "bridge"
     with pytest.raises(RunError, match="train.impl: stored 'bridge', given 'standard'"):
         train(cfg, run.path, resume=True, progress=False)

@@ -1,0 +1,375 @@
+"""The Hessian spectrum of the training loss on the plateau (the paper's Table 10).
+
+The loss is ``L(theta)``: the full-vocabulary next-token cross-entropy in nats, averaged over
+the target positions (A1..A4 and EOS, the positions ``train.batch_loss`` reads) of a fixed set
+of ``n`` training examples, as a function of the flat vector ``theta`` of every trainable
+parameter (in state-dict order). ``H = d^2 L / d theta^2`` (nats per unit parameter squared)
+is never formed: every estimator sees it only through Hessian-vector products (``hvp``).
+
+Two estimators of its extreme eigenvalues:
+
+- ``power_extremes`` ("original_power"), the original code's: power iteration for lambda_max,
+  then power iteration on ``H - sigma I`` with ``sigma = lambda_max + 1`` for lambda_min.
+- ``lanczos_extremes`` ("lanczos"): implicitly restarted Lanczos (ARPACK through
+  ``scipy.sparse.linalg.eigsh``) for the k largest and the k smallest eigenvalues, each pair
+  checked by its relative residual ``||H v - lambda v|| / |lambda|`` from a fresh product.
+
+Both estimate ``anisotropy = |lambda_max| / max(|lambda_min|, 1e-10)``. ``hessian_pass`` runs
+both at plateau checkpoints (``plateau_checkpoints``) and ``table10`` aggregates per run.
+Definitions, precision and cost: docs/mechanisms.md.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+from jaxtyping import Float, Int
+from torch import Tensor
+
+from ..checkpoints import Run, RunError
+from ..config import RunConfig, layout_for
+from ..frames import Rows, frame, records
+from ..model.forward import Weights, forward
+from ..paper import TABLE10
+from ..summaries import nearest, summarize
+from ..task import Task, make_task
+from ..train import batch_loss
+
+N_EXAMPLES = 512  # the original's fixed set of training examples
+FLOOR = 1e-10  # |lambda_min| is floored here in the anisotropy
+ESTIMATORS = ("original_power", "lanczos")
+
+LossFn = Callable[[Float[Tensor, "n_params"]], Float[Tensor, ""]]
+MatVec = Callable[[Float[Tensor, "n_params"]], Float[Tensor, "n_params"]]
+
+
+# --- the loss and its Hessian-vector product -----------------------------------------------
+BLOCK_KEYS = tuple(f"{part}.{w}" for part in ("ln1", "attn.q", "attn.k", "attn.v", "attn.o", "ln2", "mlp.in", "mlp.out")
+                   for w in ("weight", "bias"))
+
+
+def trainable_names(cfg: RunConfig, state: dict[str, Tensor]) -> list[str]:
+    """The state-dict keys of the trainable parameters in the model's state-dict order (embed,
+    pos_embed, each block's ln1, q, k, v, o, ln2, mlp.in, mlp.out, ln_final, unembed), whatever
+    the order of ``state`` (a safetensors file loads in no fixed order): the flat vector, and so
+    what a seeded start vector means, is the same in every process. ``unembed.bias`` is left out
+    where the model keeps it as a fixed zero buffer (``model.train_b_U`` off)."""
+    blocks = [f"blocks.{l}.{k}" for l in range(cfg.model.n_layers) for k in BLOCK_KEYS]
+    every = ["embed.weight", "pos_embed.weight", *blocks, "ln_final.weight", "ln_final.bias", "unembed.weight",
+             "unembed.bias"]
+    missing, extra = sorted(set(every) - set(state)), sorted(set(state) - set(every))
+    if missing or extra:
+        raise RunError(f"the weights do not match the config's model (missing {missing[:3]}, unexpected {extra[:3]})")
+    return every if cfg.model.train_b_U else every[:-1]
+
+
+def hessian_examples(task: Task, n: int = N_EXAMPLES, seed: int = 0) -> Int[Tensor, "n seq_len"]:
+    """Tokens of the fixed example set: the first ``min(n, D)`` entries of a permutation of the
+    D training examples (group, selector) drawn from ``torch.Generator().manual_seed(seed)``,
+    with the labels they are trained on: under ``label_noise_mode = "fixed"`` an example's
+    fixed noisy target (``Task.noisy_target_sel``), else its own (per-draw noise belongs to
+    the draws, not to the examples)."""
+    g, s = task.all_examples()
+    idx = torch.randperm(len(g), generator=torch.Generator().manual_seed(int(seed)))[:n].numpy()
+    g, s = g[idx], s[idx]
+    cfg = task.cfg
+    fixed_noise = cfg.label_noise > 0 and cfg.label_noise_mode == "fixed"
+    return task.tokens(g, s, target_sel=task.noisy_target_sel[g, s] if fixed_noise else None)
+
+
+def hessian_loss(cfg: RunConfig, state: dict[str, Tensor], tokens: Int[Tensor, "n seq_len"],
+                 dtype: torch.dtype = torch.float64) -> tuple[LossFn, Float[Tensor, "n_params"]]:
+    """``(loss, theta)``: ``loss(theta)`` is the mean cross-entropy (nats) over the target
+    positions of ``tokens`` (``train.batch_loss`` on the functional forward), ``theta`` the
+    checkpoint's trainable parameters (``trainable_names``) flattened and cast to ``dtype``.
+    Fixed buffers (a non-trainable b_U) enter as constants of the same dtype."""
+    names = trainable_names(cfg, state)
+    shapes = [tuple(state[k].shape) for k in names]
+    sizes = [math.prod(s) for s in shapes]
+    fixed = {k: v.detach().to(dtype) for k, v in state.items() if k not in names}
+    theta = torch.cat([state[k].detach().reshape(-1) for k in names]).to(dtype)
+    m, start = cfg.model, layout_for(cfg.task).pred_positions.start
+    inputs = tokens[:, :-1]  # the EOS input predicts nothing
+
+    def loss(th: Tensor) -> Tensor:
+        parts = dict(zip(names, (p.view(s) for p, s in zip(th.split(sizes), shapes))))
+        W = Weights.from_state_dict({**fixed, **parts}, m.n_layers, m.n_heads, m.d_head, m.act_fn)
+        return batch_loss(cfg, forward(W, inputs, start), tokens)
+
+    with torch.no_grad():  # one plain call first: the forward caches its causal mask outside any transform
+        loss(theta)
+    return loss, theta
+
+
+def hvp(loss: LossFn, theta: Float[Tensor, "n_params"], v: Float[Tensor, "n_params"]) -> Float[Tensor, "n_params"]:
+    """``H v`` with ``H`` the Hessian of ``loss`` at ``theta``: reverse-over-reverse (the
+    gradient's graph kept, then differentiated along ``v``); exact up to rounding."""
+    th = theta.detach().requires_grad_(True)
+    with torch.enable_grad():
+        (g,) = torch.autograd.grad(loss(th), th, create_graph=True)
+        (hv,) = torch.autograd.grad(g, th, v.to(theta.dtype))
+    return hv
+
+
+def start_vector(n: int, seed: int, dtype: torch.dtype = torch.float64) -> Float[Tensor, "n"]:
+    """A unit vector from ``torch.randn`` on a generator seeded ``seed``, drawn in float32 (so
+    both precisions start from the same direction) and cast to ``dtype``."""
+    v = torch.randn(n, generator=torch.Generator().manual_seed(int(seed))).to(dtype)
+    return v / v.norm()
+
+
+# --- estimators --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Extremes:
+    """Extreme eigenvalues of a symmetric operator and how they were found.
+
+    ``top`` largest first, ``bottom`` smallest first; ``residual_*`` the relative residual
+    ``||H v - lambda v|| / |lambda|`` of each pair; ``n_hvp`` Hessian-vector products in all
+    (residual checks included); ``iterations`` the power iterations of each run (power only)."""
+
+    estimator: str
+    top: tuple[float, ...]
+    bottom: tuple[float, ...]
+    residual_top: tuple[float, ...]
+    residual_bottom: tuple[float, ...]
+    tol: float
+    n_hvp: int
+    seconds: float
+    iterations: tuple[int, ...] = ()
+
+    @property
+    def lambda_max(self) -> float:
+        return self.top[0]
+
+    @property
+    def lambda_min(self) -> float:
+        return self.bottom[0]
+
+    @property
+    def anisotropy(self) -> float:
+        """``|lambda_max| / max(|lambda_min|, 1e-10)`` (dimensionless)."""
+        return abs(self.lambda_max) / max(abs(self.lambda_min), FLOOR)
+
+    @property
+    def converged(self) -> bool:
+        """Every pair's relative residual is at most ``tol`` (False if a value is missing)."""
+        res = (*self.residual_top, *self.residual_bottom)
+        return bool(res) and all(r <= self.tol for r in res)
+
+
+@dataclass(frozen=True)
+class PowerResult:
+    eigenvalue: float  # Rayleigh quotient v . A v of the last iterate multiplied
+    vector: Tensor  # that iterate (unit norm)
+    residual: float  # ||A v - eigenvalue v||, absolute
+    iterations: int
+
+
+def power_iteration(matvec: MatVec, v0: Float[Tensor, "n"], max_iter: int = 50, min_iter: int = 10,
+                    cos_stop: float = 0.9999, abs_cos: bool = True) -> PowerResult:
+    """The original's power iteration on a symmetric ``A`` (``matvec``: v -> A v).
+
+    Iteration i (1-based) multiplies the unit iterate v_i: ``w = A v_i``, ``lambda = v_i . w``,
+    ``v_{i+1} = w / ||w||``; it stops after iteration i once ``i > min_iter`` and
+    ``cos(v_i, v_{i+1}) > cos_stop`` (absolute value with ``abs_cos``, so a negative dominant
+    eigenvalue, whose iterates flip sign, can stop too), else after ``max_iter``. One product
+    per iteration: at least ``min_iter + 1``, at most ``max_iter``. The stop says that the
+    direction changes little, not that it has converged: when the two largest |eigenvalues|
+    are close it fires long before; ``residual`` tells."""
+    v = v0 / v0.norm()
+    for it in range(1, max_iter + 1):
+        w = matvec(v)
+        lam = torch.dot(v, w)
+        res = (w - lam * v).norm()
+        nw = w.norm()
+        if nw == 0:
+            break
+        nxt = w / nw
+        cos = torch.dot(v, nxt)
+        if it > min_iter and (cos.abs() if abs_cos else cos) > cos_stop or it == max_iter:
+            break
+        v = nxt
+    return PowerResult(float(lam), v, float(res), it)
+
+
+def power_extremes(matvec: MatVec, n: int, *, dtype: torch.dtype = torch.float64, tol: float = 1e-4,
+                   max_iter: int = 50, min_iter: int = 10, cos_stop: float = 0.9999, seeds: tuple[int, int] = (0, 1),
+                   abs_cos: bool = True) -> Extremes:
+    """The original estimator ("original_power"): ``lambda_max`` by ``power_iteration`` on H
+    (start ``start_vector(n, seeds[0])``), then ``lambda_min = mu + sigma`` with ``mu`` from
+    ``power_iteration`` on ``H - sigma I``, ``sigma = lambda_max + 1`` (start ``seeds[1]``). Power
+    iteration finds the eigenvalue of largest |.|: for H that is lambda_max only if lambda_max >=
+    |lambda_min|, and the shifted run reaches lambda_min only when it is dominant there.
+    Residuals come from the last product of each run (H v - lambda v = (H - sigma) v - mu v)."""
+    t0 = time.perf_counter()
+    hi = power_iteration(matvec, start_vector(n, seeds[0], dtype), max_iter, min_iter, cos_stop, abs_cos)
+    sigma = hi.eigenvalue + 1.0
+    lo = power_iteration(lambda v: matvec(v) - sigma * v, start_vector(n, seeds[1], dtype), max_iter, min_iter,
+                         cos_stop, abs_cos)
+    lam_min = lo.eigenvalue + sigma
+    return Extremes("original_power", (hi.eigenvalue,), (lam_min,), (_relative(hi.residual, hi.eigenvalue),),
+                    (_relative(lo.residual, lam_min),), tol, hi.iterations + lo.iterations,
+                    time.perf_counter() - t0, (hi.iterations, lo.iterations))
+
+
+def _relative(res: float, lam: float) -> float:
+    return res / abs(lam) if lam != 0 else math.inf
+
+
+def _eigsh_side(matvec: MatVec, n: int, k: int, which: str, tol: float, seed: int, dtype: torch.dtype,
+                ncv: int | None, maxiter: int | None) -> tuple[list[tuple[float, Tensor]], int]:
+    """One ``eigsh`` call; returns the (eigenvalue, unit vector) pairs it converged (extreme
+    first) and the products it took. ARPACK's own stop: Ritz estimate <= tol * |lambda|."""
+    from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
+
+    count = [0]
+
+    def mv(x: np.ndarray) -> np.ndarray:
+        count[0] += 1
+        return matvec(torch.from_numpy(np.ascontiguousarray(x).reshape(-1)).to(dtype)).double().numpy()
+
+    op = LinearOperator((n, n), matvec=mv, dtype=np.float64)
+    v0 = start_vector(n, seed, torch.float64).numpy()
+    try:
+        vals, vecs = eigsh(op, k=k, which=which, tol=tol, v0=v0, ncv=ncv, maxiter=maxiter)
+    except ArpackNoConvergence as e:  # keep the pairs that did converge
+        vals, vecs = e.eigenvalues, e.eigenvectors
+    order = np.argsort(-vals if which == "LA" else vals)
+    pairs = [(float(vals[i]), torch.from_numpy(vecs[:, i].copy())) for i in order]
+    return pairs, count[0]
+
+
+def lanczos_extremes(matvec: MatVec, n: int, k: int = 3, *, tol: float = 1e-4, dtype: torch.dtype = torch.float64,
+                     seeds: tuple[int, int] = (0, 1), ncv: int | None = None, maxiter: int | None = 200) -> Extremes:
+    """The converged estimator ("lanczos"): ``eigsh`` on a ``LinearOperator`` of ``matvec``,
+    ``which="LA"`` for the k largest and ``"SA"`` for the k smallest eigenvalues (start vectors
+    ``start_vector(n, seeds[i])``; ``ncv`` Lanczos vectors, default max(2k + 1, 20); at most
+    ``maxiter`` restarts). Each returned pair (lambda, v) is checked with one fresh product:
+    ``||H v - lambda v|| / |lambda|``, converged when <= ``tol``. A pair ARPACK did not converge
+    is NaN with an infinite residual."""
+    t0 = time.perf_counter()
+    sides, n_hvp = [], 0
+    for which, seed in (("LA", seeds[0]), ("SA", seeds[1])):
+        pairs, used = _eigsh_side(matvec, n, k, which, tol, seed, dtype, ncv, maxiter)
+        vals, res = [], []
+        for lam, v in pairs:
+            v = v.to(dtype) / v.norm()
+            res.append(_relative(float((matvec(v) - lam * v).norm()), lam))
+            vals.append(lam)
+        pad = k - len(vals)
+        sides.append((tuple(vals) + (math.nan,) * pad, tuple(res) + (math.inf,) * pad))
+        n_hvp += used + len(pairs)
+    (top, r_top), (bottom, r_bottom) = sides
+    return Extremes("lanczos", top, bottom, r_top, r_bottom, tol, n_hvp, time.perf_counter() - t0)
+
+
+# --- checkpoints, the pass, the table --------------------------------------------------------
+def plateau_checkpoints(steps: Sequence[int], tau: float, n: int = 5, lo: float = 0.2, hi: float = 0.8,
+                        min_step: int = 100) -> list[int]:
+    """The original's plateau checkpoints: ``n`` targets evenly spaced in
+    ``[max(min_step, lo * tau), hi * tau]`` (steps), each snapped to the nearest existing
+    checkpoint (``summaries.nearest``: the earlier one on a tie); sorted, a checkpoint that two
+    targets snap to counted once."""
+    if not steps:
+        raise ValueError("no checkpoints to choose from")
+    if tau is None or not tau > 0:
+        raise ValueError(f"tau {tau!r}: the plateau checkpoints need the run's tau")
+    targets = np.linspace(max(min_step, lo * tau), hi * tau, n)
+    return sorted({nearest(steps, float(t)) for t in targets})
+
+
+def _row(est: Extremes) -> dict:
+    res = (*est.residual_top, *est.residual_bottom)
+    return {"estimator": est.estimator, "lambda_max": est.lambda_max, "lambda_min": est.lambda_min,
+            "anisotropy": est.anisotropy, "residual_max": est.residual_top[0], "residual_min": est.residual_bottom[0],
+            "tol": est.tol, "converged": est.converged, "n_pairs": len(res), "n_converged": sum(r <= est.tol for r in res),
+            "n_hvp": est.n_hvp, "seconds": est.seconds, "power_iterations": list(est.iterations) or None}
+
+
+def hessian_pass(run: str | Run, steps: Sequence[int] | None = None, *, n_examples: int = N_EXAMPLES, seed: int = 0,
+                 k: int = 3, tol: float = 1e-4, dtype: torch.dtype = torch.float64,
+                 estimators: Sequence[str] = ESTIMATORS, maxiter: int | None = 200, progress: bool = False):
+    """Both estimators at a run's plateau checkpoints (default ``plateau_checkpoints`` of the
+    paper family's tau, ``summaries.summarize``); the Hessian of ``hessian_loss`` on
+    ``hessian_examples(task, n_examples, seed)`` in ``dtype``.
+
+    Returns a DataFrame, one row per (checkpoint, estimator): run, K, tau, step, t_over_tau,
+    loss (nats at the checkpoint), estimator ("original_power" or "lanczos"), lambda_max,
+    lambda_min, anisotropy, residual_max / residual_min (relative residuals of the two extreme
+    pairs), tol, converged (every pair's residual <= tol), n_pairs, n_converged, n_hvp, seconds,
+    power_iterations, n_examples, n_params, dtype. ``k`` and ``maxiter``: ``lanczos_extremes``."""
+    run = run if isinstance(run, Run) else Run(run)
+    unknown = sorted(set(estimators) - set(ESTIMATORS))
+    if unknown:
+        raise ValueError(f"estimators {unknown}: choose from {list(ESTIMATORS)}")
+    cfg, recs = run.config(), run.records()
+    if not recs:
+        raise RunError(f"{run.path / 'manifest.json'}: the run has no checkpoints yet")
+    tau = summarize(cfg, recs)["definitions"]["paper"]["tau"]
+    if steps is None:
+        if tau is None:
+            raise RunError(f"{run.path}: the paper family's tau is unknown (no L_seq below alpha log K); pass steps")
+        steps = plateau_checkpoints([r["step"] for r in recs], tau)
+    tokens = hessian_examples(make_task(cfg.task), n_examples, seed)
+    rows = []
+    for step in steps:
+        loss, theta = hessian_loss(cfg, run.weights(step), tokens, dtype)
+        with torch.no_grad():
+            value = float(loss(theta))
+        base = {"run": run.name, "K": cfg.task.K, "tau": tau, "step": step, "t_over_tau": step / tau if tau else None,
+                "loss": value, "n_examples": len(tokens), "n_params": theta.numel(), "dtype": str(dtype).removeprefix("torch.")}
+
+        def H(v: Tensor) -> Tensor:
+            return hvp(loss, theta, v)
+
+        for name in estimators:
+            est = (power_extremes(H, theta.numel(), dtype=dtype, tol=tol) if name == "original_power"
+                   else lanczos_extremes(H, theta.numel(), k, tol=tol, dtype=dtype, maxiter=maxiter))
+            rows.append({**base, **_row(est)})
+            if progress:
+                r = rows[-1]
+                print(f"hessian {run.name} step {step} {name}: lambda_max {r['lambda_max']:.4g} lambda_min "
+                      f"{r['lambda_min']:.4g} ratio {r['anisotropy']:.4g} ({r['n_hvp']} HVPs, {r['seconds']:.0f} s)",
+                      flush=True)
+    return frame(rows)
+
+
+def _spread(values: list[float]) -> dict[str, float]:
+    return {"mean": float(np.mean(values)), "min": float(np.min(values)), "max": float(np.max(values))}
+
+
+def table10(rows) -> Rows:
+    """Table 10 per run from ``hessian_pass`` rows (a DataFrame or row dicts).
+
+    For each run and estimator over its checkpoints: ``anisotropy`` (the mean of the
+    per-checkpoint ratios |lambda_max| / max(|lambda_min|, 1e-10): the paper's column for
+    "original_power"), ``anisotropy_min`` / ``anisotropy_max`` (their spread), ``lambda_max``
+    (the mean), ``all_converged``; suffixed ``_original`` and ``_lanczos``, beside the paper's
+    values for the run's K (``paper_anisotropy``, ``paper_lambda_max``; None where it has none).
+    Returns a DataFrame, one row per run."""
+    by_run: dict[str, list[dict]] = {}
+    for r in records(rows):
+        by_run.setdefault(r["run"], []).append(r)
+    out = []
+    for name, rs in by_run.items():
+        K = rs[0]["K"]
+        row = {"run": name, "K": K, "tau": rs[0]["tau"], "steps": sorted({r["step"] for r in rs})}
+        for est, suffix in (("original_power", "original"), ("lanczos", "lanczos")):
+            mine = [r for r in rs if r["estimator"] == est]
+            if not mine:
+                continue
+            ratio = _spread([r["anisotropy"] for r in mine])
+            row.update({f"anisotropy_{suffix}": ratio["mean"], f"anisotropy_{suffix}_min": ratio["min"],
+                        f"anisotropy_{suffix}_max": ratio["max"],
+                        f"lambda_max_{suffix}": float(np.mean([r["lambda_max"] for r in mine])),
+                        f"lambda_min_{suffix}": float(np.mean([r["lambda_min"] for r in mine])),
+                        f"all_converged_{suffix}": all(bool(r["converged"]) for r in mine)})
+        paper = TABLE10.get(K)
+        row.update({"paper_anisotropy": paper[0] if paper else None, "paper_lambda_max": paper[1] if paper else None})
+        out.append(row)
+    return frame(out)
