@@ -50,12 +50,13 @@ def run_benchmarks(quick: bool, *, cfg: RunConfig | None = None, e2e_run: Path |
     if only == "sweep":
         from .sweep import bench_sweep
 
-        res = {"quick": quick, "preset": (cfg or preset("paper")).preset, "machine": machine(), "load_start": os.getloadavg()}
+        res = {"quick": quick, "preset": (cfg or preset("paper")).preset, "machine": machine(), "load_start": os.getloadavg(),
+               "device": device}
         t0 = time.perf_counter()
         _log("fp32 matmul peak")
         res["matmul_peak_gflops"] = matmul_peak_gflops(1024 if quick else 2048, 3 if quick else 7)
         _log("sweep throughput: batched trainer against single runs")
-        res["sweep"] = bench_sweep(quick, res["preset"])
+        res["sweep"] = bench_sweep(quick, res["preset"], device=device)
         return _finish(res, t0)
     if only is not None and only not in SECTIONS:
         raise ValueError(f"bench section {only!r}: expected one of {', '.join(SECTIONS)}")

@@ -29,25 +29,28 @@ from typing import Any
 MS = (1, 2, 4, 8, 16)
 
 
-def measure(M: int, steps: int, threads: int, batched: bool, preset_name: str = "paper", offset: int = 0) -> float:
-    """Train M runs for ``steps`` steps (batched: as one stacked model; else one after another
-    per step) and return the seconds of the timed steps (after two warm-up steps)."""
+def measure(M: int, steps: int, threads: int, batched: bool, preset_name: str = "paper", offset: int = 0,
+            device: str = "cpu") -> float:
+    """Train M runs for ``steps`` steps on ``device`` (batched: as one stacked model; else one after
+    another per step) and return the seconds of the timed steps (after two warm-up steps)."""
     import torch
 
     torch.set_num_threads(threads)
     from ..batched import stacked_forward, stacked_step
     from ..config import preset, with_overrides
+    from ..devices import resolve
     from ..model import build_model, training_forward
     from ..task import make_sampler, make_task
     from ..train import make_optimizer, train_step
 
+    dev = resolve(device)
     members = []
     for i in range(M):
         cfg = with_overrides(preset(preset_name), {"seed": offset + i})
-        model = build_model(cfg)
+        model = build_model(cfg).to(dev)
         model.train()
         sampler = make_sampler(make_task(cfg.task), cfg.train.batching, cfg.train.batch_size, cfg.train.batch_seed)
-        members.append(SimpleNamespace(cfg=cfg, model=model, opt=make_optimizer(cfg, model), sampler=sampler, step=0,
+        members.append(SimpleNamespace(cfg=cfg, model=model, opt=make_optimizer(cfg, model), sampler=sampler, step=0, device=dev,
                                        forward=training_forward(cfg, model)))
     B = members[0].cfg.train.batch_size
     f = stacked_forward(members[0].cfg) if batched else None
@@ -57,7 +60,7 @@ def measure(M: int, steps: int, threads: int, batched: bool, preset_name: str = 
             stacked_step(f, members, B)
         else:
             for m in members:
-                train_step(m.cfg, m.forward, m.opt, m.sampler.sample(), m.step)
+                train_step(m.cfg, m.forward, m.opt, m.sampler.sample().to(dev), m.step)
         for m in members:
             m.step += 1
 
@@ -66,24 +69,27 @@ def measure(M: int, steps: int, threads: int, batched: bool, preset_name: str = 
     t = time.perf_counter()
     for _ in range(steps):
         one_step()
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
     return time.perf_counter() - t
 
 
-def _processes(n: int, M: int, steps: int, batched: bool, preset_name: str, threads: int = 1) -> float:
+def _processes(n: int, M: int, steps: int, batched: bool, preset_name: str, threads: int = 1,
+               device: str = "cpu") -> float:
     """Seconds of ``n`` fresh processes side by side, each timing M runs for ``steps`` steps with
     ``threads`` threads: the slowest process's timed span."""
     code = ("import sys, json; from mi_plateau.bench.sweep import measure; "
             "print(json.dumps(measure(*json.loads(sys.argv[1]))))")
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
-    procs = [subprocess.Popen([sys.executable, "-c", code, json.dumps([M, steps, threads, batched, preset_name, i * M])],
+    procs = [subprocess.Popen([sys.executable, "-c", code, json.dumps([M, steps, threads, batched, preset_name, i * M, device])],
                               stdout=subprocess.PIPE, text=True, env=env) for i in range(n)]
     outs = [p.communicate()[0] for p in procs]
     if any(p.returncode for p in procs):
-        raise RuntimeError("a bench process failed")
+        raise RuntimeError("a bench process failed (its traceback is above)")
     return max(json.loads(o.strip().splitlines()[-1]) for o in outs)
 
 
-def bench_sweep(quick: bool, preset_name: str = "paper", ms: tuple[int, ...] = MS) -> dict[str, Any]:
+def bench_sweep(quick: bool, preset_name: str = "paper", ms: tuple[int, ...] = MS, device: str = "cpu") -> dict[str, Any]:
     cores = os.cpu_count() or 1
     run_steps = 24 if quick else 64  # run-steps timed per configuration
     rows = []
@@ -93,24 +99,24 @@ def bench_sweep(quick: bool, preset_name: str = "paper", ms: tuple[int, ...] = M
                      "run_steps_per_s": runs * steps / seconds})
 
     s = max(4, run_steps)
-    add("single run, 1 thread", 1, 1, 1, _processes(1, 1, s, False, preset_name), s)
+    add("single run, 1 thread", 1, 1, 1, _processes(1, 1, s, False, preset_name, device=device), s)
     if cores > 1:
-        add(f"single run, {cores} threads", 1, 1, cores, _processes(1, 1, s, False, preset_name, cores), s)
-        add(f"{cores} single-run processes, 1 thread each", cores, cores, 1, _processes(cores, 1, s, False, preset_name), s)
+        add(f"single run, {cores} threads", 1, 1, cores, _processes(1, 1, s, False, preset_name, cores, device=device), s)
+        add(f"{cores} single-run processes, 1 thread each", cores, cores, 1, _processes(cores, 1, s, False, preset_name, device=device), s)
     for M in ms:
         steps = max(3, run_steps // M)
-        add(f"batched M={M}, 1 process, 1 thread", M, 1, 1, _processes(1, M, steps, True, preset_name), steps)
+        add(f"batched M={M}, 1 process, 1 thread", M, 1, 1, _processes(1, M, steps, True, preset_name, device=device), steps)
     if cores > 1 and 8 in ms:
         M = 8
         steps = max(3, run_steps // (M // cores))
         add(f"batched M={M} as {cores} processes x {M // cores} runs, 1 thread each", M, cores, 1,
-            _processes(cores, M // cores, steps, True, preset_name), steps)
+            _processes(cores, M // cores, steps, True, preset_name, device=device), steps)
     single = rows[0]["run_steps_per_s"]
     best_single = max(r["run_steps_per_s"] for r in rows if r["configuration"].startswith(("single", f"{cores} single")))
     for r in rows:
         r["vs_single_1_thread"] = r["run_steps_per_s"] / single
         r["vs_best_single_config"] = r["run_steps_per_s"] / best_single
-    return {"preset": preset_name, "cores": cores, "run_steps": run_steps, "rows": rows}
+    return {"preset": preset_name, "device": device, "cores": cores, "run_steps": run_steps, "rows": rows}
 
 
 def sweep_lines(res: dict[str, Any]) -> list[str]:
