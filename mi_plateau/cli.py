@@ -160,7 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("recipe", choices=RECIPE_NAMES, help="core: the per-run reproduction; the others: the paper's sweep tables "
                      "(k_sweep: Table 3, Figure 4, Table 5; fixed_d, fixed_d_noclip: Figure 5; len_z: Table 7; batch_size: "
                      "Table 1; seeds: Table 4 and Table 8's phase boundary; seeds_init: Table 4 with the init varied (and the warm-up); seeds_warmup: Table 4 with 500 warm-up steps; lr_sweep: the learning-rate sweep by the transition width; phase_boundary: Tables 4 and 8 "
-                     "as the original ran them, by the transition width; dissipation: Table 11; label_noise: Figure 2b)")
+                     "as the original ran them, by the transition width; dissipation: Table 11; label_noise: Figure 2b; direction: Table 2)")
     rep.add_argument("--dry-run", action="store_true", help="list the runs, whether they are done and what they should cost here")
     rep.add_argument("--no-train", action="store_true", help="only analyse the runs that exist (unfinished ones up to their last checkpoint)")
     rep.add_argument("--jobs", type=_positive_int, default=None, help="train this many runs at once, one thread each (default: one per core)")
@@ -181,7 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 # the recipes of mi_plateau.reproduce, named here so that the parser imports nothing heavy
 RECIPE_NAMES = ("core", "k_sweep", "fixed_d", "fixed_d_noclip", "len_z", "batch_size", "batch_size_noclip", "seeds", "seeds_init", "seeds_warmup", "lr_sweep",
-                "phase_boundary", "dissipation", "label_noise")
+                "phase_boundary", "dissipation", "label_noise", "direction")
 
 
 def _train_config(args) -> Any:

@@ -38,6 +38,19 @@ def tau(steps: Sequence[int], Lc: Sequence[float], log_K: float, alpha: float = 
     return None
 
 
+FORWARD_L1 = 0.1  # nats: Table 2's forward clock threshold (absolute, not a fraction of log K)
+
+
+def forward_clock(steps: Sequence[int], L1: Sequence[float], threshold: float = FORWARD_L1) -> int | None:
+    """Table 2's clock for the forward task: the first evaluated step with the first-token loss
+    over the whole vocabulary (L1) below ``threshold`` nats (None if never). Absolute, because the
+    forward task has no K-fold ambiguity to scale by."""
+    for s, v in zip(steps, L1):
+        if num(v) < threshold:
+            return int(s)
+    return None
+
+
 def transition_width(steps: Sequence[int], loss: Sequence[float], log_K: float, hi: float = 0.95,
                      lo: float = 0.05) -> tuple[int | None, int | None, int | None]:
     """The original's transition clock (Tables 4 and 8, the learning-rate sweep): ``(t_start,

@@ -2,7 +2,9 @@
 
 Tokens: PAD=0, BOS=1, EOS=2, SEP=3, characters a-z0-9 are 4..39 (vocabulary 40).
 For each of ``n_b`` base strings B (6 characters) there are K target strings A (4 characters),
-globally unique and with distinct first characters inside a group. By default one global set of
+globally unique and with distinct first characters inside a group (``task.distinct_first``; the
+original's direction experiment drew first characters freely, and then the first-token family's
+candidate set holds a shared character once per target that starts with it). By default one global set of
 K selectors z is shared by all groups, so z alone says nothing about A; only (B, z) does.
 Example (b, k) pairs base b with selector k and target A[b, k].
 
@@ -152,8 +154,11 @@ def make_task(cfg: TaskConfig) -> Task:
     rng = np.random.default_rng([cfg.data_seed, 0x5EED])
     bases = _unique_rows(rng, cfg.n_b, LEN_B)
     selectors = _unique_rows(rng, cfg.K, cfg.len_z)
-    # distinct first characters inside each group: the first K of a random permutation
+    # distinct first characters inside each group: the first K of a random permutation; without
+    # the rule (Table 2's mappings), K free draws, so two targets of a group may share one
     first = np.argsort(rng.random((cfg.n_b, N_CHARS)), axis=1)[:, : cfg.K]
+    if not cfg.distinct_first:
+        first = rng.integers(0, N_CHARS, size=(cfg.n_b, cfg.K))
     suffix = rng.integers(0, N_CHARS, size=(cfg.n_b, cfg.K, LEN_A - 1))
     # global uniqueness: targets sharing a first character must differ in their suffix
     while True:

@@ -168,7 +168,10 @@ def should_stop(cfg: RunConfig, records: Sequence[dict[str, Any]]) -> bool:
     ``tau_margin`` times the later.
     "floor": the last checkpoint's loss of the families named by ``tau_on`` is below
     ``stop_floor * log K`` (the original's phase-boundary early stop, 0.01 log K on L_seq).
+    "budget": never early; the run ends at ``max_steps``.
     """
+    if cfg.train.stop == "budget":
+        return False
     steps = [r["step"] for r in records]
 
     def tau_for(key: str) -> float | None:
@@ -302,6 +305,38 @@ def _stopped_by_rule(cfg: RunConfig, run: Run) -> bool:
     return m.get("status") == "finished" and bool(recs) and should_stop(cfg, recs)
 
 
+def init_source(cfg: RunConfig, run: Run) -> tuple[Run, int]:
+    """The run and checkpoint ``train.init_from`` / ``train.init_step`` name (a relative folder
+    is read from ``run``'s parent folder); a one-line RunError where there is none to start from."""
+    where = Path(cfg.train.init_from)
+    src = Run(where if where.is_absolute() else run.path.parent / where)
+    if not src.exists():
+        raise RunError(f"train.init_from={cfg.train.init_from!r}: no run at {src.path}")
+    steps = src.steps()
+    if cfg.train.init_step < 0:
+        if src.manifest().get("status") != "finished":
+            raise RunError(f"train.init_from={cfg.train.init_from!r}: {src.path} has not finished (its last "
+                           "checkpoint is not final yet); finish it or name a checkpoint with train.init_step")
+        return src, steps[-1]
+    if cfg.train.init_step not in steps:
+        raise RunError(f"train.init_step={cfg.train.init_step}: {src.path} has no checkpoint there "
+                       f"(its steps run {steps[0]}..{steps[-1]})")
+    return src, cfg.train.init_step
+
+
+def load_init(cfg: RunConfig, run: Run, model: torch.nn.Module) -> dict[str, Any]:
+    """Load the weights ``train.init_from`` names into ``model`` (in place: the optimizer made on
+    it stays valid) and return what the manifest keeps of them: the source folder, its step and
+    the SHA-256 of its weights file. The source's model must have this run's shapes."""
+    src, step = init_source(cfg, run)
+    theirs = src.config().model
+    if theirs.act_fn != cfg.model.act_fn:  # the shapes load_state_checked checks; the activation it cannot see
+        raise RunError(f"train.init_from={cfg.train.init_from!r}: {src.path} uses model.act_fn={theirs.act_fn!r}, "
+                       f"this run {cfg.model.act_fn!r}")
+    load_state_checked(model, src.weights(step), src.weights_path(step))
+    return {"run": str(src.path), "step": step, "sha256": src.weights_sha256([step])[step]}
+
+
 class Member:
     """One run being trained: its model, optimizer, sampler and evaluation set, restored from
     the folder's last checkpoint if it has one; ``after_step`` counts a step and writes the
@@ -329,6 +364,8 @@ class Member:
             self.manifest = {"format_version": FORMAT_VERSION, "status": "running", "checkpoints": [], "resume": None}
             remove_stale_files(run, self.manifest)  # leftovers of an attempt killed before its first commit
             self.step = 0
+            if cfg.train.init_from:
+                self.manifest["init"] = load_init(cfg, run, self.model)
         self.records = [c["record"] for c in self.manifest["checkpoints"]]
         self.t0 = time.perf_counter() - self.wall_before
         self.running, self.n_run, self.norms = 0.0, 0, []

@@ -18,7 +18,7 @@ N_CHARS = 36  # the alphabet a-z0-9
 IMPLS = ("standard", "fast", "bridge")  # model.training_forward
 INITS = ("tl4", "gpt2")
 BATCHINGS = ("uniform", "epoch")
-STOPS = ("converge", "tau", "floor")
+STOPS = ("converge", "tau", "floor", "budget")
 TAU_ON = ("both", "paper", "first_token")
 LABEL_NOISE_MODES = ("fixed", "per_draw")
 # nats of swap gap below which a plateau counts as quiet: the checkpoint spacing may widen there
@@ -54,6 +54,9 @@ class TaskConfig:
     # group; G > 0 = G selector sets of K selectors each, all G*K strings distinct, group g using
     # set g mod G (so the groups that share a set number about n_b / G)
     selector_groups: int = 0
+    # the K targets of a group start with K different characters (ours and the K sweep's); False:
+    # first characters drawn freely, as the original's direction experiment (Table 2) drew them
+    distinct_first: bool = True
     data_seed: int = 0
 
     @property
@@ -129,8 +132,14 @@ class TrainConfig:
     tau_margin: float = 1.2
     tau_on: str = "both"  # "both", "paper" (L_seq) or "first_token" (Lc): whose tau the "tau" rule waits for
     # "floor": stop once the loss of the families named by tau_on is below stop_floor * log K (the
-    # original's phase-boundary early stop: L_seq < 0.01 log K), or at max_steps
+    # original's phase-boundary early stop: L_seq < 0.01 log K), or at max_steps; "budget": run
+    # every step to max_steps (Table 2's 20,000-step forward pretraining)
     stop_floor: float = 0.01
+    # start from another run's weights instead of the init (Table 2's transfer): its folder (a
+    # relative path is read from this run's parent folder, so a sweep names a sibling point) and
+    # its checkpoint (-1: the last of a finished run). The optimizer and the step count start fresh.
+    init_from: str = ""
+    init_step: int = -1
 
 
 @dataclass(frozen=True)
@@ -376,6 +385,8 @@ def validate(cfg: RunConfig) -> RunConfig:
         raise ConfigError(f"train.tau_on={tr.tau_on!r}: must be one of {', '.join(TAU_ON)}")
     if tr.tau_on == "paper" and not t.targets_A:
         raise ConfigError(f"train.tau_on='paper': the paper family (L_seq) is undefined for task.direction={t.direction!r}; use first_token")
+    if tr.init_step < -1:
+        raise ConfigError(f"train.init_step={tr.init_step}: must be a checkpoint step, or -1 for the last")
     if not 0.0 < tr.stop_floor < 1.0:
         raise ConfigError(f"train.stop_floor={tr.stop_floor}: must be in (0, 1) (a fraction of log K)")
     if not 0.0 < ev.width_lo < ev.width_hi:

@@ -72,7 +72,9 @@ def dry_run(name: str | Sweep, root: str | Path = "checkpoints", sec_per_step: f
             src = f"{len(at_k) or len(measured)} runs {where}" + ("" if at_k else " (other K)")
         else:
             sps, src = _SEC_PER_STEP, "default"
-        own = _run_steps(c, r) if r["status"] == "running" else None
+        if c.train.stop == "budget":  # no early stop: every step of the budget
+            steps, tau_from = c.train.max_steps, "the budget (stop 'budget')"
+        own = _run_steps(c, r) if r["status"] == "running" and c.train.stop != "budget" else None
         if own:  # this run's own evidence: its stop once it has its tau, else a bound
             steps = max(steps, own[0]) if own[1] else own[0]
         st = r["status"] if r["source"] != "recorded" else f"{r['status']} (recorded)"

@@ -28,7 +28,7 @@ from ..summaries import nan_to_none, num, tau as tau_at
 from ..sweeps import Sweep, load_sweep, parse_sweep, plan, run_sweep, select
 from ..tabular import write_figure, write_table
 from .boundary import build_lr_width, build_phase_boundary
-from .mechanisms import build_dissipation, build_label_noise
+from .direction import build_direction
 from .mechanisms import build_dissipation, build_label_noise
 from .records import collect, log_path, read_log, write_log
 
@@ -331,7 +331,7 @@ BUILDERS: dict[str, Callable[..., dict[str, Any]]] = {
     "k_sweep": build_k_sweep, "fixed_d": build_fixed_d, "fixed_d_noclip": build_fixed_d, "len_z": build_len_z,
     "batch_size": build_batch_size, "batch_size_noclip": build_batch_size, "seeds": build_seeds, "seeds_init": build_seeds_init, "seeds_warmup": build_seeds,
     "lr_sweep": build_lr_width, "phase_boundary": build_phase_boundary, "dissipation": build_dissipation,
-    "label_noise": build_label_noise,
+    "label_noise": build_label_noise, "direction": build_direction,
 }
 
 

@@ -238,6 +238,15 @@ def train_ray(runs: Sequence[tuple[Path, RunConfig]], jobs: int | None = None, *
             ray.shutdown()
 
 
+def waves(runs: Sequence[tuple[Path, RunConfig]]) -> list[list[tuple[Path, RunConfig]]]:
+    """The runs in the order their starts allow: first those that start from their own init, then
+    those that start from another run's weights (``train.init_from``), which has finished by
+    then if it is in the sweep. Empty waves are left out."""
+    own = [r for r in runs if not r[1].train.init_from]
+    borrowed = [r for r in runs if r[1].train.init_from]
+    return [w for w in (own, borrowed) if w]
+
+
 def run_sweep(sweep: Sweep, *, root: str | Path = "checkpoints", jobs: int | None = None, backend: str = "local",
               address: str | None = None, retries: int = 1, progress: bool = True, batch_runs: int = 1,
               only: Sequence[str] | None = None, on_done: Callable[[], None] | None = None, device: str = "auto"):
@@ -262,12 +271,14 @@ def run_sweep(sweep: Sweep, *, root: str | Path = "checkpoints", jobs: int | Non
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write_json(folder / "sweep.json", sweep.to_dict())
     t0 = time.perf_counter()
-    if backend == "ray":
-        errors = train_ray(runs, jobs, address=address, retries=retries, progress=progress, batch_runs=batch_runs,
-                           order=sweep.order, on_done=on_done, device=str(device))
-    else:
-        errors = train_local(runs, jobs, retries=retries, progress=progress, batch_runs=batch_runs, order=sweep.order,
-                             on_done=on_done, device=str(device))
+    errors: dict[str, str] = {}
+    for wave in waves(runs):
+        if backend == "ray":
+            errors |= train_ray(wave, jobs, address=address, retries=retries, progress=progress, batch_runs=batch_runs,
+                                order=sweep.order, on_done=on_done, device=str(device))
+        else:
+            errors |= train_local(wave, jobs, retries=retries, progress=progress, batch_runs=batch_runs,
+                                  order=sweep.order, on_done=on_done, device=str(device))
     trained = {Path(p).name for p, _ in runs}
     failed = {Path(k).name: v for k, v in errors.items()}
     for p, _ in runs:  # whatever the backend said, a run left unfinished failed (a Ray task lost past its retries)

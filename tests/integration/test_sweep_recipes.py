@@ -36,8 +36,17 @@ def test_every_recipe_parses_and_the_cli_lists_them():
     for name in SWEEP_RECIPES:
         sw = recipe_sweep(name)
         # the crossing recipes stop soon after tau; the width recipes once L_seq is below a floor
+        # Table 2's forward runs go the whole 20,000 steps (their weights seed the transfer runs)
         want = "floor" if name in ("phase_boundary", "lr_sweep") else "tau"
-        assert sw.points and all(p.cfg.train.stop == want for p in sw.points), name
+        assert sw.points and all(p.cfg.train.stop == ("budget" if p.cfg.task.direction == "az_b" else want)
+                                 for p in sw.points), name
+    d = recipe_sweep("direction")
+    assert sorted({p.cfg.task.K for p in d.points}) == [5, 10, 20, 36] and len(d.points) == 12
+    assert {(p.cfg.train.grad_clip, p.cfg.task.distinct_first) for p in d.points} == {(1.0, False)}
+    by = {p.name: p.cfg for p in d.points}
+    for K in (5, 10, 20, 36):
+        assert by[f"fwd_K{K}"].train.max_steps == 20000 and by[f"transfer_K{K}"].train.init_from == f"fwd_K{K}"
+        assert by[f"bwd_K{K}"].task.direction == by[f"transfer_K{K}"].task.direction == "backward"
     k = recipe_sweep("k_sweep")
     assert [p.cfg.task.K for p in k.points] == [3, 5, 7, 10, 13, 17, 20, 25, 30, 36]
     assert {p.cfg.task.n_b for p in k.points} == {1000} and {p.cfg.train.tau_on for p in k.points} == {"paper"}
