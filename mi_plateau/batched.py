@@ -142,8 +142,9 @@ def train_batched(items: Sequence[tuple[RunConfig | None, str | os.PathLike]], *
     with ExitStack() as stack:
         for run in runs:
             stack.enter_context(RunLock(run.path))
+        # every folder checked before any is written: a refusal of the last leaves the first untouched
+        check_batchable([open_config(cfg, run, resume, argv, dev, write=False) for (cfg, _), run in zip(items, runs)])
         cfgs = [open_config(cfg, run, resume, argv, dev) for (cfg, _), run in zip(items, runs)]
-        check_batchable(cfgs)
         members = [Member(c, r, dev) for c, r in zip(cfgs, runs)]
         train_members(members, progress=progress)
     return runs

@@ -200,6 +200,18 @@ def default_out(names: list[str], analyses: Path) -> Path:
     return analyses / compare_name(names) / "report.html"
 
 
+def read_command(run: Run) -> dict[str, Any]:
+    """The run's ``command.json`` as the page shows it: {} where there is none, and one "error"
+    entry where it is not a JSON object or is a symbolic link (never followed out of the folder)."""
+    cmd_path = run.path / "command.json"
+    try:
+        cmd_path = run.own_file("command.json")
+        command = read_json(cmd_path) if cmd_path.exists() else {}
+    except RunError as e:
+        return {"error": " ".join(str(e).split()) if "symbolic link" in str(e) else f"{cmd_path} is not readable JSON"}
+    return command if isinstance(command, dict) else {"error": f"{cmd_path} is not a JSON object"}
+
+
 def _gather(run: Run, analyses: Path, pc, progress: bool, device: str | None = "auto") -> dict[str, Any]:
     from .passes.analyze import analyze_run, run_outputs
 
@@ -207,14 +219,7 @@ def _gather(run: Run, analyses: Path, pc, progress: bool, device: str | None = "
     s = run.summary()
     tables = analyze_run(run, analyses / run.name, pc, progress=progress, device=device)
     out = run_outputs(run.name, cfg, s, tables, pc)  # the tables read the pass settings the passes ran with
-    cmd_path = run.path / "command.json"
-    try:
-        command = read_json(cmd_path) if cmd_path.exists() else {}
-        if not isinstance(command, dict):
-            raise RunError("not an object")
-    except RunError:
-        command = {"error": f"{cmd_path} is not readable JSON"}
-    return {"run": run, "name": run.name, "cfg": cfg, "summary": s, "tables": tables, "command": command, **out}
+    return {"run": run, "name": run.name, "cfg": cfg, "summary": s, "tables": tables, "command": read_command(run), **out}
 
 
 def report(runs, out: str | os.PathLike | None = None, progress: bool = True, *, analyses: str | os.PathLike | None = None,

@@ -245,10 +245,12 @@ def train(
 
 
 def open_config(cfg: RunConfig | None, run: Run, resume: bool, argv: Sequence[str] | None,
-                device: torch.device | None = None) -> RunConfig:
+                device: torch.device | None = None, *, write: bool = True) -> RunConfig:
     """The config a run folder trains with; call it holding the folder's lock. A new folder
     gets ``cfg`` (config.json and command.json written); an existing one keeps its stored config
-    (``resume`` required; a different ``cfg`` is refused unless it only raises the step cap)."""
+    (``resume`` required; a different ``cfg`` is refused unless it only raises the step cap).
+    ``write=False``: every check and the answer, nothing written (the batched trainer checks all
+    its folders before it writes into any)."""
     check_own_folder(run.path)
     # a run killed before its first checkpoint was committed has a config but no manifest yet
     if run.exists() or (resume and (run.path / "config.json").exists()):
@@ -261,9 +263,10 @@ def open_config(cfg: RunConfig | None, run: Run, resume: bool, argv: Sequence[st
                 diff = config_diff(stored.to_dict(), cfg.to_dict())
                 raise RunError(f"{run.path / 'config.json'}: resume with a different config is refused ({diff})")
             if not _stopped_by_rule(stored, run):  # a run its own rule stopped keeps its config
-                _write_raised_cap(cfg, run, device)
+                if write:
+                    _write_raised_cap(cfg, run, device)
                 stored = cfg
-        elif recorded is not None and recorded.train.max_steps != stored.train.max_steps:
+        elif write and recorded is not None and recorded.train.max_steps != stored.train.max_steps:
             # a raise killed between its two writes (run.config allows no other difference): finish it
             _write_raised_cap(stored, run, device)
         cfg = stored
@@ -271,6 +274,8 @@ def open_config(cfg: RunConfig | None, run: Run, resume: bool, argv: Sequence[st
         if cfg is None:
             raise RunError(f"{run.path}: no run to resume here")
         validate(cfg)
+        if not write:
+            return cfg
         run.path.mkdir(parents=True, exist_ok=True)
         # provenance first: config.json makes the folder a run, so a kill between the two writes
         # leaves a folder that a rerun starts afresh, never a run without its command

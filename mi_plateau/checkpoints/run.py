@@ -148,8 +148,9 @@ class Run:
         return (self.path / "manifest.json").exists()
 
     def own_file(self, name: str) -> Path:
-        """The run's own ``config.json`` or ``manifest.json``, refused if it is a symbolic link:
-        a reader answers for the files inside this folder only (the writers refuse links too)."""
+        """The run's own file ``name`` (``config.json``, ``manifest.json``, ``command.json``),
+        refused if it is a symbolic link: a reader answers for the files inside this folder only
+        (the writers refuse links too)."""
         p = self.path / name
         if p.is_symlink():
             raise RunError(f"{p}: is a symbolic link; a run's config and manifest are read from the run folder itself")

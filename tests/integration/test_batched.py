@@ -88,3 +88,17 @@ def test_runs_of_other_shapes_are_refused_or_grouped_apart(tmp_path):
     assert [[p.name for p, _ in g] for g in groups] == [["1", "3"], ["2"]]
     with pytest.raises(RunError, match="named twice"):
         train_batched([(a, tmp_path / "z"), (b, tmp_path / "z")], progress=False)
+
+
+def test_a_refused_member_leaves_every_folder_as_it_was(tmp_path, one_thread):
+    """The batched trainer opened its folders one by one: a resume refused at the second member
+    had already written the first member's config.json and command.json."""
+    a, b = _cfgs(max_steps=20)
+    train(b, tmp_path / "old", progress=False, device="cpu")
+    before = {p.name: p.read_bytes() for p in (tmp_path / "old").iterdir() if p.is_file() and p.name != ".lock"}
+    other = with_overrides(b, {"lr": 5e-4})  # not a step-cap raise: refused
+    with pytest.raises(RunError, match="different config"):
+        train_batched([(a, tmp_path / "new"), (other, tmp_path / "old")], resume=True, progress=False)
+    assert not (tmp_path / "new" / "config.json").exists() and not (tmp_path / "new" / "command.json").exists()
+    after = {p.name: p.read_bytes() for p in (tmp_path / "old").iterdir() if p.is_file() and p.name != ".lock"}
+    assert after == before

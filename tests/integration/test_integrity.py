@@ -242,6 +242,22 @@ def test_a_run_file_symlinked_out_of_the_folder_is_refused(run_copy, tmp_path, n
         _one_line(e, str(run_copy.path / name), "symbolic link")
 
 
+def test_the_report_does_not_follow_a_symlinked_command_json(run_copy, tmp_path):
+    """The report showed whatever a symlinked command.json pointed at, outside the folder."""
+    from mi_plateau.report import read_command
+
+    bait = tmp_path / "bait.json"
+    bait.write_text(json.dumps({"argv": ["not", "this", "run"]}))
+    assert "argv" in read_command(run_copy)  # the run's own provenance, read as found
+    (run_copy.path / "command.json").unlink()
+    (run_copy.path / "command.json").symlink_to(bait)
+    got = read_command(run_copy)
+    assert set(got) == {"error"} and "symbolic link" in got["error"] and "\n" not in got["error"]
+    (run_copy.path / "command.json").unlink()
+    (run_copy.path / "command.json").write_text("[1, 2]")
+    assert "not a JSON object" in read_command(run_copy)["error"]
+
+
 def test_a_refused_resume_with_a_raised_cap_writes_nothing(run_copy):
     """A refused resume had already rewritten config.json with the raised cap."""
     p = run_copy.path / STATE
