@@ -81,11 +81,7 @@ def write_assets(results: dict[str, Any], runs, docs: Path) -> list[Path]:
         recs = Run(p).records()
         curves[f"K={c.task.K}"] = {"steps": [r["step"] for r in recs], "L_seq": [r["metrics"].get("L_seq") for r in recs],
                                    "Lc": [r["metrics"].get("Lc") for r in recs], "log_K": c.task.log_K}
-    if curves:
-        written.append(write_figure(docs / "figure1.svg", figures.figure1(curves)))
     f3 = {name: d for name, d in results["figure3"].items() if any(len(v["a"]) for v in d.values())}
-    if f3:
-        written.append(write_figure(docs / "figure3.svg", figures.figure3(f3), width=1200))
     t3, by = [], {}
     for p, c in runs:
         s = results["summaries"][p.name]
@@ -118,6 +114,11 @@ def write_assets(results: dict[str, Any], runs, docs: Path) -> list[Path]:
              "\n## Selector routing: routing head, assembly time t_r and lead (tau - t_r) / tau\n", to_markdown(read_json_rows(comp / "routing.json"))]
     atomic_write_text(docs / "tables.md", "".join(parts))
     written.append(docs / "tables.md")
+    # the figures last: a failed export (the static writer's browser) leaves the tables written
+    if curves:
+        written.append(write_figure(docs / "figure1.svg", figures.figure1(curves)))
+    if f3:
+        written.append(write_figure(docs / "figure3.svg", figures.figure3(f3), width=1200))
     return written
 
 

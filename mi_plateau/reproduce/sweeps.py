@@ -245,13 +245,13 @@ def build_seeds(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int) ->
                                 title=f"Table 4 ({sweep.name}): each seed's tau (L_seq) against lr<br><sup>crosses: the paper's "
                                       "means per condition (K = 5 below, K = 10 above); each K drawn a little "
                                       "left or right of its lr</sup>")
-    written.append(write_figure(docs / f"{stem}.svg", fig))
     t8 = phase_boundary(rows)
     written += write_table(docs / f"{stem}_boundary", t8, title=f"Table 8, first cut ({sweep.name}): the phase boundary",
                            note="A run escapes when L_seq falls below 0.5 log K within its step budget (max_steps); it fails "
                                 "when it finishes the budget without. max_all_succeed: the largest lr at which every seed "
                                 "escaped; min_any_fail: the smallest at which one failed; eta_star: their geometric mean; "
                                 "undecided: runs not yet finished and not yet escaped.")
+    written.append(write_figure(docs / f"{stem}.svg", fig))  # after the tables: a failed export loses none
     return {"tables": {"Table 4": out, "Table 8": t8}, "figures": {"Table 4": fig}, "written": written}
 
 

@@ -254,3 +254,20 @@ def test_the_cli_reads_the_log_and_runs_from_the_folders_given(run_cli, tmp_path
     p = run_cli("reproduce", "seeds_warmup", "--dry-run", "--only", name, cwd=tmp_path)  # the defaults: no log there
     assert p.returncode == 0 and "finished (recorded)" not in p.stdout and "not started" in p.stdout
     assert not (tmp_path / "elsewhere" / "ck").exists() and sorted(x.name for x in docs.iterdir()) == [committed.name]
+
+
+def test_a_failed_figure_export_leaves_every_table_written(tmp_path, monkeypatch):
+    """Table 4's builder exported its figure between its two tables: a figure that could not be
+    written (the static exporter's browser) lost Table 8."""
+    import mi_plateau.reproduce.sweeps as sweeps
+
+    def refuse(path, fig, **kw):
+        raise RunError(f"{path}: the static export failed")
+
+    monkeypatch.setattr(sweeps, "write_figure", refuse)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    shutil.copy("docs/reproduction/paper_seeds_log.json", docs)
+    with pytest.raises(RunError, match="static export failed"):
+        run_sweep_recipe("seeds", train=False, root=tmp_path / "ck", docs=docs, analyses=tmp_path / "an", progress=False)
+    assert all((docs / f"{stem}.{ext}").exists() for stem in ("table4", "table4_boundary") for ext in ("json", "md", "csv"))
