@@ -9,27 +9,31 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Sequence
 
-from .config import PRESETS, ConfigError
+from .config import PRESETS, SECTIONS, ConfigError, settings
+from .config import kind as field_kind
 
-# flags of `train` that map onto config settings (flag dest -> override key)
-TRAIN_FLAGS: list[tuple[str, str, type, str]] = [
-    ("--K", "K", int, "targets per base string (= number of selectors), 2..36"),
-    ("--n-b", "n_b", int, "number of base strings (groups)"),
-    ("--len-z", "len_z", int, "selector length (1-4 in Table 7)"),
-    ("--direction", "direction", str, "backward (B,z)->A | forward A->B | az_b (A,z)->B | b_a B->A"),
-    ("--label-noise", "label_noise", float, "probability a training target is another A of its group"),
-    ("--seed", "seed", int, "sets data, init and batch-order seeds together"),
-    ("--lr", "lr", float, "peak learning rate"),
-    ("--batch-size", "batch_size", int, "batch size"),
-    ("--max-steps", "max_steps", int, "stop here if not converged earlier"),
-    ("--grad-clip", "grad_clip", float, "max gradient norm (0 = off, the paper's default)"),
-    ("--schedule", "schedule", str, "constant (paper) or cosine after warm-up"),
-    ("--alpha", "alpha", float, "tau threshold as a fraction of log K"),
-    ("--impl", "impl", str, "training step: standard (default) | fast (loss positions only in the last block, fused AdamW) | bridge"),
-]
+SEED_FLAG = ("--seed", "seed", int, "sets data, init and batch-order seeds together")  # several fields at once
+
+
+def train_flags(sections: Mapping[str, type] = SECTIONS) -> list[tuple[str, str, type, str]]:
+    """The flags of ``train`` that set config values, as (flag, override key, type, help): every field whose
+    metadata names a ``flag``, with the field's help, in the config's order; --seed (several fields) after the task's."""
+    out = []
+    for section, kls in sections.items():
+        for key, f, s in settings({section: kls}):
+            if s.flag:
+                out.append((s.flag, s.alias or key, {"int": int, "float": float}.get(field_kind(f), str), s.help))
+        if section == "task":
+            out.append(SEED_FLAG)
+    return out
+
+
+# flags of `train` that map onto config settings (flag, override key, type, help)
+TRAIN_FLAGS = train_flags()
 
 
 def _num_arg(typ):

@@ -4,10 +4,13 @@ aliases, and the one place runs are named and configs compared."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from .schema import SECTIONS, ConfigError, EvalConfig, ModelConfig, RunConfig, TaskConfig, TrainConfig, coerce
+from .schema import (
+    SECTIONS, ConfigError, EvalConfig, ModelConfig, RunConfig, TaskConfig, TrainConfig, coerce, settings,
+)
 
 
 def _presets() -> dict[str, RunConfig]:
@@ -52,28 +55,20 @@ def preset(name: str) -> RunConfig:
     return presets[name]
 
 
+def aliases(sections: Mapping[str, type] = SECTIONS) -> dict[str, str | None]:
+    """Short override keys -> "section.name": each field's ``alias`` (its metadata), and ``seed``,
+    which names no one field (it sets several: ``with_overrides``)."""
+    out: dict[str, str | None] = {"seed": None}
+    for key, _, s in settings(sections):
+        if s.alias:
+            if s.alias in out:
+                raise ValueError(f"{key}: alias {s.alias!r} is taken by {out[s.alias]}")
+            out[s.alias] = key
+    return out
+
+
 # Short names accepted everywhere (CLI flags and override keys), mapped to their section.
-ALIASES = {
-    "seed": None,  # sets data_seed and batch_seed, and init_seed unless model.fixed_init
-    "K": "task.K",
-    "n_b": "task.n_b",
-    "len_z": "task.len_z",
-    "direction": "task.direction",
-    "label_noise": "task.label_noise",
-    "lr": "train.lr",
-    "batch_size": "train.batch_size",
-    "max_steps": "train.max_steps",
-    "grad_clip": "train.grad_clip",
-    "schedule": "train.schedule",
-    "impl": "train.impl",
-    "compile": "train.compile",
-    "batching": "train.batching",
-    "stop": "train.stop",
-    "tau_on": "train.tau_on",
-    "init": "model.init",
-    "init_seed": "model.init_seed",
-    "alpha": "eval.alpha",
-}
+ALIASES = aliases()
 
 
 def with_overrides(cfg: RunConfig, overrides: dict[str, Any]) -> RunConfig:

@@ -14,6 +14,7 @@ import torch
 from mi_plateau.checkpoints import Run, RunError
 from mi_plateau.config import ConfigError
 from mi_plateau.sweeps import load_sweep, parse_sweep, run_sweep
+from mi_plateau.sweeps.runner import status
 from mi_plateau.train import train
 
 GRID = """
@@ -149,6 +150,25 @@ def test_a_killed_worker_costs_one_interval_and_the_sweep_completes(local_grid, 
     t.join(300)
     assert set(out["table"]["status"]) == {"finished"}
     _same_run(Run(run), alone["K4_seed1"])
+
+
+def test_a_ray_task_lost_past_its_retries_fails_the_sweep(tmp_path, monkeypatch):
+    """A Ray worker killed on every attempt (here: at its third file write, each attempt) exhausts
+    max_retries; the sweep left that run 'running' and still reported success."""
+    ray = pytest.importorskip("ray")
+    one = GRID.replace("K = [3, 4]", "K = [4]").replace("seed = [0, 1]", "seed = [1]")
+    f = tmp_path / "s.toml"
+    f.write_text(one)
+    # the workers inherit the environment Ray starts with; the driver (this process) must not crash
+    monkeypatch.setenv("MI_PLATEAU_CRASH", "write:3")
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+    monkeypatch.delenv("MI_PLATEAU_CRASH")
+    try:
+        table = run_sweep(load_sweep(f), root=tmp_path / "ray", jobs=1, backend="ray", retries=1, progress=False)
+    finally:
+        ray.shutdown()
+    assert list(table.attrs["failed"]) == ["K4_seed1"]
+    assert status(tmp_path / "ray" / "grid" / "K4_seed1") != "finished"
 
 
 @pytest.mark.parametrize("delay", [1.5, 4.0])

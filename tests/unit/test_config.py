@@ -1,8 +1,13 @@
 import json
+from dataclasses import dataclass
 
 import pytest
 
-from mi_plateau.config import ConfigError, RunConfig, layout_for, preset, validate, with_overrides
+from mi_plateau import cli
+from mi_plateau.config import (
+    ALIASES, BATCHINGS, DIRECTIONS, IMPLS, INITS, LABEL_NOISE_MODES, SECTIONS, STOPS, TAU_ON, Bounds, ConfigError,
+    RunConfig, TrainConfig, aliases, layout_for, preset, setting, settings, validate, with_overrides,
+)
 
 
 @pytest.mark.parametrize("name", ["paper", "tl4"])
@@ -183,3 +188,102 @@ def test_run_name_hashes_only_the_settings_that_differ_from_the_preset():
     cfg = with_overrides(base, {"lr": 0.004, "eval.alpha": 0.4})
     want = hashlib.sha1(json.dumps({"eval.alpha": 0.4, "train.lr": 0.004}, sort_keys=True).encode()).hexdigest()[:8]
     assert run_name(cfg) == f"tiny_K4_nb48_s0_{want}"
+
+
+# --- one source per setting: each field's metadata makes its checks, alias and flag ----------------
+
+SETTINGS = list(settings())
+
+
+def _refuse(key, value):
+    """validate's message for one bad value on the tiny preset (every other value valid)."""
+    with pytest.raises(ConfigError) as e:
+        validate(with_overrides(preset("tiny"), {key: value}))
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith(f"{key}="), msg
+    return msg
+
+
+def test_every_field_is_declared_with_its_help():
+    assert [k for k, _, _ in SETTINGS] == [f"{sec}.{k}" for sec, d in RunConfig().to_dict().items()
+                                           if isinstance(d, dict) for k in d]
+    assert all(s.help for _, _, s in SETTINGS)
+
+
+@pytest.mark.parametrize("key, s", [(k, s) for k, _, s in SETTINGS if s.choices], ids=lambda v: str(v)[:24])
+def test_every_choice_list_is_enforced_in_one_line_naming_the_choices(key, s):
+    msg = _refuse(key, "nonsense")
+    assert all(c in msg for c in s.choices), msg
+    section, name = key.split(".")
+    assert getattr(getattr(RunConfig(), section), name) in s.choices  # the default is allowed
+
+
+def _outside(b: Bounds, integer: bool) -> list:
+    step = 1 if integer else 0.5
+    return [v for v in (None if b.ge is None else b.ge - step, b.gt, None if b.le is None else b.le + step, b.lt)
+            if v is not None]
+
+
+@pytest.mark.parametrize("key, f, s", [x for x in SETTINGS if x[2].bounds], ids=lambda v: str(v)[:24])
+def test_every_bound_is_enforced_in_one_line_naming_the_bound(key, f, s):
+    integer = f.type == "int"
+    for value in _outside(s.bounds, integer):
+        assert s.bounds.words(integer) in _refuse(key, value)
+    section, name = key.split(".")
+    assert s.bounds.holds(getattr(getattr(RunConfig(), section), name))
+
+
+def test_the_choice_constants_are_the_fields_choices():
+    choices = {k: s.choices for k, _, s in SETTINGS}
+    assert (DIRECTIONS, LABEL_NOISE_MODES, INITS) == (choices["task.direction"], choices["task.label_noise_mode"],
+                                                      choices["model.init"])
+    assert (IMPLS, BATCHINGS, STOPS, TAU_ON) == tuple(choices[f"train.{k}"] for k in ("impl", "batching", "stop", "tau_on"))
+
+
+def test_every_alias_resolves_to_its_field():
+    keys = {k for k, _, _ in SETTINGS}
+    assert ALIASES == aliases() and ALIASES.pop("seed", "missing") is None
+    for alias, key in ALIASES.items():
+        assert key in keys
+        section, name = key.split(".")
+        default = getattr(getattr(RunConfig(), section), name)
+        assert with_overrides(RunConfig(), {alias: default}) == RunConfig()
+
+
+def test_every_train_flag_is_a_fields_flag_with_its_help():
+    by_key = {k: s for k, _, s in SETTINGS}
+    flagged = {s.flag for s in by_key.values() if s.flag}
+    assert {f for f, *_ in cli.TRAIN_FLAGS} == flagged | {"--seed"}
+    for flag, dest, typ, help_ in cli.TRAIN_FLAGS:
+        value = {int: "3", float: "0.5"}.get(typ, "x")
+        assert getattr(cli.build_parser().parse_args(["train", flag, value]), dest) == typ(value)
+        if dest != "seed":
+            s = by_key[ALIASES[dest]]
+            assert (s.flag, s.help) == (flag, help_)
+
+
+def test_a_new_setting_is_one_field():
+    """The demonstration: one ``setting(...)`` line gives the alias, the train flag and the check."""
+
+    @dataclass(frozen=True)
+    class Train(TrainConfig):
+        label_smoothing: float = setting(0.0, help="share of the target's mass spread over the others",
+                                         bounds=Bounds(ge=0, lt=1), alias="label_smoothing", flag="--label-smoothing")
+
+    sections = {**SECTIONS, "train": Train}
+    assert aliases(sections)["label_smoothing"] == "train.label_smoothing"
+    assert ("--label-smoothing", "label_smoothing", float, "share of the target's mass spread over the others") in \
+        cli.train_flags(sections)
+    assert validate(RunConfig(train=Train())).to_dict()["train"]["label_smoothing"] == 0.0
+    with pytest.raises(ConfigError, match=r"^train\.label_smoothing=1\.5: must be in \[0, 1\)$"):
+        validate(RunConfig(train=Train(label_smoothing=1.5)))
+
+
+@pytest.mark.parametrize("bounds, integer, words", [
+    (Bounds(ge=1), True, "must be a positive integer"), (Bounds(ge=1), False, "must be >= 1"),
+    (Bounds(gt=0), False, "must be > 0"), (Bounds(ge=2, le=36), True, "must be in 2..36"),
+    (Bounds(ge=0, lt=1), False, "must be in [0, 1)"), (Bounds(gt=0, lt=1), False, "must be in (0, 1)"),
+    (Bounds(le=8), True, "at most 8"), (Bounds(ge=0, text="seeds must be >= 0"), True, "seeds must be >= 0"),
+])
+def test_bounds_word_their_rule(bounds, integer, words):
+    assert bounds.words(integer) == words
