@@ -174,18 +174,7 @@ def analyze_run(
     for step in steps:
         want_heavy = step in heavy
         f = cache / f"step_{step:06d}.json"
-        out = None
-        if f.exists():
-            try:
-                c = read_json(f)
-                if not isinstance(c, dict):
-                    raise KeyError("not a cache file")
-                if c.get("key") == key and c.get("sha256") == sha.get(step) and (c.get("ablation") or not want_heavy):
-                    # a file written when this step was on the per-head grid (an earlier tau)
-                    # serves the cheap passes only: the tables must not depend on the cache's history
-                    out = c["tables"] if want_heavy or not c.get("ablation") else _cheap_part(c["tables"])
-            except (RunError, KeyError, TypeError, AttributeError):  # an unreadable cache file is recomputed
-                out = None
+        out = _from_cache(f, key, sha.get(step), want_heavy)
         if out is None:
             W = weights_for(run, step, cfg, dev)
             out = passes_on(dev, W, ev, step=step, shifts=pc.shifts, mean=pc.mean_ablation, ablation=want_heavy,
@@ -198,6 +187,29 @@ def analyze_run(
             bar.update(1)
     if bar is not None:
         bar.close()
+    return _frames(tables, pc)
+
+
+def _from_cache(f: Path, key: str, sha: str | None, want_heavy: bool) -> dict[str, list] | None:
+    """The rows a cache file holds for this checkpoint, or None where it cannot serve (absent,
+    unreadable, other settings or weights, or without the per-head passes ``want_heavy`` asks)."""
+    if not f.exists():
+        return None
+    try:
+        c = read_json(f)
+        if not isinstance(c, dict):
+            raise KeyError("not a cache file")
+        if c.get("key") == key and c.get("sha256") == sha and (c.get("ablation") or not want_heavy):
+            # a file written when this step was on the per-head grid (an earlier tau)
+            # serves the cheap passes only: the tables must not depend on the cache's history
+            return c["tables"] if want_heavy or not c.get("ablation") else _cheap_part(c["tables"])
+    except (RunError, KeyError, TypeError, AttributeError):  # an unreadable cache file is recomputed
+        return None
+    return None
+
+
+def _frames(tables: dict[str, list], pc: PassConfig) -> dict[str, Any]:
+    """The pass rows of every checkpoint as DataFrames, with the swap gaps' intervals over groups."""
     # JSON null -> NaN in numeric columns, so the tables read the same fresh or cached
     for rows in tables.values():
         for r in rows:

@@ -24,21 +24,23 @@ Rows = list[dict[str, Any]]
 PAPER_TABLE6, PAPER_TABLE9, PAPER_TAU = paper.TABLE6, paper.TABLE9, paper.TABLE3  # mi_plateau.paper
 
 
-def _finite(v) -> bool:
+def _finite(v) -> bool:  # neither missing (None) nor NaN
     return v is not None and not (isinstance(v, float) and math.isnan(v))
 
 
 def group_bootstrap(accs: Sequence[float], n_boot: int, seed: int, level: float = 0.95) -> dict[str, float]:
-    """Percentile bootstrap over groups of Table 6's three numbers: the % of groups with
-    accuracy >= 0.8, the % at 1, and the mean accuracy; ``{<name>_lo, <name>_hi}``."""
-    import numpy as np
+    """Percentile bootstrap over groups of Table 6's three numbers (``metrics.accuracy_shares``):
+    the % of groups with accuracy >= ``metrics.ACC_THRESHOLD``, the % at 1, and the mean
+    accuracy; ``{<name>_lo, <name>_hi}``."""
+    # metrics imports torch: only when a table draws intervals, so that the tables import without it
+    from ..metrics import accuracy_shares
 
     a = np.asarray(accs, dtype=float)
     if not len(a) or n_boot <= 0:
         return {}
     idx = np.random.default_rng(seed).integers(0, len(a), size=(n_boot, len(a)))
-    r = a[idx]
-    stats = {"ge80_pct": 100 * (r >= 0.8 - 1e-9).mean(1), "eq100_pct": 100 * (r >= 1 - 1e-9).mean(1), "mean_acc": r.mean(1)}
+    mean, ge80, eq100 = accuracy_shares(a[idx])
+    stats = {"ge80_pct": 100 * ge80, "eq100_pct": 100 * eq100, "mean_acc": mean}
     q = (0.5 - level / 2, 0.5 + level / 2)
     out = {}
     for k, v in stats.items():
@@ -106,8 +108,6 @@ def head_bootstrap(per_group: dict[str, list[float]], n_boot: int, seed: int, le
     """Percentile bootstrap over groups of each head's mean ablation delta, and the share of
     resamples in which each head has the largest mean. ``per_group[head]`` holds the head's
     per-group deltas, in one group order for every head. Returns {head: {lo, hi, top_share}}."""
-    import numpy as np
-
     heads = list(per_group)
     if not heads or n_boot <= 0:
         return {}
@@ -160,10 +160,6 @@ def table9(name: str, K: int, taus: dict[str, int | None], head_rows: Rows, top:
     return frame(out)
 
 
-def _isnan(v) -> bool:
-    return v is None or (isinstance(v, float) and math.isnan(v))
-
-
 def _plateau_level(steps: Sequence[float], Lc: Sequence[float], tau: int) -> float:
     """Median Lc over the checkpoints strictly between step 0 and 0.5 tau (Lc at step 0 if none)."""
     pre = [v for s, v in zip(steps, Lc) if 0 < s < 0.5 * tau]
@@ -172,7 +168,7 @@ def _plateau_level(steps: Sequence[float], Lc: Sequence[float], tau: int) -> flo
 
 def half_rise_step(steps: Sequence[int], values: Sequence[float]) -> int | None:
     """First step at which a score reaches half of its rise from its first to its last value."""
-    pairs = [(s, v) for s, v in zip(steps, values) if not _isnan(v)]
+    pairs = [(s, v) for s, v in zip(steps, values) if _finite(v)]
     if len(pairs) < 2:
         return None
     v0, vf = pairs[0][1], pairs[-1][1]
@@ -298,7 +294,7 @@ def routing(name: str, K: int, taus: dict[str, int | None], head_rows: Rows, che
     tau, tau_ft = taus.get("paper"), taus.get("first_token")
     if tau is None:  # a task without candidate strings: the first-token tau serves both
         tau = tau_ft
-    ablated = sorted({r["step"] for r in head_rows if not _isnan(r["swap_contrib"])})
+    ablated = sorted({r["step"] for r in head_rows if _finite(r["swap_contrib"])})
     last_all = max(r["step"] for r in head_rows)
     out: dict[str, Any] = {"run": name, "K": K, "tau": tau, "tau_first_token": tau_ft}
     final_attn = {r["head"]: r["sel_attn"] for r in head_rows if r["step"] == last_all}
@@ -324,7 +320,7 @@ def routing(name: str, K: int, taus: dict[str, int | None], head_rows: Rows, che
             out[f"{label}_lead_{score}"] = (tau - t_r) / tau if (tau and t_r is not None) else None
             out[f"{label}_lead_{score}_first_token"] = (tau_ft - t_r) / tau_ft if (tau_ft and t_r is not None) else None
     ck = sorted(checkpoint_rows, key=lambda r: r["step"])
-    gap_step = next((r["step"] for r in ck if not _isnan(r["swap_gap"]) and r["swap_gap"] > 0.1), None)
+    gap_step = next((r["step"] for r in ck if _finite(r["swap_gap"]) and r["swap_gap"] > 0.1), None)
     out["swap_gap_0.1_step"] = gap_step
     out["swap_gap_0.1_frac_tau"] = gap_step / tau if (gap_step is not None and tau) else None
     out["swap_gap_0.1_frac_tau_first_token"] = gap_step / tau_ft if (gap_step is not None and tau_ft) else None
@@ -334,8 +330,8 @@ def routing(name: str, K: int, taus: dict[str, int | None], head_rows: Rows, che
         g = [r["swap_gap"] for r in ck]
         lc = [r["Lc"] for r in ck]
         Lp, Lmin = _plateau_level(steps, lc, tau), min(lc)
-        gmax = max((v for v in g if not _isnan(v)), default=float("nan"))
-        z_on = next((s for s, v in zip(steps, g) if not _isnan(v) and gmax > 0 and v >= 0.05 * gmax), None)
+        gmax = max((v for v in g if _finite(v)), default=float("nan"))
+        z_on = next((s for s, v in zip(steps, g) if _finite(v) and gmax > 0 and v >= 0.05 * gmax), None)
         l_on = next((s for s, v in zip(steps, lc) if Lp > Lmin and (Lp - v) >= 0.05 * (Lp - Lmin) and s > 0), None)
         out["z_onset_step"], out["loss_onset_step"] = z_on, l_on
         out["z_onset_frac_tau"] = z_on / tau if z_on is not None else None

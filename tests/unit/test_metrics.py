@@ -142,6 +142,21 @@ def test_sequence_loss_on_hand_built_scores():
     assert L[1].item() == pytest.approx(3 + math.log(math.exp(-1) + math.exp(-2) + math.exp(-3)))
 
 
+def test_group_accuracy_numbers_count_a_group_at_exactly_80_percent():
+    """Per-group accuracies k / K, as tensors (the passes) and as arrays (evaluate, the bootstrap):
+    a group with 4 of its 5 examples right is at >= 80%, and both kinds agree."""
+    from mi_plateau.metrics import accuracy_shares, accuracy_stats, group_means
+
+    correct = torch.tensor([1, 1, 1, 1, 0, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0], dtype=torch.float32)
+    acc = group_means(correct, 5)  # 0.8, 0.6, 1.0, 0.0
+    for a in (acc, acc.numpy(), acc.double().numpy()):
+        mean, ge80, eq100 = (float(v) for v in accuracy_shares(a))
+        assert (ge80, eq100) == (0.5, 0.25) and mean == pytest.approx(0.6)
+    assert accuracy_stats(acc, "paper") == {"cand_acc": pytest.approx(0.6), "cand_groups_ge80": 0.5, "cand_groups_100": 0.25}
+    assert list(accuracy_stats(None, "first_token")) == ["acc_mean", "groups_ge80", "groups_100"]
+    assert all(math.isnan(v) for v in accuracy_stats(None, "first_token").values())
+
+
 def test_paper_init_std_per_matrix_and_b_U_gets_gradients():
     """GPT-2 init: every weight matrix N(0, (0.8 / sqrt(d_model))^2), biases 0, LN weights 1; the
     unembedding bias is a Parameter that training moves."""
