@@ -19,18 +19,33 @@ def summary(run: str | os.PathLike | Run) -> dict[str, Any]:
     return (run if isinstance(run, Run) else Run(run)).summary()
 
 
-def sampled_tau(run: str | os.PathLike | Run, *, n_sample: int = 32, draws: int = 1000, every: int = 50, seed: int = 0,
-                progress: bool = False) -> dict[str, Any]:
+def sampled_tau(
+    run: str | os.PathLike | Run,
+    *,
+    n_sample: int = 32,
+    draws: int = 1000,
+    every: int = 50,
+    seed: int = 0,
+    progress: bool = False,
+) -> dict[str, Any]:
     """The run's tau as the original code measured it (L_seq on ``n_sample`` random groups, one
     example each, every ``every`` steps), replayed ``draws`` times on its checkpoints: the spread
     that estimator adds to tau, beside the exact tau (``passes.sampled``)."""
     from .passes.sampled import sampled_tau as replay
 
-    return replay(run if isinstance(run, Run) else Run(run), n_sample=n_sample, draws=draws, every=every, seed=seed,
-                  progress=progress)
+    return replay(
+        run if isinstance(run, Run) else Run(run),
+        n_sample=n_sample,
+        draws=draws,
+        every=every,
+        seed=seed,
+        progress=progress,
+    )
 
 
-def guard_check(run: str | os.PathLike | Run, *, subset: int = 20, z: float = 5.0, progress: bool = False) -> dict[str, Any]:
+def guard_check(
+    run: str | os.PathLike | Run, *, subset: int = 20, z: float = 5.0, progress: bool = False
+) -> dict[str, Any]:
     """Does the guarded evaluation subset (``eval.seq_subset``) keep every tau of this run exact?
     Every checkpoint scored in full, the subset's scheme replayed on the same numbers, each
     reported crossing and the width from both (``passes.guard``)."""
@@ -54,8 +69,16 @@ TABLE9_NOTE = (
 )
 
 
-def analyze(runs, out: str | os.PathLike = "analyses", *, progress: bool = True, pass_config=None, max_head_checkpoints: int | None = None,
-            with_figure3: bool = False, device: str | None = "auto") -> dict[str, Any]:
+def analyze(
+    runs,
+    out: str | os.PathLike = "analyses",
+    *,
+    progress: bool = True,
+    pass_config=None,
+    max_head_checkpoints: int | None = None,
+    with_figure3: bool = False,
+    device: str | None = "auto",
+) -> dict[str, Any]:
     """Run every pass over each run (on ``device``: ``devices.resolve``); write Tables 6 and 9 (md, csv, json), Figure 3 (HTML), the
     tidy pass tables and routing.json under ``out/<run name>/``, and a comparison folder
     ``out/compare_<names>/`` when several runs are given. Returns paths and headline numbers."""
@@ -87,7 +110,12 @@ def analyze(runs, out: str | os.PathLike = "analyses", *, progress: bool = True,
         tables = analyze_run(run, folder, pc, progress=progress, device=device)
         o = run_outputs(name, cfg, s, tables, pc)
         paths = write_run_analysis(folder, name, tables, o, TABLE6_NOTE, TABLE9_NOTE)
-        result["runs"][name] = {"summary": s, "routing": o["routing"], "folder": str(folder), "files": [str(p) for p in paths]}
+        result["runs"][name] = {
+            "summary": s,
+            "routing": o["routing"],
+            "folder": str(folder),
+            "files": [str(p) for p in paths],
+        }
         if with_figure3:  # the data behind figure3.html, for callers that plot it again
             result["runs"][name]["figure3"] = o["figure3"]
         all_t6 += records(o["table6"])
@@ -136,22 +164,38 @@ def _intervals(out: dict, n_boot: int, seed: int) -> tuple[dict, list[dict]]:
         if r.get("dL") is not None and r["dL"] == r["dL"]:
             per.setdefault(r["head"], []).append(r["dL"])
     ci = head_bootstrap(per, n_boot, seed) if per else {}
-    heads = [{**r, **({"dL_lo": ci[r["head"]]["lo"], "dL_hi": ci[r["head"]]["hi"], "top_share": ci[r["head"]]["top_share"]}
-                      if r["head"] in ci else {})} for r in out["heads"]]
+    heads = [
+        {
+            **r,
+            **(
+                {"dL_lo": ci[r["head"]]["lo"], "dL_hi": ci[r["head"]]["hi"], "top_share": ci[r["head"]]["top_share"]}
+                if r["head"] in ci
+                else {}
+            ),
+        }
+        for r in out["heads"]
+    ]
     return ck, heads
 
 
-def inspect(run, step: int | None = None, head: str | None = None, n_examples: int = 3, n_boot: int = 1000,
-            seed: int = 0, device: str | None = "auto") -> dict[str, Any]:
+def inspect(
+    run,
+    step: int | None = None,
+    head: str | None = None,
+    n_examples: int = 3,
+    n_boot: int = 1000,
+    seed: int = 0,
+    device: str | None = "auto",
+) -> dict[str, Any]:
     """Per-head scores at the checkpoint nearest ``step``: selector attention (minus baseline),
     ablation Delta L (the paper's) / Delta Lc / Delta L1, swap contribution and causal share of
     the swap gap; the checkpoint's losses in both families. With
     ``head`` (e.g. "L0H3"), also that head's attention pattern on ``n_examples`` examples.
     The swap gaps and Delta L carry 95% bootstrap intervals over groups (``n_boot`` resamples,
     ``seed``; ``_lo``/``_hi`` keys, and ``top_share`` per head)."""
-    from .summaries import nan_to_none
     from .model import parse_head
     from .passes.analyze import passes_on
+    from .summaries import nan_to_none
     from .task import token_labels
 
     run = run if isinstance(run, Run) else Run(run)
@@ -175,19 +219,32 @@ def inspect(run, step: int | None = None, head: str | None = None, n_examples: i
     return nan_to_none(res)
 
 
-def ablation_report(run, step: int | None = None, mean: bool = False, n_boot: int = 1000, seed: int = 0,
-                    device: str | None = "auto") -> dict[str, Any]:
+def ablation_report(
+    run, step: int | None = None, mean: bool = False, n_boot: int = 1000, seed: int = 0, device: str | None = "auto"
+) -> dict[str, Any]:
     """Head ablation at the checkpoint nearest ``step``: per head (nats) the paper's Delta L
     (full-vocabulary cross-entropy over A1..A4 and EOS, ablated minus clean), Delta Lc and
     Delta L1, in head order (layer, head) as ``inspect`` lists them; zero ablation, or mean
     ablation with ``mean=True``. Intervals over groups as in ``inspect``."""
-    from .summaries import nan_to_none
     from .passes.analyze import passes_on
+    from .summaries import nan_to_none
 
     run = run if isinstance(run, Run) else Run(run)
     cfg, s, W, ev, dev = _checkpoint_at(run, step, device)
     out = passes_on(dev, W, ev, step=s, mean=mean)
     ck, heads = _intervals(out, n_boot, seed)
-    return nan_to_none({"run": run.name, "step": s, "mode": "mean" if mean else "zero", "checkpoint": ck, "L_seq": ck["L_seq"],
-                        "full_loss": ck["full_loss"], "Lc": ck["Lc"], "L1": ck["L1"], "swap_gap_seq": ck["swap_gap_seq"],
-                        "swap_gap": ck["swap_gap"], "heads": heads})
+    return nan_to_none(
+        {
+            "run": run.name,
+            "step": s,
+            "mode": "mean" if mean else "zero",
+            "checkpoint": ck,
+            "L_seq": ck["L_seq"],
+            "full_loss": ck["full_loss"],
+            "Lc": ck["Lc"],
+            "L1": ck["L1"],
+            "swap_gap_seq": ck["swap_gap_seq"],
+            "swap_gap": ck["swap_gap"],
+            "heads": heads,
+        }
+    )

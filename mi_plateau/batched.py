@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Sequence
 
 import torch
 
@@ -38,19 +38,35 @@ from .train import Member, apply_update, batch_loss, open_config
 def batch_key(cfg: RunConfig) -> tuple:
     """Runs with equal keys can share a stacked model."""
     m, lay = cfg.model, layout_for(cfg.task)
-    return (m.n_layers, m.n_heads, m.d_model, m.d_head, m.d_mlp, m.act_fn, m.normalization_type,
-            cfg.train.batch_size, lay.seq_len, tuple(lay.pred_positions), cfg.train.impl, cfg.train.compile)
+    return (
+        m.n_layers,
+        m.n_heads,
+        m.d_model,
+        m.d_head,
+        m.d_mlp,
+        m.act_fn,
+        m.normalization_type,
+        cfg.train.batch_size,
+        lay.seq_len,
+        tuple(lay.pred_positions),
+        cfg.train.impl,
+        cfg.train.compile,
+    )
 
 
 def check_batchable(cfgs: Sequence[RunConfig]) -> None:
     for c in cfgs:
         if c.train.impl != "standard" or c.train.compile:
-            raise RunError(f"batched training needs train.impl='standard' without compile (got impl={c.train.impl!r}, "
-                           f"compile={c.train.compile})")
+            raise RunError(
+                f"batched training needs train.impl='standard' without compile (got impl={c.train.impl!r}, "
+                f"compile={c.train.compile})"
+            )
     keys = {batch_key(c) for c in cfgs}
     if len(keys) > 1:
-        raise RunError("these runs cannot be batched: they differ in model shape, batch size or sequence layout "
-                       "(train them apart, or let the sweep runner group them)")
+        raise RunError(
+            "these runs cannot be batched: they differ in model shape, batch size or sequence layout "
+            "(train them apart, or let the sweep runner group them)"
+        )
 
 
 def stacked_forward(cfg: RunConfig):
@@ -106,8 +122,13 @@ def train_members(members: Sequence[Member], *, progress: bool = True) -> None:
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=sum(m.cfg.train.max_steps - m.step for m in active), desc=f"{len(active)} runs batched",
-                   unit="run-step", dynamic_ncols=True, file=sys.stderr)
+        bar = tqdm(
+            total=sum(m.cfg.train.max_steps - m.step for m in active),
+            desc=f"{len(active)} runs batched",
+            unit="run-step",
+            dynamic_ncols=True,
+            file=sys.stderr,
+        )
     try:
         while active:
             for m, (loss, norm) in zip(active, stacked_step(f, active, B)):
@@ -122,9 +143,14 @@ def train_members(members: Sequence[Member], *, progress: bool = True) -> None:
             bar.close()
 
 
-def train_batched(items: Sequence[tuple[RunConfig | None, str | os.PathLike]], *, resume: bool = False,
-                  progress: bool = True, argv: Sequence[str] | None = None,
-                  device: str | torch.device | None = "auto") -> list[Run]:
+def train_batched(
+    items: Sequence[tuple[RunConfig | None, str | os.PathLike]],
+    *,
+    resume: bool = False,
+    progress: bool = True,
+    argv: Sequence[str] | None = None,
+    device: str | torch.device | None = "auto",
+) -> list[Run]:
     """Train several runs (``(config, out)`` pairs; config None resumes the stored one) in one
     process as one stacked model on ``device`` (``devices.resolve``); each folder is locked,
     opened and resumed as ``train.train`` does, and refused the same way."""

@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from .config import PRESETS, SECTIONS, ConfigError, settings
 from .config import kind as field_kind
@@ -58,8 +58,13 @@ def _positive_int(text: str) -> int:
 
 
 def _add_device(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--device", default="auto", metavar="DEVICE", help="auto (default: a CUDA GPU when there is one, "
-                        "else the CPU), cpu, cuda or cuda:N; run folders are the same whichever it is")
+    parser.add_argument(
+        "--device",
+        default="auto",
+        metavar="DEVICE",
+        help="auto (default: a CUDA GPU when there is one, "
+        "else the CPU), cpu, cuda or cuda:N; run folders are the same whichever it is",
+    )
 
 
 def _batch_runs(text: str) -> int | str:
@@ -77,17 +82,35 @@ def build_parser() -> argparse.ArgumentParser:
 
     t = sub.add_parser("train", help="train a run with dense checkpoints")
     t.add_argument("--preset", choices=PRESETS, default=None, help="starting configuration (default: demo)")
-    t.add_argument("--config", default=None, metavar="FILE", help="start from a config JSON file ('-': read it from standard input) instead of a preset")
+    t.add_argument(
+        "--config",
+        default=None,
+        metavar="FILE",
+        help="start from a config JSON file ('-': read it from standard input) instead of a preset",
+    )
     for flag, dest, typ, helptext in TRAIN_FLAGS:
         t.add_argument(flag, dest=dest, type=_num_arg(typ) if typ is not str else str, default=None, help=helptext)
-    t.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="any setting, e.g. train.warmup_steps=200 (repeatable)")
+    t.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="any setting, e.g. train.warmup_steps=200 (repeatable)",
+    )
     t.add_argument("--out", default=None, help="run folder (default: checkpoints/<name>)")
     t.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_device(t)
 
-    tb = sub.add_parser("train-batch", help="train several runs in one process as one stacked model (same model shape, batch size, len_z)")
-    tb.add_argument("runs", metavar="RUNS_JSON", help="a JSON list of {\"out\": RUN_FOLDER, \"config\": CONFIG or null} ('-': standard input)")
+    tb = sub.add_parser(
+        "train-batch",
+        help="train several runs in one process as one stacked model (same model shape, batch size, len_z)",
+    )
+    tb.add_argument(
+        "runs",
+        metavar="RUNS_JSON",
+        help='a JSON list of {"out": RUN_FOLDER, "config": CONFIG or null} (\'-\': standard input)',
+    )
     tb.add_argument("--resume", action="store_true", help="continue runs that exist from their last checkpoints")
     tb.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_device(tb)
@@ -95,21 +118,44 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("summary", help="plateau height, tau and convergence of a run")
     s.add_argument("run")
     s.add_argument("--json", action="store_true")
-    s.add_argument("--sampled-tau", action="store_true", help="also replay the original's tau estimator (L_seq on 32 random "
-                   "groups, one example each, every 50 steps) on the run's checkpoints: the spread it adds to tau")
-    s.add_argument("--draws", type=_positive_int, default=None, help="with --sampled-tau: replays of the estimator (default 1000)")
-    s.add_argument("--n-sample", type=_positive_int, default=None, help="with --sampled-tau: groups per estimate (default 32)")
-    s.add_argument("--every", type=_positive_int, default=None, help="with --sampled-tau: steps between estimates (default 50)")
-    s.add_argument("--guard-check", type=_positive_int, default=None, metavar="N", help="score every checkpoint on all "
-                   "evaluation groups and replay the guarded subset of N groups (eval.seq_subset) on it: are its taus "
-                   "and widths the full-set ones? (--json writes the whole comparison)")
+    s.add_argument(
+        "--sampled-tau",
+        action="store_true",
+        help="also replay the original's tau estimator (L_seq on 32 random "
+        "groups, one example each, every 50 steps) on the run's checkpoints: the spread it adds to tau",
+    )
+    s.add_argument(
+        "--draws", type=_positive_int, default=None, help="with --sampled-tau: replays of the estimator (default 1000)"
+    )
+    s.add_argument(
+        "--n-sample", type=_positive_int, default=None, help="with --sampled-tau: groups per estimate (default 32)"
+    )
+    s.add_argument(
+        "--every", type=_positive_int, default=None, help="with --sampled-tau: steps between estimates (default 50)"
+    )
+    s.add_argument(
+        "--guard-check",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="score every checkpoint on all "
+        "evaluation groups and replay the guarded subset of N groups (eval.seq_subset) on it: are its taus "
+        "and widths the full-set ones? (--json writes the whole comparison)",
+    )
 
     a = sub.add_parser("analyze", help="run the analysis passes; write Tables 6, 9 and Figure 3")
     a.add_argument("runs", nargs="+")
     a.add_argument("--out", default="analyses", help="output root (default: analyses/)")
-    a.add_argument("--max-checkpoints", type=_positive_int, default=None, help="per-head passes at this many checkpoints over [0, 2 tau] (default 21)")
+    a.add_argument(
+        "--max-checkpoints",
+        type=_positive_int,
+        default=None,
+        help="per-head passes at this many checkpoints over [0, 2 tau] (default 21)",
+    )
     a.add_argument("--mean", action="store_true", help="mean-ablate heads instead of zeroing them")
-    a.add_argument("--shifts", default="1", help="selector replacements k -> k+s mod K to average, comma-separated (default 1)")
+    a.add_argument(
+        "--shifts", default="1", help="selector replacements k -> k+s mod K to average, comma-separated (default 1)"
+    )
     a.add_argument("--json", action="store_true", help="print the written paths and headline numbers as JSON")
     a.add_argument("--quiet", action="store_true")
     _add_device(a)
@@ -131,61 +177,130 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("report", help="one self-contained interactive HTML report")
     r.add_argument("runs", nargs="+")
     r.add_argument("--out", default=None, help="HTML file (default: analyses/<name>/report.html)")
-    r.add_argument("--plotly", choices=["inline", "cdn", "directory"], default="inline",
-                   help="inline (default: one file that opens offline), cdn (small, needs the network) or directory "
-                        "(links plotly.min.js written beside the page)")
+    r.add_argument(
+        "--plotly",
+        choices=["inline", "cdn", "directory"],
+        default="inline",
+        help="inline (default: one file that opens offline), cdn (small, needs the network) or directory "
+        "(links plotly.min.js written beside the page)",
+    )
     r.add_argument("--quiet", action="store_true")
     _add_device(r)
 
     bench = sub.add_parser("bench", help="benchmarks against plain PyTorch / loop references")
     bench.add_argument("--quick", action="store_true")
     bench.add_argument("--json", action="store_true")
-    bench.add_argument("--only", choices=["train", "passes", "overhead", "sweep", "eval"], default=None,
-                       help="run one section alone (sweep: the batched trainer against single runs; eval: the "
-                            "evaluation's share of training at K = 10, 20, 36)")
+    bench.add_argument(
+        "--only",
+        choices=["train", "passes", "overhead", "sweep", "eval"],
+        default=None,
+        help="run one section alone (sweep: the batched trainer against single runs; eval: the "
+        "evaluation's share of training at K = 10, 20, 36)",
+    )
     bench.add_argument("--out", default=None, help="also write the Markdown table here")
     _add_device(bench)
 
     sw = sub.add_parser("sweep", help="train a sweep file's runs (resumable); `sweep status FOLDER` prints its table")
     sw.add_argument("target", help="a sweep file (TOML), or the word status")
     sw.add_argument("folder", nargs="?", help="with status: the sweep folder (checkpoints/<name>)")
-    sw.add_argument("--jobs", type=_positive_int, default=None, help="processes at once (default: one per core; one thread each)")
-    sw.add_argument("--batch-runs", type=_batch_runs, default=1, metavar="M",
-                    help="train up to M runs of the same shapes per process as one stacked model (default 1: one run per "
-                         "process; auto: as many as fit on a GPU, one on a CPU)")
+    sw.add_argument(
+        "--jobs", type=_positive_int, default=None, help="processes at once (default: one per core; one thread each)"
+    )
+    sw.add_argument(
+        "--batch-runs",
+        type=_batch_runs,
+        default=1,
+        metavar="M",
+        help="train up to M runs of the same shapes per process as one stacked model (default 1: one run per "
+        "process; auto: as many as fit on a GPU, one on a CPU)",
+    )
     sw.add_argument("--backend", choices=["local", "ray"], default="local", help="local process pool (default) or Ray")
-    sw.add_argument("--address", default=None, help="with --backend ray: the cluster's address (default: a local Ray instance)")
+    sw.add_argument(
+        "--address", default=None, help="with --backend ray: the cluster's address (default: a local Ray instance)"
+    )
     sw.add_argument("--root", default="checkpoints", help="where sweep folders live (default: checkpoints/)")
     sw.add_argument("--dry-run", action="store_true", help="validate the file and list the runs, train nothing")
     sw.add_argument("--quiet", action="store_true")
     _add_device(sw)
 
     rep = sub.add_parser("reproduce", help="named recipes that rebuild the paper's artifacts")
-    rep.add_argument("recipe", choices=RECIPE_NAMES, help="core: the per-run reproduction; the others: the paper's sweep tables "
-                     "(k_sweep: Table 3, Figure 4, Table 5; fixed_d, fixed_d_noclip: Figure 5; len_z: Table 7; batch_size: "
-                     "Table 1; seeds: Table 4 and Table 8's phase boundary; seeds_init: Table 4 with the init varied (and the warm-up); seeds_warmup: Table 4 with 500 warm-up steps; lr_sweep: the learning-rate sweep by the transition width; phase_boundary: Tables 4 and 8 "
-                     "as the original ran them, by the transition width; dissipation: Table 11; label_noise: Figure 2b; direction: Table 2)")
-    rep.add_argument("--dry-run", action="store_true", help="list the runs, whether they are done and what they should cost here")
-    rep.add_argument("--no-train", action="store_true", help="only analyse the runs that exist (unfinished ones up to their last checkpoint)")
-    rep.add_argument("--jobs", type=_positive_int, default=None, help="train this many runs at once, one thread each (default: one per core)")
-    rep.add_argument("--batch-runs", type=_batch_runs, default=1, metavar="M", help="sweep recipes: up to M runs per process, "
-                     "batched (auto: batched on a GPU, one per process on a CPU)")
-    rep.add_argument("--only", default=None, metavar="RUN[,RUN...]", help="sweep recipes: train only these points (run names)")
-    rep.add_argument("--skip-recorded", action="store_true", help="sweep recipes: do not train the runs the recipe's log in "
-                     "docs/reproduction/ records as finished on another machine (their rows still go into the tables)")
-    rep.add_argument("--max-steps", type=_positive_int, default=None, metavar="N", help="sweep recipes: a step budget of N "
-                     "instead of the recipe's (runs that do not escape read as 'no escape by N steps'; a larger N later continues them)")
-    rep.add_argument("--root", default="checkpoints", help="where the recipe's run folders live (default: checkpoints/)")
-    rep.add_argument("--docs", default="docs/reproduction", help="where tables, figures and the recipe's log go "
-                     "(default: docs/reproduction/)")
+    rep.add_argument(
+        "recipe",
+        choices=RECIPE_NAMES,
+        help="core: the per-run reproduction; the others: the paper's sweep tables "
+        "(k_sweep: Table 3, Figure 4, Table 5; fixed_d, fixed_d_noclip: Figure 5; len_z: Table 7; batch_size: "
+        "Table 1; seeds: Table 4 and Table 8's phase boundary; seeds_init: Table 4 with the init varied (and the warm-up); seeds_warmup: Table 4 with 500 warm-up steps; lr_sweep: the learning-rate sweep by the transition width; phase_boundary: Tables 4 and 8 "
+        "as the original ran them, by the transition width; dissipation: Table 11; label_noise: Figure 2b; direction: Table 2)",
+    )
+    rep.add_argument(
+        "--dry-run", action="store_true", help="list the runs, whether they are done and what they should cost here"
+    )
+    rep.add_argument(
+        "--no-train",
+        action="store_true",
+        help="only analyse the runs that exist (unfinished ones up to their last checkpoint)",
+    )
+    rep.add_argument(
+        "--jobs",
+        type=_positive_int,
+        default=None,
+        help="train this many runs at once, one thread each (default: one per core)",
+    )
+    rep.add_argument(
+        "--batch-runs",
+        type=_batch_runs,
+        default=1,
+        metavar="M",
+        help="sweep recipes: up to M runs per process, batched (auto: batched on a GPU, one per process on a CPU)",
+    )
+    rep.add_argument(
+        "--only", default=None, metavar="RUN[,RUN...]", help="sweep recipes: train only these points (run names)"
+    )
+    rep.add_argument(
+        "--skip-recorded",
+        action="store_true",
+        help="sweep recipes: do not train the runs the recipe's log in "
+        "docs/reproduction/ records as finished on another machine (their rows still go into the tables)",
+    )
+    rep.add_argument(
+        "--max-steps",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="sweep recipes: a step budget of N "
+        "instead of the recipe's (runs that do not escape read as 'no escape by N steps'; a larger N later continues them)",
+    )
+    rep.add_argument(
+        "--root", default="checkpoints", help="where the recipe's run folders live (default: checkpoints/)"
+    )
+    rep.add_argument(
+        "--docs",
+        default="docs/reproduction",
+        help="where tables, figures and the recipe's log go (default: docs/reproduction/)",
+    )
     rep.add_argument("--quiet", action="store_true")
     _add_device(rep)
     return p
 
 
 # the recipes of mi_plateau.reproduce, named here so that the parser imports nothing heavy
-RECIPE_NAMES = ("core", "k_sweep", "fixed_d", "fixed_d_noclip", "len_z", "batch_size", "batch_size_noclip", "seeds", "seeds_init", "seeds_warmup", "lr_sweep",
-                "phase_boundary", "dissipation", "label_noise", "direction")
+RECIPE_NAMES = (
+    "core",
+    "k_sweep",
+    "fixed_d",
+    "fixed_d_noclip",
+    "len_z",
+    "batch_size",
+    "batch_size_noclip",
+    "seeds",
+    "seeds_init",
+    "seeds_warmup",
+    "lr_sweep",
+    "phase_boundary",
+    "dissipation",
+    "label_noise",
+    "direction",
+)
 
 
 def _train_config(args) -> Any:
@@ -212,7 +327,9 @@ def _train_config(args) -> Any:
         return with_overrides(base, overrides)
     if args.preset is None and args.resume:
         if args.out is not None and not (Path(args.out) / "config.json").exists():
-            raise ConfigError(f"--resume: nothing to resume in {args.out} (no config.json there); give --preset or --config to start a new run")
+            raise ConfigError(
+                f"--resume: nothing to resume in {args.out} (no config.json there); give --preset or --config to start a new run"
+            )
         if not overrides:
             return None  # resume with the stored config
         if args.out is not None and (Path(args.out) / "config.json").exists():
@@ -253,9 +370,22 @@ def _fmt(v) -> str:
 
 
 # the unit of every number the summary prints
-UNITS = {"log_K": "nats", "plateau_Lc": "nats", "tau": "steps", "tau_examples": "examples", "converged_step": "steps",
-         "swap_gap_0.1_step": "steps", "last_step": "steps", "final_Lc": "nats", "final_L_seq": "nats", "D": "examples",
-         "n_b": "groups", "eval_groups": "groups", "n_checkpoints": "checkpoints", "plateau_ratio": "x log K"}
+UNITS = {
+    "log_K": "nats",
+    "plateau_Lc": "nats",
+    "tau": "steps",
+    "tau_examples": "examples",
+    "converged_step": "steps",
+    "swap_gap_0.1_step": "steps",
+    "last_step": "steps",
+    "final_Lc": "nats",
+    "final_L_seq": "nats",
+    "D": "examples",
+    "n_b": "groups",
+    "eval_groups": "groups",
+    "n_checkpoints": "checkpoints",
+    "plateau_ratio": "x log K",
+}
 
 
 def _with_unit(k: str, v) -> str:
@@ -277,7 +407,9 @@ def _print_summary(s: dict) -> None:
 def cmd_summary(args) -> int:
     from .api import summary
 
-    given = {k: v for k, v in (("n_sample", args.n_sample), ("draws", args.draws), ("every", args.every)) if v is not None}
+    given = {
+        k: v for k, v in (("n_sample", args.n_sample), ("draws", args.draws), ("every", args.every)) if v is not None
+    }
     if given and not args.sampled_tau:
         raise ValueError(f"--{next(iter(given)).replace('_', '-')} applies to --sampled-tau only")
     s = summary(args.run)
@@ -288,9 +420,11 @@ def cmd_summary(args) -> int:
         if args.json:
             print(json.dumps(g, indent=2))
             return 0
-        print(f"run: {args.run}: {g['checkpoints']} checkpoints scored in full; the guard ({g['subset']} of {g['eval_groups']} "
-              f"groups, z = {g['z']}) scored every group at {g['scored_all']} of them ({100 * g['share_scored']:.0f}% of "
-              f"the strings); every crossing and the width equal: {g['all_equal']}")
+        print(
+            f"run: {args.run}: {g['checkpoints']} checkpoints scored in full; the guard ({g['subset']} of {g['eval_groups']} "
+            f"groups, z = {g['z']}) scored every group at {g['scored_all']} of them ({100 * g['share_scored']:.0f}% of "
+            f"the strings); every crossing and the width equal: {g['all_equal']}"
+        )
         for c in g["crossings"]:
             print(f"  {c['definition']} {c['fraction']:g} log K: full {c['tau_full']}, guarded {c['tau_guarded']}")
         for fam, w in g["widths"].items():
@@ -307,17 +441,22 @@ def cmd_summary(args) -> int:
     print(f"run: {args.run}")
     _print_summary(s)
     if t:
+
         def f(v):
             return "none" if v is None else f"{v:.0f}"
 
         among = " of those that crossed" if t["p_none"] else ""
-        print(f"tau by the original's estimator (L_seq on {t['n_sample']} random groups, one example each, every "
-              f"{t['every']} steps; {t['draws']} replays): median {f(t['q50'])}, 5-95% [{f(t['q05'])}, {f(t['q95'])}], "
-              f"min {f(t['min'])}, max {f(t['max'])}; mean {f(t['mean'])}, std {f(t['std'])}{among}; "
-              f"no crossing in {100 * t['p_none']:.1f}% of replays")
-        print(f"exact L_seq tau: {f(t['tau_exact_grid'])} on that grid ({t['eval_groups']} groups), "
-              f"{f(t['tau_recorded'])} in the run's records ({t['recorded_groups']} groups, every checkpoint); "
-              f"{t['checkpoints_scored']} checkpoints scored")
+        print(
+            f"tau by the original's estimator (L_seq on {t['n_sample']} random groups, one example each, every "
+            f"{t['every']} steps; {t['draws']} replays): median {f(t['q50'])}, 5-95% [{f(t['q05'])}, {f(t['q95'])}], "
+            f"min {f(t['min'])}, max {f(t['max'])}; mean {f(t['mean'])}, std {f(t['std'])}{among}; "
+            f"no crossing in {100 * t['p_none']:.1f}% of replays"
+        )
+        print(
+            f"exact L_seq tau: {f(t['tau_exact_grid'])} on that grid ({t['eval_groups']} groups), "
+            f"{f(t['tau_recorded'])} in the run's records ({t['recorded_groups']} groups, every checkpoint); "
+            f"{t['checkpoints_scored']} checkpoints scored"
+        )
     return 0
 
 

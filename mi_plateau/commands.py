@@ -22,7 +22,6 @@ def _lead(ro: dict, key: str) -> str:
 
 def cmd_analyze(args) -> int:
     from .api import analyze
-
     from .passes.analyze import PassConfig
 
     try:
@@ -32,17 +31,25 @@ def cmd_analyze(args) -> int:
     if not shifts:
         raise ValueError("--shifts: give at least one shift")
     pc = PassConfig(shifts=shifts, mean_ablation=args.mean)
-    res = analyze(args.runs, args.out, progress=not args.quiet, pass_config=pc, max_head_checkpoints=args.max_checkpoints,
-                  device=args.device)
+    res = analyze(
+        args.runs,
+        args.out,
+        progress=not args.quiet,
+        pass_config=pc,
+        max_head_checkpoints=args.max_checkpoints,
+        device=args.device,
+    )
     if args.json:
         print(json.dumps(res, indent=2))
         return 0
     for name, r in res["runs"].items():
         s, ro = r["summary"], r["routing"]
         print(f"{name}: tau={s['tau']} plateau/logK={_f(s['plateau_ratio'])} -> {r['folder']}/")
-        print(f"  routing head {ro.get('routing_head')} (top attention {ro.get('top_attention_head')}); "
-              f"lead (tau-t_r)/tau: attention {_lead(ro, 'routing_lead_sel_attn')}, causal {_lead(ro, 'routing_lead_swap_contrib')}; "
-              f"swap gap > 0.1 at {_lead(ro, 'swap_gap_0.1_frac_tau')} tau (95% intervals over groups)")
+        print(
+            f"  routing head {ro.get('routing_head')} (top attention {ro.get('top_attention_head')}); "
+            f"lead (tau-t_r)/tau: attention {_lead(ro, 'routing_lead_sel_attn')}, causal {_lead(ro, 'routing_lead_swap_contrib')}; "
+            f"swap gap > 0.1 at {_lead(ro, 'swap_gap_0.1_frac_tau')} tau (95% intervals over groups)"
+        )
     if "comparison" in res:
         print(f"comparison -> {res['comparison']}/")
     return 0
@@ -82,11 +89,15 @@ def _head_table(heads, cols) -> str:
 def _checkpoint_lines(res: dict, what: str = "") -> None:
     ck = res["checkpoint"]
     print(f"{res['run']} at step {res['step']}{what}")
-    print(f"  paper:       L_seq {_f(ck['L_seq'])} nats, candidate accuracy {_f(ck['cand_acc'])}, swap gap {_f(ck['swap_gap_seq'])} "
-          f"nats (95% over groups {_ci(ck.get('swap_gap_seq_lo'), ck.get('swap_gap_seq_hi'))})")
-    print(f"  first token: Lc {_f(ck['Lc'])} nats, L1 {_f(ck['L1'])} nats, exact match {_f(ck['acc_mean'])}, swap gap "
-          f"{_f(ck['swap_gap'])} nats (95% over groups {_ci(ck.get('swap_gap_lo'), ck.get('swap_gap_hi'))}); "
-          f"full target loss {_f(ck['full_loss'])} nats")
+    print(
+        f"  paper:       L_seq {_f(ck['L_seq'])} nats, candidate accuracy {_f(ck['cand_acc'])}, swap gap {_f(ck['swap_gap_seq'])} "
+        f"nats (95% over groups {_ci(ck.get('swap_gap_seq_lo'), ck.get('swap_gap_seq_hi'))})"
+    )
+    print(
+        f"  first token: Lc {_f(ck['Lc'])} nats, L1 {_f(ck['L1'])} nats, exact match {_f(ck['acc_mean'])}, swap gap "
+        f"{_f(ck['swap_gap'])} nats (95% over groups {_ci(ck.get('swap_gap_lo'), ck.get('swap_gap_hi'))}); "
+        f"full target loss {_f(ck['full_loss'])} nats"
+    )
 
 
 def _finite(v) -> bool:
@@ -105,8 +116,10 @@ def cmd_inspect(args) -> int:
     for hook in ("resid_pre", "resid_post"):
         rows = [r for r in res["patching"] if r.get("hook") == hook]
         if rows:
-            print(f"patching the z positions of {hook}, fraction of the logit difference moved: "
-                  + ", ".join(f"L{r['layer']}={_f(r['patch_frac'], 2)}" for r in rows))
+            print(
+                f"patching the z positions of {hook}, fraction of the logit difference moved: "
+                + ", ".join(f"L{r['layer']}={_f(r['patch_frac'], 2)}" for r in rows)
+            )
     if "pattern" in res:
         for ex in res["pattern"]["examples"]:
             toks = ex["tokens"]
@@ -159,19 +172,33 @@ def cmd_reproduce(args) -> int:
 
     only = [n.strip() for n in args.only.split(",") if n.strip()] if args.only is not None else None
     if args.recipe not in SWEEP_RECIPES and (only is not None or args.skip_recorded or args.max_steps):
-        raise ValueError(f"reproduce {args.recipe}: --only, --skip-recorded and --max-steps apply to the sweep recipes only")
+        raise ValueError(
+            f"reproduce {args.recipe}: --only, --skip-recorded and --max-steps apply to the sweep recipes only"
+        )
     if args.recipe in SWEEP_RECIPES:
         if args.dry_run:
             target = recipe_sweep(args.recipe, args.max_steps) if args.max_steps else args.recipe
             rows = dry_run(target, args.root, docs=args.docs, skip_recorded=args.skip_recorded, only=only)
             print(to_markdown(rows), end="")
             todo = [r for r in rows if r["est_core_min"] > 0]
-            print(f"{len(rows)} runs, {len(rows) - len(todo)} with nothing left to train; the rest should take about "
-                  f"{sum(r['est_core_min'] for r in todo):.0f} core-minutes here (one thread per run)")
+            print(
+                f"{len(rows)} runs, {len(rows) - len(todo)} with nothing left to train; the rest should take about "
+                f"{sum(r['est_core_min'] for r in todo):.0f} core-minutes here (one thread per run)"
+            )
             return 0
-        log = run_sweep_recipe(args.recipe, jobs=args.jobs, progress=not args.quiet, train=not args.no_train,
-                               batch_runs=args.batch_runs, only=only, skip_recorded=args.skip_recorded,
-                               root=args.root, docs=args.docs, max_steps=args.max_steps, device=args.device)
+        log = run_sweep_recipe(
+            args.recipe,
+            jobs=args.jobs,
+            progress=not args.quiet,
+            train=not args.no_train,
+            batch_runs=args.batch_runs,
+            only=only,
+            skip_recorded=args.skip_recorded,
+            root=args.root,
+            docs=args.docs,
+            max_steps=args.max_steps,
+            device=args.device,
+        )
         for title, rows in log["tables"].items():
             print(f"## {title}\n{to_markdown(rows)}")
         print(f"wrote {', '.join(log['written'])}")
@@ -180,13 +207,17 @@ def cmd_reproduce(args) -> int:
         for p, c in plan(args.recipe, args.root):
             print(f"{p}  preset={c.preset} K={c.task.K} seed={c.task.data_seed}  {status(p)}")
         return 0
-    log = run_recipe(args.recipe, jobs=args.jobs, progress=not args.quiet, train=not args.no_train, root=args.root, docs=args.docs)
+    log = run_recipe(
+        args.recipe, jobs=args.jobs, progress=not args.quiet, train=not args.no_train, root=args.root, docs=args.docs
+    )
     for name, s in log["summaries"].items():
         ro, fam = log["routing"][name], s["definitions"]
-        print(f"{name}: tau paper (L_seq) {fam['paper']['tau']} steps, first token (Lc) {fam['first_token']['tau']} steps; "
-              f"plateau/log K paper {_f(fam['paper']['plateau_ratio'])}, first token {_f(fam['first_token']['plateau_ratio'])}; "
-              f"routing head {ro.get('routing_head')}, lead (tau - t_r)/tau attention {_lead(ro, 'routing_lead_sel_attn')}, "
-              f"causal {_lead(ro, 'routing_lead_swap_contrib')}")
+        print(
+            f"{name}: tau paper (L_seq) {fam['paper']['tau']} steps, first token (Lc) {fam['first_token']['tau']} steps; "
+            f"plateau/log K paper {_f(fam['paper']['plateau_ratio'])}, first token {_f(fam['first_token']['plateau_ratio'])}; "
+            f"routing head {ro.get('routing_head')}, lead (tau - t_r)/tau attention {_lead(ro, 'routing_lead_sel_attn')}, "
+            f"causal {_lead(ro, 'routing_lead_swap_contrib')}"
+        )
     print(f"wrote {', '.join(log['written'])}")
     return 0
 
@@ -220,16 +251,27 @@ def cmd_sweep(args) -> int:
             todo = [(p, c) for p, c in runs if status(p) != "finished"]
             print(f"with --batch-runs {args.batch_runs}: {len(group_batches(todo, args.batch_runs))} processes")
         return 0
-    table = run_sweep(sweep, root=args.root, jobs=args.jobs, backend=args.backend, address=args.address, progress=not args.quiet,
-                      batch_runs=args.batch_runs, device=args.device)
+    table = run_sweep(
+        sweep,
+        root=args.root,
+        jobs=args.jobs,
+        backend=args.backend,
+        address=args.address,
+        progress=not args.quiet,
+        batch_runs=args.batch_runs,
+        device=args.device,
+    )
     print(to_markdown(table), end="")
     print(f"{len(table)} runs in {table.attrs['wall_s']:.0f} s -> {sweep.folder(args.root)}/table.csv")
     failed = table.attrs.get("failed") or {}
     if failed:  # a sweep with a failed run must not look like a finished one to a script
         import sys
 
-        print(f"mi-plateau sweep: {len(failed)} of {len(table)} runs failed (rerun the sweep to resume them): "
-              + "; ".join(f"{name}: {err}" for name, err in failed.items()), file=sys.stderr)
+        print(
+            f"mi-plateau sweep: {len(failed)} of {len(table)} runs failed (rerun the sweep to resume them): "
+            + "; ".join(f"{name}: {err}" for name, err in failed.items()),
+            file=sys.stderr,
+        )
         return 1
     return 0
 
@@ -244,21 +286,34 @@ def cmd_train_batch(args) -> int:
     try:
         items = json.loads(text)
         if not isinstance(items, list) or not all(isinstance(i, dict) and isinstance(i.get("out"), str) for i in items):
-            raise ValueError("expected a list of objects with an \"out\" folder")
+            raise ValueError('expected a list of objects with an "out" folder')
         pairs = [(RunConfig.from_dict(i["config"]) if i.get("config") is not None else None, i["out"]) for i in items]
     except (json.JSONDecodeError, ValueError, TypeError) as e:
         raise ValueError(f"{args.runs}: not a list of runs ({' '.join(str(e).split())})") from None
     from .batched import train_batched
 
-    runs = train_batched(pairs, resume=args.resume, progress=not args.quiet, argv=["mi-plateau", "train-batch", args.runs],
-                         device=args.device)
+    runs = train_batched(
+        pairs,
+        resume=args.resume,
+        progress=not args.quiet,
+        argv=["mi-plateau", "train-batch", args.runs],
+        device=args.device,
+    )
     for run in runs:
         print(f"run: {run.path}")
     return 0
 
 
-COMMANDS = {"train-batch": cmd_train_batch, "analyze": cmd_analyze, "inspect": cmd_inspect, "ablate": cmd_ablate, "report": cmd_report, "bench": cmd_bench,
-            "reproduce": cmd_reproduce, "sweep": cmd_sweep}
+COMMANDS = {
+    "train-batch": cmd_train_batch,
+    "analyze": cmd_analyze,
+    "inspect": cmd_inspect,
+    "ablate": cmd_ablate,
+    "report": cmd_report,
+    "bench": cmd_bench,
+    "reproduce": cmd_reproduce,
+    "sweep": cmd_sweep,
+}
 
 
 def dispatch(args) -> int:

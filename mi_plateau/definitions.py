@@ -40,12 +40,32 @@ class Definition:
 
 
 DEFINITIONS = {
-    "paper": Definition("paper", "L_seq", "cand_acc", "cand_acc", "cand_groups_ge80", "cand_groups_100",
-                        "swap_gap_seq", "shuffle_gap_seq", "dL", "L_seq",
-                        "paper (sequence candidate loss L_seq, candidate accuracy, Delta L over all target positions)"),
-    "first_token": Definition("first_token", "Lc", "acc", "acc_mean", "groups_ge80", "groups_100",
-                              "swap_gap", "shuffle_gap", "dLc", "Lc",
-                              "first token (candidate loss Lc of A1, exact-match accuracy, Delta Lc)"),
+    "paper": Definition(
+        "paper",
+        "L_seq",
+        "cand_acc",
+        "cand_acc",
+        "cand_groups_ge80",
+        "cand_groups_100",
+        "swap_gap_seq",
+        "shuffle_gap_seq",
+        "dL",
+        "L_seq",
+        "paper (sequence candidate loss L_seq, candidate accuracy, Delta L over all target positions)",
+    ),
+    "first_token": Definition(
+        "first_token",
+        "Lc",
+        "acc",
+        "acc_mean",
+        "groups_ge80",
+        "groups_100",
+        "swap_gap",
+        "shuffle_gap",
+        "dLc",
+        "Lc",
+        "first token (candidate loss Lc of A1, exact-match accuracy, Delta Lc)",
+    ),
 }
 FAMILIES = tuple(DEFINITIONS)
 

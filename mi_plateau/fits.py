@@ -11,7 +11,8 @@ OLS slope is given beside it. Torch-free.
 from __future__ import annotations
 
 import math
-from typing import Any, Hashable, Sequence
+from collections.abc import Hashable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -64,8 +65,15 @@ def _t_quantile(q: float, dof: int) -> float:
     return (lo + hi) / 2
 
 
-def power_law(x: Sequence[float], y: Sequence[float | None], *, groups: Sequence[Hashable] | None = None,
-              n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> dict[str, Any]:
+def power_law(
+    x: Sequence[float],
+    y: Sequence[float | None],
+    *,
+    groups: Sequence[Hashable] | None = None,
+    n_boot: int = 2000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> dict[str, Any]:
     """Fit y = c x^slope (one c per group). Points whose y is missing or not positive are left
     out (a run that never left the plateau has no tau); ``n`` says how many were used.
 
@@ -77,8 +85,17 @@ def power_law(x: Sequence[float], y: Sequence[float | None], *, groups: Sequence
     lx = np.log(np.asarray([x[i] for i in keep], dtype=float))
     ly = np.log(np.asarray([y[i] for i in keep], dtype=float))
     g = [groups[i] for i in keep]
-    out: dict[str, Any] = {"n": len(keep), "n_boot": n_boot, "seed": seed, "level": level,
-                           "slope": None, "ci": [None, None], "ci_t": [None, None], "r2": None, "prefactor": {}}
+    out: dict[str, Any] = {
+        "n": len(keep),
+        "n_boot": n_boot,
+        "seed": seed,
+        "level": level,
+        "slope": None,
+        "ci": [None, None],
+        "ci_t": [None, None],
+        "r2": None,
+        "prefactor": {},
+    }
     levels = list(dict.fromkeys(g))
     if len(keep) < len(levels) + 1 or len(set(lx.tolist())) < 2:
         return out  # too few points to fit a slope

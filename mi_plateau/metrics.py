@@ -47,8 +47,8 @@ from .task import EOS, EvalSet
 def candidate_losses(
     first_logits: Float[Tensor, "batch vocab"],
     candidates: Int[Tensor, "batch n_cand"],
-    cand_index: Int[Tensor, "batch"],
-) -> tuple[Float[Tensor, "batch"], Float[Tensor, "batch"]]:
+    cand_index: Int[Tensor, batch],
+) -> tuple[Float[Tensor, batch], Float[Tensor, batch]]:
     """Per-example (Lc, candidate mass). Lc = -log softmax(logits[candidates])[true]."""
     cand_logits = first_logits.gather(1, candidates)
     Lc = -cand_logits.log_softmax(-1).gather(1, cand_index[:, None]).squeeze(1)
@@ -64,7 +64,9 @@ def target_loss(logits: Float[Tensor, "batch pos vocab"], tokens: Int[Tensor, "b
     return F.cross_entropy(lg.reshape(-1, lg.shape[-1]), tg.reshape(-1))
 
 
-def example_correct(logits: Float[Tensor, "batch pos vocab"], tokens: Int[Tensor, "batch pos"], layout: Layout) -> Tensor:
+def example_correct(
+    logits: Float[Tensor, "batch pos vocab"], tokens: Int[Tensor, "batch pos"], layout: Layout
+) -> Tensor:
     """True where every target token (EOS excluded) is the teacher-forced argmax."""
     start = layout.first_pred
     pred = logits[:, start : start + layout.target_len].argmax(-1)
@@ -102,14 +104,16 @@ def accuracy_stats(acc, family: str) -> dict[str, float]:
     return {k: float(v) for k, v in zip((d.acc_mean, d.ge80, d.eq100), vals)}
 
 
-def sequence_losses(scores: Float[Tensor, "batch K"], index: Int[Tensor, "batch"]) -> tuple[Float[Tensor, "batch"], Tensor]:
+def sequence_losses(
+    scores: Float[Tensor, "batch K"], index: Int[Tensor, batch]
+) -> tuple[Float[Tensor, batch], Tensor]:
     """Per-example (L_seq, candidate-correct) from the K candidate scores (log-probabilities of
     whole target strings): ``L_seq = -log softmax(scores)[index]``, correct = argmax is index."""
     L_seq = -scores.log_softmax(-1).gather(1, index[:, None]).squeeze(1)
     return L_seq, scores.argmax(-1) == index
 
 
-def string_logprob(logits: Float[Tensor, "... L vocab"], next_tokens: Int[Tensor, "... L"]) -> Float[Tensor, "..."]:
+def string_logprob(logits: Float[Tensor, "... L vocab"], next_tokens: Int[Tensor, "... L"]) -> Float[Tensor, ...]:
     """Sum over positions of log softmax(logits)[next token]: a teacher-forced string's log-probability."""
     return logits.log_softmax(-1).gather(-1, next_tokens[..., None]).squeeze(-1).sum(-1)
 
@@ -119,8 +123,14 @@ def _next_tokens(cands: Tensor) -> Tensor:
     return torch.cat([cands[..., 1:], torch.full_like(cands[..., :1], EOS)], -1)
 
 
-def sequence_scores(W: Weights, ev: EvalSet, rows: Int[Tensor, "n"], prefix_kv: list[tuple[Tensor, Tensor]],
-                    fp_logits: Float[Tensor, "n vocab"], own_tail_logits: Float[Tensor, "n L vocab"]) -> Float[Tensor, "n K"]:
+def sequence_scores(
+    W: Weights,
+    ev: EvalSet,
+    rows: Int[Tensor, n],
+    prefix_kv: list[tuple[Tensor, Tensor]],
+    fp_logits: Float[Tensor, "n vocab"],
+    own_tail_logits: Float[Tensor, "n L vocab"],
+) -> Float[Tensor, "n K"]:
     """Scores of every candidate string of each row's group given the row's prompt (B, z_k).
 
     The prompt is computed once per row (its keys and values ``prefix_kv`` per layer, [n, head,
@@ -147,8 +157,9 @@ def sequence_scores(W: Weights, ev: EvalSet, rows: Int[Tensor, "n"], prefix_kv: 
 
 
 @torch.no_grad()
-def evaluate(model, ev: EvalSet, batch: int = 256, seq_groups: int = 0, sequence: bool = True,
-             guard: "EvalGuard | None" = None) -> dict[str, Any]:
+def evaluate(
+    model, ev: EvalSet, batch: int = 256, seq_groups: int = 0, sequence: bool = True, guard: EvalGuard | None = None
+) -> dict[str, Any]:
     """Cheap per-checkpoint metrics on the evaluation set: the means over its examples of what
     ``example_losses`` computes per example (see there). ``seq_groups``: the paper family over
     the first that many groups only (the older ``eval.seq_max_strings`` cap); ``guard``: both
@@ -182,8 +193,11 @@ def _group_means(ev: EvalSet, out) -> dict[str, np.ndarray]:
     guard watches), from ``_per_example``'s output."""
     K = ev.task.cfg.K
     Lc, swap, scores = out[0], out[5], out[-1]
-    g = {"Lc": Lc, "swap_gap": None if swap is None else swap - Lc,
-         "L_seq": None if scores is None else sequence_losses(scores, torch.as_tensor(ev.s, device=scores.device))[0]}
+    g = {
+        "Lc": Lc,
+        "swap_gap": None if swap is None else swap - Lc,
+        "L_seq": None if scores is None else sequence_losses(scores, torch.as_tensor(ev.s, device=scores.device))[0],
+    }
     return {k: group_means(v, K).double().cpu().numpy() for k, v in g.items() if v is not None}
 
 
@@ -251,14 +265,16 @@ def eval_guard(cfg: RunConfig, ev: EvalSet, step: int) -> EvalGuard | None:
     widening = cfg.train.ckpt_every_max > cfg.train.ckpt_every  # only then does the quiet gap decide anything
     gap = (0.1, 0.9 * log_K) + ((QUIET_GAP,) if widening else ())
     thresholds = {"L_seq": fr, "Lc": fr + (cfg.train.converge_Lc,), "swap_gap": gap}
-    return EvalGuard(groups, thresholds, cfg.eval.seq_guard,
-                     force=cfg.eval.seq_plateau_start <= step <= cfg.eval.seq_plateau_end)
+    return EvalGuard(
+        groups, thresholds, cfg.eval.seq_guard, force=cfg.eval.seq_plateau_start <= step <= cfg.eval.seq_plateau_end
+    )
 
 
 def _weights(model) -> Weights:
     m = model.cfg
-    return Weights.from_state_dict(model.state_dict(), m.n_layers, m.n_heads, m.d_head, getattr(m, "act_fn", "gelu"),
-                                   getattr(m, "eps", 1e-5))
+    return Weights.from_state_dict(
+        model.state_dict(), m.n_layers, m.n_heads, m.d_head, getattr(m, "act_fn", "gelu"), getattr(m, "eps", 1e-5)
+    )
 
 
 @torch.no_grad()
@@ -272,8 +288,11 @@ def example_losses(model, ev: EvalSet, batch: int = 256) -> dict[str, np.ndarray
     out = _per_example(W, ev, _packing(ev), batch, np.ones(len(ev.tokens), dtype=bool), True)
     Lc, swap, scores = out[0], out[5], out[-1]
     seq = sequence_losses(scores, torch.as_tensor(ev.s, device=scores.device))[0] if scores is not None else None
-    return {"L_seq": seq.cpu().numpy() if seq is not None else np.full(len(Lc), np.nan), "Lc": Lc.cpu().numpy(),
-            "swap_gap": (swap - Lc).cpu().numpy() if swap is not None else np.full(len(Lc), np.nan)}
+    return {
+        "L_seq": seq.cpu().numpy() if seq is not None else np.full(len(Lc), np.nan),
+        "Lc": Lc.cpu().numpy(),
+        "swap_gap": (swap - Lc).cpu().numpy() if swap is not None else np.full(len(Lc), np.nan),
+    }
 
 
 def _chunk_forward(W: Weights, ev: EvalSet, pk, c: slice, seqs: Tensor, keep_kv: bool):
@@ -321,7 +340,9 @@ def _per_example(W: Weights, ev: EvalSet, pk, batch: int, score: np.ndarray, seq
             swap_fp[swapped - N] = swap_lg
         rows = clean[wanted[clean]]
         if scores is not None and len(rows):
-            scores[rows] = sequence_scores(W, ev, rows, prefix_kv_of(pk, kv, rows, fp, c.start), logits[rows, fp], logits[rows, fp + 1 :])
+            scores[rows] = sequence_scores(
+                W, ev, rows, prefix_kv_of(pk, kv, rows, fp, c.start), logits[rows, fp], logits[rows, fp + 1 :]
+            )
     Lc, mass = candidate_losses(logits[:, fp], ev.candidates, ev.cand_index)
     L1 = F.cross_entropy(logits[:, fp], ev.target_first, reduction="none")
     full = target_loss(logits, ev.tokens, lay).item()
@@ -329,7 +350,9 @@ def _per_example(W: Weights, ev: EvalSet, pk, batch: int, score: np.ndarray, seq
     return Lc, L1, mass, full, example_correct(logits, ev.tokens, lay), swap, K, scores
 
 
-def prefix_kv_of(pk, kv: list[tuple[Tensor, Tensor]], rows: Tensor, fp: int, first_pack: int) -> list[tuple[Tensor, Tensor]]:
+def prefix_kv_of(
+    pk, kv: list[tuple[Tensor, Tensor]], rows: Tensor, fp: int, first_pack: int
+) -> list[tuple[Tensor, Tensor]]:
     """Each row's keys and values at its positions 0..fp, per layer, from a packed run's
     ``kv`` ([packs, head, node, d_head] each; packs counted from ``first_pack``)."""
     p = (pk.pack[rows] - first_pack)[:, None]
@@ -345,11 +368,20 @@ def _metrics(Lc, L1, mass, full, correct, swap, K, seq=None) -> dict[str, Any]:
         rows = ~seq.isnan().any(1)
         own = torch.arange(len(rows), device=seq.device) % K
         seq = sequence_losses(seq[rows], own[rows]) if rows.any() else None
-    paper = {"L_seq": seq[0].mean().item() if seq is not None else float("nan"),
-             **accuracy_stats(group_accuracy(seq[1], K) if seq is not None else None, "paper")}
+    paper = {
+        "L_seq": seq[0].mean().item() if seq is not None else float("nan"),
+        **accuracy_stats(group_accuracy(seq[1], K) if seq is not None else None, "paper"),
+    }
     swap_gap = (swap.mean().item() - Lc.mean().item()) if swap is not None else float("nan")
-    return {**paper, "Lc": Lc.mean().item(), "L1": L1.mean().item(), "full_loss": full, "cand_mass": mass.mean().item(),
-            "swap_gap": swap_gap, **accuracy_stats(group_accuracy(correct, K), "first_token")}
+    return {
+        **paper,
+        "Lc": Lc.mean().item(),
+        "L1": L1.mean().item(),
+        "full_loss": full,
+        "cand_mass": mass.mean().item(),
+        "swap_gap": swap_gap,
+        **accuracy_stats(group_accuracy(correct, K), "first_token"),
+    }
 
 
 @torch.no_grad()
@@ -378,8 +410,16 @@ def evaluate_reference(model, ev: EvalSet, batch: int = 256) -> dict[str, Any]:
     seq = None
     if ev.has_sequence_candidates:
         seq = sequence_losses(sequence_scores_reference(model, ev, batch), torch.from_numpy(ev.s))
-    return _metrics(torch.cat(Lc), torch.cat(L1), torch.cat(mass), sum(f.item() for f in full) / len(ev.tokens),
-                    torch.cat(correct), torch.cat(swap) if has_swap else None, K, seq)
+    return _metrics(
+        torch.cat(Lc),
+        torch.cat(L1),
+        torch.cat(mass),
+        sum(f.item() for f in full) / len(ev.tokens),
+        torch.cat(correct),
+        torch.cat(swap) if has_swap else None,
+        K,
+        seq,
+    )
 
 
 @torch.no_grad()
@@ -395,6 +435,7 @@ def sequence_scores_reference(model, ev: EvalSet, batch: int = 256, prompt_sel=N
         toks = ev.task.tokens(ev.g, sel, target_sel=np.full(len(ev.g), j))
         for i in range(0, len(toks), batch):
             t = toks[i : i + batch]
-            out[i : i + batch, j] = string_logprob(model(t)[:, pos.start : pos.stop], t[:, pos.start + 1 : pos.stop + 1])
+            out[i : i + batch, j] = string_logprob(
+                model(t)[:, pos.start : pos.stop], t[:, pos.start + 1 : pos.stop + 1]
+            )
     return out
-

@@ -35,7 +35,14 @@ esc = html.escape
 def _script_json(obj: Any) -> str:
     """JSON safe to place inside <script>: no '</script>', no HTML-significant characters."""
     s = json.dumps(obj, separators=(",", ":"), allow_nan=False)
-    for a, b in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("/", "\\u002f"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+    for a, b in (
+        ("<", "\\u003c"),
+        (">", "\\u003e"),
+        ("&", "\\u0026"),
+        ("/", "\\u002f"),
+        ("\u2028", "\\u2028"),
+        ("\u2029", "\\u2029"),
+    ):
         s = s.replace(a, b)
     return s
 
@@ -93,10 +100,15 @@ def html_table(rows: list[dict], cols: list[str] | None = None) -> str:
         return "<p class='note'>(no rows)</p>"
     cols, rows = fold_intervals(rows, cols or list(dict.fromkeys(k for r in rows for k in r)))
     head = "".join(
-        f"<th class='ref'>paper (reference): {esc(c[len('paper_'):])}</th>" if c.startswith("paper_") else f"<th>{esc(c)}</th>" for c in cols
+        f"<th class='ref'>paper (reference): {esc(c[len('paper_') :])}</th>"
+        if c.startswith("paper_")
+        else f"<th>{esc(c)}</th>"
+        for c in cols
     )
     body = "".join(
-        "<tr>" + "".join(f"<td{' class=ref' if c.startswith('paper_') else ''}>{esc(_cell(r.get(c)))}</td>" for c in cols) + "</tr>"
+        "<tr>"
+        + "".join(f"<td{' class=ref' if c.startswith('paper_') else ''}>{esc(_cell(r.get(c)))}</td>" for c in cols)
+        + "</tr>"
         for r in rows
     )
     return f"<div class='tw'><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
@@ -108,12 +120,18 @@ def transposed_table(rows: list[dict], key: str = "run") -> str:
         return "<p class='note'>(no rows)</p>"
     fields, rows = fold_intervals(rows, [f for f in dict.fromkeys(k for r in rows for k in r) if f != key])
     head = "<th></th>" + "".join(f"<th>{esc(_cell(r.get(key)))}</th>" for r in rows)
-    body = "".join(f"<tr><th>{esc(f)}</th>" + "".join(f"<td>{esc(_cell(r.get(f)))}</td>" for r in rows) + "</tr>" for f in fields)
+    body = "".join(
+        f"<tr><th>{esc(f)}</th>" + "".join(f"<td>{esc(_cell(r.get(f)))}</td>" for r in rows) + "</tr>" for f in fields
+    )
     return f"<div class='tw'><table class='tr'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
 
 
 def kv_table(d: dict) -> str:
-    return "<table class='kv'>" + "".join(f"<tr><th>{esc(str(k))}</th><td>{esc(_cell(v))}</td></tr>" for k, v in d.items()) + "</table>"
+    return (
+        "<table class='kv'>"
+        + "".join(f"<tr><th>{esc(str(k))}</th><td>{esc(_cell(v))}</td></tr>" for k, v in d.items())
+        + "</table>"
+    )
 
 
 def _flatten(d: dict, prefix: str = "") -> dict:
@@ -186,8 +204,17 @@ class Page:
     def fig(self, fig, div_id: str | None = None) -> str:
         self.n_figs += 1
         div_id = div_id or f"fig{self.n_figs}"
-        self.add("<div class='fig'>" + fig.to_html(full_html=False, include_plotlyjs=False, auto_play=False, div_id=div_id,
-                                                   config={"displaylogo": False, "responsive": True}) + "</div>")
+        self.add(
+            "<div class='fig'>"
+            + fig.to_html(
+                full_html=False,
+                include_plotlyjs=False,
+                auto_play=False,
+                div_id=div_id,
+                config={"displaylogo": False, "responsive": True},
+            )
+            + "</div>"
+        )
         return div_id
 
 
@@ -219,12 +246,28 @@ def _gather(run: Run, analyses: Path, pc, progress: bool, device: str | None = "
     s = run.summary()
     tables = analyze_run(run, analyses / run.name, pc, progress=progress, device=device)
     out = run_outputs(run.name, cfg, s, tables, pc)  # the tables read the pass settings the passes ran with
-    return {"run": run, "name": run.name, "cfg": cfg, "summary": s, "tables": tables, "command": read_command(run), **out}
+    return {
+        "run": run,
+        "name": run.name,
+        "cfg": cfg,
+        "summary": s,
+        "tables": tables,
+        "command": read_command(run),
+        **out,
+    }
 
 
-def report(runs, out: str | os.PathLike | None = None, progress: bool = True, *, analyses: str | os.PathLike | None = None,
-           pass_config=None, max_head_checkpoints: int | None = None, plotly: str = "inline",
-           device: str | None = "auto") -> Path:
+def report(
+    runs,
+    out: str | os.PathLike | None = None,
+    progress: bool = True,
+    *,
+    analyses: str | os.PathLike | None = None,
+    pass_config=None,
+    max_head_checkpoints: int | None = None,
+    plotly: str = "inline",
+    device: str | None = "auto",
+) -> Path:
     """Write the interactive report of one or several runs (the passes on ``device``); returns
     the HTML path.
 
@@ -263,74 +306,126 @@ def report(runs, out: str | os.PathLike | None = None, progress: bool = True, *,
     page.add("<h2 id='summary'>Summary</h2>")
     for d in data:
         if d["summary"]["status"] != "finished":
-            page.add(f"<p class='warn'>{esc(d['name'])} was still training when this report was written (status "
-                     f"{esc(str(d['summary']['status']))}, last checkpoint step {esc(str(d['summary']['last_step']))}); "
-                     "write the report again once it has finished.</p>")
+            page.add(
+                f"<p class='warn'>{esc(d['name'])} was still training when this report was written (status "
+                f"{esc(str(d['summary']['status']))}, last checkpoint step {esc(str(d['summary']['last_step']))}); "
+                "write the report again once it has finished.</p>"
+            )
     srows = []
     for d in data:
         s, ro = d["summary"], d["routing"]
         fam = s["definitions"]
-        srows.append({"run": d["name"], "K": s["K"], "n_b": s["n_b"], "tau, paper (L_seq), steps": fam["paper"]["tau"],
-                      "tau, first token (Lc), steps": fam["first_token"]["tau"],
-                      "plateau / log K, paper": fam["paper"]["plateau_ratio"], "plateau / log K, first token": fam["first_token"]["plateau_ratio"],
-                      "converged": s["converged"], "status": s["status"], "checkpoints": s["n_checkpoints"],
-                      "routing head": ro.get("routing_head"), "top attention head": ro.get("top_attention_head"),
-                      **{f"{label}{end}": ro.get(f"{key}{end}") for label, key in (("lead (tau−t_r)/tau, causal", "routing_lead_swap_contrib"),
-                                                                                      ("lead, attention", "routing_lead_sel_attn"))
-                         for end in ("", "_lo", "_hi")}})
+        srows.append(
+            {
+                "run": d["name"],
+                "K": s["K"],
+                "n_b": s["n_b"],
+                "tau, paper (L_seq), steps": fam["paper"]["tau"],
+                "tau, first token (Lc), steps": fam["first_token"]["tau"],
+                "plateau / log K, paper": fam["paper"]["plateau_ratio"],
+                "plateau / log K, first token": fam["first_token"]["plateau_ratio"],
+                "converged": s["converged"],
+                "status": s["status"],
+                "checkpoints": s["n_checkpoints"],
+                "routing head": ro.get("routing_head"),
+                "top attention head": ro.get("top_attention_head"),
+                **{
+                    f"{label}{end}": ro.get(f"{key}{end}")
+                    for label, key in (
+                        ("lead (tau−t_r)/tau, causal", "routing_lead_swap_contrib"),
+                        ("lead, attention", "routing_lead_sel_attn"),
+                    )
+                    for end in ("", "_lo", "_hi")
+                },
+            }
+        )
     page.add(html_table(srows))
 
-    page.add("<h2 id='loss'>Loss curves</h2><p class='note'>The paper's sequence candidate loss L_seq (log-probability of the "
-             "whole target string and EOS, renormalised over the group's K candidate strings), our first-token candidate loss Lc "
-             "(the first target token renormalised over the group's K candidate first characters), L1 (first token, full "
-             "vocabulary) and the full target loss, in nats, on the fixed evaluation set. Long dashes: log K; dotted vertical: "
-             "tau (first step with L_seq &lt; alpha log K). The buttons switch the step axis to log (step 0 is not drawn there).</p>")
-    page.fig(figures.loss_curves({label[d["name"]]: d["tables"]["checkpoint"] for d in data},
-                                 {label[d["name"]]: {"log_K": d["summary"]["log_K"], "tau": d["summary"]["tau"]} for d in data}))
+    page.add(
+        "<h2 id='loss'>Loss curves</h2><p class='note'>The paper's sequence candidate loss L_seq (log-probability of the "
+        "whole target string and EOS, renormalised over the group's K candidate strings), our first-token candidate loss Lc "
+        "(the first target token renormalised over the group's K candidate first characters), L1 (first token, full "
+        "vocabulary) and the full target loss, in nats, on the fixed evaluation set. Long dashes: log K; dotted vertical: "
+        "tau (first step with L_seq &lt; alpha log K). The buttons switch the step axis to log (step 0 is not drawn there).</p>"
+    )
+    page.fig(
+        figures.loss_curves(
+            {label[d["name"]]: d["tables"]["checkpoint"] for d in data},
+            {label[d["name"]]: {"log_K": d["summary"]["log_K"], "tau": d["summary"]["tau"]} for d in data},
+        )
+    )
 
-    page.add("<h2 id='figure3'>Figure 3 panels</h2><p class='note'>(a) z-dependence (swap gap / its maximum) and loss progress "
-             "against t / tau; (b) between consecutive checkpoints, the fraction of groups whose loss falls and the mean rate. "
-             "Top row: the paper's definitions (L_seq and its swap gap, computed at the per-head checkpoints; t / tau with the L_seq "
-             "tau); bottom row: first-token definitions (Lc, every checkpoint, the Lc tau).</p>")
+    page.add(
+        "<h2 id='figure3'>Figure 3 panels</h2><p class='note'>(a) z-dependence (swap gap / its maximum) and loss progress "
+        "against t / tau; (b) between consecutive checkpoints, the fraction of groups whose loss falls and the mean rate. "
+        "Top row: the paper's definitions (L_seq and its swap gap, computed at the per-head checkpoints; t / tau with the L_seq "
+        "tau); bottom row: first-token definitions (Lc, every checkpoint, the Lc tau).</p>"
+    )
     page.fig(figures.figure3({label[d["name"]]: d["figure3"] for d in data}))
 
     for i, d in enumerate(data):
         _run_sections(page, d, f"r{i}", notes, progress)
 
-    page.add("<h2 id='tables'>Tables</h2><h3>Table 6: the collective transition</h3><p class='note'>"
-             "definition paper: a group's accuracy = fraction of its K examples whose target string has the highest score among "
-             "the group's K candidate strings (the paper's), at fractions of the L_seq tau; first_token: fraction whose four target "
-             "tokens are all the teacher-forced argmax (exact match), at fractions of the Lc tau. "
-             "Shaded columns are the paper's values (reference only, nearest row in fraction of tau), never our output.</p>")
+    page.add(
+        "<h2 id='tables'>Tables</h2><h3>Table 6: the collective transition</h3><p class='note'>"
+        "definition paper: a group's accuracy = fraction of its K examples whose target string has the highest score among "
+        "the group's K candidate strings (the paper's), at fractions of the L_seq tau; first_token: fraction whose four target "
+        "tokens are all the teacher-forced argmax (exact match), at fractions of the Lc tau. "
+        "Shaded columns are the paper's values (reference only, nearest row in fraction of tau), never our output.</p>"
+    )
     page.add(html_table([r for d in data for r in records(d["table6"])]))
-    page.add("<h3>Table 9: head ablation</h3><p class='note'>ΔL (the paper's) = full-vocabulary mean cross-entropy over all "
-             "target positions (A1..A4, EOS) with the head's hook_z zeroed, minus clean; ΔLc = the same for the first-token candidate "
-             "loss (nats). definition paper: ranked by ΔL at tau/4, tau, 2 tau of the L_seq tau; first_token: ranked by ΔLc at the "
-             "same fractions of the Lc tau. Shaded: the paper's Table 9 (reference only).</p>")
+    page.add(
+        "<h3>Table 9: head ablation</h3><p class='note'>ΔL (the paper's) = full-vocabulary mean cross-entropy over all "
+        "target positions (A1..A4, EOS) with the head's hook_z zeroed, minus clean; ΔLc = the same for the first-token candidate "
+        "loss (nats). definition paper: ranked by ΔL at tau/4, tau, 2 tau of the L_seq tau; first_token: ranked by ΔLc at the "
+        "same fractions of the Lc tau. Shaded: the paper's Table 9 (reference only).</p>"
+    )
     page.add(html_table([r for d in data for r in records(d["table9"])]))
-    page.add("<h3>Selector routing</h3><p class='note'>Routing head = largest causal share of the swap gap at the last "
-             "ablated checkpoint; t_r = first step at half of a score's final rise; lead = (tau − t_r) / tau with the L_seq tau, and "
-             "(keys ending _first_token) with the Lc tau. [95% CI]: percentile bootstrap over the evaluation groups (each resample "
-             "recomputes the heads' mean score curves and the swap gap's; heads and tau held fixed).</p>")
+    page.add(
+        "<h3>Selector routing</h3><p class='note'>Routing head = largest causal share of the swap gap at the last "
+        "ablated checkpoint; t_r = first step at half of a score's final rise; lead = (tau − t_r) / tau with the L_seq tau, and "
+        "(keys ending _first_token) with the Lc tau. [95% CI]: percentile bootstrap over the evaluation groups (each resample "
+        "recomputes the heads' mean score curves and the swap gap's; heads and tau held fixed).</p>"
+    )
     page.add(transposed_table([d["routing"] for d in data]))
 
     page.add("<h2 id='provenance'>Config and provenance</h2>")
     for d in data:
         cfg, cmd = d["cfg"], d["command"]
-        seeds = {"task.data_seed": cfg.task.data_seed, "model.init_seed": cfg.model.init_seed,
-                 "train.batch_seed": cfg.train.batch_seed, "eval.eval_seed": cfg.eval.eval_seed}
+        seeds = {
+            "task.data_seed": cfg.task.data_seed,
+            "model.init_seed": cfg.model.init_seed,
+            "train.batch_seed": cfg.train.batch_seed,
+            "eval.eval_seed": cfg.eval.eval_seed,
+        }
         argv = cmd.get("argv")
-        prov = {"run folder": str(d["run"].path), "argv": " ".join(map(str, argv)) if isinstance(argv, list) else argv,
-                **{k: v for k, v in cmd.items() if k not in ("argv", "versions")},
-                **{f"version {k}": v for k, v in (cmd.get("versions") or {}).items()}}
-        page.add(f"<h3>{esc(d['name'])}</h3><div class='grid'><div><b>seeds</b>{kv_table(seeds)}<b>command.json</b>{kv_table(prov)}</div>"
-                 f"<div><b>config.json</b>{kv_table(_flatten(cfg.to_dict()))}</div></div>")
+        prov = {
+            "run folder": str(d["run"].path),
+            "argv": " ".join(map(str, argv)) if isinstance(argv, list) else argv,
+            **{k: v for k, v in cmd.items() if k not in ("argv", "versions")},
+            **{f"version {k}": v for k, v in (cmd.get("versions") or {}).items()},
+        }
+        page.add(
+            f"<h3>{esc(d['name'])}</h3><div class='grid'><div><b>seeds</b>{kv_table(seeds)}<b>command.json</b>{kv_table(prov)}</div>"
+            f"<div><b>config.json</b>{kv_table(_flatten(cfg.to_dict()))}</div></div>"
+        )
 
     page.add("<h2 id='notes'>Downsampling</h2><ul class='note'>" + "".join(f"<li>{n}</li>" for n in notes) + "</ul>")
 
-    nav = "".join(f"<a href='#{a}'>{t}</a>" for a, t in (("summary", "summary"), ("loss", "loss curves"), ("figure3", "Figure 3"),
-                                                          ("r0-heads", "heads"), ("r0-attn", "attention"), ("r0-groups", "groups"),
-                                                          ("tables", "tables"), ("provenance", "provenance"), ("notes", "downsampling")))
+    nav = "".join(
+        f"<a href='#{a}'>{t}</a>"
+        for a, t in (
+            ("summary", "summary"),
+            ("loss", "loss curves"),
+            ("figure3", "Figure 3"),
+            ("r0-heads", "heads"),
+            ("r0-attn", "attention"),
+            ("r0-groups", "groups"),
+            ("tables", "tables"),
+            ("provenance", "provenance"),
+            ("notes", "downsampling"),
+        )
+    )
     atomic_write_text(out, _document(title, nav, page, out, plotly))
     return out
 
@@ -352,8 +447,15 @@ def _document(title: str, nav: str, page: Page, out: Path, plotly: str = "inline
     )
 
 
-def sweep_report(out: str | os.PathLike, name: str, tables: dict[str, list[dict]], figs: dict[str, Any],
-                 curves: dict[str, dict[str, Any]], note: str = "", plotly: str = "inline") -> Path:
+def sweep_report(
+    out: str | os.PathLike,
+    name: str,
+    tables: dict[str, list[dict]],
+    figs: dict[str, Any],
+    curves: dict[str, dict[str, Any]],
+    note: str = "",
+    plotly: str = "inline",
+) -> Path:
     """One page for a whole sweep: its figures (tau against the swept key with the fit), every
     run's loss curves (both families) and its tables. Computes nothing: the recipe built them."""
     from . import figures
@@ -389,49 +491,71 @@ def _run_sections(page: Page, d: dict, key: str, notes: list[str], progress: boo
     name, lab, tau, K = d["name"], esc(d["name"]), d["summary"]["tau"], d["cfg"].task.K
     t = {k: records(v) for k, v in d["tables"].items()}
     all_steps = sorted({r["step"] for r in t["checkpoint"]})
-    page.add(f"<h2 id='{key}-heads'>Heads: {esc(name)}</h2><p class='note'>sel_attn = attention from the position that predicts "
-             "A1 to the selector positions minus the uniform baseline; ΔLc = ablation (hook_z zeroed) effect on Lc in nats; "
-             "causal share = swap gap removed by ablating the head / swap gap (blank while the gap is below 0.05 nats).</p>")
+    page.add(
+        f"<h2 id='{key}-heads'>Heads: {esc(name)}</h2><p class='note'>sel_attn = attention from the position that predicts "
+        "A1 to the selector positions minus the uniform baseline; ΔLc = ablation (hook_z zeroed) effect on Lc in nats; "
+        "causal share = swap gap removed by ablating the head / swap gap (blank while the gap is below 0.05 nats).</p>"
+    )
     page.fig(figures.head_scores_over_training(t["heads"], lab, tau))
     ablated = sorted({r["step"] for r in t["heads"] if r["dLc"] == r["dLc"]})
     if ablated:
         keep = [s for s in ablated if tau and s in (nearest(ablated, f * tau) for f in (0.25, 0.5, 1.0, 1.5))]
         frames = spread(ablated, MAX_SLIDER_FRAMES, tuple(keep))
-        notes.append(f"{esc(name)}: the head-grid slider shows {len(frames)} of the {len(ablated)} checkpoints that had the "
-                     f"per-head ablations ({len(all_steps)} checkpoints in the run; the others have selector attention only, "
-                     "drawn in the heat maps over training).")
+        notes.append(
+            f"{esc(name)}: the head-grid slider shows {len(frames)} of the {len(ablated)} checkpoints that had the "
+            f"per-head ablations ({len(all_steps)} checkpoints in the run; the others have selector attention only, "
+            "drawn in the heat maps over training)."
+        )
         page.fig(figures.head_grid_slider(t["heads"], lab, frames))
 
     # every selector of the first base group (eval rows 0..K-1); fewer checkpoints for large K
     # keep the page's size in bounds (K x checkpoints patterns per head)
     n_att = max(4, min(MAX_ATTENTION_CHECKPOINTS, ATTENTION_PATTERN_BUDGET // K))
-    att_steps = spread(all_steps, n_att, tuple(nearest(all_steps, f * tau) for f in (0.25, 0.5, 1.0, 1.5)) if tau else ())
+    att_steps = spread(
+        all_steps, n_att, tuple(nearest(all_steps, f * tau) for f in (0.25, 0.5, 1.0, 1.5)) if tau else ()
+    )
     A = attention_patterns(d["run"], d["cfg"], att_steps, K, progress=progress)
     routing = d["routing"].get("routing_head")
     h0 = A["heads"].index(routing) if routing in A["heads"] else 0
-    notes.append(f"{esc(name)}: attention patterns are stored for {len(att_steps)} of {len(all_steps)} checkpoints "
-                 f"(steps {', '.join(map(str, att_steps))}) and the {len(A['examples'])} examples of the first base group (every "
-                 f"selector z = 0..{K - 1}); the viewer opens on the routing head ({routing}).")
+    notes.append(
+        f"{esc(name)}: attention patterns are stored for {len(att_steps)} of {len(all_steps)} checkpoints "
+        f"(steps {', '.join(map(str, att_steps))}) and the {len(A['examples'])} examples of the first base group (every "
+        f"selector z = 0..{K - 1}); the viewer opens on the routing head ({routing})."
+    )
     A["title"] = f"{lab}:"
-    page.add(f"<h2 id='{key}-attn'>Attention patterns: {esc(name)}</h2><p class='note'>Rows: query position, columns: key "
-             f"position. The query at position {A['first_pred']} (the SEP before A, outlined) predicts A1; z:… are the selector tokens, "
-             "A:… the target.</p>")
+    page.add(
+        f"<h2 id='{key}-attn'>Attention patterns: {esc(name)}</h2><p class='note'>Rows: query position, columns: key "
+        f"position. The query at position {A['first_pred']} (the SEP before A, outlined) predicts A1; z:… are the selector tokens, "
+        "A:… the target.</p>"
+    )
+
     def opts(items, chosen: int = 0) -> str:
-        return "".join(f"<option value='{i}'{' selected' if i == chosen else ''}>{esc(str(x))}</option>" for i, x in enumerate(items))
+        return "".join(
+            f"<option value='{i}'{' selected' if i == chosen else ''}>{esc(str(x))}</option>"
+            for i, x in enumerate(items)
+        )
 
     div = f"{key}-attnfig"
-    page.add(f"<div class='controls'><label>checkpoint <input type='range' id='{div}-step' min='0' max='{len(att_steps) - 1}' "
-             f"value='{len(att_steps) - 1}'> step <b id='{div}-steplabel'>{att_steps[-1]}</b></label>"
-             f"<label>head <select id='{div}-head'>{opts(A['heads'], h0)}</select></label>"
-             f"<label>example <select id='{div}-ex'>{opts(A['examples'])}</select></label></div>")
-    page.fig(figures.attention_pattern(A["patterns"][-1][h0][0], A["labels"][0], f"{lab}: {A['heads'][h0]}, step {att_steps[-1]}",
-                                       A["first_pred"]), div)
+    page.add(
+        f"<div class='controls'><label>checkpoint <input type='range' id='{div}-step' min='0' max='{len(att_steps) - 1}' "
+        f"value='{len(att_steps) - 1}'> step <b id='{div}-steplabel'>{att_steps[-1]}</b></label>"
+        f"<label>head <select id='{div}-head'>{opts(A['heads'], h0)}</select></label>"
+        f"<label>example <select id='{div}-ex'>{opts(A['examples'])}</select></label></div>"
+    )
+    page.fig(
+        figures.attention_pattern(
+            A["patterns"][-1][h0][0], A["labels"][0], f"{lab}: {A['heads'][h0]}, step {att_steps[-1]}", A["first_pred"]
+        ),
+        div,
+    )
     payload = {k: A[k] for k in ("steps", "heads", "labels", "patterns", "title")}
     page.add(ATTN_JS % (_script_json(payload), _script_json(div)))
 
-    page.add(f"<h2 id='{key}-groups'>Per-group accuracy: {esc(name)}</h2><p class='note'>A group's accuracy is the fraction of "
-             f"its K = {K} examples whose target is fully right (teacher-forced argmax); {len(all_steps)} checkpoints, all shown. "
-             "Groups that learn together move the whole distribution up at once; groups that learn one by one split it between 0 and 1.</p>")
+    page.add(
+        f"<h2 id='{key}-groups'>Per-group accuracy: {esc(name)}</h2><p class='note'>A group's accuracy is the fraction of "
+        f"its K = {K} examples whose target is fully right (teacher-forced argmax); {len(all_steps)} checkpoints, all shown. "
+        "Groups that learn together move the whole distribution up at once; groups that learn one by one split it between 0 and 1.</p>"
+    )
     page.fig(figures.group_accuracy(accuracy_histogram(t["groups"], K), t["checkpoint"], lab, tau))
     if t["patching"]:
         page.add(f"<h3>Causal patching: {esc(name)}</h3>")

@@ -7,7 +7,8 @@ Records store NaN as JSON null; ``num`` maps both to NaN so comparisons are simp
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -20,7 +21,6 @@ def num(v: Any) -> float:
         return float(v)
     except (TypeError, ValueError):
         return float("nan")
-
 
 
 def nearest(steps: Sequence[int], target: float) -> int:
@@ -51,8 +51,9 @@ def forward_clock(steps: Sequence[int], L1: Sequence[float], threshold: float = 
     return None
 
 
-def transition_width(steps: Sequence[int], loss: Sequence[float], log_K: float, hi: float = 0.95,
-                     lo: float = 0.05) -> tuple[int | None, int | None, int | None]:
+def transition_width(
+    steps: Sequence[int], loss: Sequence[float], log_K: float, hi: float = 0.95, lo: float = 0.05
+) -> tuple[int | None, int | None, int | None]:
     """The original's transition clock (Tables 4 and 8, the learning-rate sweep): ``(t_start,
     t_end, tau_width)`` in steps.
 
@@ -70,7 +71,9 @@ def transition_width(steps: Sequence[int], loss: Sequence[float], log_K: float, 
     return t_start, t_end, t_end - t_start
 
 
-def dissipation(records: Sequence[dict[str, Any]], log_K: float, lo: float = 0.1, hi_frac: float = 0.9) -> dict[str, Any]:
+def dissipation(
+    records: Sequence[dict[str, Any]], log_K: float, lo: float = 0.1, hi_frac: float = 0.9
+) -> dict[str, Any]:
     """Table 11's gradient dissipation over the transition window (the original's definition):
     Q = sum over the checkpoints i in the window of lr_i x (mean squared gradient norm, before
     clipping, over the steps since checkpoint i - 1) x (step_i - step_{i-1}), in nats-free units
@@ -124,9 +127,9 @@ def mean_over_window(steps: Sequence[int], values: Sequence[float], start: int, 
 
 DEFINITIONS = {
     "paper": "sequence candidate loss L_seq (whole target string + EOS, renormalised over the group's K "
-             "candidate strings); plateau = mean L_seq over the steps of eval.seq_plateau_start..end",
+    "candidate strings); plateau = mean L_seq over the steps of eval.seq_plateau_start..end",
     "first_token": "first-token candidate loss Lc (A1, softmax over the K candidate first characters); "
-                   "plateau = median Lc over the plateau window",
+    "plateau = median Lc over the plateau window",
 }
 
 
@@ -178,7 +181,9 @@ def summarize(cfg: RunConfig, records: list[dict[str, Any]]) -> dict[str, Any]:
         "D": cfg.task.D,
         "direction": cfg.task.direction,
         "log_K": log_K,
-        "reference": "log K" if cfg.task.targets_A else "none: B targets have no K-fold ambiguity (tau still uses alpha log K)",
+        "reference": "log K"
+        if cfg.task.targets_A
+        else "none: B targets have no K-fold ambiguity (tau still uses alpha log K)",
         "definition": top,
         "plateau_Lc": head["plateau_Lc"],
         "plateau_ratio": head["plateau_ratio"],
@@ -199,8 +204,14 @@ def summarize(cfg: RunConfig, records: list[dict[str, Any]]) -> dict[str, Any]:
         "n_checkpoints": len(records),
         # the evaluation set holds min(eval.n_groups, n_b) groups: say so when it is fewer
         "eval_groups": min(cfg.eval.n_groups, cfg.task.n_b),
-        **({"eval_groups_note": f"eval.n_groups={cfg.eval.n_groups} > task.n_b={cfg.task.n_b}: the evaluation set holds "
-                                f"all {cfg.task.n_b} groups"} if cfg.eval.n_groups > cfg.task.n_b else {}),
+        **(
+            {
+                "eval_groups_note": f"eval.n_groups={cfg.eval.n_groups} > task.n_b={cfg.task.n_b}: the evaluation set holds "
+                f"all {cfg.task.n_b} groups"
+            }
+            if cfg.eval.n_groups > cfg.task.n_b
+            else {}
+        ),
     }
 
 

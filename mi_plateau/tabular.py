@@ -11,8 +11,9 @@ import csv
 import io
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from .frames import Rows, records
 
@@ -71,7 +72,9 @@ def to_csv(rows, cols: Sequence[str] | None = None) -> str:
     return buf.getvalue()
 
 
-def write_table(path_stem: Path, rows, *, title: str = "", note: str = "", cols: Sequence[str] | None = None) -> list[Path]:
+def write_table(
+    path_stem: Path, rows, *, title: str = "", note: str = "", cols: Sequence[str] | None = None
+) -> list[Path]:
     """Write ``<stem>.md``, ``<stem>.csv`` and ``<stem>.json``; returns the paths."""
     from .checkpoints import atomic_write_bytes, atomic_write_text
 
@@ -92,7 +95,9 @@ STATIC_FORMATS = ("svg", "png", "pdf", "jpeg", "jpg", "webp")
 EXPORT_TRIES = 3
 
 
-def write_figure(path: Path, fig, *, width: int | None = None, height: int | None = None, tries: int = EXPORT_TRIES) -> Path:
+def write_figure(
+    path: Path, fig, *, width: int | None = None, height: int | None = None, tries: int = EXPORT_TRIES
+) -> Path:
     """A plotly figure as a static image (format from the suffix: .svg, .png), exported by
     kaleido with the system's Chromium; the same figure object the HTML report shows.
 
@@ -118,7 +123,9 @@ def write_figure(path: Path, fig, *, width: int | None = None, height: int | Non
             break
         except Exception as e:  # kaleido and Chromium raise their own error types
             if attempt == tries:
-                raise RunError(f"{path}: the static export failed {tries} times ({type(e).__name__}: {one_line(e)[:300]})") from None
+                raise RunError(
+                    f"{path}: the static export failed {tries} times ({type(e).__name__}: {one_line(e)[:300]})"
+                ) from None
             time.sleep(0.5 * attempt)
     atomic_write_bytes(path, data)
     return path
@@ -159,11 +166,15 @@ def plotly_script(mode: str, page: Path, root: Path | None = None) -> str:
 def figure_html(fig, path: Path, root: Path | None = None) -> str:
     """A whole HTML page of one figure that links the shared ``plotly.min.js`` in ``root``."""
     body = fig.to_html(include_plotlyjs=False, full_html=False)
-    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'>{plotly_script('directory', path, root)}</head>"
-            f"<body>{body}</body></html>")
+    return (
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'>{plotly_script('directory', path, root)}</head>"
+        f"<body>{body}</body></html>"
+    )
 
 
-def write_run_analysis(folder: Path, name: str, tables: dict, outputs: dict, note6: str = "", note9: str = "") -> list[Path]:
+def write_run_analysis(
+    folder: Path, name: str, tables: dict, outputs: dict, note6: str = "", note9: str = ""
+) -> list[Path]:
     """What ``mi-plateau analyze`` writes for one run: the pass tables, Tables 6 and 9, the
     routing summary (JSON) and Figure 3 (HTML)."""
     from . import figures
@@ -173,7 +184,9 @@ def write_run_analysis(folder: Path, name: str, tables: dict, outputs: dict, not
     paths = []
     for key in ("checkpoint", "heads", "groups", "patching"):
         paths += write_table(folder / f"pass_{key}", tables[key], title=f"{name}: {key} pass rows")
-    paths += write_table(folder / "table6", outputs["table6"], title=f"Table 6 (collective transition): {name}", note=note6)
+    paths += write_table(
+        folder / "table6", outputs["table6"], title=f"Table 6 (collective transition): {name}", note=note6
+    )
     paths += write_table(folder / "table9", outputs["table9"], title=f"Table 9 (head ablation): {name}", note=note9)
     atomic_write_json(folder / "routing.json", outputs["routing"])
     f3 = folder / "figure3.html"
@@ -181,7 +194,9 @@ def write_run_analysis(folder: Path, name: str, tables: dict, outputs: dict, not
     return paths + [folder / "routing.json", f3]
 
 
-def write_comparison(folder: Path, table6, table9, routing: Rows, figure3_data: dict, note6: str = "", note9: str = "") -> list[Path]:
+def write_comparison(
+    folder: Path, table6, table9, routing: Rows, figure3_data: dict, note6: str = "", note9: str = ""
+) -> list[Path]:
     """The comparison folder of several runs: Tables 6 and 9 and the routing summaries of all of
     them, and one Figure 3."""
     from . import figures
@@ -191,5 +206,7 @@ def write_comparison(folder: Path, table6, table9, routing: Rows, figure3_data: 
     paths = write_table(folder / "table6", table6, title="Table 6 (collective transition)", note=note6)
     paths += write_table(folder / "table9", table9, title="Table 9 (head ablation)", note=note9)
     paths += write_table(folder / "routing", routing, title="Selector-routing heads and leads")
-    atomic_write_text(folder / "figure3.html", figure_html(figures.figure3(figure3_data), folder / "figure3.html", folder.parent))
+    atomic_write_text(
+        folder / "figure3.html", figure_html(figures.figure3(figure3_data), folder / "figure3.html", folder.parent)
+    )
     return paths + [folder / "figure3.html"]

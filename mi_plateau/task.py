@@ -83,8 +83,10 @@ class Task:
     def selectors(self) -> np.ndarray:
         """The one global selector set (K, len_z); with several sets, use ``selector_strings``."""
         if len(self.selector_sets) != 1:
-            raise ValueError(f"task.selector_groups={self.cfg.selector_groups}: each group has its own selector set "
-                             "(Task.selector_strings)")
+            raise ValueError(
+                f"task.selector_groups={self.cfg.selector_groups}: each group has its own selector set "
+                "(Task.selector_strings)"
+            )
         return self.selector_sets[0]
 
     def selector_set(self, groups: np.ndarray | Tensor) -> np.ndarray:
@@ -223,7 +225,7 @@ class EvalSet:
             raise ValueError(f"direction {self.task.cfg.direction!r}: the sequence candidate loss needs A targets")
         return torch.from_numpy(self.task.targets[self.g] + CHAR0).to(self.tokens.device)
 
-    def on(self, device: torch.device | str) -> "EvalSet":
+    def on(self, device: torch.device | str) -> EvalSet:
         """This evaluation set with its tensors on ``device`` (the set itself on the CPU), made
         once per device and kept in the cache."""
         device = torch.device(device)
@@ -231,21 +233,34 @@ class EvalSet:
             return self
         key = ("on", str(device))
         if key not in self.cache:
-            self.cache[key] = replace(self, tokens=self.tokens.to(device), candidates=self.candidates.to(device),
-                                      target_first=self.target_first.to(device), cand_index=self.cand_index.to(device),
-                                      cache={})
+            self.cache[key] = replace(
+                self,
+                tokens=self.tokens.to(device),
+                candidates=self.candidates.to(device),
+                target_first=self.target_first.to(device),
+                cand_index=self.cand_index.to(device),
+                cache={},
+            )
         return self.cache[key]
 
-    def subset(self, groups: np.ndarray) -> "EvalSet":
+    def subset(self, groups: np.ndarray) -> EvalSet:
         """The evaluation set of these groups only (a subset of ``groups``, in its order), made
         once per subset and kept in the cache (the guarded evaluation scores it at every checkpoint)."""
         key = ("subset", tuple(int(x) for x in groups))
         if key not in self.cache:
             rows = np.isin(self.g, groups)
             t = torch.as_tensor(rows, device=self.tokens.device)
-            self.cache[key] = replace(self, groups=self.groups[np.isin(self.groups, groups)], g=self.g[rows], s=self.s[rows],
-                                      tokens=self.tokens[t], candidates=self.candidates[t],
-                                      target_first=self.target_first[t], cand_index=self.cand_index[t], cache={})
+            self.cache[key] = replace(
+                self,
+                groups=self.groups[np.isin(self.groups, groups)],
+                g=self.g[rows],
+                s=self.s[rows],
+                tokens=self.tokens[t],
+                candidates=self.candidates[t],
+                target_first=self.target_first[t],
+                cand_index=self.cand_index[t],
+                cache={},
+            )
         return self.cache[key]
 
     def swapped_tokens(self, shift: int) -> Tensor:
@@ -330,12 +345,20 @@ class EpochSampler(BatchSampler):
         return out
 
     def state(self) -> dict[str, Tensor]:
-        return {"sampler_rng": self.gen.get_state(), "sampler_perm": self.perm.clone(),
-                "sampler_pos": torch.tensor(self.pos, dtype=torch.int64)}
+        return {
+            "sampler_rng": self.gen.get_state(),
+            "sampler_perm": self.perm.clone(),
+            "sampler_pos": torch.tensor(self.pos, dtype=torch.int64),
+        }
 
     def load_state(self, state: dict[str, Tensor]) -> None:
         perm, pos = state["sampler_perm"], int(state["sampler_pos"])
-        if perm.dtype != torch.int64 or perm.dim() != 1 or len(perm) not in (0, self.task.n_examples) or not 0 <= pos <= len(perm):
+        if (
+            perm.dtype != torch.int64
+            or perm.dim() != 1
+            or len(perm) not in (0, self.task.n_examples)
+            or not 0 <= pos <= len(perm)
+        ):
             raise ValueError("sampler_perm / sampler_pos do not describe an epoch of this task")
         self.gen.set_state(state["sampler_rng"])
         self.perm, self.pos = perm.clone(), pos

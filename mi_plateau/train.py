@@ -18,8 +18,9 @@ import os
 import platform
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -29,9 +30,9 @@ from .checkpoints import (
     Run,
     RunError,
     RunLock,
-    crash_point,
     atomic_write_json,
     check_own_folder,
+    crash_point,
     load_state_checked,
     load_tensors,
     read_json,
@@ -39,9 +40,13 @@ from .checkpoints import (
     write_checkpoint,
 )
 from .config import QUIET_GAP, RunConfig, config_diff, extends, layout_for, validate
-from .devices import describe as describe_device, resolve as resolve_device, to_cpu
-from .metrics import evaluate, eval_guard
-from .summaries import num as _num, summarize, tau as tau_of
+from .devices import describe as describe_device
+from .devices import resolve as resolve_device
+from .devices import to_cpu
+from .metrics import eval_guard, evaluate
+from .summaries import num as _num
+from .summaries import summarize
+from .summaries import tau as tau_of
 from .task import make_eval_set, make_sampler, make_task
 
 
@@ -61,12 +66,18 @@ def make_optimizer(cfg: RunConfig, model: torch.nn.Module) -> torch.optim.AdamW:
     differently)."""
     tr = cfg.train
     return torch.optim.AdamW(
-        model.parameters(), lr=tr.lr, betas=(tr.beta1, tr.beta2), eps=tr.eps, weight_decay=tr.weight_decay,
+        model.parameters(),
+        lr=tr.lr,
+        betas=(tr.beta1, tr.beta2),
+        eps=tr.eps,
+        weight_decay=tr.weight_decay,
         fused=True if tr.impl == "fast" else None,
     )
 
 
-def train_step(cfg: RunConfig, forward, opt: torch.optim.Optimizer, tokens: torch.Tensor, step: int) -> tuple[float, float]:
+def train_step(
+    cfg: RunConfig, forward, opt: torch.optim.Optimizer, tokens: torch.Tensor, step: int
+) -> tuple[float, float]:
     """One update: the mean next-token cross-entropy over the target positions (A1..A4, EOS) of
     the batch ``tokens``, backward, optional clipping, AdamW at ``lr_at(step)``; returns the
     loss and the gradient's norm before clipping. ``forward`` maps the inputs [batch, seq_len - 1] (the EOS input predicts nothing) to
@@ -80,7 +91,9 @@ def train_step(cfg: RunConfig, forward, opt: torch.optim.Optimizer, tokens: torc
     return loss.item(), norm
 
 
-def batch_loss(cfg: RunConfig, logits: torch.Tensor, tokens: torch.Tensor, weight: torch.Tensor | None = None) -> torch.Tensor:
+def batch_loss(
+    cfg: RunConfig, logits: torch.Tensor, tokens: torch.Tensor, weight: torch.Tensor | None = None
+) -> torch.Tensor:
     """Mean cross-entropy of the loss-position ``logits`` [batch, n_pred, vocab] against the next
     tokens of ``tokens`` [batch, seq_len]; ``weight`` [batch] (0 or 1) leaves padded rows out."""
     pos = layout_for(cfg.task).pred_positions
@@ -152,8 +165,9 @@ def next_interval(cfg: RunConfig, records: Sequence[dict[str, Any]]) -> int:
     if any(lo < _num(last.get(k)) < 0.95 * log_K for k in ("Lc", "L_seq")):
         return cfg.train.ckpt_every_transition
     top = cfg.train.ckpt_every_max
-    quiet = (all(not _num(last.get(k)) < 0.95 * log_K for k in ("Lc", "L_seq"))
-             and _num(last.get("swap_gap")) < QUIET_GAP)
+    quiet = (
+        all(not _num(last.get(k)) < 0.95 * log_K for k in ("Lc", "L_seq")) and _num(last.get("swap_gap")) < QUIET_GAP
+    )
     if top > cfg.train.ckpt_every and quiet and len(records) > 1 and records[-1]["step"] >= cfg.eval.plateau_start:
         return min(top, max(cfg.train.ckpt_every, 2 * (records[-1]["step"] - records[-2]["step"])))
     return cfg.train.ckpt_every
@@ -244,8 +258,15 @@ def train(
     return run
 
 
-def open_config(cfg: RunConfig | None, run: Run, resume: bool, argv: Sequence[str] | None,
-                device: torch.device | None = None, *, write: bool = True) -> RunConfig:
+def open_config(
+    cfg: RunConfig | None,
+    run: Run,
+    resume: bool,
+    argv: Sequence[str] | None,
+    device: torch.device | None = None,
+    *,
+    write: bool = True,
+) -> RunConfig:
     """The config a run folder trains with; call it holding the folder's lock. A new folder
     gets ``cfg`` (config.json and command.json written); an existing one keeps its stored config
     (``resume`` required; a different ``cfg`` is refused unless it only raises the step cap).
@@ -255,7 +276,9 @@ def open_config(cfg: RunConfig | None, run: Run, resume: bool, argv: Sequence[st
     # a run killed before its first checkpoint was committed has a config but no manifest yet
     if run.exists() or (resume and (run.path / "config.json").exists()):
         if not resume:
-            raise RunError(f"{run.path}: a run already exists here; pass --resume to continue it or choose another --out")
+            raise RunError(
+                f"{run.path}: a run already exists here; pass --resume to continue it or choose another --out"
+            )
         stored = run.config()  # validated, and checked against the config the manifest records
         recorded = run.recorded_config()
         if cfg is not None and cfg.to_dict() != stored.to_dict():
@@ -320,12 +343,16 @@ def init_source(cfg: RunConfig, run: Run) -> tuple[Run, int]:
     steps = src.steps()
     if cfg.train.init_step < 0:
         if src.manifest().get("status") != "finished":
-            raise RunError(f"train.init_from={cfg.train.init_from!r}: {src.path} has not finished (its last "
-                           "checkpoint is not final yet); finish it or name a checkpoint with train.init_step")
+            raise RunError(
+                f"train.init_from={cfg.train.init_from!r}: {src.path} has not finished (its last "
+                "checkpoint is not final yet); finish it or name a checkpoint with train.init_step"
+            )
         return src, steps[-1]
     if cfg.train.init_step not in steps:
-        raise RunError(f"train.init_step={cfg.train.init_step}: {src.path} has no checkpoint there "
-                       f"(its steps run {steps[0]}..{steps[-1]})")
+        raise RunError(
+            f"train.init_step={cfg.train.init_step}: {src.path} has no checkpoint there "
+            f"(its steps run {steps[0]}..{steps[-1]})"
+        )
     return src, cfg.train.init_step
 
 
@@ -336,8 +363,10 @@ def load_init(cfg: RunConfig, run: Run, model: torch.nn.Module) -> dict[str, Any
     src, step = init_source(cfg, run)
     theirs = src.config().model
     if theirs.act_fn != cfg.model.act_fn:  # the shapes load_state_checked checks; the activation it cannot see
-        raise RunError(f"train.init_from={cfg.train.init_from!r}: {src.path} uses model.act_fn={theirs.act_fn!r}, "
-                       f"this run {cfg.model.act_fn!r}")
+        raise RunError(
+            f"train.init_from={cfg.train.init_from!r}: {src.path} uses model.act_fn={theirs.act_fn!r}, "
+            f"this run {cfg.model.act_fn!r}"
+        )
     load_state_checked(model, src.weights(step), src.weights_path(step))
     return {"run": str(src.path), "step": step, "sha256": src.weights_sha256([step])[step]}
 
@@ -414,7 +443,9 @@ class Member:
         cfg, model = self.cfg, self.model
         wall = time.perf_counter() - self.t0 if step else 0.0
         model.eval()
-        metrics = evaluate(model, self.ev, seq_groups=cfg.eval.seq_groups(cfg.task.K), guard=eval_guard(cfg, self.ev, step))
+        metrics = evaluate(
+            model, self.ev, seq_groups=cfg.eval.seq_groups(cfg.task.K), guard=eval_guard(cfg, self.ev, step)
+        )
         model.train()
         record = {
             "step": step,
@@ -433,9 +464,15 @@ class Member:
         }
         self.records.append(record)
         self.done = should_stop(cfg, self.records) or step >= cfg.train.max_steps
-        write_checkpoint(self.run.path, self.manifest, record, wall, to_cpu(model.state_dict()),
-                         to_cpu({**optimizer_tensors(self.opt), **self.sampler.state()}),
-                         summarize(cfg, self.records) if self.done else None)
+        write_checkpoint(
+            self.run.path,
+            self.manifest,
+            record,
+            wall,
+            to_cpu(model.state_dict()),
+            to_cpu({**optimizer_tensors(self.opt), **self.sampler.state()}),
+            summarize(cfg, self.records) if self.done else None,
+        )
 
     def after_step(self, loss: float, grad_norm: float | None = None) -> bool:
         """Count the step just taken (its loss and gradient norm); checkpoint if one is due.
@@ -449,8 +486,16 @@ class Member:
         if self.step >= self.next_ckpt or self.step >= self.cfg.train.max_steps:
             n = self.norms
             clip = self.cfg.train.grad_clip
-            norms = {"mean": sum(n) / len(n), "max": max(n), "clipped": sum(x > clip for x in n) / len(n),
-                     "sq_mean": sum(x * x for x in n) / len(n)} if n else None
+            norms = (
+                {
+                    "mean": sum(n) / len(n),
+                    "max": max(n),
+                    "clipped": sum(x > clip for x in n) / len(n),
+                    "sq_mean": sum(x * x for x in n) / len(n),
+                }
+                if n
+                else None
+            )
             self.checkpoint(self.step, self.running / self.n_run, norms)
             self.running, self.n_run, self.norms = 0.0, 0, []
             self.next_ckpt = self.step + next_interval(self.cfg, self.records)
@@ -471,7 +516,9 @@ def _train_loop(m: Member, *, progress: bool) -> None:
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=cfg.train.max_steps, initial=m.step, desc=m.run.name, unit="step", dynamic_ncols=True, file=sys.stderr)
+        bar = tqdm(
+            total=cfg.train.max_steps, initial=m.step, desc=m.run.name, unit="step", dynamic_ncols=True, file=sys.stderr
+        )
     try:
         while not m.done:
             loss, norm = train_step(cfg, forward, m.opt, m.sampler.sample().to(m.device, non_blocking=True), m.step)
@@ -480,7 +527,12 @@ def _train_loop(m: Member, *, progress: bool) -> None:
                 bar.update(1)
                 if wrote:
                     x = m.records[-1]["metrics"]
-                    bar.set_postfix(L_seq=f"{x['L_seq']:.3f}", Lc=f"{x['Lc']:.3f}", gap=f"{x['swap_gap']:.3f}", acc=f"{x['acc_mean']:.2f}")
+                    bar.set_postfix(
+                        L_seq=f"{x['L_seq']:.3f}",
+                        Lc=f"{x['Lc']:.3f}",
+                        gap=f"{x['swap_gap']:.3f}",
+                        acc=f"{x['acc_mean']:.2f}",
+                    )
     finally:
         if bar is not None:
             bar.close()

@@ -34,8 +34,15 @@ def _run_cli(*args, env=None, cwd=None, input=None):
     e = {k: v for k, v in os.environ.items() if k != "MI_PLATEAU_CRASH"}
     if env:
         e.update(env)
-    return subprocess.run([sys.executable, "-m", "mi_plateau", *args], capture_output=True, text=True, env=e, cwd=cwd,
-                          timeout=600, input=input)
+    return subprocess.run(
+        [sys.executable, "-m", "mi_plateau", *args],
+        capture_output=True,
+        text=True,
+        env=e,
+        cwd=cwd,
+        timeout=600,
+        input=input,
+    )
 
 
 @pytest.fixture(scope="session")
@@ -50,9 +57,18 @@ CHROMIUM = Path("/usr/bin/chromium")
 def _render_status(page: Path, tmp: Path) -> dict:
     """Load the page in headless Chromium (no network) and read the status the page wrote."""
     args = [
-        str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        f"--user-data-dir={tmp / 'profile'}", "--dump-dom", "--virtual-time-budget=10000",
+        str(CHROMIUM),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp / 'profile'}",
+        "--dump-dom",
+        "--virtual-time-budget=10000",
         page.resolve().as_uri() + "#selftest",  # the page also exercises its sliders and selects
     ]
     dom = subprocess.run(args, capture_output=True, text=True, timeout=180).stdout
@@ -61,9 +77,13 @@ def _render_status(page: Path, tmp: Path) -> dict:
     attrs = dict(re.findall(r'data-(\w+)="([^"]*)"', m.group(0)))
     import html
 
-    return {"errors": json.loads(html.unescape(attrs["errors"])), "plots": int(attrs["plots"]),
-            "svgs": int(attrs["svgs"]), "expected": int(attrs["expected"]),
-            "load_ms": int(attrs.get("loadms", -1))}
+    return {
+        "errors": json.loads(html.unescape(attrs["errors"])),
+        "plots": int(attrs["plots"]),
+        "svgs": int(attrs["svgs"]),
+        "expected": int(attrs["expected"]),
+        "load_ms": int(attrs.get("loadms", -1)),
+    }
 
 
 @pytest.fixture(scope="session")

@@ -37,8 +37,22 @@ from .sections import E2E_RUN, bench_end_to_end, bench_overhead, bench_passes, b
 from .timing import alternate, machine, matmul_peak_gflops, train_step_flops
 
 __all__ = [
-    "E2E_RUN", "FULL_CANDIDATES", "QUICK_CANDIDATES", "PlainBlock", "PlainTransformer", "alternate",
-    "bench_end_to_end", "bench_overhead", "bench_passes", "bench_threads", "bench_train",
-    "loop_passes", "machine", "make_candidate", "matmul_peak_gflops", "run_benchmarks", "to_markdown",
+    "E2E_RUN",
+    "FULL_CANDIDATES",
+    "QUICK_CANDIDATES",
+    "PlainBlock",
+    "PlainTransformer",
+    "alternate",
+    "bench_end_to_end",
+    "bench_overhead",
+    "bench_passes",
+    "bench_threads",
+    "bench_train",
+    "loop_passes",
+    "machine",
+    "make_candidate",
+    "matmul_peak_gflops",
+    "run_benchmarks",
+    "to_markdown",
     "train_step_flops",
 ]

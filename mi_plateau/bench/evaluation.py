@@ -21,7 +21,9 @@ from .fast import make_candidate
 from .timing import alternate
 
 
-def bench_eval_share(Ks=(10, 20, 36), subset: int = 20, every: int = 50, reps: int = 3, device: str = "cpu") -> list[dict[str, Any]]:
+def bench_eval_share(
+    Ks=(10, 20, 36), subset: int = 20, every: int = 50, reps: int = 3, device: str = "cpu"
+) -> list[dict[str, Any]]:
     """One row per K: seconds per step and per evaluation of each kind, and each kind's share."""
     import torch
 
@@ -44,13 +46,26 @@ def bench_eval_share(Ks=(10, 20, 36), subset: int = 20, every: int = 50, reps: i
         fired = EvalGuard(g.groups, g.thresholds, cfg.eval.seq_guard, force=True)
         with torch.no_grad():
             evaluate(model, ev, guard=quiet)  # the packing is built once, outside the timing
-        cands = {"step": step, "full": lambda: evaluate(model, ev), "subset": lambda: evaluate(model, ev, guard=quiet),
-                 "fired": lambda: evaluate(model, ev, guard=fired), "first_token": lambda: evaluate(model, ev, sequence=False)}
+        cands = {
+            "step": step,
+            "full": lambda: evaluate(model, ev),
+            "subset": lambda: evaluate(model, ev, guard=quiet),
+            "fired": lambda: evaluate(model, ev, guard=fired),
+            "first_token": lambda: evaluate(model, ev, sequence=False),
+        }
         t = {k: statistics.median(v) for k, v in alternate(cands, reps, 1).items()}
         between = every * t["step"]
-        rows.append({"K": K, "groups": ev.n_groups, "subset": subset, "strings_full": ev.n_groups * K * (K - 1),
-                     "s_per_step": t["step"], **{f"{k}_s": t[k] for k in ("full", "subset", "fired", "first_token")},
-                     **{f"{k}_share": t[k] / between for k in ("full", "subset", "fired", "first_token")}})
+        rows.append(
+            {
+                "K": K,
+                "groups": ev.n_groups,
+                "subset": subset,
+                "strings_full": ev.n_groups * K * (K - 1),
+                "s_per_step": t["step"],
+                **{f"{k}_s": t[k] for k in ("full", "subset", "fired", "first_token")},
+                **{f"{k}_share": t[k] / between for k in ("full", "subset", "fired", "first_token")},
+            }
+        )
     return rows
 
 

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch import Tensor
@@ -13,7 +13,6 @@ from ..model import build_model, training_forward
 from ..task import make_sampler, make_task
 from ..train import make_optimizer, train_step
 from .reference import PlainTransformer
-
 
 # --- training-step candidates -------------------------------------------------------
 
@@ -64,9 +63,15 @@ def make_candidate(cfg: RunConfig, name: str) -> Callable[[], float]:
     plain = PlainTransformer.from_bridge(bridge, cfg, share=False, sdpa="sdpa" in o)
     params = list(plain.parameters())
     tr = cfg.train
-    opt = torch.optim.AdamW(params, lr=tr.lr, betas=(tr.beta1, tr.beta2), eps=tr.eps, weight_decay=tr.weight_decay,
-                            fused=True if "fused" in o else None)
+    opt = torch.optim.AdamW(
+        params,
+        lr=tr.lr,
+        betas=(tr.beta1, tr.beta2),
+        eps=tr.eps,
+        weight_decay=tr.weight_decay,
+        fused=True if "fused" in o else None,
+    )
     pos = layout_for(cfg.task).pred_positions
     start = pos.start if "last" in o else 0
-    fwd = (lambda t: plain(t, start)[:, pos.start - start : pos.stop - start])
+    fwd = lambda t: plain(t, start)[:, pos.start - start : pos.stop - start]
     return _stepper(cfg, torch.compile(fwd) if "compile" in o else fwd, opt)

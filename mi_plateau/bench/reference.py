@@ -69,7 +69,7 @@ class PlainTransformer(nn.Module):
         P = tokens.shape[1]
         return self.run(tokens, torch.arange(P), torch.ones(P, P, dtype=torch.bool).tril(), slice(from_pos, None))
 
-    def run(self, tokens: Int[Tensor, "batch pos"], positions: Int[Tensor, "pos"], mask: Tensor, rows: slice | Tensor):
+    def run(self, tokens: Int[Tensor, "batch pos"], positions: Int[Tensor, pos], mask: Tensor, rows: slice | Tensor):
         """Forward with explicit position ids, attention mask [pos, pos] and output rows."""
         x = self.embed(tokens) + self.pos_embed.weight[positions]
         full = slice(None)
@@ -81,11 +81,17 @@ class PlainTransformer(nn.Module):
     @staticmethod
     def tl_name(name: str) -> str:
         """Our parameter name -> the bridge's TransformerLens state-dict name."""
-        return name.replace("mlp_in.", "mlp.in.").replace("mlp_out.", "mlp.out.").replace(".q.", ".attn.q.") \
-            .replace(".k.", ".attn.k.").replace(".v.", ".attn.v.").replace(".o.", ".attn.o.")
+        return (
+            name.replace("mlp_in.", "mlp.in.")
+            .replace("mlp_out.", "mlp.out.")
+            .replace(".q.", ".attn.q.")
+            .replace(".k.", ".attn.k.")
+            .replace(".v.", ".attn.v.")
+            .replace(".o.", ".attn.o.")
+        )
 
     @classmethod
-    def from_bridge(cls, model: nn.Module, cfg: RunConfig, *, share: bool, sdpa: bool = False) -> "PlainTransformer":
+    def from_bridge(cls, model: nn.Module, cfg: RunConfig, *, share: bool, sdpa: bool = False) -> PlainTransformer:
         """A copy of the bridge's weights (``share=False``), or a module whose parameters *are*
         the bridge's Parameter objects (``share=True``): training through it updates the bridge,
         so its optimizer, state dict and checkpoints stay exactly the trainer's."""
@@ -125,9 +131,14 @@ def loop_passes(model, ev, *, ablation: bool = True, batch: int = 1000, shift: i
     L, H = model.cfg.n_layers, model.cfg.n_heads
     selpos = list(lay.selector_positions)
     swapped = ev.swapped_tokens(shift)
-    other = torch.from_numpy(task.targets[ev.g, (ev.s + shift) % K, 0] + CHAR0) if task.cfg.targets_A else ev.target_first
+    other = (
+        torch.from_numpy(task.targets[ev.g, (ev.s + shift) % K, 0] + CHAR0) if task.cfg.targets_A else ev.target_first
+    )
     acc = {k: torch.zeros(L, H) for k in ("sel_attn", "dL", "dLc", "dL1", "dLc_sw")}
-    moved, tot = {h: torch.zeros(L) for h in ("resid_pre", "resid_post")}, {"Lc": 0.0, "Lc_sw": 0.0, "correct": 0.0, "ld_clean": 0.0, "ld_swap": 0.0, "Lc_sh": 0.0}
+    moved, tot = (
+        {h: torch.zeros(L) for h in ("resid_pre", "resid_post")},
+        {"Lc": 0.0, "Lc_sw": 0.0, "correct": 0.0, "ld_clean": 0.0, "ld_swap": 0.0, "Lc_sh": 0.0},
+    )
     pos = lay.pred_positions
     shuffled_sel = ev.s[derangement(N, 0)]
     shuffled = task.tokens(ev.g, shuffled_sel, target_sel=ev.s)
@@ -147,7 +158,9 @@ def loop_passes(model, ev, *, ablation: bool = True, batch: int = 1000, shift: i
         toks, sw = ev.tokens[sl], swapped[sl]
         logits, cache = model.run_with_cache(toks, names_filter=lambda n: n.endswith("hook_pattern"))
         lc, l1, ld = losses(logits, sl)
-        sw_logits, sw_cache = model.run_with_cache(sw, names_filter=lambda n: n.endswith(("hook_resid_pre", "hook_resid_post")))
+        sw_logits, sw_cache = model.run_with_cache(
+            sw, names_filter=lambda n: n.endswith(("hook_resid_pre", "hook_resid_post"))
+        )
         lc_sw, _, ld_sw = losses(sw_logits, sl)
         tot["Lc_sh"] += losses(model(shuffled[sl]), sl)[0].sum().item()
         ce = full_ce(logits, toks)
@@ -162,6 +175,7 @@ def loop_passes(model, ev, *, ablation: bool = True, batch: int = 1000, shift: i
             continue
         for l in range(L):
             for h in range(H):
+
                 def zero(z, hook, h=h):
                     z[:, :, h] = 0.0
                     return z
@@ -185,8 +199,12 @@ def loop_passes(model, ev, *, ablation: bool = True, batch: int = 1000, shift: i
                 moved[hname][l] += (losses(patched, sl)[2] - ld).sum()
 
     sel_base = len(selpos) / (fp + 1)
-    out = {"Lc": tot["Lc"] / N, "swap_gap": (tot["Lc_sw"] - tot["Lc"]) / N, "acc_mean": tot["correct"] / N,
-           "sel_attn": (acc["sel_attn"] / N - sel_base).tolist()}
+    out = {
+        "Lc": tot["Lc"] / N,
+        "swap_gap": (tot["Lc_sw"] - tot["Lc"]) / N,
+        "acc_mean": tot["correct"] / N,
+        "sel_attn": (acc["sel_attn"] / N - sel_base).tolist(),
+    }
     if task.cfg.targets_A:
         out["shuffle_gap"] = (tot["Lc_sh"] - tot["Lc"]) / N
     if ablation and ev.has_sequence_candidates:
@@ -196,7 +214,9 @@ def loop_passes(model, ev, *, ablation: bool = True, batch: int = 1000, shift: i
         if task.cfg.has_selector:
             sw_seq = sequence_losses(sequence_scores_reference(model, ev, prompt_sel=(ev.s + shift) % K), own)[0]
             sh_seq = sequence_losses(sequence_scores_reference(model, ev, prompt_sel=shuffled_sel), own)[0]
-            out.update({"swap_gap_seq": (sw_seq - L_seq).mean().item(), "shuffle_gap_seq": (sh_seq - L_seq).mean().item()})
+            out.update(
+                {"swap_gap_seq": (sw_seq - L_seq).mean().item(), "shuffle_gap_seq": (sh_seq - L_seq).mean().item()}
+            )
     if ablation:
         denom = (tot["ld_swap"] - tot["ld_clean"]) / N
         out["dL"] = (acc["dL"] / N).tolist()
@@ -210,10 +230,15 @@ def loop_passes(model, ev, *, ablation: bool = True, batch: int = 1000, shift: i
 def max_diff(tool: dict, ref: dict) -> float:
     """Largest absolute difference between the toolkit's rows and the loop reference."""
     ck, heads = tool["checkpoint"][0], tool["heads"]
-    d = [abs(ck[k] - ref[k]) for k in ("Lc", "swap_gap", "acc_mean", "shuffle_gap", "L_seq", "cand_acc", "swap_gap_seq",
-                                        "shuffle_gap_seq") if k in ref]
+    d = [
+        abs(ck[k] - ref[k])
+        for k in ("Lc", "swap_gap", "acc_mean", "shuffle_gap", "L_seq", "cand_acc", "swap_gap_seq", "shuffle_gap_seq")
+        if k in ref
+    ]
     for k in ("sel_attn", "dL", "dLc", "dL1", "swap_contrib"):
         if k in ref:
             d += [abs(r[k] - ref[k][r["layer"]][r["head_index"]]) for r in heads]
-    d += [abs(r["patch_frac"] - ref["patch_frac"][r["hook"]][r["layer"]]) for r in tool["patching"] if "patch_frac" in ref]
+    d += [
+        abs(r["patch_frac"] - ref["patch_frac"][r["hook"]][r["layer"]]) for r in tool["patching"] if "patch_frac" in ref
+    ]
     return max(d)

@@ -18,7 +18,17 @@ from .sections import E2E_RUN, bench_end_to_end, bench_overhead, bench_passes, b
 from .timing import machine, matmul_peak_gflops
 
 QUICK_CANDIDATES = ["toolkit", "bridge", "plain", "fast", "fast+compile"]
-FULL_CANDIDATES = ["toolkit", "bridge", "plain", "plain+sdpa", "plain+last", "plain+fused", "fast", "toolkit+compile", "fast+compile"]
+FULL_CANDIDATES = [
+    "toolkit",
+    "bridge",
+    "plain",
+    "plain+sdpa",
+    "plain+last",
+    "plain+fused",
+    "fast",
+    "toolkit+compile",
+    "fast+compile",
+]
 
 
 def _log(msg: str) -> None:
@@ -31,8 +41,14 @@ def _log(msg: str) -> None:
 SECTIONS = ("train", "passes", "overhead", "sweep", "eval")
 
 
-def run_benchmarks(quick: bool, *, cfg: RunConfig | None = None, e2e_run: Path | None = E2E_RUN,
-                   only: str | None = None, device: str = "cpu") -> dict[str, Any]:
+def run_benchmarks(
+    quick: bool,
+    *,
+    cfg: RunConfig | None = None,
+    e2e_run: Path | None = E2E_RUN,
+    only: str | None = None,
+    device: str = "cpu",
+) -> dict[str, Any]:
     """Run all benchmarks; ``quick`` uses fewer repetitions and sequences and skips end to end.
     ``cfg`` (default: the paper preset) is the model and task benchmarked. ``only`` ("train",
     "passes", or "overhead": the toolkit's step and the checkpoint overhead) runs that section
@@ -50,8 +66,13 @@ def run_benchmarks(quick: bool, *, cfg: RunConfig | None = None, e2e_run: Path |
     if only == "sweep":
         from .sweep import bench_sweep
 
-        res = {"quick": quick, "preset": (cfg or preset("paper")).preset, "machine": machine(), "load_start": os.getloadavg(),
-               "device": device}
+        res = {
+            "quick": quick,
+            "preset": (cfg or preset("paper")).preset,
+            "machine": machine(),
+            "load_start": os.getloadavg(),
+            "device": device,
+        }
         t0 = time.perf_counter()
         _log("fp32 matmul peak")
         res["matmul_peak_gflops"] = matmul_peak_gflops(1024 if quick else 2048, 3 if quick else 7)
@@ -61,19 +82,28 @@ def run_benchmarks(quick: bool, *, cfg: RunConfig | None = None, e2e_run: Path |
     if only is not None and only not in SECTIONS:
         raise ValueError(f"bench section {only!r}: expected one of {', '.join(SECTIONS)}")
     cfg = cfg or preset("paper")
-    res: dict[str, Any] = {"quick": quick, "preset": cfg.preset, "ckpt_every": cfg.train.ckpt_every,
-                           "machine": machine(), "load_start": os.getloadavg()}
+    res: dict[str, Any] = {
+        "quick": quick,
+        "preset": cfg.preset,
+        "ckpt_every": cfg.train.ckpt_every,
+        "machine": machine(),
+        "load_start": os.getloadavg(),
+    }
     t0 = time.perf_counter()
     busy = res["load_start"][0] + torch.get_num_threads() > (os.cpu_count() or 1) + 0.5
     if busy and torch.get_num_threads() > 1:
-        _log(f"warning: load average {res['load_start'][0]:.1f} on {os.cpu_count()} cores and torch uses "
-             f"{torch.get_num_threads()} threads: timings will be inflated (try OMP_NUM_THREADS=1)")
+        _log(
+            f"warning: load average {res['load_start'][0]:.1f} on {os.cpu_count()} cores and torch uses "
+            f"{torch.get_num_threads()} threads: timings will be inflated (try OMP_NUM_THREADS=1)"
+        )
     _log("fp32 matmul peak")
     res["matmul_peak_gflops"] = matmul_peak_gflops(1024 if quick else 2048, 3 if quick else 7)
     if only in (None, "train", "overhead"):
         _log("training step")
         which = ["toolkit"] if only == "overhead" else QUICK_CANDIDATES if quick else FULL_CANDIDATES
-        res["train"] = bench_train(cfg, which, reps=4 if quick else 6, inner=5 if quick else 10, check_steps=10 if quick else 50)
+        res["train"] = bench_train(
+            cfg, which, reps=4 if quick else 6, inner=5 if quick else 10, check_steps=10 if quick else 50
+        )
         for row in res["train"]["candidates"].values():
             row["frac_of_peak"] = row["gflops"] / res["matmul_peak_gflops"]
     if only == "train":
@@ -121,10 +151,20 @@ def _commit() -> str | None:
     import subprocess
 
     try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10,
-                             cwd=Path(__file__).parent)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True,
-                               timeout=10, cwd=Path(__file__).parent).stdout.strip()
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            cwd=Path(__file__).parent,
+        )
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            cwd=Path(__file__).parent,
+        ).stdout.strip()
         return (out.stdout.strip() + ("+changes" if dirty else "")) or None if out.returncode == 0 else None
     except (OSError, subprocess.SubprocessError):
         return None
@@ -165,13 +205,19 @@ def to_markdown(res: dict[str, Any]) -> str:
 
 
 def _eval_lines(rows: list[dict[str, Any]]) -> list[str]:
-    lines = ["", "**Evaluation as a share of training** (paper model; seconds of `evaluate` / (50 x seconds per step); "
-             f"subset: {rows[0]['subset']} of the evaluation groups)", "",
-             "| K | strings (all groups) | s / step | full | subset (guard quiet) | guard fired | first token only |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "",
+        "**Evaluation as a share of training** (paper model; seconds of `evaluate` / (50 x seconds per step); "
+        f"subset: {rows[0]['subset']} of the evaluation groups)",
+        "",
+        "| K | strings (all groups) | s / step | full | subset (guard quiet) | guard fired | first token only |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['K']} | {r['strings_full']} | {r['s_per_step']:.3f} | {100 * r['full_share']:.1f}% | "
-                     f"{100 * r['subset_share']:.1f}% | {100 * r['fired_share']:.1f}% | {100 * r['first_token_share']:.1f}% |")
+        lines.append(
+            f"| {r['K']} | {r['strings_full']} | {r['s_per_step']:.3f} | {100 * r['full_share']:.1f}% | "
+            f"{100 * r['subset_share']:.1f}% | {100 * r['fired_share']:.1f}% | {100 * r['first_token_share']:.1f}% |"
+        )
     return lines
 
 
@@ -187,46 +233,68 @@ def _train_lines(res: dict[str, Any]) -> list[str]:
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for k, r in t["candidates"].items():
-        lines.append(f"| {k} | {r['ms_per_step']:.1f} | {r['ms_mean']:.1f} | {r['gflops']:.0f} | {100 * r['frac_of_peak']:.0f}% "
-                     f"| {r['vs_toolkit']:.2f} | {r['vs_plain']:.2f} | {r['max_abs_loss_diff']:.1e} | {r['first_step_s']:.2f} |")
+        lines.append(
+            f"| {k} | {r['ms_per_step']:.1f} | {r['ms_mean']:.1f} | {r['gflops']:.0f} | {100 * r['frac_of_peak']:.0f}% "
+            f"| {r['vs_toolkit']:.2f} | {r['vs_plain']:.2f} | {r['max_abs_loss_diff']:.1e} | {r['first_step_s']:.2f} |"
+        )
     if "threads_ms_per_step" in res:
-        lines += ["", "Toolkit step by intra-op thread count (ms/step, median, alternated): "
-                  + ", ".join(f"{n} thread(s) {v:.0f}" for n, v in res["threads_ms_per_step"].items())]
+        lines += [
+            "",
+            "Toolkit step by intra-op thread count (ms/step, median, alternated): "
+            + ", ".join(f"{n} thread(s) {v:.0f}" for n, v in res["threads_ms_per_step"].items()),
+        ]
     return lines
 
 
 def _passes_lines(p: dict[str, Any]) -> list[str]:
-    lines = ["", f"**Analysis passes at one checkpoint** ({p['n_sequences']} sequences, {p['weights']})", "",
-              "| passes | toolkit (s) | TransformerLens loop (s) | speed-up | max abs diff |", "|---|---:|---:|---:|---:|"]
+    lines = [
+        "",
+        f"**Analysis passes at one checkpoint** ({p['n_sequences']} sequences, {p['weights']})",
+        "",
+        "| passes | toolkit (s) | TransformerLens loop (s) | speed-up | max abs diff |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for kind, label in (("all", "all (ablation=True)"), ("cheap", "cheap (ablation=False)")):
         r = p["rows"][kind]
-        lines.append(f"| {label} | {r['toolkit_s']:.2f} | {r['loop_s']:.2f} | {r['speedup']:.1f}x | {r['max_abs_diff']:.1e} |")
-    lines += ["", f"Each pass on its own ({p['n_sequences']} sequences): "
-              + ", ".join(f"{k} {v:.2f} s" for k, v in p.get("parts_s", {}).items())
-              + " (forward: the packed clean and swapped forward, which gives the losses, per-group accuracy,"
-              " the swap gap and the selector attention; ablation: every head on the clean and swapped inputs;"
-              " patching: the selector positions, layer by layer)."]
+        lines.append(
+            f"| {label} | {r['toolkit_s']:.2f} | {r['loop_s']:.2f} | {r['speedup']:.1f}x | {r['max_abs_diff']:.1e} |"
+        )
+    lines += [
+        "",
+        f"Each pass on its own ({p['n_sequences']} sequences): "
+        + ", ".join(f"{k} {v:.2f} s" for k, v in p.get("parts_s", {}).items())
+        + " (forward: the packed clean and swapped forward, which gives the losses, per-group accuracy,"
+        " the swap gap and the selector attention; ablation: every head on the clean and swapped inputs;"
+        " patching: the selector positions, layer by layer).",
+    ]
     return lines
 
 
 def _overhead_lines(res: dict[str, Any]) -> list[str]:
     o = res["overhead"]
-    lines = ["", f"**Checkpoint overhead** ({o['n_sequences']} eval sequences; manifest of {o['manifest_records']} checkpoints)", "",
-              "| item | seconds |", "|---|---:|",
-              f"| evaluate(), both families (packed forward; every candidate string scored) | {o['evaluate_s']:.3f} |",
-              f"| evaluate(), first-token family only | {o['evaluate_first_token_s']:.3f} |",
-              f"| evaluate_reference() (two plain forwards) through PlainTransformer (max abs diff {o['evaluate_plain_max_abs_diff']:.0e}) | {o['evaluate_plain_s']:.3f} |",
-              f"| checkpoint files | {o['save_s']:.3f} |",
-              f"| {res['ckpt_every']} training steps (toolkit) | {o['train_steps_between_ckpts_s']:.2f} |",
-              f"| evaluate() in training steps (toolkit) | {o['evaluate_in_steps']:.1f} |",
-              f"| evaluate(), both families / training time between checkpoints (every {res['ckpt_every']}) | {100 * o['eval_over_train_both']:.1f}% |",
-              f"| evaluate(), first token only / training time between checkpoints | {100 * o['eval_over_train_first_token']:.1f}% |"]
+    lines = [
+        "",
+        f"**Checkpoint overhead** ({o['n_sequences']} eval sequences; manifest of {o['manifest_records']} checkpoints)",
+        "",
+        "| item | seconds |",
+        "|---|---:|",
+        f"| evaluate(), both families (packed forward; every candidate string scored) | {o['evaluate_s']:.3f} |",
+        f"| evaluate(), first-token family only | {o['evaluate_first_token_s']:.3f} |",
+        f"| evaluate_reference() (two plain forwards) through PlainTransformer (max abs diff {o['evaluate_plain_max_abs_diff']:.0e}) | {o['evaluate_plain_s']:.3f} |",
+        f"| checkpoint files | {o['save_s']:.3f} |",
+        f"| {res['ckpt_every']} training steps (toolkit) | {o['train_steps_between_ckpts_s']:.2f} |",
+        f"| evaluate() in training steps (toolkit) | {o['evaluate_in_steps']:.1f} |",
+        f"| evaluate(), both families / training time between checkpoints (every {res['ckpt_every']}) | {100 * o['eval_over_train_both']:.1f}% |",
+        f"| evaluate(), first token only / training time between checkpoints | {100 * o['eval_over_train_first_token']:.1f}% |",
+    ]
     for k, v in o.items():
         every = k.rsplit("_", 1)[1]
         if k.startswith("share_every_"):
             lines.append(f"| share of wall time in evaluate + files, checkpoint every {every} steps | {100 * v:.1f}% |")
     if "share_reference_run" in o:
-        lines.append(f"| share over a whole run (mean interval {o['mean_interval_reference_run']:.0f} steps, {E2E_RUN.name}) | {100 * o['share_reference_run']:.1f}% |")
+        lines.append(
+            f"| share over a whole run (mean interval {o['mean_interval_reference_run']:.0f} steps, {E2E_RUN.name}) | {100 * o['share_reference_run']:.1f}% |"
+        )
     return lines
 
 
@@ -234,10 +302,13 @@ def _e2e_lines(e: dict[str, Any]) -> list[str]:
     lines = ["", "**End to end**", ""]
     if "skipped" in e:
         return lines + [f"skipped: {e['skipped']}"]
-    return lines + ["| item | value |", "|---|---:|",
-                    f"| run | {e['run']} ({e['status']}, last step {e['last_step']}) |",
-                    f"| training wall time (records' wall_s, {e['resumed_segments']} segment(s)) | {e['train_wall_s']:.0f} s |",
-                    f"| analyze_run: {e['n_checkpoints']} checkpoints, {e['n_heavy']} with ablation + patching | {e['analyze_s']:.0f} s |"]
+    return lines + [
+        "| item | value |",
+        "|---|---:|",
+        f"| run | {e['run']} ({e['status']}, last step {e['last_step']}) |",
+        f"| training wall time (records' wall_s, {e['resumed_segments']} segment(s)) | {e['train_wall_s']:.0f} s |",
+        f"| analyze_run: {e['n_checkpoints']} checkpoints, {e['n_heavy']} with ablation + patching | {e['analyze_s']:.0f} s |",
+    ]
 
 
 def _load(la) -> str:

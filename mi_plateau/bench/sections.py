@@ -9,8 +9,9 @@ import os
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -18,7 +19,7 @@ from ..config import RunConfig, layout_for
 from ..task import make_eval_set, make_sampler, make_task
 from .fast import make_candidate
 from .reference import PlainTransformer, loop_passes, max_diff
-from .timing import timed, alternate, train_step_flops
+from .timing import alternate, timed, train_step_flops
 
 E2E_RUN = Path("checkpoints/paper_K10_nb1000_s0")
 
@@ -41,14 +42,24 @@ def bench_train(cfg: RunConfig, which: list[str], *, reps: int, inner: int, chec
     flops = train_step_flops(cfg)
     ms = {k: 1e3 * statistics.median(v) for k, v in times.items()}
     rows = {
-        k: {"ms_per_step": ms[k], "ms_mean": 1e3 * statistics.fmean(v), "n_steps": len(v),
-            "gflops": flops / ms[k] / 1e6, "vs_toolkit": ms[k] / ms["toolkit"],
-            "vs_plain": ms[k] / ms["plain"] if "plain" in ms else float("nan"), "first_step_s": first[k],
-            "max_abs_loss_diff": max(abs(a - b) for a, b in zip(curves[k], curves["toolkit"]))}
+        k: {
+            "ms_per_step": ms[k],
+            "ms_mean": 1e3 * statistics.fmean(v),
+            "n_steps": len(v),
+            "gflops": flops / ms[k] / 1e6,
+            "vs_toolkit": ms[k] / ms["toolkit"],
+            "vs_plain": ms[k] / ms["plain"] if "plain" in ms else float("nan"),
+            "first_step_s": first[k],
+            "max_abs_loss_diff": max(abs(a - b) for a, b in zip(curves[k], curves["toolkit"])),
+        }
         for k, v in times.items()
     }
-    return {"flops_per_step": flops, "tokens_per_step": cfg.train.batch_size * (layout_for(cfg.task).seq_len - 1),
-            "check_steps": check_steps, "candidates": rows}
+    return {
+        "flops_per_step": flops,
+        "tokens_per_step": cfg.train.batch_size * (layout_for(cfg.task).seq_len - 1),
+        "check_steps": check_steps,
+        "candidates": rows,
+    }
 
 
 def bench_threads(cfg: RunConfig, *, reps: int, inner: int) -> dict[str, Any]:
@@ -109,9 +120,15 @@ def bench_passes(cfg: RunConfig, *, reps: int, weights: dict | None = None) -> d
         "n_sequences": len(ev.tokens),
         "parts_s": {k: statistics.median(v) for k, v in parts.items()},
         "weights": "trained checkpoint" if weights is not None else "initialisation",
-        "rows": {kind: {"toolkit_s": s[f"toolkit_{kind}"], "loop_s": s[f"loop_{kind}"],
-                        "speedup": s[f"loop_{kind}"] / s[f"toolkit_{kind}"], "max_abs_diff": agree[kind]}
-                 for kind in ("all", "cheap")},
+        "rows": {
+            kind: {
+                "toolkit_s": s[f"toolkit_{kind}"],
+                "loop_s": s[f"loop_{kind}"],
+                "speedup": s[f"loop_{kind}"] / s[f"toolkit_{kind}"],
+                "max_abs_diff": agree[kind],
+            }
+            for kind in ("all", "cheap")
+        },
     }
 
 
@@ -142,23 +159,51 @@ def bench_overhead(cfg: RunConfig, *, reps: int, n_records: int = 100) -> dict[s
     record = {"step": 50, "examples_seen": 6400, "lr": 1e-3, "train_loss": 1.0, "metrics": metrics}
     with tempfile.TemporaryDirectory() as d:
         root = Path(d)
-        manifest = {"format_version": 1, "status": "running", "resume": None, "checkpoints": [
-            {"step": 50 * i, "weights": f"ckpt/step_{50 * i:06d}.safetensors", "sha256": "0" * 64,
-             "record_file": f"ckpt/step_{50 * i:06d}.json", "record": record} for i in range(n_records)]}
+        manifest = {
+            "format_version": 1,
+            "status": "running",
+            "resume": None,
+            "checkpoints": [
+                {
+                    "step": 50 * i,
+                    "weights": f"ckpt/step_{50 * i:06d}.safetensors",
+                    "sha256": "0" * 64,
+                    "record_file": f"ckpt/step_{50 * i:06d}.json",
+                    "record": record,
+                }
+                for i in range(n_records)
+            ],
+        }
         n = [0]
 
         def save() -> None:  # the trainer's checkpoint writer
             n[0] += 1
-            write_checkpoint(root, manifest, {**record, "step": 50 * n_records + n[0]}, 0.0, model.state_dict(),
-                             {**optimizer_tensors(opt), **sampler.state()})
+            write_checkpoint(
+                root,
+                manifest,
+                {**record, "step": 50 * n_records + n[0]},
+                0.0,
+                model.state_dict(),
+                {**optimizer_tensors(opt), **sampler.state()},
+            )
             manifest["checkpoints"].pop()  # keep the manifest at n_records + 1 entries
 
-        cands = {"evaluate": lambda: evaluate(model, ev), "evaluate_first_token": lambda: evaluate(model, ev, sequence=False),
-                 "evaluate_plain": lambda: evaluate_reference(plain, ev), "save": save}
+        cands = {
+            "evaluate": lambda: evaluate(model, ev),
+            "evaluate_first_token": lambda: evaluate(model, ev, sequence=False),
+            "evaluate_plain": lambda: evaluate_reference(plain, ev),
+            "save": save,
+        }
         t = {k: statistics.median(v) for k, v in alternate(cands, reps, 1).items()}
-    return {"evaluate_s": t["evaluate"], "evaluate_first_token_s": t["evaluate_first_token"], "evaluate_plain_s": t["evaluate_plain"],
-            "save_s": t["save"], "evaluate_plain_max_abs_diff": diff["plain"],
-            "n_sequences": len(ev.tokens), "manifest_records": n_records}
+    return {
+        "evaluate_s": t["evaluate"],
+        "evaluate_first_token_s": t["evaluate_first_token"],
+        "evaluate_plain_s": t["evaluate_plain"],
+        "save_s": t["save"],
+        "evaluate_plain_max_abs_diff": diff["plain"],
+        "n_sequences": len(ev.tokens),
+        "manifest_records": n_records,
+    }
 
 
 # --- 4. end to end ------------------------------------------------------------------
@@ -184,6 +229,13 @@ def bench_end_to_end(path: Path = E2E_RUN, *, allow_running: bool = False) -> di
         tables = analyze_run(run, d, progress=False)
         analyze_s = time.perf_counter() - t
     cfg = run.config()
-    return {"run": str(path), "status": status, "last_step": run.records()[-1]["step"], "n_checkpoints": len(tables["checkpoint"]),
-            "n_heavy": len(tables["patching"]) // cfg.model.n_layers, "train_wall_s": train_s,
-            "resumed_segments": 1 + sum(b < a for a, b in zip(walls, walls[1:])), "analyze_s": analyze_s}
+    return {
+        "run": str(path),
+        "status": status,
+        "last_step": run.records()[-1]["step"],
+        "n_checkpoints": len(tables["checkpoint"]),
+        "n_heavy": len(tables["patching"]) // cfg.model.n_layers,
+        "train_wall_s": train_s,
+        "resumed_segments": 1 + sum(b < a for a, b in zip(walls, walls[1:])),
+        "analyze_s": analyze_s,
+    }

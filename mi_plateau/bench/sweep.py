@@ -29,8 +29,9 @@ from typing import Any
 MS = (1, 2, 4, 8, 16)
 
 
-def measure(M: int, steps: int, threads: int, batched: bool, preset_name: str = "paper", offset: int = 0,
-            device: str = "cpu") -> float:
+def measure(
+    M: int, steps: int, threads: int, batched: bool, preset_name: str = "paper", offset: int = 0, device: str = "cpu"
+) -> float:
     """Train M runs for ``steps`` steps on ``device`` (batched: as one stacked model; else one after
     another per step) and return the seconds of the timed steps (after two warm-up steps)."""
     import torch
@@ -50,8 +51,17 @@ def measure(M: int, steps: int, threads: int, batched: bool, preset_name: str = 
         model = build_model(cfg).to(dev)
         model.train()
         sampler = make_sampler(make_task(cfg.task), cfg.train.batching, cfg.train.batch_size, cfg.train.batch_seed)
-        members.append(SimpleNamespace(cfg=cfg, model=model, opt=make_optimizer(cfg, model), sampler=sampler, step=0, device=dev,
-                                       forward=training_forward(cfg, model)))
+        members.append(
+            SimpleNamespace(
+                cfg=cfg,
+                model=model,
+                opt=make_optimizer(cfg, model),
+                sampler=sampler,
+                step=0,
+                device=dev,
+                forward=training_forward(cfg, model),
+            )
+        )
     B = members[0].cfg.train.batch_size
     f = stacked_forward(members[0].cfg) if batched else None
 
@@ -74,45 +84,93 @@ def measure(M: int, steps: int, threads: int, batched: bool, preset_name: str = 
     return time.perf_counter() - t
 
 
-def _processes(n: int, M: int, steps: int, batched: bool, preset_name: str, threads: int = 1,
-               device: str = "cpu") -> float:
+def _processes(
+    n: int, M: int, steps: int, batched: bool, preset_name: str, threads: int = 1, device: str = "cpu"
+) -> float:
     """Seconds of ``n`` fresh processes side by side, each timing M runs for ``steps`` steps with
     ``threads`` threads: the slowest process's timed span."""
-    code = ("import sys, json; from mi_plateau.bench.sweep import measure; "
-            "print(json.dumps(measure(*json.loads(sys.argv[1]))))")
+    code = (
+        "import sys, json; from mi_plateau.bench.sweep import measure; "
+        "print(json.dumps(measure(*json.loads(sys.argv[1]))))"
+    )
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
-    procs = [subprocess.Popen([sys.executable, "-c", code, json.dumps([M, steps, threads, batched, preset_name, i * M, device])],
-                              stdout=subprocess.PIPE, text=True, env=env) for i in range(n)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, json.dumps([M, steps, threads, batched, preset_name, i * M, device])],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for i in range(n)
+    ]
     outs = [p.communicate()[0] for p in procs]
     if any(p.returncode for p in procs):
         raise RuntimeError("a bench process failed (its traceback is above)")
     return max(json.loads(o.strip().splitlines()[-1]) for o in outs)
 
 
-def bench_sweep(quick: bool, preset_name: str = "paper", ms: tuple[int, ...] = MS, device: str = "cpu") -> dict[str, Any]:
+def bench_sweep(
+    quick: bool, preset_name: str = "paper", ms: tuple[int, ...] = MS, device: str = "cpu"
+) -> dict[str, Any]:
     cores = os.cpu_count() or 1
     run_steps = 24 if quick else 64  # run-steps timed per configuration
     rows = []
 
     def add(label: str, runs: int, procs: int, threads: int, seconds: float, steps: int) -> None:
-        rows.append({"configuration": label, "runs": runs, "processes": procs, "threads_each": threads,
-                     "run_steps_per_s": runs * steps / seconds})
+        rows.append(
+            {
+                "configuration": label,
+                "runs": runs,
+                "processes": procs,
+                "threads_each": threads,
+                "run_steps_per_s": runs * steps / seconds,
+            }
+        )
 
     s = max(4, run_steps)
     add("single run, 1 thread", 1, 1, 1, _processes(1, 1, s, False, preset_name, device=device), s)
     if cores > 1:
-        add(f"single run, {cores} threads", 1, 1, cores, _processes(1, 1, s, False, preset_name, cores, device=device), s)
-        add(f"{cores} single-run processes, 1 thread each", cores, cores, 1, _processes(cores, 1, s, False, preset_name, device=device), s)
+        add(
+            f"single run, {cores} threads",
+            1,
+            1,
+            cores,
+            _processes(1, 1, s, False, preset_name, cores, device=device),
+            s,
+        )
+        add(
+            f"{cores} single-run processes, 1 thread each",
+            cores,
+            cores,
+            1,
+            _processes(cores, 1, s, False, preset_name, device=device),
+            s,
+        )
     for M in ms:
         steps = max(3, run_steps // M)
-        add(f"batched M={M}, 1 process, 1 thread", M, 1, 1, _processes(1, M, steps, True, preset_name, device=device), steps)
+        add(
+            f"batched M={M}, 1 process, 1 thread",
+            M,
+            1,
+            1,
+            _processes(1, M, steps, True, preset_name, device=device),
+            steps,
+        )
     if cores > 1 and 8 in ms:
         M = 8
         steps = max(3, run_steps // (M // cores))
-        add(f"batched M={M} as {cores} processes x {M // cores} runs, 1 thread each", M, cores, 1,
-            _processes(cores, M // cores, steps, True, preset_name, device=device), steps)
+        add(
+            f"batched M={M} as {cores} processes x {M // cores} runs, 1 thread each",
+            M,
+            cores,
+            1,
+            _processes(cores, M // cores, steps, True, preset_name, device=device),
+            steps,
+        )
     single = rows[0]["run_steps_per_s"]
-    best_single = max(r["run_steps_per_s"] for r in rows if r["configuration"].startswith(("single", f"{cores} single")))
+    best_single = max(
+        r["run_steps_per_s"] for r in rows if r["configuration"].startswith(("single", f"{cores} single"))
+    )
     for r in rows:
         r["vs_single_1_thread"] = r["run_steps_per_s"] / single
         r["vs_best_single_config"] = r["run_steps_per_s"] / best_single
@@ -120,11 +178,17 @@ def bench_sweep(quick: bool, preset_name: str = "paper", ms: tuple[int, ...] = M
 
 
 def sweep_lines(res: dict[str, Any]) -> list[str]:
-    lines = ["", f"**Sweep throughput** (preset {res['preset']}, {res['cores']} cores, ~{res['run_steps']} run-steps timed "
-             "per configuration, no checkpoints)", "",
-             "| configuration | runs | processes | threads each | run-steps/s | vs single run, 1 thread | vs best single-run configuration |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "",
+        f"**Sweep throughput** (preset {res['preset']}, {res['cores']} cores, ~{res['run_steps']} run-steps timed "
+        "per configuration, no checkpoints)",
+        "",
+        "| configuration | runs | processes | threads each | run-steps/s | vs single run, 1 thread | vs best single-run configuration |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in res["rows"]:
-        lines.append(f"| {r['configuration']} | {r['runs']} | {r['processes']} | {r['threads_each']} | {r['run_steps_per_s']:.2f} "
-                     f"| {r['vs_single_1_thread']:.2f} | {r['vs_best_single_config']:.2f} |")
+        lines.append(
+            f"| {r['configuration']} | {r['runs']} | {r['processes']} | {r['threads_each']} | {r['run_steps_per_s']:.2f} "
+            f"| {r['vs_single_1_thread']:.2f} | {r['vs_best_single_config']:.2f} |"
+        )
     return lines

@@ -9,7 +9,15 @@ from dataclasses import replace
 from typing import Any
 
 from .schema import (
-    SECTIONS, ConfigError, EvalConfig, ModelConfig, RunConfig, TaskConfig, TrainConfig, coerce, settings,
+    SECTIONS,
+    ConfigError,
+    EvalConfig,
+    ModelConfig,
+    RunConfig,
+    TaskConfig,
+    TrainConfig,
+    coerce,
+    settings,
 )
 
 
@@ -37,8 +45,15 @@ def _presets() -> dict[str, RunConfig]:
     tiny = RunConfig(
         task=TaskConfig(K=4, n_b=48),
         model=ModelConfig(n_layers=2, n_heads=2, d_model=32, d_head=16, d_mlp=64),
-        train=TrainConfig(lr=3e-3, warmup_steps=50, batch_size=32, max_steps=1500, ckpt_every=20,
-                          ckpt_every_transition=10, margin_steps=40),
+        train=TrainConfig(
+            lr=3e-3,
+            warmup_steps=50,
+            batch_size=32,
+            max_steps=1500,
+            ckpt_every=20,
+            ckpt_every_transition=10,
+            margin_steps=40,
+        ),
         eval=EvalConfig(n_groups=48, plateau_start=60, seq_plateau_start=20, seq_plateau_end=80),
         preset="tiny",
     )
@@ -90,16 +105,16 @@ def with_overrides(cfg: RunConfig, overrides: dict[str, Any]) -> RunConfig:
             continue
         full = ALIASES.get(key, key)
         if "." not in full:
-            raise ConfigError(f"unknown setting {key!r}: use section.key (task, model, train, eval) or one of {', '.join(ALIASES)}")
+            raise ConfigError(
+                f"unknown setting {key!r}: use section.key (task, model, train, eval) or one of {', '.join(ALIASES)}"
+            )
         section, name = full.split(".", 1)
         if section not in SECTIONS or name not in sections[section]:
             raise ConfigError(f"unknown setting {key!r}")
         specific.append((section, name, coerce(SECTIONS[section], name, value, full)))
     for section, name, value in specific:
         sections[section][name] = value
-    return replace(
-        cfg, **{name: SECTIONS[name](**sections[name]) for name in SECTIONS}
-    )
+    return replace(cfg, **{name: SECTIONS[name](**sections[name]) for name in SECTIONS})
 
 
 def parse_override(text: str) -> tuple[str, str]:
@@ -146,8 +161,13 @@ def run_name(cfg: RunConfig) -> str:
     try:
         base = with_overrides(preset(cfg.preset), {"K": t.K, "n_b": t.n_b, "seed": t.data_seed}).to_dict()
         mine = cfg.to_dict()
-        diff = {f"{sec}.{k}": v for sec, d in mine.items() if isinstance(d, dict) for k, v in d.items()
-                if base[sec].get(k) != v}
+        diff = {
+            f"{sec}.{k}": v
+            for sec, d in mine.items()
+            if isinstance(d, dict)
+            for k, v in d.items()
+            if base[sec].get(k) != v
+        }
         if diff:
             name += "_" + hashlib.sha1(json.dumps(diff, sort_keys=True).encode()).hexdigest()[:8]
     except ConfigError:

@@ -51,8 +51,12 @@ class Bounds:
     text: str = ""
 
     def holds(self, v: float) -> bool:
-        return ((self.ge is None or v >= self.ge) and (self.gt is None or v > self.gt)
-                and (self.le is None or v <= self.le) and (self.lt is None or v < self.lt))
+        return (
+            (self.ge is None or v >= self.ge)
+            and (self.gt is None or v > self.gt)
+            and (self.le is None or v <= self.le)
+            and (self.lt is None or v < self.lt)
+        )
 
     def words(self, integer: bool) -> str:
         """The rule as an error message states it: "must be in [0, 1)", "must be in 2..36", "must be >= 0"."""
@@ -92,8 +96,11 @@ class Setting:
     def check(self, key: str, value: Any, integer: bool) -> None:
         """Raise ConfigError, one line naming ``key`` and the values allowed, if ``value`` breaks the rule."""
         if self.choices and value not in self.choices:
-            rule = (f"only {self.choices[0]!r} is supported" if len(self.choices) == 1
-                    else f"must be one of {', '.join(self.choices)}")
+            rule = (
+                f"only {self.choices[0]!r} is supported"
+                if len(self.choices) == 1
+                else f"must be one of {', '.join(self.choices)}"
+            )
         elif self.bounds is not None and not self.bounds.holds(value):
             rule = self.bounds.words(integer)
         else:
@@ -104,8 +111,16 @@ class Setting:
 SETTING = "setting"  # the key of a field's Setting in its metadata
 
 
-def setting(default: Any, *, help: str, choices: tuple[str, ...] = (), bounds: Bounds | None = None,
-            note: str = "", alias: str = "", flag: str = "") -> Any:
+def setting(
+    default: Any,
+    *,
+    help: str,
+    choices: tuple[str, ...] = (),
+    bounds: Bounds | None = None,
+    note: str = "",
+    alias: str = "",
+    flag: str = "",
+) -> Any:
     """A config field: ``dataclasses.field(default=default)`` carrying its ``Setting`` as metadata."""
     return field(default=default, metadata={SETTING: Setting(help, tuple(choices), bounds, note, alias, flag)})
 
@@ -129,29 +144,52 @@ def _show(v: Any) -> str:
 class TaskConfig:
     """The K-fold ambiguous lookup task (SPEC section 2)."""
 
-    K: int = setting(10, help="targets per base string (= number of selectors), 2..36", bounds=Bounds(ge=2, le=N_CHARS),
-                     note="ambiguity needs 2; the K targets of a group need distinct first characters",
-                     alias="K", flag="--K")
+    K: int = setting(
+        10,
+        help="targets per base string (= number of selectors), 2..36",
+        bounds=Bounds(ge=2, le=N_CHARS),
+        note="ambiguity needs 2; the K targets of a group need distinct first characters",
+        alias="K",
+        flag="--K",
+    )
     n_b: int = setting(1000, help="number of base strings (groups)", bounds=POSITIVE, alias="n_b", flag="--n-b")
-    len_z: int = setting(2, help="selector length (1-4 in Table 7)", bounds=Bounds(ge=1, le=8), alias="len_z",
-                         flag="--len-z")
-    direction: str = setting("backward", help="backward (B,z)->A | forward A->B | az_b (A,z)->B | b_a B->A",
-                             choices=("backward", "forward", "az_b", "b_a"), alias="direction", flag="--direction")
-    label_noise: float = setting(0.0, help="probability a training target is another A of its group",
-                                 bounds=Bounds(ge=0, lt=1), alias="label_noise", flag="--label-noise")
+    len_z: int = setting(
+        2, help="selector length (1-4 in Table 7)", bounds=Bounds(ge=1, le=8), alias="len_z", flag="--len-z"
+    )
+    direction: str = setting(
+        "backward",
+        help="backward (B,z)->A | forward A->B | az_b (A,z)->B | b_a B->A",
+        choices=("backward", "forward", "az_b", "b_a"),
+        alias="direction",
+        flag="--direction",
+    )
+    label_noise: float = setting(
+        0.0,
+        help="probability a training target is another A of its group",
+        bounds=Bounds(ge=0, lt=1),
+        alias="label_noise",
+        flag="--label-noise",
+    )
     label_noise_mode: str = setting(
-        "fixed", choices=("fixed", "per_draw"),
+        "fixed",
+        choices=("fixed", "per_draw"),
         help="fixed: a fraction label_noise of the examples corrupted once, for the whole run (the original's); "
         "per_draw: each training draw corrupted with probability label_noise (ours; runs older than this setting "
-        "trained that way: checkpoints.LEGACY_DEFAULTS)")
+        "trained that way: checkpoints.LEGACY_DEFAULTS)",
+    )
     selector_groups: int = setting(
-        0, bounds=NON_NEGATIVE, note="0 = one global selector set",
+        0,
+        bounds=NON_NEGATIVE,
+        note="0 = one global selector set",
         help="the gradient-cancellation control (Table 12): 0 = one global selector set shared by every group; "
         "G > 0 = G selector sets of K selectors each, all G*K strings distinct, group g using set g mod G "
-        "(so the groups that share a set number about n_b / G)")
+        "(so the groups that share a set number about n_b / G)",
+    )
     distinct_first: bool = setting(
-        True, help="the K targets of a group start with K different characters (ours and the K sweep's); false: "
-        "first characters drawn freely, as the original's direction experiment (Table 2) drew them")
+        True,
+        help="the K targets of a group start with K different characters (ours and the K sweep's); false: "
+        "first characters drawn freely, as the original's direction experiment (Table 2) drew them",
+    )
     data_seed: int = setting(0, help="seed of the task's strings", bounds=SEED)
 
     @property
@@ -185,14 +223,19 @@ class ModelConfig:
     normalization_type: str = setting("LN", help="LayerNorm (with weight and bias)", choices=("LN",))
     init_seed: int = setting(0, help="seed of the initial weights", bounds=SEED, alias="init_seed")
     init: str = setting(
-        "tl4", choices=("tl4", "gpt2"), alias="init",
+        "tl4",
+        choices=("tl4", "gpt2"),
+        alias="init",
         help="tl4: TransformerLens 4's native init (every matrix N(0, (0.8/sqrt(d_model))^2), W_O and W_out a "
         "further 1/sqrt(2 n_layers) smaller); gpt2: HookedTransformer's GPT-2 init, the original code's (every "
-        "weight matrix N(0, (0.8/sqrt(d_model))^2), biases 0, LN weights 1)")
+        "weight matrix N(0, (0.8/sqrt(d_model))^2), biases 0, LN weights 1)",
+    )
     train_b_U: bool = setting(False, help="a trainable unembedding bias (TL4 native has a fixed zero one)")
     fixed_init: bool = setting(
-        False, help="the seed shorthand leaves init_seed alone: seeds vary data and batch order only (the original's "
-        "Table 4 convention); false keeps the older meaning (one seed for all)")
+        False,
+        help="the seed shorthand leaves init_seed alone: seeds vary data and batch order only (the original's "
+        "Table 4 convention); false keeps the older meaning (one seed for all)",
+    )
 
 
 @dataclass(frozen=True)
@@ -205,51 +248,89 @@ class TrainConfig:
     eps: float = setting(1e-8, help="AdamW's eps", bounds=Bounds(gt=0))
     weight_decay: float = setting(0.01, help="AdamW's (decoupled) weight decay", bounds=NON_NEGATIVE)
     warmup_steps: int = setting(500, help="steps of linear warm-up to lr (0: none)", bounds=NON_NEGATIVE)
-    schedule: str = setting("constant", help="constant (paper) or cosine after warm-up", choices=("constant", "cosine"),
-                            alias="schedule", flag="--schedule")
-    grad_clip: float = setting(0.0, help="max gradient norm (0 = off, the paper's default)", bounds=NON_NEGATIVE,
-                               alias="grad_clip", flag="--grad-clip")
+    schedule: str = setting(
+        "constant",
+        help="constant (paper) or cosine after warm-up",
+        choices=("constant", "cosine"),
+        alias="schedule",
+        flag="--schedule",
+    )
+    grad_clip: float = setting(
+        0.0,
+        help="max gradient norm (0 = off, the paper's default)",
+        bounds=NON_NEGATIVE,
+        alias="grad_clip",
+        flag="--grad-clip",
+    )
     impl: str = setting(
-        "standard", choices=("standard", "fast", "bridge"), alias="impl", flag="--impl",
-        help="training step: standard (default) | fast (loss positions only in the last block, fused AdamW) | bridge")
-    compile: bool = setting(False, help="run the training forward under torch.compile (opt-in; 12-15 s to compile)",
-                            alias="compile")
+        "standard",
+        choices=("standard", "fast", "bridge"),
+        alias="impl",
+        flag="--impl",
+        help="training step: standard (default) | fast (loss positions only in the last block, fused AdamW) | bridge",
+    )
+    compile: bool = setting(
+        False, help="run the training forward under torch.compile (opt-in; 12-15 s to compile)", alias="compile"
+    )
     batch_size: int = setting(128, help="batch size", bounds=POSITIVE, alias="batch_size", flag="--batch-size")
     batching: str = setting(
-        "uniform", choices=("uniform", "epoch"), alias="batching",
+        "uniform",
+        choices=("uniform", "epoch"),
+        alias="batching",
         help="uniform: examples drawn uniformly with replacement; epoch: a fresh permutation of the D examples each "
-        "epoch, consecutive slices, the last partial batch kept (DataLoader(shuffle=True))")
-    max_steps: int = setting(20000, help="stop here if not converged earlier", bounds=POSITIVE, alias="max_steps",
-                             flag="--max-steps")
+        "epoch, consecutive slices, the last partial batch kept (DataLoader(shuffle=True))",
+    )
+    max_steps: int = setting(
+        20000, help="stop here if not converged earlier", bounds=POSITIVE, alias="max_steps", flag="--max-steps"
+    )
     batch_seed: int = setting(0, help="seed of the batch order", bounds=SEED)
     ckpt_every: int = setting(50, help="steps between checkpoints", bounds=POSITIVE)
-    ckpt_every_transition: int = setting(25, help="steps between checkpoints while 0.1 log K < Lc < 0.95 log K",
-                                         bounds=POSITIVE)
+    ckpt_every_transition: int = setting(
+        25, help="steps between checkpoints while 0.1 log K < Lc < 0.95 log K", bounds=POSITIVE
+    )
     ckpt_every_max: int = setting(
-        0, bounds=NON_NEGATIVE, note="0: the spacing never widens",
+        0,
+        bounds=NON_NEGATIVE,
+        note="0: the spacing never widens",
         help="on a quiet plateau the spacing doubles up to this (0: never wider than ckpt_every): a run that sits "
-        "100,000 steps on the plateau does not spend its time evaluating (train.next_interval)")
+        "100,000 steps on the plateau does not spend its time evaluating (train.next_interval)",
+    )
     converge_Lc: float = setting(0.05, help="Lc (nats) below which the run counts as converged", bounds=Bounds(gt=0))
     margin_steps: int = setting(200, help="keep training this long after convergence", bounds=NON_NEGATIVE)
     post_tau_frac: float = setting(1.6, help="and at least until this multiple of tau (Table 6 reads 1.5 tau)")
     stop: str = setting(
-        "converge", choices=("converge", "tau", "floor", "budget"), alias="stop",
+        "converge",
+        choices=("converge", "tau", "floor", "budget"),
+        alias="stop",
         help="converge: the rule above; tau: stop once the tau of the families named by tau_on are known and "
         "tau_margin * tau has passed (a tau-only sweep does not pay for the convergence tail); floor: once the loss "
         "of those families is below stop_floor * log K (the original's phase-boundary early stop: L_seq < 0.01 log "
-        "K), or at max_steps; budget: every step to max_steps (Table 2's 20,000-step forward pretraining)")
-    tau_margin: float = setting(1.2, help="the tau stop waits until this multiple of tau", bounds=Bounds(ge=1),
-                                note="a multiple of tau")
-    tau_on: str = setting("both", choices=("both", "paper", "first_token"), alias="tau_on",
-                          help="both, paper (L_seq) or first_token (Lc): whose tau the tau and floor stops wait for")
-    stop_floor: float = setting(0.01, help="the floor stop's loss, a fraction of log K", bounds=FRACTION,
-                                note="a fraction of log K")
+        "K), or at max_steps; budget: every step to max_steps (Table 2's 20,000-step forward pretraining)",
+    )
+    tau_margin: float = setting(
+        1.2, help="the tau stop waits until this multiple of tau", bounds=Bounds(ge=1), note="a multiple of tau"
+    )
+    tau_on: str = setting(
+        "both",
+        choices=("both", "paper", "first_token"),
+        alias="tau_on",
+        help="both, paper (L_seq) or first_token (Lc): whose tau the tau and floor stops wait for",
+    )
+    stop_floor: float = setting(
+        0.01, help="the floor stop's loss, a fraction of log K", bounds=FRACTION, note="a fraction of log K"
+    )
     init_from: str = setting(
-        "", help="start from another run's weights instead of the init (Table 2's transfer): its folder (a relative "
+        "",
+        help="start from another run's weights instead of the init (Table 2's transfer): its folder (a relative "
         "path is read from this run's parent folder, so a sweep names a sibling point); the optimizer and the step "
-        "count start fresh")
-    init_step: int = setting(-1, help="init_from's checkpoint (-1: the last of a finished run)", bounds=Bounds(ge=-1),
-                             note="a checkpoint step, or -1 for the last")
+        "count start fresh",
+    )
+    init_step: int = setting(
+        -1,
+        help="init_from's checkpoint (-1: the last of a finished run)",
+        bounds=Bounds(ge=-1),
+        note="a checkpoint step, or -1 for the last",
+    )
 
 
 @dataclass(frozen=True)
@@ -258,31 +339,44 @@ class EvalConfig:
 
     n_groups: int = setting(200, help="groups of the fixed evaluation set", bounds=POSITIVE)
     eval_seed: int = setting(12345, help="seed of the evaluation set", bounds=SEED)
-    alpha: float = setting(0.5, help="tau threshold as a fraction of log K", bounds=FRACTION, alias="alpha",
-                           flag="--alpha")
-    plateau_start: int = setting(300, help="the plateau window starts after the first few hundred steps",
-                                 bounds=NON_NEGATIVE)
+    alpha: float = setting(
+        0.5, help="tau threshold as a fraction of log K", bounds=FRACTION, alias="alpha", flag="--alpha"
+    )
+    plateau_start: int = setting(
+        300, help="the plateau window starts after the first few hundred steps", bounds=NON_NEGATIVE
+    )
     seq_plateau_start: int = setting(
-        100, bounds=NON_NEGATIVE,
-        help="the paper's plateau height (Table 7): mean L_seq over steps [seq_plateau_start, seq_plateau_end]")
+        100,
+        bounds=NON_NEGATIVE,
+        help="the paper's plateau height (Table 7): mean L_seq over steps [seq_plateau_start, seq_plateau_end]",
+    )
     seq_plateau_end: int = setting(500, help="the end of the paper's plateau window (steps)")
     seq_max_strings: int = setting(
-        0, bounds=NON_NEGATIVE, note="0 = every evaluation group",
+        0,
+        bounds=NON_NEGATIVE,
+        note="0 = every evaluation group",
         help="at most this many candidate strings (besides each example's own target) are scored at a checkpoint: "
         "the first n groups of the evaluation set with n K (K - 1) <= seq_max_strings (at least one group); 0 scores "
-        "every group (exact). The analysis passes score them all.")
+        "every group (exact). The analysis passes score them all.",
+    )
     seq_subset: int = setting(
-        0, bounds=NON_NEGATIVE, note="0 = every evaluation group",
+        0,
+        bounds=NON_NEGATIVE,
+        note="0 = every evaluation group",
         help="both families on a seeded subset of this many groups at each checkpoint, and on every group wherever "
         "the subset's estimate lies within seq_guard standard errors of a threshold the run reports or acts on "
         "(metrics.EvalGuard: each tau, width and stop stays the full-set one); 0 scores every group at every "
-        "checkpoint")
-    seq_guard: float = setting(5.0, help="the guard's margin, in standard errors", bounds=Bounds(gt=0),
-                               note="standard errors")
+        "checkpoint",
+    )
+    seq_guard: float = setting(
+        5.0, help="the guard's margin, in standard errors", bounds=Bounds(gt=0), note="standard errors"
+    )
     width_hi: float = setting(
-        0.95, help="the transition width (the original's clock for Tables 4 and 8 and the learning-rate sweep): "
+        0.95,
+        help="the transition width (the original's clock for Tables 4 and 8 and the learning-rate sweep): "
         "t_end = the first evaluation with loss < width_lo log K, t_start = the last one before t_end with loss > "
-        "width_hi log K (0 if none), tau_width = t_end - t_start")
+        "width_hi log K (0 if none), tau_width = t_end - t_start",
+    )
     width_lo: float = setting(0.05, help="the transition width's lower end, a fraction of log K (see width_hi)")
 
     def seq_groups(self, K: int) -> int:
@@ -336,7 +430,18 @@ class RunConfig:
         tau's alpha and Table 5's (0.3-0.7), the transition width's ends, the floor stop, and the
         ends of the dense checkpoint spacing (``train.next_interval``)."""
         dense_lo = max(self.train.converge_Lc / self.task.log_K, 0.1)
-        fr = {0.3, 0.4, 0.5, 0.6, 0.7, self.eval.alpha, self.eval.width_hi, self.eval.width_lo, self.train.stop_floor, dense_lo}
+        fr = {
+            0.3,
+            0.4,
+            0.5,
+            0.6,
+            0.7,
+            self.eval.alpha,
+            self.eval.width_hi,
+            self.eval.width_lo,
+            self.train.stop_floor,
+            dense_lo,
+        }
         return tuple(sorted(fr))
 
     # derived layout values -------------------------------------------------------
@@ -361,7 +466,7 @@ class RunConfig:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "RunConfig":
+    def from_dict(cls, d: dict[str, Any]) -> RunConfig:
         def build(kls, sub, where):
             if not isinstance(sub, dict):
                 raise ConfigError(f"{where}: expected an object, got {type(sub).__name__}")
@@ -374,8 +479,10 @@ class RunConfig:
         unknown = set(d) - {*SECTIONS, "preset"}
         if unknown:
             raise ConfigError(f"config: unknown keys {sorted(unknown)}")
-        cfg = cls(**{name: build(kls, d.get(name, {}), name) for name, kls in SECTIONS.items()},
-                  preset=d.get("preset", "custom"))
+        cfg = cls(
+            **{name: build(kls, d.get(name, {}), name) for name, kls in SECTIONS.items()},
+            preset=d.get("preset", "custom"),
+        )
         if not isinstance(cfg.preset, str):
             raise ConfigError(f"preset={cfg.preset!r}: expected a string")
         return cfg
@@ -427,9 +534,7 @@ def layout_for(task: TaskConfig) -> Layout:
     for name, length in prompts:
         segments.append((name, pos, length))
         pos += length + 1  # each prompt segment is followed by SEP
-    return Layout(
-        seq_len=pos + target_len + 1, segments=tuple(segments), target_start=pos, target_len=target_len
-    )
+    return Layout(seq_len=pos + target_len + 1, segments=tuple(segments), target_start=pos, target_len=target_len)
 
 
 # --- validation -------------------------------------------------------------------
@@ -485,7 +590,7 @@ def _check_task(t: TaskConfig) -> None:
     # 36^3 = 46656 groups. Generation draws suffixes with rejection, so we keep headroom.
     if t.n_b > MAX_NB:
         raise ConfigError(
-            f"task.n_b={t.n_b}: at most {MAX_NB} groups (the target space holds 36^3 = {N_CHARS ** 3} "
+            f"task.n_b={t.n_b}: at most {MAX_NB} groups (the target space holds 36^3 = {N_CHARS**3} "
             f"suffixes per first character, and targets must be globally unique)"
         )
     if t.label_noise > 0 and not t.targets_A:
@@ -496,17 +601,25 @@ def _check_across(cfg: RunConfig) -> None:
     """The rules that tie train and eval settings to each other and to the task."""
     tr, ev = cfg.train, cfg.eval
     if tr.tau_on == "paper" and not cfg.task.targets_A:
-        raise ConfigError(f"train.tau_on='paper': the paper family (L_seq) is undefined for "
-                          f"task.direction={cfg.task.direction!r}; use first_token")
+        raise ConfigError(
+            f"train.tau_on='paper': the paper family (L_seq) is undefined for "
+            f"task.direction={cfg.task.direction!r}; use first_token"
+        )
     if not 0.0 < ev.width_lo < ev.width_hi:
-        raise ConfigError(f"eval.width_lo={ev.width_lo}, eval.width_hi={ev.width_hi}: need 0 < width_lo < width_hi "
-                          "(fractions of log K)")
+        raise ConfigError(
+            f"eval.width_lo={ev.width_lo}, eval.width_hi={ev.width_hi}: need 0 < width_lo < width_hi "
+            "(fractions of log K)"
+        )
     if not ev.seq_plateau_start < ev.seq_plateau_end:
-        raise ConfigError(f"eval.seq_plateau_start={ev.seq_plateau_start}, eval.seq_plateau_end={ev.seq_plateau_end}: "
-                          "need 0 <= start < end")
+        raise ConfigError(
+            f"eval.seq_plateau_start={ev.seq_plateau_start}, eval.seq_plateau_end={ev.seq_plateau_end}: "
+            "need 0 <= start < end"
+        )
     if ev.seq_subset and ev.seq_max_strings:
-        raise ConfigError(f"eval.seq_subset={ev.seq_subset} and eval.seq_max_strings={ev.seq_max_strings}: choose one "
-                          "(the subset with its guard keeps every tau exact; the cap does not)")
+        raise ConfigError(
+            f"eval.seq_subset={ev.seq_subset} and eval.seq_max_strings={ev.seq_max_strings}: choose one "
+            "(the subset with its guard keeps every tau exact; the cap does not)"
+        )
 
 
 # Bounds far above anything this task trains (the paper's model has 0.8 M parameters and one
@@ -523,24 +636,32 @@ def _check_sizes(cfg: RunConfig) -> None:
     names the fields that make the size."""
     m, B = cfg.model, cfg.train.batch_size
     if B > MAX_BATCH:
-        raise ConfigError(f"train.batch_size={_show(B)}: at most {MAX_BATCH} sequences per step (a larger batch does not "
-                          f"fit in memory with this model; the paper uses 128)")
+        raise ConfigError(
+            f"train.batch_size={_show(B)}: at most {MAX_BATCH} sequences per step (a larger batch does not "
+            f"fit in memory with this model; the paper uses 128)"
+        )
     if m.n_layers > MAX_LAYERS:
         raise ConfigError(f"model.n_layers={_show(m.n_layers)}: at most {MAX_LAYERS}")
     for name in ("d_model", "n_heads", "d_head", "d_mlp"):
         v = getattr(m, name)
         if v > MAX_WIDTH:
-            raise ConfigError(f"model.{name}={_show(v)}: at most {MAX_WIDTH} (a model this wide does not fit in memory)")
+            raise ConfigError(
+                f"model.{name}={_show(v)}: at most {MAX_WIDTH} (a model this wide does not fit in memory)"
+            )
     T, V, H = layout_for(cfg.task).seq_len, N_CHARS + 8, m.n_heads * m.d_head
     params = m.n_layers * (4 * m.d_model * H + 2 * m.d_model * m.d_mlp) + (2 * V + T) * m.d_model
-    shape = (f"model.n_layers={m.n_layers}, model.d_model={m.d_model}, model.n_heads={m.n_heads}, "
-             f"model.d_head={m.d_head}, model.d_mlp={m.d_mlp}")
+    shape = (
+        f"model.n_layers={m.n_layers}, model.d_model={m.d_model}, model.n_heads={m.n_heads}, "
+        f"model.d_head={m.d_head}, model.d_mlp={m.d_mlp}"
+    )
     if params > MAX_PARAMS:
         raise ConfigError(f"{shape}: about {params:.2g} parameters, more than fit in memory (at most {MAX_PARAMS:.2g})")
     acts = B * T * (m.n_layers * (6 * m.d_model + 4 * H + 2 * m.n_heads * T + 2 * m.d_mlp) + V)
     if acts > MAX_ACTIVATIONS:
-        raise ConfigError(f"train.batch_size={B} with {shape}: one training step would hold about {acts:.2g} activations, "
-                          f"more than fit in memory (at most {MAX_ACTIVATIONS:.2g})")
+        raise ConfigError(
+            f"train.batch_size={B} with {shape}: one training step would hold about {acts:.2g} activations, "
+            f"more than fit in memory (at most {MAX_ACTIVATIONS:.2g})"
+        )
 
 
 # --- reading values (config.json, CLI strings) -------------------------------------
@@ -587,6 +708,11 @@ def coerce(kls, key: str, value: Any, where: str) -> Any:
                 return _BOOL_WORDS[value.strip().lower()]
             raise ValueError
     except (TypeError, ValueError):
-        kind = {"int": "an integer", "float": "a number", "str": "a string", "bool": "true or false (true/false, 1/0, yes/no)"}[typ]
+        kind = {
+            "int": "an integer",
+            "float": "a number",
+            "str": "a string",
+            "bool": "true or false (true/false, 1/0, yes/no)",
+        }[typ]
         raise ConfigError(f"{where}={value!r}: expected {kind}") from None
     raise ConfigError(f"{where}: field type {typ!r} has no parser")

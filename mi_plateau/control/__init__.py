@@ -8,11 +8,27 @@ Names load lazily, so that ``python -m mi_plateau.control.linear`` runs the modu
 
 from __future__ import annotations
 
-_LAZY = {name: "linear" for name in (
-    "COLUMNS", "ESCAPE_FRACTION", "PAPER_CLAIM", "PAPER_KS", "Embeddings", "LinearConfig", "candidate_losses",
-    "least_squares_limit", "linear_control", "make_embeddings", "mse_and_grads", "oracle_candidate_loss", "record",
-    "table12_row", "train_linear", "verdict",
-)}
+_LAZY = {
+    name: "linear"
+    for name in (
+        "COLUMNS",
+        "ESCAPE_FRACTION",
+        "PAPER_CLAIM",
+        "PAPER_KS",
+        "Embeddings",
+        "LinearConfig",
+        "candidate_losses",
+        "least_squares_limit",
+        "linear_control",
+        "make_embeddings",
+        "mse_and_grads",
+        "oracle_candidate_loss",
+        "record",
+        "table12_row",
+        "train_linear",
+        "verdict",
+    )
+}
 
 __all__ = list(_LAZY)
 

@@ -114,7 +114,7 @@ def make_embeddings(task: Task, cfg: LinearConfig) -> Embeddings:
     return Embeddings(b, z, a)
 
 
-def inputs(emb: Embeddings, g: Int[Tensor, "N"], s: Int[Tensor, "N"]) -> Float[Tensor, "N two_D"]:
+def inputs(emb: Embeddings, g: Int[Tensor, N], s: Int[Tensor, N]) -> Float[Tensor, "N two_D"]:
     """x = [b_g; z_k] for examples (g, k)."""
     return torch.cat([emb.b[g], emb.z[s]], dim=1)
 
@@ -136,7 +136,9 @@ def forward(W1: Tensor, W2: Tensor, x: Float[Tensor, "N two_D"]) -> Float[Tensor
     return x @ W1.T @ W2.T
 
 
-def mse_and_grads(W1: Tensor, W2: Tensor, x: Float[Tensor, "N two_D"], a: Float[Tensor, "N D"]) -> tuple[float, Tensor, Tensor]:
+def mse_and_grads(
+    W1: Tensor, W2: Tensor, x: Float[Tensor, "N two_D"], a: Float[Tensor, "N D"]
+) -> tuple[float, Tensor, Tensor]:
     """MSE = 1/(N D) sum ||y - a||^2 and its gradients in closed form.
 
     With h = W1 x and G = dMSE/dy = 2 (y - a) / (N D) (rows per example):
@@ -148,7 +150,9 @@ def mse_and_grads(W1: Tensor, W2: Tensor, x: Float[Tensor, "N two_D"], a: Float[
     return (r.square().mean().item(), (G @ W2).T @ x, G.T @ h)
 
 
-def candidate_losses(y: Float[Tensor, "N D"], cands: Float[Tensor, "N K D"], k: Int[Tensor, "N"]) -> tuple[Tensor, Tensor]:
+def candidate_losses(
+    y: Float[Tensor, "N D"], cands: Float[Tensor, "N K D"], k: Int[Tensor, N]
+) -> tuple[Tensor, Tensor]:
     """Per example: (-log softmax_j(-||y - a_j||^2 / D)[k], [argmax_j == k]), in nats and {0, 1}.
 
     ``cands`` holds the K candidate embeddings a_j of the example's group; k is the true one.
@@ -248,9 +252,17 @@ def table12_row(curve: pd.DataFrame, cfg: LinearConfig, extra: dict[str, float] 
     (``least_squares_limit``, ``oracle_candidate_loss``)."""
     last = curve.iloc[-1]
     loss = float(last["candidate_loss"])
-    return {"K": cfg.K, "steps": int(last["step"]), "candidate_loss": loss, "log_K": cfg.log_K,
-            "ratio_to_logK": loss / cfg.log_K, "cand_acc": float(last["cand_acc"]),
-            "verdict": verdict(loss, cfg.log_K), "paper": PAPER_CLAIM, **(extra or {})}
+    return {
+        "K": cfg.K,
+        "steps": int(last["step"]),
+        "candidate_loss": loss,
+        "log_K": cfg.log_K,
+        "ratio_to_logK": loss / cfg.log_K,
+        "cand_acc": float(last["cand_acc"]),
+        "verdict": verdict(loss, cfg.log_K),
+        "paper": PAPER_CLAIM,
+        **(extra or {}),
+    }
 
 
 def linear_control(cfgs: list[LinearConfig]) -> tuple[pd.DataFrame, pd.DataFrame, list[float]]:
@@ -261,7 +273,9 @@ def linear_control(cfgs: list[LinearConfig]) -> tuple[pd.DataFrame, pd.DataFrame
         curve = train_linear(cfg)
         walls.append(time.perf_counter() - t0)
         curves.append(curve.assign(K=cfg.K))
-        rows.append(table12_row(curve, cfg, {**least_squares_limit(cfg), "oracle_candidate_loss": oracle_candidate_loss(cfg)}))
+        rows.append(
+            table12_row(curve, cfg, {**least_squares_limit(cfg), "oracle_candidate_loss": oracle_candidate_loss(cfg)})
+        )
     return pd.concat(curves, ignore_index=True), pd.DataFrame(rows), walls
 
 
@@ -277,11 +291,13 @@ def record(cfgs: list[LinearConfig], curves: pd.DataFrame, table: pd.DataFrame, 
             "candidate_loss": "mean of -log softmax_j(-||y - a_j||^2 / D)[true] over the group's K targets, nats",
             "verdict": f"'stays at log K' if the final candidate loss > {ESCAPE_FRACTION} log K, else 'escapes'",
             "limit_*": "the same measurements for the least-squares map over all n_b K examples (rank <= H), "
-                       "the minimiser training approaches",
+            "the minimiser training approaches",
             "oracle_candidate_loss": "the candidate loss of a perfect prediction y = a (the floor; about log(1 + (K-1) e^-2))",
         },
-        "runs": [{"config": cfg.to_dict(), "curve": curves[curves.K == cfg.K].drop(columns="K").to_dict("records")}
-                 for cfg in cfgs],
+        "runs": [
+            {"config": cfg.to_dict(), "curve": curves[curves.K == cfg.K].drop(columns="K").to_dict("records")}
+            for cfg in cfgs
+        ],
         "table12": table.to_dict("records"),
     }
 
@@ -302,9 +318,11 @@ def main(argv: list[str] | None = None) -> int:
     command = "python -m mi_plateau.control.linear " + " ".join(argv if argv is not None else sys.argv[1:])
     atomic_write_json(args.out, record(cfgs, curves, table, command.strip()))
     for row, wall in zip(table.to_dict("records"), walls):
-        print(f"K={row['K']:>2}  step {row['steps']}  candidate loss {row['candidate_loss']:.4f} nats  "
-              f"/ log K = {row['ratio_to_logK']:.4f}  cand_acc {row['cand_acc']:.4f}  {row['verdict']}  ({wall:.1f} s); "
-              f"least-squares limit {row['limit_candidate_loss']:.4f} nats / log K = {row['limit_candidate_loss_over_logK']:.4f}")
+        print(
+            f"K={row['K']:>2}  step {row['steps']}  candidate loss {row['candidate_loss']:.4f} nats  "
+            f"/ log K = {row['ratio_to_logK']:.4f}  cand_acc {row['cand_acc']:.4f}  {row['verdict']}  ({wall:.1f} s); "
+            f"least-squares limit {row['limit_candidate_loss']:.4f} nats / log K = {row['limit_candidate_loss_over_logK']:.4f}"
+        )
     print(f"wrote {args.out}")
     return 0
 

@@ -9,7 +9,8 @@ transformer_lens is imported lazily: it costs seconds and the CLI must stay quic
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
@@ -43,13 +44,13 @@ def bridge_config(cfg: RunConfig):
     )
 
 
-def build_model(cfg: RunConfig) -> "TransformerBridge":
+def build_model(cfg: RunConfig) -> TransformerBridge:
     """A freshly initialised model; the same ``model.init_seed`` gives the same weights.
 
     Returned in eval mode (boot_native returns train mode; the trainer switches it).
     """
-    from transformer_lens import TransformerBridge  # noqa: F401  (attaches boot_native)
     import transformer_lens.model_bridge.sources  # noqa: F401
+    from transformer_lens import TransformerBridge  # noqa: F401  (attaches boot_native)
 
     model = TransformerBridge.boot_native(bridge_config(cfg))
     if cfg.model.train_b_U:
@@ -82,8 +83,11 @@ def task_tokenizer():
         tk = Tokenizer(WordLevel(vocab, unk_token="<PAD>"))
         tk.pre_tokenizer = Split(Regex(r"<BOS>|<EOS>|<PAD>|\||."), behavior="isolated")
         tk.decoder = decoders.Fuse()
-        _TOKENIZER.append(PreTrainedTokenizerFast(tokenizer_object=tk, bos_token="<BOS>", eos_token="<EOS>",
-                                                  pad_token="<PAD>", unk_token="<PAD>"))
+        _TOKENIZER.append(
+            PreTrainedTokenizerFast(
+                tokenizer_object=tk, bos_token="<BOS>", eos_token="<EOS>", pad_token="<PAD>", unk_token="<PAD>"
+            )
+        )
     return _TOKENIZER[0]
 
 
@@ -121,7 +125,7 @@ def gpt2_init(model, d_model: int, seed: int) -> None:
             p.copy_(torch.randn(p.shape, generator=gen) * std)
 
 
-def training_forward(cfg: RunConfig, model: "TransformerBridge") -> Callable[[Tensor], Tensor]:
+def training_forward(cfg: RunConfig, model: TransformerBridge) -> Callable[[Tensor], Tensor]:
     """The trainer's forward: input tokens [batch, seq_len - 1] (the EOS input predicts nothing)
     -> logits at the loss positions [batch, n_pred, d_vocab], on the bridge's own parameters.
 

@@ -40,13 +40,16 @@ class Weights:
         return len(self.blocks)
 
     @classmethod
-    def from_state_dict(cls, sd: dict[str, Tensor], n_layers: int, n_heads: int, d_head: int, act_fn: str = "gelu", eps: float = 1e-5) -> "Weights":
+    def from_state_dict(
+        cls, sd: dict[str, Tensor], n_layers: int, n_heads: int, d_head: int, act_fn: str = "gelu", eps: float = 1e-5
+    ) -> Weights:
         blocks = []
         for l in range(n_layers):
             p = f"blocks.{l}."
             blocks.append(
                 {
-                    "ln1_w": sd[p + "ln1.weight"], "ln1_b": sd[p + "ln1.bias"],
+                    "ln1_w": sd[p + "ln1.weight"],
+                    "ln1_b": sd[p + "ln1.bias"],
                     # nn.Linear stores [out, in]; split the out dimension into heads
                     "W_Q": einops.rearrange(sd[p + "attn.q.weight"], "(h e) d -> h d e", h=n_heads),
                     "W_K": einops.rearrange(sd[p + "attn.k.weight"], "(h e) d -> h d e", h=n_heads),
@@ -62,15 +65,25 @@ class Weights:
                     "b_KV_flat": torch.cat([sd[p + "attn.k.bias"], sd[p + "attn.v.bias"]]),
                     "W_O_flat": sd[p + "attn.o.weight"],
                     "b_O": sd[p + "attn.o.bias"],
-                    "ln2_w": sd[p + "ln2.weight"], "ln2_b": sd[p + "ln2.bias"],
-                    "W_in_lin": sd[p + "mlp.in.weight"], "b_in": sd[p + "mlp.in.bias"],
-                    "W_out_lin": sd[p + "mlp.out.weight"], "b_out": sd[p + "mlp.out.bias"],
+                    "ln2_w": sd[p + "ln2.weight"],
+                    "ln2_b": sd[p + "ln2.bias"],
+                    "W_in_lin": sd[p + "mlp.in.weight"],
+                    "b_in": sd[p + "mlp.in.bias"],
+                    "W_out_lin": sd[p + "mlp.out.weight"],
+                    "b_out": sd[p + "mlp.out.bias"],
                 }
             )
         return cls(
-            W_E=sd["embed.weight"], W_pos=sd["pos_embed.weight"], blocks=blocks,
-            ln_f=(sd["ln_final.weight"], sd["ln_final.bias"]), W_U=sd["unembed.weight"].T, b_U=sd["unembed.bias"],
-            n_heads=n_heads, d_head=d_head, eps=eps, act=act_fn,
+            W_E=sd["embed.weight"],
+            W_pos=sd["pos_embed.weight"],
+            blocks=blocks,
+            ln_f=(sd["ln_final.weight"], sd["ln_final.bias"]),
+            W_U=sd["unembed.weight"].T,
+            b_U=sd["unembed.bias"],
+            n_heads=n_heads,
+            d_head=d_head,
+            eps=eps,
+            act=act_fn,
         )
 
 
@@ -99,7 +112,9 @@ def _act(x: Tensor, name: str) -> Tensor:
     return F.silu(x)
 
 
-def embed(W: Weights, tokens: Int[Tensor, "batch pos"], positions: Tensor | None = None) -> Float[Tensor, "batch pos d_model"]:
+def embed(
+    W: Weights, tokens: Int[Tensor, "batch pos"], positions: Tensor | None = None
+) -> Float[Tensor, "batch pos d_model"]:
     """Token plus positional embedding; ``positions`` ([pos] or [batch, pos]; default 0..pos-1)
     for packed sequences."""
     return W.W_E[tokens] + (W.W_pos[: tokens.shape[1]] if positions is None else W.W_pos[positions])
@@ -163,7 +178,9 @@ def unembed(W: Weights, x: Float[Tensor, "... d_model"]) -> Float[Tensor, "... d
     return _ln(x, W.ln_f[0], W.ln_f[1], W.eps) @ W.W_U + W.b_U
 
 
-def forward(W: Weights, tokens: Int[Tensor, "batch pos"], from_pos: int = 0, shared: int = 0) -> Float[Tensor, "batch out_pos d_vocab"]:
+def forward(
+    W: Weights, tokens: Int[Tensor, "batch pos"], from_pos: int = 0, shared: int = 0
+) -> Float[Tensor, "batch out_pos d_vocab"]:
     """The plain forward, differentiable (the trainer's step runs it on the bridge's own
     parameters): logits at positions ``from_pos..``. With ``from_pos`` > 0 the last block
     computes queries, attention output and MLP at those positions only. With ``shared`` > 0 the
@@ -186,13 +203,20 @@ def forward(W: Weights, tokens: Int[Tensor, "batch pos"], from_pos: int = 0, sha
 def check_shared(tokens: Tensor, shared: int, from_pos: int) -> None:
     """``forward``'s condition for computing the first ``shared`` positions once."""
     if from_pos < shared or not bool((tokens[:, :shared] == tokens[:1, :shared]).all()):
-        raise ValueError(f"forward(shared={shared}): the first {shared} positions must hold the same tokens in "
-                         f"every row and come before from_pos={from_pos}")
+        raise ValueError(
+            f"forward(shared={shared}): the first {shared} positions must hold the same tokens in "
+            f"every row and come before from_pos={from_pos}"
+        )
 
 
 @torch.no_grad()
-def run_cached(W: Weights, tokens: Int[Tensor, "batch pos"], positions: Tensor | None = None, blocked: Tensor | None = None,
-               keep_kv: bool = False):
+def run_cached(
+    W: Weights,
+    tokens: Int[Tensor, "batch pos"],
+    positions: Tensor | None = None,
+    blocked: Tensor | None = None,
+    keep_kv: bool = False,
+):
     """Clean forward. Returns logits, the residual stream before every layer and after the last
     (``resid[l]`` is ``blocks.{l}.hook_resid_pre``; ``resid[n_layers]`` the final one), the
     attention patterns [layer][batch, head, query, key] and the z of every head [layer][batch, head, pos, d_head];
@@ -211,7 +235,9 @@ def run_cached(W: Weights, tokens: Int[Tensor, "batch pos"], positions: Tensor |
 
 
 @torch.no_grad()
-def from_mid(W: Weights, l: int, x: Float[Tensor, "batch pos d_model"], rows: Tensor, blocked: Tensor | None = None) -> Tensor:
+def from_mid(
+    W: Weights, l: int, x: Float[Tensor, "batch pos d_model"], rows: Tensor, blocked: Tensor | None = None
+) -> Tensor:
     """Continue a forward from layer l's residual mid-point (after its attention, before its
     MLP) = x; logits at the positions ``rows`` only [batch, len(rows), d_vocab]."""
     if l == W.n_layers - 1:
@@ -223,8 +249,14 @@ def from_mid(W: Weights, l: int, x: Float[Tensor, "batch pos d_model"], rows: Te
 
 
 @torch.no_grad()
-def run_packed(W: Weights, tokens: Int[Tensor, "batch pos"], positions: Tensor, blocked: Tensor,
-               rows: Tensor | None = None, keep_kv: bool = False):
+def run_packed(
+    W: Weights,
+    tokens: Int[Tensor, "batch pos"],
+    positions: Tensor,
+    blocked: Tensor,
+    rows: Tensor | None = None,
+    keep_kv: bool = False,
+):
     """Logits of packed sequences (``packing``): explicit positions and an explicit attention
     mask, so sequences that share a prefix are read from one forward. With ``rows``, the logits
     of those positions only (the last block computes nothing else). Returns (logits, kv): kv is
@@ -238,8 +270,9 @@ def run_packed(W: Weights, tokens: Int[Tensor, "batch pos"], positions: Tensor, 
     return (unembed(W, x), kvs) if keep_kv else (unembed(W, x), None)
 
 
-def suffix_block(W: Weights, l: int, x: Float[Tensor, "batch n_suffix suffix_len d_model"],
-                 prefix_kv: tuple[Tensor, Tensor]) -> Float[Tensor, "batch n_suffix suffix_len d_model"]:
+def suffix_block(
+    W: Weights, l: int, x: Float[Tensor, "batch n_suffix suffix_len d_model"], prefix_kv: tuple[Tensor, Tensor]
+) -> Float[Tensor, "batch n_suffix suffix_len d_model"]:
     """Block l for continuations of a shared prefix: every continuation attends to the prefix
     (keys and values [batch, head, S, d_head]) and causally to its own earlier positions. The
     prefix part of the attention is one broadcast product, so nothing is masked or repeated."""
@@ -263,8 +296,9 @@ def suffix_block(W: Weights, l: int, x: Float[Tensor, "batch n_suffix suffix_len
 
 
 @torch.no_grad()
-def run_suffixes(W: Weights, prefix_kv: list[tuple[Tensor, Tensor]], tokens: Int[Tensor, "batch n_suffix suffix_len"],
-                 start: int) -> Float[Tensor, "batch n_suffix suffix_len d_vocab"]:
+def run_suffixes(
+    W: Weights, prefix_kv: list[tuple[Tensor, Tensor]], tokens: Int[Tensor, "batch n_suffix suffix_len"], start: int
+) -> Float[Tensor, "batch n_suffix suffix_len d_vocab"]:
     """Logits of many continuations of one prefix per row, each prefix computed once.
 
     Row b has a prefix of S positions whose keys and values per layer are ``prefix_kv[l]``

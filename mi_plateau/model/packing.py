@@ -14,8 +14,8 @@ pack (``Packing.width``): an intervention read only up to that depth runs on tha
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, fields
-from typing import Iterator, Sequence
 
 import numpy as np
 import torch
@@ -39,7 +39,7 @@ class Packing:
     def n_seqs(self) -> int:
         return self.pack.shape[0]
 
-    def to(self, device: torch.device) -> "Packing":
+    def to(self, device: torch.device) -> Packing:
         return Packing(*(getattr(self, f.name).to(device) for f in fields(self)))
 
     def width(self, depth: int) -> int:
@@ -69,7 +69,11 @@ class Packing:
     def rows(self, seqs: Tensor, positions: Sequence[int] | int) -> tuple[Tensor, Tensor]:
         """The nodes to compute so that those sequences can be read at those positions (sorted,
         for a final block's ``rows``), and where each read lies among them."""
-        n = self.node[seqs, positions] if isinstance(positions, int) else self.node[seqs][:, list(positions)].contiguous()
+        n = (
+            self.node[seqs, positions]
+            if isinstance(positions, int)
+            else self.node[seqs][:, list(positions)].contiguous()
+        )
         read = torch.unique(n)
         return read, torch.searchsorted(read, n)
 
@@ -117,8 +121,14 @@ def pack_prefixes(seqs: Tensor, lengths: Tensor, pack: Tensor) -> Packing:
     allowed[pk[i[ok]], node_local[i[ok], qq[ok]], node_local[i[ok], kk[ok]]] = True
     same = bool((allowed == allowed[:1]).all() and (positions == positions[:1]).all())
     blocked = torch.from_numpy(~allowed[0] if same else ~allowed)
-    return Packing(torch.from_numpy(tokens), torch.from_numpy(positions), blocked, torch.from_numpy(pk),
-                   torch.from_numpy(node_local), torch.from_numpy(real))
+    return Packing(
+        torch.from_numpy(tokens),
+        torch.from_numpy(positions),
+        blocked,
+        torch.from_numpy(pk),
+        torch.from_numpy(node_local),
+        torch.from_numpy(real),
+    )
 
 
 def eval_packing(ev, shifts: Sequence[int]) -> Packing:

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from ..checkpoints import Run, RunError, atomic_write_json, read_json, refuse_inside_run
-from ..summaries import nan_to_none, nearest, summarize
 from ..frames import frame
+from ..summaries import nan_to_none, nearest, summarize
 from .tables import figure3_data, routing, swap_gap_intervals, table6, table9
 
 
@@ -51,7 +51,7 @@ def head_checkpoints(steps: list[int], taus, pc: PassConfig) -> list[int]:
     """
     chosen = {steps[-1]}
     n = min(pc.max_head_checkpoints, len(steps))
-    for tau in ([taus] if taus is None or isinstance(taus, int) else taus):
+    for tau in [taus] if taus is None or isinstance(taus, int) else taus:
         if tau is None:
             continue
         if n > 1:
@@ -91,14 +91,26 @@ def passes_on(device, W, ev, **kw) -> dict[str, list[dict[str, Any]]]:
 
 
 HEAVY_HEAD_COLUMNS = ("dL", "dLc", "dL1", "swap_contrib", "causal_share")
-SEQUENCE_CHECKPOINT_COLUMNS = ("L_seq", "cand_acc", "cand_groups_ge80", "cand_groups_100", "swap_gap_seq", "shuffle_gap_seq")
+SEQUENCE_CHECKPOINT_COLUMNS = (
+    "L_seq",
+    "cand_acc",
+    "cand_groups_ge80",
+    "cand_groups_100",
+    "swap_gap_seq",
+    "shuffle_gap_seq",
+)
 SEQUENCE_GROUP_COLUMNS = ("cand_acc", "L_seq", "swap_gap_seq")
 
 
 def _cheap_part(tables: dict[str, list]) -> dict[str, list]:
     """The rows ``checkpoint_passes(..., ablation=False)`` gives, from a result with ablation."""
-    ck = [{**{k: v for k, v in r.items() if k not in ("ld_clean", "ld_swap")}, **{k: None for k in SEQUENCE_CHECKPOINT_COLUMNS}}
-          for r in tables["checkpoint"]]
+    ck = [
+        {
+            **{k: v for k, v in r.items() if k not in ("ld_clean", "ld_swap")},
+            **{k: None for k in SEQUENCE_CHECKPOINT_COLUMNS},
+        }
+        for r in tables["checkpoint"]
+    ]
     heads = [{**r, **{k: None for k in HEAVY_HEAD_COLUMNS}} for r in tables["heads"]]
     groups = [{**r, **{k: None for k in SEQUENCE_GROUP_COLUMNS}} for r in tables["groups"]]
     head_groups = [{**r, **{k: None for k in ("dL", "dLc", "swap_contrib")}} for r in tables.get("head_groups", [])]
@@ -177,8 +189,9 @@ def analyze_run(
         out = _from_cache(f, key, sha.get(step), want_heavy)
         if out is None:
             W = weights_for(run, step, cfg, dev)
-            out = passes_on(dev, W, ev, step=step, shifts=pc.shifts, mean=pc.mean_ablation, ablation=want_heavy,
-                            min_gap=pc.min_gap)
+            out = passes_on(
+                dev, W, ev, step=step, shifts=pc.shifts, mean=pc.mean_ablation, ablation=want_heavy, min_gap=pc.min_gap
+            )
             out = nan_to_none(out)
             atomic_write_json(f, {"key": key, "sha256": sha.get(step), "ablation": want_heavy, "tables": out})
         for k in tables:
@@ -235,11 +248,36 @@ def run_outputs(name: str, cfg, s: dict, tables: dict, pc: PassConfig | None = N
     K = cfg.task.K
     taus = {f: v["tau"] for f, v in s["definitions"].items()}
     return {
-        "table6": table6(name, K, taus, tables["checkpoint"], pc.table6_fracs, group_rows=tables["groups"],
-                         n_boot=pc.n_boot, seed=pc.boot_seed),
-        "table9": table9(name, K, taus, tables["heads"], fracs=pc.phase_fracs, head_group_rows=tables.get("head_groups"),
-                         n_boot=pc.n_boot, seed=pc.boot_seed),
-        "routing": routing(name, K, taus, tables["heads"], tables["checkpoint"], tables.get("head_groups"), tables["groups"],
-                           n_boot=pc.n_boot, seed=pc.boot_seed),
+        "table6": table6(
+            name,
+            K,
+            taus,
+            tables["checkpoint"],
+            pc.table6_fracs,
+            group_rows=tables["groups"],
+            n_boot=pc.n_boot,
+            seed=pc.boot_seed,
+        ),
+        "table9": table9(
+            name,
+            K,
+            taus,
+            tables["heads"],
+            fracs=pc.phase_fracs,
+            head_group_rows=tables.get("head_groups"),
+            n_boot=pc.n_boot,
+            seed=pc.boot_seed,
+        ),
+        "routing": routing(
+            name,
+            K,
+            taus,
+            tables["heads"],
+            tables["checkpoint"],
+            tables.get("head_groups"),
+            tables["groups"],
+            n_boot=pc.n_boot,
+            seed=pc.boot_seed,
+        ),
         "figure3": {f: figure3_data(name, K, t, tables["checkpoint"], tables["groups"], f) for f, t in taus.items()},
     }

@@ -19,7 +19,9 @@ def attention_patterns(run: Run, cfg, steps: list[int], n: int = 4, progress: bo
     toks = ev.tokens[:n]
     lay = layout_for(cfg.task)
     role = {p: name for name, start, length in lay.segments for p in range(start, start + length)}
-    role.update({p: "A" for p in range(lay.target_start, lay.target_start + lay.target_len)} if cfg.task.targets_A else {})
+    role.update(
+        {p: "A" for p in range(lay.target_start, lay.target_start + lay.target_len)} if cfg.task.targets_A else {}
+    )
     labels = []
     for i in range(len(toks)):
         tl = token_labels(toks[i])
@@ -36,9 +38,22 @@ def attention_patterns(run: Run, cfg, steps: list[int], n: int = 4, progress: bo
         per_head = []
         for l in range(len(p)):
             for h in range(p[l].shape[1]):
-                per_head.append([[[round(float(v), 3) if k <= q else None for k, v in enumerate(row)] for q, row in enumerate(p[l][i, h].tolist())]
-                                 for i in range(len(toks))])
+                per_head.append(
+                    [
+                        [
+                            [round(float(v), 3) if k <= q else None for k, v in enumerate(row)]
+                            for q, row in enumerate(p[l][i, h].tolist())
+                        ]
+                        for i in range(len(toks))
+                    ]
+                )
         pats.append(per_head)
     m = cfg.model
-    return {"steps": steps, "heads": [f"L{l}H{h}" for l in range(m.n_layers) for h in range(m.n_heads)],
-            "examples": examples, "labels": labels, "patterns": pats, "first_pred": lay.first_pred}
+    return {
+        "steps": steps,
+        "heads": [f"L{l}H{h}" for l in range(m.n_layers) for h in range(m.n_heads)],
+        "examples": examples,
+        "labels": labels,
+        "patterns": pats,
+        "first_pred": lay.first_pred,
+    }

@@ -55,7 +55,9 @@ def guard_check(run: str | Run, subset: int = 20, z: float = 5.0, progress: bool
     run = run if isinstance(run, Run) else Run(run)
     cfg = run.config()
     if not cfg.task.targets_A:
-        raise RunError(f"{run.path}: direction {cfg.task.direction!r} has no candidate strings; the paper's L_seq is undefined")
+        raise RunError(
+            f"{run.path}: direction {cfg.task.direction!r} has no candidate strings; the paper's L_seq is undefined"
+        )
     cfg = replace(cfg, eval=replace(cfg.eval, seq_subset=subset, seq_guard=z, seq_max_strings=0))
     K, log_K = cfg.task.K, cfg.task.log_K
     ev = run.eval_set()
@@ -71,7 +73,12 @@ def guard_check(run: str | Run, subset: int = 20, z: float = 5.0, progress: bool
         per_group = {k: v.reshape(-1, K).mean(1).astype(np.float64) for k, v in ex.items() if np.isfinite(v).all()}
         rows.append(_row(step, per_group, eval_guard(cfg, ev, step), ev.groups))
         if progress:
-            print(f"\r{run.path.name}: step {step}, L_seq {rows[-1]['L_seq_full']:.3f}", end="", flush=True, file=sys.stderr)
+            print(
+                f"\r{run.path.name}: step {step}, L_seq {rows[-1]['L_seq_full']:.3f}",
+                end="",
+                flush=True,
+                file=sys.stderr,
+            )
         if rows[-1]["L_seq_full"] < lowest and rows[-1]["Lc_full"] < lowest:
             break
     if progress:
@@ -80,14 +87,26 @@ def guard_check(run: str | Run, subset: int = 20, z: float = 5.0, progress: bool
     crossings, widths = [], {}
     for fam, key in FAMILY_KEYS.items():
         curves = {k: [r[f"{key}_{k}"] for r in rows] for k in ("full", "guarded")}
-        crossings += [{"definition": fam, "fraction": f, **{f"tau_{k}": tau(steps, c, log_K, f) for k, c in curves.items()}}
-                      for f in cfg.seq_thresholds()]
-        widths[fam] = {k: transition_width(steps, c, log_K, cfg.eval.width_hi, cfg.eval.width_lo) for k, c in curves.items()}
+        crossings += [
+            {"definition": fam, "fraction": f, **{f"tau_{k}": tau(steps, c, log_K, f) for k, c in curves.items()}}
+            for f in cfg.seq_thresholds()
+        ]
+        widths[fam] = {
+            k: transition_width(steps, c, log_K, cfg.eval.width_hi, cfg.eval.width_lo) for k, c in curves.items()
+        }
     n_all = sum(r["scored_all"] for r in rows)
-    return {"run": str(run.path), "K": K, "subset": subset, "z": z, "eval_groups": ev.n_groups, "checkpoints": len(rows),
-            "scored_all": n_all, "share_scored": (n_all * (ev.n_groups + subset) + (len(rows) - n_all) * subset)
-            / (len(rows) * ev.n_groups),
-            "crossings": crossings, "widths": widths,
-            "all_equal": all(c["tau_full"] == c["tau_guarded"] for c in crossings)
-            and all(w["full"] == w["guarded"] for w in widths.values()),
-            "rows": rows}
+    return {
+        "run": str(run.path),
+        "K": K,
+        "subset": subset,
+        "z": z,
+        "eval_groups": ev.n_groups,
+        "checkpoints": len(rows),
+        "scored_all": n_all,
+        "share_scored": (n_all * (ev.n_groups + subset) + (len(rows) - n_all) * subset) / (len(rows) * ev.n_groups),
+        "crossings": crossings,
+        "widths": widths,
+        "all_equal": all(c["tau_full"] == c["tau_guarded"] for c in crossings)
+        and all(w["full"] == w["guarded"] for w in widths.values()),
+        "rows": rows,
+    }

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 import torch
@@ -49,8 +49,11 @@ MatVec = Callable[[Float[Tensor, "n_params"]], Float[Tensor, "n_params"]]
 
 
 # --- the loss and its Hessian-vector product -----------------------------------------------
-BLOCK_KEYS = tuple(f"{part}.{w}" for part in ("ln1", "attn.q", "attn.k", "attn.v", "attn.o", "ln2", "mlp.in", "mlp.out")
-                   for w in ("weight", "bias"))
+BLOCK_KEYS = tuple(
+    f"{part}.{w}"
+    for part in ("ln1", "attn.q", "attn.k", "attn.v", "attn.o", "ln2", "mlp.in", "mlp.out")
+    for w in ("weight", "bias")
+)
 
 
 def trainable_names(cfg: RunConfig, state: dict[str, Tensor]) -> list[str]:
@@ -60,8 +63,15 @@ def trainable_names(cfg: RunConfig, state: dict[str, Tensor]) -> list[str]:
     what a seeded start vector means, is the same in every process. ``unembed.bias`` is left out
     where the model keeps it as a fixed zero buffer (``model.train_b_U`` off)."""
     blocks = [f"blocks.{l}.{k}" for l in range(cfg.model.n_layers) for k in BLOCK_KEYS]
-    every = ["embed.weight", "pos_embed.weight", *blocks, "ln_final.weight", "ln_final.bias", "unembed.weight",
-             "unembed.bias"]
+    every = [
+        "embed.weight",
+        "pos_embed.weight",
+        *blocks,
+        "ln_final.weight",
+        "ln_final.bias",
+        "unembed.weight",
+        "unembed.bias",
+    ]
     missing, extra = sorted(set(every) - set(state)), sorted(set(state) - set(every))
     if missing or extra:
         raise RunError(f"the weights do not match the config's model (missing {missing[:3]}, unexpected {extra[:3]})")
@@ -82,8 +92,9 @@ def hessian_examples(task: Task, n: int = N_EXAMPLES, seed: int = 0) -> Int[Tens
     return task.tokens(g, s, target_sel=task.noisy_target_sel[g, s] if fixed_noise else None)
 
 
-def hessian_loss(cfg: RunConfig, state: dict[str, Tensor], tokens: Int[Tensor, "n seq_len"],
-                 dtype: torch.dtype = torch.float64) -> tuple[LossFn, Float[Tensor, "n_params"]]:
+def hessian_loss(
+    cfg: RunConfig, state: dict[str, Tensor], tokens: Int[Tensor, "n seq_len"], dtype: torch.dtype = torch.float64
+) -> tuple[LossFn, Float[Tensor, n_params]]:
     """``(loss, theta)``: ``loss(theta)`` is the mean cross-entropy (nats) over the target
     positions of ``tokens`` (``train.batch_loss`` on the functional forward), ``theta`` the
     checkpoint's trainable parameters (``trainable_names``) flattened and cast to ``dtype``.
@@ -106,7 +117,7 @@ def hessian_loss(cfg: RunConfig, state: dict[str, Tensor], tokens: Int[Tensor, "
     return loss, theta
 
 
-def hvp(loss: LossFn, theta: Float[Tensor, "n_params"], v: Float[Tensor, "n_params"]) -> Float[Tensor, "n_params"]:
+def hvp(loss: LossFn, theta: Float[Tensor, n_params], v: Float[Tensor, n_params]) -> Float[Tensor, n_params]:
     """``H v`` with ``H`` the Hessian of ``loss`` at ``theta``: reverse-over-reverse (the
     gradient's graph kept, then differentiated along ``v``); exact up to rounding."""
     th = theta.detach().requires_grad_(True)
@@ -116,7 +127,7 @@ def hvp(loss: LossFn, theta: Float[Tensor, "n_params"], v: Float[Tensor, "n_para
     return hv
 
 
-def start_vector(n: int, seed: int, dtype: torch.dtype = torch.float64) -> Float[Tensor, "n"]:
+def start_vector(n: int, seed: int, dtype: torch.dtype = torch.float64) -> Float[Tensor, n]:
     """A unit vector from ``torch.randn`` on a generator seeded ``seed``, drawn in float32 (so
     both precisions start from the same direction) and cast to ``dtype``."""
     v = torch.randn(n, generator=torch.Generator().manual_seed(int(seed))).to(dtype)
@@ -170,8 +181,14 @@ class PowerResult:
     iterations: int
 
 
-def power_iteration(matvec: MatVec, v0: Float[Tensor, "n"], max_iter: int = 50, min_iter: int = 10,
-                    cos_stop: float = 0.9999, abs_cos: bool = True) -> PowerResult:
+def power_iteration(
+    matvec: MatVec,
+    v0: Float[Tensor, n],
+    max_iter: int = 50,
+    min_iter: int = 10,
+    cos_stop: float = 0.9999,
+    abs_cos: bool = True,
+) -> PowerResult:
     """The original's power iteration on a symmetric ``A`` (``matvec``: v -> A v).
 
     Iteration i (1-based) multiplies the unit iterate v_i: ``w = A v_i``, ``lambda = v_i . w``,
@@ -197,9 +214,18 @@ def power_iteration(matvec: MatVec, v0: Float[Tensor, "n"], max_iter: int = 50, 
     return PowerResult(float(lam), v, float(res), it)
 
 
-def power_extremes(matvec: MatVec, n: int, *, dtype: torch.dtype = torch.float64, tol: float = 1e-4,
-                   max_iter: int = 50, min_iter: int = 10, cos_stop: float = 0.9999, seeds: tuple[int, int] = (0, 1),
-                   abs_cos: bool = True) -> Extremes:
+def power_extremes(
+    matvec: MatVec,
+    n: int,
+    *,
+    dtype: torch.dtype = torch.float64,
+    tol: float = 1e-4,
+    max_iter: int = 50,
+    min_iter: int = 10,
+    cos_stop: float = 0.9999,
+    seeds: tuple[int, int] = (0, 1),
+    abs_cos: bool = True,
+) -> Extremes:
     """The original estimator ("original_power"): ``lambda_max`` by ``power_iteration`` on H
     (start ``start_vector(n, seeds[0])``), then ``lambda_min = mu + sigma`` with ``mu`` from
     ``power_iteration`` on ``H - sigma I``, ``sigma = lambda_max + 1`` (start ``seeds[1]``). Power
@@ -209,20 +235,38 @@ def power_extremes(matvec: MatVec, n: int, *, dtype: torch.dtype = torch.float64
     t0 = time.perf_counter()
     hi = power_iteration(matvec, start_vector(n, seeds[0], dtype), max_iter, min_iter, cos_stop, abs_cos)
     sigma = hi.eigenvalue + 1.0
-    lo = power_iteration(lambda v: matvec(v) - sigma * v, start_vector(n, seeds[1], dtype), max_iter, min_iter,
-                         cos_stop, abs_cos)
+    lo = power_iteration(
+        lambda v: matvec(v) - sigma * v, start_vector(n, seeds[1], dtype), max_iter, min_iter, cos_stop, abs_cos
+    )
     lam_min = lo.eigenvalue + sigma
-    return Extremes("original_power", (hi.eigenvalue,), (lam_min,), (_relative(hi.residual, hi.eigenvalue),),
-                    (_relative(lo.residual, lam_min),), tol, hi.iterations + lo.iterations,
-                    time.perf_counter() - t0, (hi.iterations, lo.iterations))
+    return Extremes(
+        "original_power",
+        (hi.eigenvalue,),
+        (lam_min,),
+        (_relative(hi.residual, hi.eigenvalue),),
+        (_relative(lo.residual, lam_min),),
+        tol,
+        hi.iterations + lo.iterations,
+        time.perf_counter() - t0,
+        (hi.iterations, lo.iterations),
+    )
 
 
 def _relative(res: float, lam: float) -> float:
     return res / abs(lam) if lam != 0 else math.inf
 
 
-def _eigsh_side(matvec: MatVec, n: int, k: int, which: str, tol: float, seed: int, dtype: torch.dtype,
-                ncv: int | None, maxiter: int | None) -> tuple[list[tuple[float, Tensor]], int]:
+def _eigsh_side(
+    matvec: MatVec,
+    n: int,
+    k: int,
+    which: str,
+    tol: float,
+    seed: int,
+    dtype: torch.dtype,
+    ncv: int | None,
+    maxiter: int | None,
+) -> tuple[list[tuple[float, Tensor]], int]:
     """One ``eigsh`` call; returns the (eigenvalue, unit vector) pairs it converged (extreme
     first) and the products it took. ARPACK's own stop: Ritz estimate <= tol * |lambda|."""
     from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
@@ -244,8 +288,17 @@ def _eigsh_side(matvec: MatVec, n: int, k: int, which: str, tol: float, seed: in
     return pairs, count[0]
 
 
-def lanczos_extremes(matvec: MatVec, n: int, k: int = 3, *, tol: float = 1e-4, dtype: torch.dtype = torch.float64,
-                     seeds: tuple[int, int] = (0, 1), ncv: int | None = None, maxiter: int | None = 200) -> Extremes:
+def lanczos_extremes(
+    matvec: MatVec,
+    n: int,
+    k: int = 3,
+    *,
+    tol: float = 1e-4,
+    dtype: torch.dtype = torch.float64,
+    seeds: tuple[int, int] = (0, 1),
+    ncv: int | None = None,
+    maxiter: int | None = 200,
+) -> Extremes:
     """The converged estimator ("lanczos"): ``eigsh`` on a ``LinearOperator`` of ``matvec``,
     ``which="LA"`` for the k largest and ``"SA"`` for the k smallest eigenvalues (start vectors
     ``start_vector(n, seeds[i])``; ``ncv`` Lanczos vectors, default max(2k + 1, 20); at most
@@ -269,8 +322,9 @@ def lanczos_extremes(matvec: MatVec, n: int, k: int = 3, *, tol: float = 1e-4, d
 
 
 # --- checkpoints, the pass, the table --------------------------------------------------------
-def plateau_checkpoints(steps: Sequence[int], tau: float, n: int = 5, lo: float = 0.2, hi: float = 0.8,
-                        min_step: int = 100) -> list[int]:
+def plateau_checkpoints(
+    steps: Sequence[int], tau: float, n: int = 5, lo: float = 0.2, hi: float = 0.8, min_step: int = 100
+) -> list[int]:
     """The original's plateau checkpoints: ``n`` targets evenly spaced in
     ``[max(min_step, lo * tau), hi * tau]`` (steps), each snapped to the nearest existing
     checkpoint (``summaries.nearest``: the earlier one on a tie); sorted, a checkpoint that two
@@ -285,15 +339,36 @@ def plateau_checkpoints(steps: Sequence[int], tau: float, n: int = 5, lo: float 
 
 def _row(est: Extremes) -> dict:
     res = (*est.residual_top, *est.residual_bottom)
-    return {"estimator": est.estimator, "lambda_max": est.lambda_max, "lambda_min": est.lambda_min,
-            "anisotropy": est.anisotropy, "residual_max": est.residual_top[0], "residual_min": est.residual_bottom[0],
-            "tol": est.tol, "converged": est.converged, "n_pairs": len(res), "n_converged": sum(r <= est.tol for r in res),
-            "n_hvp": est.n_hvp, "seconds": est.seconds, "power_iterations": list(est.iterations) or None}
+    return {
+        "estimator": est.estimator,
+        "lambda_max": est.lambda_max,
+        "lambda_min": est.lambda_min,
+        "anisotropy": est.anisotropy,
+        "residual_max": est.residual_top[0],
+        "residual_min": est.residual_bottom[0],
+        "tol": est.tol,
+        "converged": est.converged,
+        "n_pairs": len(res),
+        "n_converged": sum(r <= est.tol for r in res),
+        "n_hvp": est.n_hvp,
+        "seconds": est.seconds,
+        "power_iterations": list(est.iterations) or None,
+    }
 
 
-def hessian_pass(run: str | Run, steps: Sequence[int] | None = None, *, n_examples: int = N_EXAMPLES, seed: int = 0,
-                 k: int = 3, tol: float = 1e-4, dtype: torch.dtype = torch.float64,
-                 estimators: Sequence[str] = ESTIMATORS, maxiter: int | None = 200, progress: bool = False):
+def hessian_pass(
+    run: str | Run,
+    steps: Sequence[int] | None = None,
+    *,
+    n_examples: int = N_EXAMPLES,
+    seed: int = 0,
+    k: int = 3,
+    tol: float = 1e-4,
+    dtype: torch.dtype = torch.float64,
+    estimators: Sequence[str] = ESTIMATORS,
+    maxiter: int | None = 200,
+    progress: bool = False,
+):
     """Both estimators at a run's plateau checkpoints (default ``plateau_checkpoints`` of the
     paper family's tau, ``summaries.summarize``); the Hessian of ``hessian_loss`` on
     ``hessian_examples(task, n_examples, seed)`` in ``dtype``.
@@ -321,21 +396,35 @@ def hessian_pass(run: str | Run, steps: Sequence[int] | None = None, *, n_exampl
         loss, theta = hessian_loss(cfg, run.weights(step), tokens, dtype)
         with torch.no_grad():
             value = float(loss(theta))
-        base = {"run": run.name, "K": cfg.task.K, "tau": tau, "step": step, "t_over_tau": step / tau if tau else None,
-                "loss": value, "n_examples": len(tokens), "n_params": theta.numel(), "dtype": str(dtype).removeprefix("torch.")}
+        base = {
+            "run": run.name,
+            "K": cfg.task.K,
+            "tau": tau,
+            "step": step,
+            "t_over_tau": step / tau if tau else None,
+            "loss": value,
+            "n_examples": len(tokens),
+            "n_params": theta.numel(),
+            "dtype": str(dtype).removeprefix("torch."),
+        }
 
         def H(v: Tensor) -> Tensor:
             return hvp(loss, theta, v)
 
         for name in estimators:
-            est = (power_extremes(H, theta.numel(), dtype=dtype, tol=tol) if name == "original_power"
-                   else lanczos_extremes(H, theta.numel(), k, tol=tol, dtype=dtype, maxiter=maxiter))
+            est = (
+                power_extremes(H, theta.numel(), dtype=dtype, tol=tol)
+                if name == "original_power"
+                else lanczos_extremes(H, theta.numel(), k, tol=tol, dtype=dtype, maxiter=maxiter)
+            )
             rows.append({**base, **_row(est)})
             if progress:
                 r = rows[-1]
-                print(f"hessian {run.name} step {step} {name}: lambda_max {r['lambda_max']:.4g} lambda_min "
-                      f"{r['lambda_min']:.4g} ratio {r['anisotropy']:.4g} ({r['n_hvp']} HVPs, {r['seconds']:.0f} s)",
-                      flush=True)
+                print(
+                    f"hessian {run.name} step {step} {name}: lambda_max {r['lambda_max']:.4g} lambda_min "
+                    f"{r['lambda_min']:.4g} ratio {r['anisotropy']:.4g} ({r['n_hvp']} HVPs, {r['seconds']:.0f} s)",
+                    flush=True,
+                )
     return frame(rows)
 
 
@@ -364,11 +453,16 @@ def table10(rows) -> Rows:
             if not mine:
                 continue
             ratio = _spread([r["anisotropy"] for r in mine])
-            row.update({f"anisotropy_{suffix}": ratio["mean"], f"anisotropy_{suffix}_min": ratio["min"],
-                        f"anisotropy_{suffix}_max": ratio["max"],
-                        f"lambda_max_{suffix}": float(np.mean([r["lambda_max"] for r in mine])),
-                        f"lambda_min_{suffix}": float(np.mean([r["lambda_min"] for r in mine])),
-                        f"all_converged_{suffix}": all(bool(r["converged"]) for r in mine)})
+            row.update(
+                {
+                    f"anisotropy_{suffix}": ratio["mean"],
+                    f"anisotropy_{suffix}_min": ratio["min"],
+                    f"anisotropy_{suffix}_max": ratio["max"],
+                    f"lambda_max_{suffix}": float(np.mean([r["lambda_max"] for r in mine])),
+                    f"lambda_min_{suffix}": float(np.mean([r["lambda_min"] for r in mine])),
+                    f"all_converged_{suffix}": all(bool(r["converged"]) for r in mine),
+                }
+            )
         paper = TABLE10.get(K)
         row.update({"paper_anisotropy": paper[0] if paper else None, "paper_lambda_max": paper[1] if paper else None})
         out.append(row)

@@ -19,7 +19,7 @@ from ..task import EvalSet
 from .packed import PackedRun
 
 
-def logit_diff(logits: Float[Tensor, "N vocab"], a: Int[Tensor, "N"], b: Int[Tensor, "N"]) -> Float[Tensor, "N"]:
+def logit_diff(logits: Float[Tensor, "N vocab"], a: Int[Tensor, N], b: Int[Tensor, N]) -> Float[Tensor, N]:
     """Per row: the logit of token ``a`` minus that of token ``b``."""
     return logits.gather(1, a[:, None]).squeeze(1) - logits.gather(1, b[:, None]).squeeze(1)
 
@@ -29,26 +29,35 @@ class Baseline:
     """Per-example losses of the unablated model that every ablation is compared with."""
 
     full: float  # mean cross-entropy over the target positions (A1..A4 and EOS), clean
-    full_ex: Float[Tensor, "N"]  # the same per clean row
-    lc: Float[Tensor, "N"]  # Lc, clean
-    l1: Float[Tensor, "N"]  # L1, clean
-    lc_sw: tuple[Float[Tensor, "N"], ...]  # Lc on the swapped input, per shift
+    full_ex: Float[Tensor, N]  # the same per clean row
+    lc: Float[Tensor, N]  # Lc, clean
+    l1: Float[Tensor, N]  # L1, clean
+    lc_sw: tuple[Float[Tensor, N], ...]  # Lc on the swapped input, per shift
 
     @classmethod
     def of(cls, ev: EvalSet, run: PackedRun) -> Baseline:
         lay = ev.task.layout
         fp, P, N = lay.first_pred, lay.seq_len - 1, len(ev.tokens)
         V = run.clean.shape[-1]
-        full_ex = F.cross_entropy(run.clean[:, fp:P].reshape(-1, V), ev.tokens[:, fp + 1 : P + 1].reshape(-1),
-                                  reduction="none").view(N, -1).mean(1)
-        return cls(target_loss(run.clean, ev.tokens, lay).item(), full_ex,
-                   candidate_losses(run.clean_fp, ev.candidates, ev.cand_index)[0],
-                   F.cross_entropy(run.clean_fp, ev.target_first, reduction="none"),
-                   tuple(candidate_losses(lg, ev.candidates, ev.cand_index)[0] for lg in run.swapped_fp))
+        full_ex = (
+            F.cross_entropy(
+                run.clean[:, fp:P].reshape(-1, V), ev.tokens[:, fp + 1 : P + 1].reshape(-1), reduction="none"
+            )
+            .view(N, -1)
+            .mean(1)
+        )
+        return cls(
+            target_loss(run.clean, ev.tokens, lay).item(),
+            full_ex,
+            candidate_losses(run.clean_fp, ev.candidates, ev.cand_index)[0],
+            F.cross_entropy(run.clean_fp, ev.target_first, reduction="none"),
+            tuple(candidate_losses(lg, ev.candidates, ev.cand_index)[0] for lg in run.swapped_fp),
+        )
 
 
-def ablate_layer(W: Weights, l: int, ev: EvalSet, pk: Packing, x: Tensor, z: Tensor, fill: Tensor | None,
-                 base: Baseline, chunk: int):
+def ablate_layer(
+    W: Weights, l: int, ev: EvalSet, pk: Packing, x: Tensor, z: Tensor, fill: Tensor | None, base: Baseline, chunk: int
+):
     """Mean over examples of (loss with head h of layer l ablated) - (loss unablated), for every
     h: dL (full-vocabulary cross-entropy over all target positions, the paper's), dLc and dL1 on
     the clean input, dLc averaged over the selector shifts on the swapped one ([head] each);
@@ -78,7 +87,9 @@ def ablate_layer(W: Weights, l: int, ev: EvalSet, pk: Packing, x: Tensor, z: Ten
         cl = seqs[seqs < N]
         want = torch.cat([pk.node[seqs, fp], pk.node[cl][:, fp:P].reshape(-1)])
         read = torch.unique(want)
-        lg = from_mid(W, l, xb, read, blocked if blocked.dim() == 2 else blocked.repeat(H, 1, 1)).view(H, n, len(read), -1)
+        lg = from_mid(W, l, xb, read, blocked if blocked.dim() == 2 else blocked.repeat(H, 1, 1)).view(
+            H, n, len(read), -1
+        )
         lg_fp[:, seqs] = lg[:, pk.pack[seqs] - c.start, torch.searchsorted(read, pk.node[seqs, fp])]
         at = (pk.pack[cl] - c.start)[:, None]
         lg_tail[:, cl] = lg[:, at, torch.searchsorted(read, pk.node[cl][:, fp:P].contiguous())]

@@ -42,10 +42,11 @@ import sys
 import tempfile
 import time
 import warnings
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import date
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -88,7 +89,7 @@ class SGLDSettings:
     batch_size: int | None = None
     n_batches: int = 16
 
-    def resolved(self, cfg: RunConfig) -> "SGLDSettings":
+    def resolved(self, cfg: RunConfig) -> SGLDSettings:
         return replace(self, batch_size=self.batch_size or cfg.train.batch_size)
 
 
@@ -117,7 +118,7 @@ class TargetLossModel(nn.Module):
                 self.register_buffer(f"p{i}", v)
 
     @classmethod
-    def from_bridge(cls, cfg: RunConfig, bridge: nn.Module) -> "TargetLossModel":
+    def from_bridge(cls, cfg: RunConfig, bridge: nn.Module) -> TargetLossModel:
         sd = bridge.state_dict(keep_vars=True)
         return cls(cfg, sd, {k for k, v in sd.items() if isinstance(v, nn.Parameter)})
 
@@ -162,8 +163,14 @@ class Chains:
     failed: int
 
 
-def sample_chains(model: TargetLossModel, tokens: Int[Tensor, "n seq_len"], s: SGLDSettings, seed: int = 0,
-                  device: str | torch.device = "cpu", progress: bool = False) -> Chains:
+def sample_chains(
+    model: TargetLossModel,
+    tokens: Int[Tensor, "n seq_len"],
+    s: SGLDSettings,
+    seed: int = 0,
+    device: str | torch.device = "cpu",
+    progress: bool = False,
+) -> Chains:
     """Run devinterp's SGLD (``slt.sampling.sample``) from the model's weights on ``tokens``
     (cut into batches of ``s.batch_size``, one seeded shuffle, replayed); ``s`` resolved. Chain
     c is seeded ``seed + c`` (its noise) and every chain sees the batches in the same order."""
@@ -175,10 +182,23 @@ def sample_chains(model: TargetLossModel, tokens: Int[Tensor, "n seq_len"], s: S
     with tempfile.TemporaryDirectory(prefix="llc_") as tmp, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with quiet:
-            tree = sample(model, data, {}, lr=s.lr, n_beta=s.nbeta, localization=s.localization,
-                          num_chains=s.n_chains, num_draws=s.n_draws, num_burnin_steps=s.n_burnin,
-                          batch_size=s.batch_size, num_init_loss_batches=s.n_batches, init_seed=seed,
-                          device=str(resolve(device)), output_path=Path(tmp) / "samples.zarr", loss_fn=target_loss)
+            tree = sample(
+                model,
+                data,
+                {},
+                lr=s.lr,
+                n_beta=s.nbeta,
+                localization=s.localization,
+                num_chains=s.n_chains,
+                num_draws=s.n_draws,
+                num_burnin_steps=s.n_burnin,
+                batch_size=s.batch_size,
+                num_init_loss_batches=s.n_batches,
+                init_seed=seed,
+                device=str(resolve(device)),
+                output_path=Path(tmp) / "samples.zarr",
+                loss_fn=target_loss,
+            )
         ds = tree.dataset
         # every stored value of a step is that step's batch loss (``target_loss``): the mean is it
         trace = ds.sampling_loss_micro.mean(dim=["batch_sampling", "token_pos"]).values.astype(np.float64)
@@ -209,8 +229,14 @@ def llc_estimate(chains: Chains, s: SGLDSettings) -> dict[str, float]:
     }
 
 
-def llc_at(run: Run, step: int, settings: SGLDSettings = SGLDSettings(), seed: int = 0,
-           device: str | torch.device = "cpu", progress: bool = False) -> tuple[dict[str, Any], Chains]:
+def llc_at(
+    run: Run,
+    step: int,
+    settings: SGLDSettings = SGLDSettings(),
+    seed: int = 0,
+    device: str | torch.device = "cpu",
+    progress: bool = False,
+) -> tuple[dict[str, Any], Chains]:
     """The LLC of ``run``'s checkpoint at ``step`` (a step between checkpoints reads the nearest
     one, and the row names that one): (the row ``llc_pass`` reports, the chains)."""
     t0 = time.perf_counter()
@@ -224,11 +250,22 @@ def llc_at(run: Run, step: int, settings: SGLDSettings = SGLDSettings(), seed: i
     return row | {"seconds": time.perf_counter() - t0}, chains
 
 
-def llc_pass(run: str | Run, steps: Sequence[int] | None = None, *, n_chains: int = SGLDSettings.n_chains,
-             n_draws: int = SGLDSettings.n_draws, n_burnin: int = SGLDSettings.n_burnin, lr: float = SGLDSettings.lr,
-             localization: float = SGLDSettings.localization, nbeta: float = SGLDSettings.nbeta,
-             batch_size: int | None = SGLDSettings.batch_size, n_batches: int = SGLDSettings.n_batches,
-             seed: int = 0, device: str | torch.device = "cpu", progress: bool = False):
+def llc_pass(
+    run: str | Run,
+    steps: Sequence[int] | None = None,
+    *,
+    n_chains: int = SGLDSettings.n_chains,
+    n_draws: int = SGLDSettings.n_draws,
+    n_burnin: int = SGLDSettings.n_burnin,
+    lr: float = SGLDSettings.lr,
+    localization: float = SGLDSettings.localization,
+    nbeta: float = SGLDSettings.nbeta,
+    batch_size: int | None = SGLDSettings.batch_size,
+    n_batches: int = SGLDSettings.n_batches,
+    seed: int = 0,
+    device: str | torch.device = "cpu",
+    progress: bool = False,
+):
     """The LLC (module docstring) at each checkpoint of ``steps`` (default: all), one row each:
     step, ``t_over_tau`` (step / tau, tau from ``summaries.summarize``; NaN without a tau),
     ``llc_mean``, ``llc_std``, ``llc_drift`` (dimensionless), ``init_loss`` (L_n(w*), nats),
@@ -238,16 +275,26 @@ def llc_pass(run: str | Run, steps: Sequence[int] | None = None, *, n_chains: in
     The same run, steps, settings, seed and device give the same numbers: the data, the batch
     order and every chain's noise are seeded."""
     run = run if isinstance(run, Run) else Run(run)
-    settings = SGLDSettings(lr=lr, localization=localization, nbeta=nbeta, n_chains=n_chains, n_draws=n_draws,
-                            n_burnin=n_burnin, batch_size=batch_size, n_batches=n_batches)
+    settings = SGLDSettings(
+        lr=lr,
+        localization=localization,
+        nbeta=nbeta,
+        n_chains=n_chains,
+        n_draws=n_draws,
+        n_burnin=n_burnin,
+        batch_size=batch_size,
+        n_batches=n_batches,
+    )
     tau = summarize(run.config(), run.records())["tau"]
     rows = []
     for step in run.steps() if steps is None else steps:
         row, _ = llc_at(run, step, settings, seed, device)
         rows.append({"step": row["step"], "t_over_tau": row["step"] / tau if tau else float("nan")} | row)
         if progress:
-            print(f"step {step}: llc {row['llc_mean']:.2f} +- {row['llc_std']:.2f} ({row['seconds']:.0f} s)",
-                  file=sys.stderr)
+            print(
+                f"step {step}: llc {row['llc_mean']:.2f} +- {row['llc_std']:.2f} ({row['seconds']:.0f} s)",
+                file=sys.stderr,
+            )
     return frame(rows)
 
 
@@ -273,8 +320,9 @@ def record_curve(run: str | Run, out: str | Path, n: int = 10, upto: float = 1.2
         "tau": summarize(run.config(), run.records())["tau"],
         "date": date.today().isoformat(),
         "commit": commit or None,
-        "command": " ".join(["python -m mi_plateau.passes.llc", str(run.path), "--out", str(out), "--n", str(n),
-                             "--upto", str(upto)]),
+        "command": " ".join(
+            ["python -m mi_plateau.passes.llc", str(run.path), "--out", str(out), "--n", str(n), "--upto", str(upto)]
+        ),
         "rows": records(df),
     }
     doc = nan_to_none(doc)

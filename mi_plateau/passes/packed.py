@@ -41,8 +41,9 @@ class PackedRun:
 
 
 @torch.no_grad()
-def packed_forward(W: Weights, ev: EvalSet, shifts: Sequence[int], *, keep: bool, sequence: bool,
-                   chunk: int = 256) -> PackedRun:
+def packed_forward(
+    W: Weights, ev: EvalSet, shifts: Sequence[int], *, keep: bool, sequence: bool, chunk: int = 256
+) -> PackedRun:
     """The clean rows and their swaps (``shifts``, already reduced mod K) through ``run_cached``
     on the packs, ``chunk`` sequences at a time. ``keep``: also keep every layer's residual
     stream and head outputs (what ablation and patching restart from); ``sequence``: score every
@@ -70,8 +71,9 @@ def packed_forward(W: Weights, ev: EvalSet, shifts: Sequence[int], *, keep: bool
         mine = seqs[seqs < N]  # the clean rows in these packs
         if scores is not None:
             prompt_kv = prefix_kv_of(pk, kv, mine, fp, c.start)
-            scores[mine] = sequence_scores(W, ev, mine, prompt_kv, pk.gather(lg, mine, fp, c.start),
-                                           pk.gather(lg, mine, range(fp + 1, P), c.start))
+            scores[mine] = sequence_scores(
+                W, ev, mine, prompt_kv, pk.gather(lg, mine, fp, c.start), pk.gather(lg, mine, range(fp + 1, P), c.start)
+            )
         for l in range(L):
             if selpos:
                 at_fp = pk.gather(pats[l].transpose(1, 2), mine, fp, c.start)  # [n, head, key]

@@ -163,8 +163,13 @@ def clean_pass(ev: EvalSet, run: PackedRun) -> tuple[Columns, Columns]:
     Lc, mass = candidate_losses(run.clean_fp, ev.candidates, ev.cand_index)
     L1 = F.cross_entropy(run.clean_fp, ev.target_first, reduction="none")
     acc = group_means(example_correct(run.clean, ev.tokens, lay).float(), K)
-    ck = {"Lc": Lc.mean().item(), "L1": L1.mean().item(), "full_loss": target_loss(run.clean, ev.tokens, lay).item(),
-          "cand_mass": mass.mean().item(), **accuracy_stats(acc, "first_token")}
+    ck = {
+        "Lc": Lc.mean().item(),
+        "L1": L1.mean().item(),
+        "full_loss": target_loss(run.clean, ev.tokens, lay).item(),
+        "cand_mass": mass.mean().item(),
+        **accuracy_stats(acc, "first_token"),
+    }
     return ck, {"acc": acc, "Lc": group_means(Lc, K)}
 
 
@@ -224,7 +229,9 @@ def group_rows(ev: EvalSet, step: int, cols: Columns) -> Rows:
     pass left one undefined), which the bootstrap intervals over groups read."""
     G = len(ev.groups)
     vals = {k: cols[k].tolist() if cols.get(k) is not None else [NAN] * G for k in GROUP_COLUMNS}
-    return [{"step": step, "group": int(g), **{k: float(v[i]) for k, v in vals.items()}} for i, g in enumerate(ev.groups)]
+    return [
+        {"step": step, "group": int(g), **{k: float(v[i]) for k, v in vals.items()}} for i, g in enumerate(ev.groups)
+    ]
 
 
 @dataclass(frozen=True)
@@ -269,8 +276,9 @@ def ablation_pass(W: Weights, ev: EvalSet, run: PackedRun, *, mean: bool = False
     return fx
 
 
-def head_rows(ev: EvalSet, run: PackedRun, fx: HeadEffects, *, step: int, swap_gap: float,
-              min_gap: float) -> tuple[Rows, Rows]:
+def head_rows(
+    ev: EvalSet, run: PackedRun, fx: HeadEffects, *, step: int, swap_gap: float, min_gap: float
+) -> tuple[Rows, Rows]:
     """The per-head scores: rows per head ("heads": selector attention ``sel_attn``, dL, dLc,
     dL1, ``swap_contrib`` and ``causal_share = swap_contrib / swap_gap``, NaN while the swap
     gap is below ``min_gap``) and per head and group ("head_groups")."""
@@ -285,13 +293,31 @@ def head_rows(ev: EvalSet, run: PackedRun, fx: HeadEffects, *, step: int, swap_g
         for h in range(H):
             head, c = names[l * H + h], fx.swap_contrib[l, h].item()
             share = c / swap_gap if not math.isnan(c) and swap_gap >= min_gap else NAN
-            heads.append({"step": step, "head": head, "layer": l, "head_index": h, "sel_attn": sel_attn[l, h].item(),
-                          "dL": fx.dL[l, h].item(), "dLc": fx.dLc[l, h].item(), "dL1": fx.dL1[l, h].item(),
-                          "swap_contrib": c, "causal_share": share})
-            cols = zip(ev.groups, sel_group[:, l, h].tolist(), fx.group_dL[l, h].tolist(), fx.group_dLc[l, h].tolist(),
-                       fx.group_swap_contrib[l, h].tolist())
-            per_group += [{"step": step, "head": head, "group": int(g), "sel_attn": a, "dL": b, "dLc": d, "swap_contrib": w}
-                          for g, a, b, d, w in cols]
+            heads.append(
+                {
+                    "step": step,
+                    "head": head,
+                    "layer": l,
+                    "head_index": h,
+                    "sel_attn": sel_attn[l, h].item(),
+                    "dL": fx.dL[l, h].item(),
+                    "dLc": fx.dLc[l, h].item(),
+                    "dL1": fx.dL1[l, h].item(),
+                    "swap_contrib": c,
+                    "causal_share": share,
+                }
+            )
+            cols = zip(
+                ev.groups,
+                sel_group[:, l, h].tolist(),
+                fx.group_dL[l, h].tolist(),
+                fx.group_dLc[l, h].tolist(),
+                fx.group_swap_contrib[l, h].tolist(),
+            )
+            per_group += [
+                {"step": step, "head": head, "group": int(g), "sel_attn": a, "dL": b, "dLc": d, "swap_contrib": w}
+                for g, a, b, d, w in cols
+            ]
     return heads, per_group
 
 
@@ -304,19 +330,27 @@ def patching_pass(W: Weights, ev: EvalSet, run: PackedRun, *, step: int, chunk: 
     fp = task.layout.first_pred
     s = run.shifts[0]
     # logit difference: clean answer's A1 minus the swapped selector's A1
-    other = (torch.from_numpy(task.targets[ev.g, (ev.s + s) % K, 0] + CHAR0).to(ev.tokens.device)
-             if task.cfg.targets_A else ev.target_first)
+    other = (
+        torch.from_numpy(task.targets[ev.g, (ev.s + s) % K, 0] + CHAR0).to(ev.tokens.device)
+        if task.cfg.targets_A
+        else ev.target_first
+    )
     ld_clean = logit_diff(run.clean_fp, ev.target_first, other)
     ld_swap = logit_diff(run.swapped_fp[0], ev.target_first, other)
     denom = (ld_swap - ld_clean).mean().item()
     Wd = run.pk.width(fp + 1)  # the nodes the patched rows restart from: every node of depth <= fp
     pre = []
     for l in range(W.n_layers):
-        moved = logit_diff(patch_layer(W, l, ev, run.pk, run.resid[l][:, :Wd], chunk), ev.target_first, other) - ld_clean
+        moved = (
+            logit_diff(patch_layer(W, l, ev, run.pk, run.resid[l][:, :Wd], chunk), ev.target_first, other) - ld_clean
+        )
         frac = moved.mean().item() / denom if abs(denom) > 1e-6 else NAN
         pre.append((frac, moved.mean().item()))
     # resid_post of layer l is resid_pre of layer l + 1; after the last layer nothing moves
     post = pre[1:] + [(0.0, 0.0)]
-    rows = [{"step": step, "hook": hook, "layer": l, "patch_frac": frac, "ld_moved": mv}
-            for hook, vals in (("resid_pre", pre), ("resid_post", post)) for l, (frac, mv) in enumerate(vals)]
+    rows = [
+        {"step": step, "hook": hook, "layer": l, "patch_frac": frac, "ld_moved": mv}
+        for hook, vals in (("resid_pre", pre), ("resid_post", post))
+        for l, (frac, mv) in enumerate(vals)
+    ]
     return rows, {"ld_clean": ld_clean.mean().item(), "ld_swap": ld_swap.mean().item()}

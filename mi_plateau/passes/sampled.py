@@ -37,8 +37,15 @@ ORIGINAL_N_SAMPLE = 32  # groups per estimate, one example each
 ORIGINAL_EVERY = 50  # steps between the original's evaluations
 
 
-def replay_taus(steps: list[int], losses, K: int, threshold: float, n_sample: int = ORIGINAL_N_SAMPLE,
-                draws: int = 1000, seed: int = 0) -> tuple[np.ndarray, int | None]:
+def replay_taus(
+    steps: list[int],
+    losses,
+    K: int,
+    threshold: float,
+    n_sample: int = ORIGINAL_N_SAMPLE,
+    draws: int = 1000,
+    seed: int = 0,
+) -> tuple[np.ndarray, int | None]:
     """(the first step at which each of ``draws`` replays of the estimator is below
     ``threshold``, NaN where none is; the first step at which the exact mean is). ``losses``:
     per checkpoint of ``steps``, the per-example L_seq of the evaluation set (group-major rows, K
@@ -71,8 +78,15 @@ def estimator_grid(steps: list[int], every: int) -> list[int]:
     return out
 
 
-def sampled_tau(run: str | Run, *, n_sample: int = ORIGINAL_N_SAMPLE, draws: int = 1000, every: int = ORIGINAL_EVERY,
-                seed: int = 0, progress: bool = False) -> dict[str, Any]:
+def sampled_tau(
+    run: str | Run,
+    *,
+    n_sample: int = ORIGINAL_N_SAMPLE,
+    draws: int = 1000,
+    every: int = ORIGINAL_EVERY,
+    seed: int = 0,
+    progress: bool = False,
+) -> dict[str, Any]:
     """The distribution of the run's tau under the original's estimator (module docstring)
     beside its exact tau. ``tau_recorded``: the run's tau from its checkpoint records (every
     checkpoint; L_seq over ``recorded_groups`` groups, which ``eval.seq_max_strings`` caps at
@@ -88,7 +102,9 @@ def sampled_tau(run: str | Run, *, n_sample: int = ORIGINAL_N_SAMPLE, draws: int
     run = run if isinstance(run, Run) else Run(run)
     cfg = run.config()
     if not cfg.task.targets_A:
-        raise RunError(f"{run.path}: direction {cfg.task.direction!r} has no candidate strings; the paper's L_seq is undefined")
+        raise RunError(
+            f"{run.path}: direction {cfg.task.direction!r} has no candidate strings; the paper's L_seq is undefined"
+        )
     if n_sample < 1 or draws < 1 or every < 1:
         raise ValueError(f"n_sample, draws and every must be positive (got {n_sample}, {draws}, {every})")
     own = run.steps()
@@ -98,8 +114,10 @@ def sampled_tau(run: str | Run, *, n_sample: int = ORIGINAL_N_SAMPLE, draws: int
         raise RunError(f"{run.path}: fewer than two checkpoints {every} steps apart; {hint}")
     widest = max(b - a for a, b in zip(steps, steps[1:]))
     if widest > 1.5 * every:
-        raise RunError(f"{run.path}: too sparse for an estimate every {every} steps: the checkpoints it would read are up "
-                       f"to {widest} steps apart (the run's own up to {max(b - a for a, b in zip(own, own[1:]))}); {hint}")
+        raise RunError(
+            f"{run.path}: too sparse for an estimate every {every} steps: the checkpoints it would read are up "
+            f"to {widest} steps apart (the run's own up to {max(b - a for a, b in zip(own, own[1:]))}); {hint}"
+        )
     K, alpha = cfg.task.K, cfg.eval.alpha
     threshold = alpha * math.log(K)
     ev = run.eval_set()
@@ -122,11 +140,27 @@ def sampled_tau(run: str | Run, *, n_sample: int = ORIGINAL_N_SAMPLE, draws: int
     late = np.where(np.isnan(taus), np.inf, taus)  # never crossed: later than any step
     q = [float(v) if np.isfinite(v) else None for v in np.percentile(late, [5, 50, 95, 100], method="lower")]
     n = cfg.eval.seq_groups(K) or len(ev.groups)
-    return {"run": str(run.path), "K": K, "alpha": alpha, "threshold": threshold, "n_sample": n_sample, "draws": draws,
-            "every": every, "seed": seed, "tau_recorded": run.summary()["definitions"]["paper"]["tau"], "recorded_groups": n,
-            "eval_groups": len(ev.groups), "tau_exact_grid": grid,
-            "mean": float(crossed.mean()) if len(crossed) else None,
-            "std": float(crossed.std(ddof=1)) if len(crossed) > 1 else None,
-            "q05": q[0], "q50": q[1], "q95": q[2], "max": q[3], "min": float(crossed.min()) if len(crossed) else None,
-            "p_none": float(np.isnan(taus).mean()), "checkpoints_scored": len(scored),
-            "taus": [None if math.isnan(t) else int(t) for t in taus]}
+    return {
+        "run": str(run.path),
+        "K": K,
+        "alpha": alpha,
+        "threshold": threshold,
+        "n_sample": n_sample,
+        "draws": draws,
+        "every": every,
+        "seed": seed,
+        "tau_recorded": run.summary()["definitions"]["paper"]["tau"],
+        "recorded_groups": n,
+        "eval_groups": len(ev.groups),
+        "tau_exact_grid": grid,
+        "mean": float(crossed.mean()) if len(crossed) else None,
+        "std": float(crossed.std(ddof=1)) if len(crossed) > 1 else None,
+        "q05": q[0],
+        "q50": q[1],
+        "q95": q[2],
+        "max": q[3],
+        "min": float(crossed.min()) if len(crossed) else None,
+        "p_none": float(np.isnan(taus).mean()),
+        "checkpoints_scored": len(scored),
+        "taus": [None if math.isnan(t) else int(t) for t in taus],
+    }

@@ -10,7 +10,8 @@ number comes from the run named in the row.
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -49,9 +50,17 @@ def group_bootstrap(accs: Sequence[float], n_boot: int, seed: int, level: float 
     return out
 
 
-def table6(name: str, K: int, taus: dict[str, int | None], checkpoint_rows: Rows,
-           fracs: Sequence[float] = (0.25, 0.5, 1.0, 1.5), families: Sequence[str] = FAMILIES,
-           group_rows: Rows | None = None, n_boot: int = 1000, seed: int = 0) -> Rows:
+def table6(
+    name: str,
+    K: int,
+    taus: dict[str, int | None],
+    checkpoint_rows: Rows,
+    fracs: Sequence[float] = (0.25, 0.5, 1.0, 1.5),
+    families: Sequence[str] = FAMILIES,
+    group_rows: Rows | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> Rows:
     """Collective transition: per-group accuracy at the checkpoints nearest fractions of tau,
     for each family (the paper's: candidate accuracy at fractions of the L_seq tau; first
     token: exact match at fractions of the Lc tau). Only checkpoints where the family's
@@ -78,17 +87,33 @@ def table6(name: str, K: int, taus: dict[str, int | None], checkpoint_rows: Rows
             s = nearest(steps, f * tau) if steps else None
             base = {"run": name, "K": K, "definition": fam, "tau": tau, "target": f"{f:g} tau"}
             if s is None or abs(s - f * tau) > 0.1 * tau:  # no checkpoint near this fraction (yet)
-                out.append({**base, "step": None, "frac_tau": None, "ge80_pct": None, "eq100_pct": None, "mean_acc": None})
+                out.append(
+                    {**base, "step": None, "frac_tau": None, "ge80_pct": None, "eq100_pct": None, "mean_acc": None}
+                )
                 continue
             r = by_step[s]
-            row = {**base, "step": s, "frac_tau": s / tau, "ge80_pct": 100 * r[d.ge80], "eq100_pct": 100 * r[d.eq100],
-                   "mean_acc": r[d.acc_mean]}
+            row = {
+                **base,
+                "step": s,
+                "frac_tau": s / tau,
+                "ge80_pct": 100 * r[d.ge80],
+                "eq100_pct": 100 * r[d.eq100],
+                "mean_acc": r[d.acc_mean],
+            }
             accs = [g[d.acc] for g in per_group.get(s, []) if _finite(g.get(d.acc))]
             row.update(group_bootstrap(accs, n_boot, seed))
             near = [t for t in PAPER_TABLE6.get(K) or [] if abs(t[1] - s / tau) <= 0.15]
             if near:
                 p = min(near, key=lambda t: abs(t[1] - s / tau))
-                row.update({"paper_step": p[0], "paper_frac_tau": p[1], "paper_ge80_pct": p[2], "paper_eq100_pct": p[3], "paper_mean_acc": p[4]})
+                row.update(
+                    {
+                        "paper_step": p[0],
+                        "paper_frac_tau": p[1],
+                        "paper_ge80_pct": p[2],
+                        "paper_eq100_pct": p[3],
+                        "paper_mean_acc": p[4],
+                    }
+                )
             out.append(row)
     return frame(out)
 
@@ -104,7 +129,9 @@ def phase_steps(steps: Sequence[int], tau: int | None, fracs=(0.25, 1.0, 2.0)) -
     return {ph: nearest(steps, f * tau) for ph, f in zip(PHASES, fracs)}
 
 
-def head_bootstrap(per_group: dict[str, list[float]], n_boot: int, seed: int, level: float = 0.95) -> dict[str, dict[str, float]]:
+def head_bootstrap(
+    per_group: dict[str, list[float]], n_boot: int, seed: int, level: float = 0.95
+) -> dict[str, dict[str, float]]:
     """Percentile bootstrap over groups of each head's mean ablation delta, and the share of
     resamples in which each head has the largest mean. ``per_group[head]`` holds the head's
     per-group deltas, in one group order for every head. Returns {head: {lo, hi, top_share}}."""
@@ -119,9 +146,18 @@ def head_bootstrap(per_group: dict[str, list[float]], n_boot: int, seed: int, le
     return {h: {"lo": float(lo[i]), "hi": float(hi[i]), "top_share": float(top[i])} for i, h in enumerate(heads)}
 
 
-def table9(name: str, K: int, taus: dict[str, int | None], head_rows: Rows, top: int = 4, fracs=(0.25, 1.0, 2.0),
-           families: Sequence[str] = FAMILIES, head_group_rows: Rows | None = None, n_boot: int = 1000,
-           seed: int = 0) -> Rows:
+def table9(
+    name: str,
+    K: int,
+    taus: dict[str, int | None],
+    head_rows: Rows,
+    top: int = 4,
+    fracs=(0.25, 1.0, 2.0),
+    families: Sequence[str] = FAMILIES,
+    head_group_rows: Rows | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> Rows:
     """Head ablation: the top heads at the Pre, Mid and Post checkpoints of each family (paper:
     ranked by Delta L at fractions of the L_seq tau; first token: by Delta Lc at fractions of
     the Lc tau). Both Delta L and Delta Lc are shown in every row. With ``head_group_rows``
@@ -130,7 +166,13 @@ def table9(name: str, K: int, taus: dict[str, int | None], head_rows: Rows, top:
     ranks first. Returns a DataFrame."""
     head_rows = records(head_rows)
     by_step: dict[int, dict[str, dict[str, list[float]]]] = {}
-    hg = None if head_group_rows is None else head_group_rows if hasattr(head_group_rows, "groupby") else frame(records(head_group_rows))
+    hg = (
+        None
+        if head_group_rows is None
+        else head_group_rows
+        if hasattr(head_group_rows, "groupby")
+        else frame(records(head_group_rows))
+    )
     if hg is not None and len(hg) and {"dL", "dLc"} <= set(hg.columns):
         hg = hg[hg["dL"].notna() | hg["dLc"].notna()]  # the checkpoints where the ablations ran
         for (step, head), g in hg.groupby(["step", "head"], sort=False):  # groups in row order
@@ -147,9 +189,19 @@ def table9(name: str, K: int, taus: dict[str, int | None], head_rows: Rows, top:
             ci = head_bootstrap({h: v[d.ablation] for h, v in groups.items()}, n_boot, seed) if groups else {}
             ref = PAPER_TABLE9.get(K, {}).get(phase, [])
             for rank, r in enumerate(rows, 1):
-                row = {"run": name, "K": K, "definition": fam, "phase": phase, "step": s,
-                       "frac_tau": s / tau if tau else float("nan"), "rank": rank, "head": r["head"],
-                       "dL": r.get("dL"), "dLc": r["dLc"], "dL1": r["dL1"]}
+                row = {
+                    "run": name,
+                    "K": K,
+                    "definition": fam,
+                    "phase": phase,
+                    "step": s,
+                    "frac_tau": s / tau if tau else float("nan"),
+                    "rank": rank,
+                    "head": r["head"],
+                    "dL": r.get("dL"),
+                    "dLc": r["dLc"],
+                    "dL1": r["dL1"],
+                }
                 if r["head"] in ci:
                     c = ci[r["head"]]
                     row.update({f"{d.ablation}_lo": c["lo"], f"{d.ablation}_hi": c["hi"], "top_share": c["top_share"]})
@@ -233,8 +285,9 @@ def swap_gap_intervals(group_rows: Rows, n_boot: int, seed: int, level: float = 
     return frame(sorted(by.values(), key=lambda r: r["step"]))
 
 
-def routing_intervals(out: dict[str, Any], head_group_rows: Rows, group_rows: Rows, n_boot: int, seed: int,
-                      level: float = 0.95) -> dict[str, Any]:
+def routing_intervals(
+    out: dict[str, Any], head_group_rows: Rows, group_rows: Rows, n_boot: int, seed: int, level: float = 0.95
+) -> dict[str, Any]:
     """95% bootstrap intervals over groups (``<key>_lo``, ``<key>_hi``) of the leads in a
     ``routing`` result and of the step where the swap gap first exceeds 0.1 nats (as a fraction
     of tau): each resample of the groups recomputes the heads' mean score curves and the swap
@@ -277,9 +330,17 @@ def routing_intervals(out: dict[str, Any], head_group_rows: Rows, group_rows: Ro
     return res
 
 
-def routing(name: str, K: int, taus: dict[str, int | None], head_rows: Rows, checkpoint_rows: Rows,
-            head_group_rows: Rows | None = None, group_rows: Rows | None = None, n_boot: int = 1000,
-            seed: int = 0) -> dict[str, Any]:
+def routing(
+    name: str,
+    K: int,
+    taus: dict[str, int | None],
+    head_rows: Rows,
+    checkpoint_rows: Rows,
+    head_group_rows: Rows | None = None,
+    group_rows: Rows | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> dict[str, Any]:
     """The routing head (largest causal share of the swap gap at the last ablated checkpoint),
     the top selector-attention head, their assembly times t_r (half of the final rise of each
     score) and the leads (tau - t_r) / tau; plus when the swap gap first exceeded 0.1 nats and
@@ -305,7 +366,9 @@ def routing(name: str, K: int, taus: dict[str, int | None], head_rows: Rows, che
         final_share = {r["head"]: r["swap_contrib"] for r in head_rows if r["step"] == last}
         router = max(final_share, key=final_share.get)
         out["routing_head"] = router
-        out["routing_head_final_causal_share"] = next(r["causal_share"] for r in head_rows if r["step"] == last and r["head"] == router)
+        out["routing_head_final_causal_share"] = next(
+            r["causal_share"] for r in head_rows if r["step"] == last and r["head"] == router
+        )
         out["routing_is_top_attention"] = router == top_attn
     else:
         router = None
@@ -347,8 +410,9 @@ def routing(name: str, K: int, taus: dict[str, int | None], head_rows: Rows, che
     return out
 
 
-def figure3_data(name: str, K: int, tau: int | None, checkpoint_rows: Rows, group_rows: Rows,
-                 family: str = "first_token") -> dict[str, Rows]:
+def figure3_data(
+    name: str, K: int, tau: int | None, checkpoint_rows: Rows, group_rows: Rows, family: str = "first_token"
+) -> dict[str, Rows]:
     """(a) normalised z-dependence and loss progress against t / tau; (b) per-group coherence,
     under one definition family (its loss, swap gap and tau; the paper family's are computed at
     the per-head checkpoints only, so its curves have those points).
@@ -370,9 +434,17 @@ def figure3_data(name: str, K: int, tau: int | None, checkpoint_rows: Rows, grou
     denom = Lp - Lc.min()
     gmax = np.nanmax(gap) if np.isfinite(gap).any() else float("nan")
     a = [
-        {"run": name, "K": K, "definition": family, "step": int(s), "t_over_tau": s / tau,
-         "z_norm": float(g / gmax) if gmax > 0 else float("nan"),
-         "loss_progress": float((Lp - l) / denom) if denom > 0 else float("nan"), "swap_gap": float(g), "loss": float(l)}
+        {
+            "run": name,
+            "K": K,
+            "definition": family,
+            "step": int(s),
+            "t_over_tau": s / tau,
+            "z_norm": float(g / gmax) if gmax > 0 else float("nan"),
+            "loss_progress": float((Lp - l) / denom) if denom > 0 else float("nan"),
+            "swap_gap": float(g),
+            "loss": float(l),
+        }
         for s, g, l in zip(steps, gap, Lc)
     ]
     by_step: dict[int, dict[int, float]] = {}
@@ -386,8 +458,17 @@ def figure3_data(name: str, K: int, tau: int | None, checkpoint_rows: Rows, grou
         x0 = np.array([by_step[s0][k] for k in g])
         x1 = np.array([by_step[s1][k] for k in g])
         d = x1 - x0
-        b.append({"run": name, "K": K, "definition": family, "step": (s0 + s1) / 2, "t_over_tau": (s0 + s1) / 2 / tau,
-                  "frac_falling": float((d < 0).mean()), "mean_rate": float(-d.mean() / (s1 - s0) * 100)})
+        b.append(
+            {
+                "run": name,
+                "K": K,
+                "definition": family,
+                "step": (s0 + s1) / 2,
+                "t_over_tau": (s0 + s1) / 2 / tau,
+                "frac_falling": float((d < 0).mean()),
+                "mean_rate": float(-d.mean() / (s1 - s0) * 100),
+            }
+        )
     return {"a": frame(a), "b": frame(b)}
 
 
@@ -396,4 +477,10 @@ def accuracy_histogram(group_rows: list[dict], K: int) -> list[dict]:
     counts: dict[int, list[int]] = {}
     for r in records(group_rows):
         counts.setdefault(r["step"], [0] * (K + 1))[round(r["acc"] * K)] += 1
-    return frame([{"step": s, "acc": k / K, "pct_groups": 100 * c[k] / sum(c)} for s, c in sorted(counts.items()) for k in range(K + 1)])
+    return frame(
+        [
+            {"step": s, "acc": k / K, "pct_groups": 100 * c[k] / sum(c)}
+            for s, c in sorted(counts.items())
+            for k in range(K + 1)
+        ]
+    )

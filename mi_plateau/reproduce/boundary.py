@@ -25,7 +25,7 @@ SUCCESS_FINAL, SUCCESS_MIN = 0.05, 0.01
 
 
 def outcome(row: dict[str, Any]) -> str:
-    """"escaped" by the original's success rule, "no escape" (the run used its whole budget
+    """ "escaped" by the original's success rule, "no escape" (the run used its whole budget
     without), or "undecided" (still running, or not started)."""
     log_K = math.log(row["K"])
     lo, final = row.get("min_L_seq"), row.get("final_L_seq")
@@ -60,15 +60,27 @@ def width_stats(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             widths = [r[f"tau_width_{fam}"] for r in ok]
             mean, std, cv = _stats(widths)
             taus = [r[f"tau_{fam}"] for r in ok if r[f"tau_{fam}"] is not None]
-            out.append({"D": D, "K": K, "lr": lr, "definition": fam, "runs": len(rs), "escaped": len(ok),
-                        "widths": widths, "t_starts": [r[f"t_start_{fam}"] for r in ok],
-                        "mean_width": mean, "std_width": std, "cv_width": cv,
-                        "mean_tau_crossing": sum(taus) / len(taus) if taus else None,
-                        "no_escape_by": [r["steps"] for r in rs if outcome(r) == "no escape"],
-                        "undecided": sum(outcome(r) == "undecided" for r in rs),
-                        "paper_mean": ref[0] if ref and fam == "paper" else None,
-                        "paper_std": ref[1] if ref and fam == "paper" else None,
-                        "paper_cv": ref[1] / ref[0] if ref and fam == "paper" else None})
+            out.append(
+                {
+                    "D": D,
+                    "K": K,
+                    "lr": lr,
+                    "definition": fam,
+                    "runs": len(rs),
+                    "escaped": len(ok),
+                    "widths": widths,
+                    "t_starts": [r[f"t_start_{fam}"] for r in ok],
+                    "mean_width": mean,
+                    "std_width": std,
+                    "cv_width": cv,
+                    "mean_tau_crossing": sum(taus) / len(taus) if taus else None,
+                    "no_escape_by": [r["steps"] for r in rs if outcome(r) == "no escape"],
+                    "undecided": sum(outcome(r) == "undecided" for r in rs),
+                    "paper_mean": ref[0] if ref and fam == "paper" else None,
+                    "paper_std": ref[1] if ref and fam == "paper" else None,
+                    "paper_cv": ref[1] / ref[0] if ref and fam == "paper" else None,
+                }
+            )
     return out
 
 
@@ -78,15 +90,22 @@ def boundary(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dic
     budget, eta* = their geometric mean, and the budgets that the "no escape" rests on."""
     cells: dict[tuple, dict[str, Any]] = {}
     for r in rows:
-        c = cells.setdefault((r["K"], r["D"], r["lr"]), {"K": r["K"], "D": r["D"], "lr": r["lr"], "escaped": 0,
-                                                         "no_escape": 0, "undecided": 0, "budget": []})
+        c = cells.setdefault(
+            (r["K"], r["D"], r["lr"]),
+            {"K": r["K"], "D": r["D"], "lr": r["lr"], "escaped": 0, "no_escape": 0, "undecided": 0, "budget": []},
+        )
         o = outcome(r)
         c[o.replace(" ", "_")] += 1
         if o == "no escape":
             c["budget"].append(r["steps"])
     for c in cells.values():
-        c["outcome"] = ("some did not escape" if c["no_escape"] else "undecided" if c["undecided"] or not c["escaped"]
-                        else "all escaped")
+        c["outcome"] = (
+            "some did not escape"
+            if c["no_escape"]
+            else "undecided"
+            if c["undecided"] or not c["escaped"]
+            else "all escaped"
+        )
         c["budget"] = min(c["budget"]) if c["budget"] else None
     table = []
     for K, D in sorted({(k, d) for k, d, _ in cells}):
@@ -95,21 +114,49 @@ def boundary(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dic
         bad = [c for c in cs if c["no_escape"]]
         hi, lo = (max(ok) if ok else None), (bad[0] if bad else None)
         ref = paper.TABLE8.get(K) if D == 1000 * K else None
-        table.append({"K": K, "D": D, "lrs": [c["lr"] for c in cs], "escaped": [c["escaped"] for c in cs],
-                      "no_escape": [c["no_escape"] for c in cs], "undecided": [c["undecided"] for c in cs],
-                      "max_all_succeed": hi, "min_any_fail": lo["lr"] if lo else None,
-                      "no_escape_by": lo["budget"] if lo else None,
-                      "eta_star": math.sqrt(hi * lo["lr"]) if hi and lo else None,
-                      "paper_max_all_succeed": ref[0] if ref else None, "paper_min_any_fail": ref[1] if ref else None,
-                      "paper_eta_star": ref[2] if ref else None})
+        table.append(
+            {
+                "K": K,
+                "D": D,
+                "lrs": [c["lr"] for c in cs],
+                "escaped": [c["escaped"] for c in cs],
+                "no_escape": [c["no_escape"] for c in cs],
+                "undecided": [c["undecided"] for c in cs],
+                "max_all_succeed": hi,
+                "min_any_fail": lo["lr"] if lo else None,
+                "no_escape_by": lo["budget"] if lo else None,
+                "eta_star": math.sqrt(hi * lo["lr"]) if hi and lo else None,
+                "paper_max_all_succeed": ref[0] if ref else None,
+                "paper_min_any_fail": ref[1] if ref else None,
+                "paper_eta_star": ref[2] if ref else None,
+            }
+        )
     return table, list(cells.values())
 
 
 def run_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per run: its outcome, both clocks in both families, the curve's ends."""
-    keep = ("run", "K", "D", "lr", "seed", "status", "steps", "tau_paper", "t_start_paper", "t_end_paper", "tau_width_paper",
-            "tau_first_token", "t_start_first_token", "t_end_first_token", "tau_width_first_token", "final_L_seq",
-            "min_L_seq", "wall_s", "source")
+    keep = (
+        "run",
+        "K",
+        "D",
+        "lr",
+        "seed",
+        "status",
+        "steps",
+        "tau_paper",
+        "t_start_paper",
+        "t_end_paper",
+        "tau_width_paper",
+        "tau_first_token",
+        "t_start_first_token",
+        "t_end_first_token",
+        "tau_width_first_token",
+        "final_L_seq",
+        "min_L_seq",
+        "wall_s",
+        "source",
+    )
     return [{**{k: r.get(k) for k in keep}, "outcome": outcome(r)} for r in rows]
 
 
@@ -120,32 +167,55 @@ def build_phase_boundary(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed
 
     rows = collect(sweep, root, docs)[0]
     t4, (t8, cells), runs = width_stats(rows), boundary(rows), run_rows(rows)
-    widths = {f"K={K}": {"x": [r["lr"] for r in rs], "tau": [r["tau_width_paper"] for r in rs],
-                         "reached": [r["steps"] if r["outcome"] == "no escape" else None for r in rs],
-                         "label": [f"{r['run']} ({r['outcome']})" for r in rs]}
-              for K in sorted({r["K"] for r in runs}) for rs in [[r for r in runs if r["K"] == K]]}
+    widths = {
+        f"K={K}": {
+            "x": [r["lr"] for r in rs],
+            "tau": [r["tau_width_paper"] for r in rs],
+            "reached": [r["steps"] if r["outcome"] == "no escape" else None for r in rs],
+            "label": [f"{r['run']} ({r['outcome']})" for r in rs],
+        }
+        for K in sorted({r["K"] for r in runs})
+        for rs in [[r for r in runs if r["K"] == K]]
+    }
     ref = [(lr, m) for (_, _, lr), (m, _) in paper.TABLE4.items()]
-    figs = {"Table 4: widths": figures.tau_power_law(
-                widths, {}, x_label="learning rate (n_b = 1000)", x_symbol="lr", y_label="transition width (steps)", dodge=1.04,
-                reference={"x": [a for a, _ in ref], "tau": [b for _, b in ref]},
-                title="Table 4: each seed's transition width (L_seq) against lr<br><sup>crosses: the paper's mean widths; "
-                      "open markers: no escape by that step</sup>"),
-            "Table 8: phase diagram": figures.phase_diagram(
-                cells, {K: v[2] for K, v in paper.TABLE8.items()},
-                title="Table 8: the phase boundary (seeds escaped / run; the paper's eta* as crosses)")}
+    figs = {
+        "Table 4: widths": figures.tau_power_law(
+            widths,
+            {},
+            x_label="learning rate (n_b = 1000)",
+            x_symbol="lr",
+            y_label="transition width (steps)",
+            dodge=1.04,
+            reference={"x": [a for a, _ in ref], "tau": [b for _, b in ref]},
+            title="Table 4: each seed's transition width (L_seq) against lr<br><sup>crosses: the paper's mean widths; "
+            "open markers: no escape by that step</sup>",
+        ),
+        "Table 8: phase diagram": figures.phase_diagram(
+            cells,
+            {K: v[2] for K, v in paper.TABLE8.items()},
+            title="Table 8: the phase boundary (seeds escaped / run; the paper's eta* as crosses)",
+        ),
+    }
     files = {
-        "phase_boundary_table4": ("Table 4 by the transition width (phase_boundary)",
-                                  "width = t_end - t_start (L_seq < 0.05 log K; the last evaluation before with L_seq > 0.95 "
-                                  "log K, 0 if none); std with ddof 0, CV = std / mean, over the seeds that escaped. "
-                                  "mean_tau_crossing: the 0.5 log K crossing of the same seeds. no_escape_by: the step budgets "
-                                  "of seeds that did not escape (a budget below the original's 200,000 says nothing past it)."),
-        "phase_boundary_table8": ("Table 8: the phase boundary (phase_boundary)",
-                                  "A run escapes when its final L_seq < 0.05 log K or its minimum < 0.01 log K (the original's "
-                                  "rule). min_any_fail: the smallest lr with a seed that did not escape within no_escape_by "
-                                  "steps; eta_star: the geometric mean of max_all_succeed and min_any_fail."),
-        "phase_boundary_runs": ("Every run of phase_boundary", "outcome, both clocks in both families (steps), final and "
-                                "smallest L_seq (nats)."),
-        "phase_boundary_widths": ("", ""), "phase_boundary_diagram": ("", ""),
+        "phase_boundary_table4": (
+            "Table 4 by the transition width (phase_boundary)",
+            "width = t_end - t_start (L_seq < 0.05 log K; the last evaluation before with L_seq > 0.95 "
+            "log K, 0 if none); std with ddof 0, CV = std / mean, over the seeds that escaped. "
+            "mean_tau_crossing: the 0.5 log K crossing of the same seeds. no_escape_by: the step budgets "
+            "of seeds that did not escape (a budget below the original's 200,000 says nothing past it).",
+        ),
+        "phase_boundary_table8": (
+            "Table 8: the phase boundary (phase_boundary)",
+            "A run escapes when its final L_seq < 0.05 log K or its minimum < 0.01 log K (the original's "
+            "rule). min_any_fail: the smallest lr with a seed that did not escape within no_escape_by "
+            "steps; eta_star: the geometric mean of max_all_succeed and min_any_fail.",
+        ),
+        "phase_boundary_runs": (
+            "Every run of phase_boundary",
+            "outcome, both clocks in both families (steps), final and smallest L_seq (nats).",
+        ),
+        "phase_boundary_widths": ("", ""),
+        "phase_boundary_diagram": ("", ""),
     }
     tables = {"Table 4 (width)": t4, "Table 8": t8, "runs": runs}
     return _write(docs, files, {"tables": tables, "figures": figs})
@@ -160,10 +230,22 @@ def lr_width_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         base = next((r[f"tau_width_{fam}"] for r in rows if r[f"tau_width_{fam}"]), None)
         for r in rows:
             w = r[f"tau_width_{fam}"]
-            out.append({"definition": fam, "K": r["K"], "lr": r["lr"], "t_start": r[f"t_start_{fam}"], "t_end": r[f"t_end_{fam}"],
-                        "tau_width": w, "tau_crossing": r[f"tau_{fam}"], "width_over_smallest_lr": w / base if w and base else None,
-                        "paper_width": paper.LR_SWEEP.get(r["lr"]) if fam == "paper" else None,
-                        "no_width_by": r["steps"] if w is None else None, "status": r["status"], "wall_s": r["wall_s"]})
+            out.append(
+                {
+                    "definition": fam,
+                    "K": r["K"],
+                    "lr": r["lr"],
+                    "t_start": r[f"t_start_{fam}"],
+                    "t_end": r[f"t_end_{fam}"],
+                    "tau_width": w,
+                    "tau_crossing": r[f"tau_{fam}"],
+                    "width_over_smallest_lr": w / base if w and base else None,
+                    "paper_width": paper.LR_SWEEP.get(r["lr"]) if fam == "paper" else None,
+                    "no_width_by": r["steps"] if w is None else None,
+                    "status": r["status"],
+                    "wall_s": r["wall_s"],
+                }
+            )
     return out
 
 
@@ -178,23 +260,45 @@ def build_lr_width(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int)
     for fam in FAMILIES:
         rs = [r for r in rows if r["definition"] == fam]
         lo, hi = rs[0], rs[-1]
-        ratio.append({"definition": fam, "lr_range": f"{lo['lr']:g} to {hi['lr']:g}",
-                      "ratio": hi["tau_width"] / lo["tau_width"] if hi["tau_width"] and lo["tau_width"] else None,
-                      "paper_ratio": paper.LR_RATIO if fam == "paper" else None})
-    pts = {fam: {"x": [r["lr"] for r in rows if r["definition"] == fam], "tau": [r["tau_width"] for r in rows if r["definition"] == fam],
-                 "reached": [r["no_width_by"] for r in rows if r["definition"] == fam],
-                 "label": [f"lr={r['lr']:g} ({r['status']})" for r in rows if r["definition"] == fam]} for fam in FAMILIES}
-    figs = {"widths against lr": figures.tau_power_law(
-        pts, {}, x_label="learning rate (K = 20, batch 128)", x_symbol="lr", y_label="transition width (steps)",
-        reference={"x": list(paper.LR_SWEEP), "tau": list(paper.LR_SWEEP.values())},
-        title="The learning-rate sweep: transition width against lr (crosses: the paper's)")}
+        ratio.append(
+            {
+                "definition": fam,
+                "lr_range": f"{lo['lr']:g} to {hi['lr']:g}",
+                "ratio": hi["tau_width"] / lo["tau_width"] if hi["tau_width"] and lo["tau_width"] else None,
+                "paper_ratio": paper.LR_RATIO if fam == "paper" else None,
+            }
+        )
+    pts = {
+        fam: {
+            "x": [r["lr"] for r in rows if r["definition"] == fam],
+            "tau": [r["tau_width"] for r in rows if r["definition"] == fam],
+            "reached": [r["no_width_by"] for r in rows if r["definition"] == fam],
+            "label": [f"lr={r['lr']:g} ({r['status']})" for r in rows if r["definition"] == fam],
+        }
+        for fam in FAMILIES
+    }
+    figs = {
+        "widths against lr": figures.tau_power_law(
+            pts,
+            {},
+            x_label="learning rate (K = 20, batch 128)",
+            x_symbol="lr",
+            y_label="transition width (steps)",
+            reference={"x": list(paper.LR_SWEEP), "tau": list(paper.LR_SWEEP.values())},
+            title="The learning-rate sweep: transition width against lr (crosses: the paper's)",
+        )
+    }
     files = {
-        "lr_sweep": ("The learning-rate sweep by the transition width (K = 20)",
-                     "width = t_end - t_start in steps (t_end: first loss < 0.05 log K; t_start: the last evaluation before "
-                     "it with loss > 0.95 log K, 0 if none); tau_crossing: the 0.5 log K crossing; no_width_by: the step a "
-                     "run without a width got to (its budget, or where it stands)."),
-        "lr_sweep_ratio": ("The width's ratio across the lr range",
-                           "The width at the largest lr over the width at the smallest (the paper: 7,550 / 2,100 = 3.6x)."),
+        "lr_sweep": (
+            "The learning-rate sweep by the transition width (K = 20)",
+            "width = t_end - t_start in steps (t_end: first loss < 0.05 log K; t_start: the last evaluation before "
+            "it with loss > 0.95 log K, 0 if none); tau_crossing: the 0.5 log K crossing; no_width_by: the step a "
+            "run without a width got to (its budget, or where it stands).",
+        ),
+        "lr_sweep_ratio": (
+            "The width's ratio across the lr range",
+            "The width at the largest lr over the width at the smallest (the paper: 7,550 / 2,100 = 3.6x).",
+        ),
         "lr_sweep_widths": ("", ""),
     }
     return _write(docs, files, {"tables": {"widths": rows, "ratio": ratio}, "figures": figs})

@@ -22,8 +22,17 @@ from ..sweeps import status, train_local, train_wall
 RECIPES = {
     # (preset, K, seed): the paper recipe at every K, seeds at K = 10 and 20, and today's K = 10
     # under the toolkit's earlier recipe (tl4) to separate the recipe from the ruler
-    "core": [("paper", 10, 0), ("paper", 20, 0), ("tl4", 10, 0), ("paper", 5, 0), ("paper", 10, 1), ("paper", 10, 2),
-             ("paper", 20, 1), ("paper", 20, 2), ("paper", 36, 0)],
+    "core": [
+        ("paper", 10, 0),
+        ("paper", 20, 0),
+        ("tl4", 10, 0),
+        ("paper", 5, 0),
+        ("paper", 10, 1),
+        ("paper", 10, 2),
+        ("paper", 20, 1),
+        ("paper", 20, 2),
+        ("paper", 36, 0),
+    ],
 }
 
 
@@ -46,7 +55,9 @@ def train_all(runs, jobs: int | None = None, progress: bool = True) -> None:
     todo = [(p, Run(p).config() if (p / "config.json").exists() else c) for p, c in runs]
     errors = train_local(todo, jobs, progress=progress, logs=Path(runs[0][0]).parent / "logs" if runs else None)
     if errors:
-        raise RunError(f"training failed for {', '.join(f'{k} ({v})' for k, v in errors.items())}; rerun the recipe to resume")
+        raise RunError(
+            f"training failed for {', '.join(f'{k} ({v})' for k, v in errors.items())}; rerun the recipe to resume"
+        )
 
 
 STEP_IMPL = ("impl", "compile")  # how a step is computed, not what the recipe trains
@@ -62,7 +73,9 @@ def _check_recipe_config(path: Path, cfg) -> None:
         for k in keys:
             d["train"].pop(k, None)
     if stored != want:
-        raise RunError(f"{path / 'config.json'}: not this recipe's run ({config_diff(stored, want)}); move it away or rerun elsewhere")
+        raise RunError(
+            f"{path / 'config.json'}: not this recipe's run ({config_diff(stored, want)}); move it away or rerun elsewhere"
+        )
 
 
 def write_assets(results: dict[str, Any], runs, docs: Path) -> list[Path]:
@@ -75,24 +88,42 @@ def write_assets(results: dict[str, Any], runs, docs: Path) -> list[Path]:
 
     docs.mkdir(parents=True, exist_ok=True)
     written = []
-    seed0 = sorted(((p, c) for p, c in runs if c.task.data_seed == 0 and c.preset == "paper"), key=lambda pc: pc[1].task.K)
+    seed0 = sorted(
+        ((p, c) for p, c in runs if c.task.data_seed == 0 and c.preset == "paper"), key=lambda pc: pc[1].task.K
+    )
     curves = {}
     for p, c in seed0:
         recs = Run(p).records()
-        curves[f"K={c.task.K}"] = {"steps": [r["step"] for r in recs], "L_seq": [r["metrics"].get("L_seq") for r in recs],
-                                   "Lc": [r["metrics"].get("Lc") for r in recs], "log_K": c.task.log_K}
+        curves[f"K={c.task.K}"] = {
+            "steps": [r["step"] for r in recs],
+            "L_seq": [r["metrics"].get("L_seq") for r in recs],
+            "Lc": [r["metrics"].get("Lc") for r in recs],
+            "log_K": c.task.log_K,
+        }
     f3 = {name: d for name, d in results["figure3"].items() if any(len(v["a"]) for v in d.values())}
     t3, by = [], {}
     for p, c in runs:
         s = results["summaries"][p.name]
         fam = s["definitions"]
         by.setdefault((c.preset, c.task.K), []).append(fam)
-        t3.append({"run": p.name, "preset": c.preset, "K": c.task.K, "seed": c.task.data_seed,
-                   "tau_paper": fam["paper"]["tau"], "tau_first_token": fam["first_token"]["tau"], "paper_tau": PAPER_TAU.get(c.task.K),
-                   "plateau_paper": fam["paper"]["plateau_Lc"], "plateau_paper_over_logK": fam["paper"]["plateau_ratio"],
-                   "plateau_first_token_over_logK": fam["first_token"]["plateau_ratio"],
-                   "converged_step": s["converged_step"], "last_step": s["last_step"], "status": s.get("status"),
-                   "train_wall_s": results["train_wall"].get(p.name)})
+        t3.append(
+            {
+                "run": p.name,
+                "preset": c.preset,
+                "K": c.task.K,
+                "seed": c.task.data_seed,
+                "tau_paper": fam["paper"]["tau"],
+                "tau_first_token": fam["first_token"]["tau"],
+                "paper_tau": PAPER_TAU.get(c.task.K),
+                "plateau_paper": fam["paper"]["plateau_Lc"],
+                "plateau_paper_over_logK": fam["paper"]["plateau_ratio"],
+                "plateau_first_token_over_logK": fam["first_token"]["plateau_ratio"],
+                "converged_step": s["converged_step"],
+                "last_step": s["last_step"],
+                "status": s.get("status"),
+                "train_wall_s": results["train_wall"].get(p.name),
+            }
+        )
     spread = []
     for (pre, K), fams in sorted(by.items()):
         row: dict[str, Any] = {"preset": pre, "K": K, "seeds": len(fams), "paper_tau": PAPER_TAU.get(K)}
@@ -103,15 +134,22 @@ def write_assets(results: dict[str, Any], runs, docs: Path) -> list[Path]:
         if len(fams) > 1:
             spread.append(row)
     comp = Path(results["comparison"])
-    parts = ["# Generated tables (mi-plateau reproduce core)\n",
-             "Regenerate with `mi-plateau reproduce core`. Columns named paper_* are the paper's values, for reference; "
-             "`definition` says which family a row measures (paper: L_seq / candidate accuracy / Delta L; first_token: Lc / "
-             "exact match / Delta Lc).\n",
-             "## Table 3 (K column) and Table 7 (K = 10): tau and plateau height, both definitions\n", to_markdown(t3),
-             "\n## tau across seeds\n", to_markdown(spread) if spread else "(one seed per K)\n",
-             "\n## Table 6: collective transition\n", to_markdown(read_json_rows(comp / "table6.json")),
-             "\n## Table 9: head ablation (top 4 heads per phase; Delta L and Delta Lc in nats)\n", to_markdown(read_json_rows(comp / "table9.json")),
-             "\n## Selector routing: routing head, assembly time t_r and lead (tau - t_r) / tau\n", to_markdown(read_json_rows(comp / "routing.json"))]
+    parts = [
+        "# Generated tables (mi-plateau reproduce core)\n",
+        "Regenerate with `mi-plateau reproduce core`. Columns named paper_* are the paper's values, for reference; "
+        "`definition` says which family a row measures (paper: L_seq / candidate accuracy / Delta L; first_token: Lc / "
+        "exact match / Delta Lc).\n",
+        "## Table 3 (K column) and Table 7 (K = 10): tau and plateau height, both definitions\n",
+        to_markdown(t3),
+        "\n## tau across seeds\n",
+        to_markdown(spread) if spread else "(one seed per K)\n",
+        "\n## Table 6: collective transition\n",
+        to_markdown(read_json_rows(comp / "table6.json")),
+        "\n## Table 9: head ablation (top 4 heads per phase; Delta L and Delta Lc in nats)\n",
+        to_markdown(read_json_rows(comp / "table9.json")),
+        "\n## Selector routing: routing head, assembly time t_r and lead (tau - t_r) / tau\n",
+        to_markdown(read_json_rows(comp / "routing.json")),
+    ]
     atomic_write_text(docs / "tables.md", "".join(parts))
     written.append(docs / "tables.md")
     # the figures last: a failed export (the static writer's browser) leaves the tables written
@@ -122,8 +160,16 @@ def write_assets(results: dict[str, Any], runs, docs: Path) -> list[Path]:
     return written
 
 
-def run_recipe(recipe: str = "core", *, jobs: int | None = None, progress: bool = True, docs: str | Path = "docs/reproduction",
-               analyses: str | Path = "analyses", train: bool = True, root: str | Path = "checkpoints") -> dict[str, Any]:
+def run_recipe(
+    recipe: str = "core",
+    *,
+    jobs: int | None = None,
+    progress: bool = True,
+    docs: str | Path = "docs/reproduction",
+    analyses: str | Path = "analyses",
+    train: bool = True,
+    root: str | Path = "checkpoints",
+) -> dict[str, Any]:
     """Train (unless ``train=False``) and analyse the recipe's runs (under ``root``); write docs
     assets and a log into ``docs``."""
     from ..api import analyze
@@ -149,9 +195,15 @@ def run_recipe(recipe: str = "core", *, jobs: int | None = None, progress: bool 
         "train_wall": {p.name: num(train_wall(Run(p))) for p, _ in runs},
     }
     written = write_assets(results, runs, Path(docs))
-    log = {"recipe": recipe, "recipe_train_wall_s": t_train, "recipe_analysis_wall_s": t_an,
-           "sum_of_run_train_wall_s": sum(v for v in results["train_wall"].values() if math.isfinite(v)),
-           "summaries": results["summaries"], "routing": results["routing"], "written": [str(w) for w in written]}
+    log = {
+        "recipe": recipe,
+        "recipe_train_wall_s": t_train,
+        "recipe_analysis_wall_s": t_an,
+        "sum_of_run_train_wall_s": sum(v for v in results["train_wall"].values() if math.isfinite(v)),
+        "summaries": results["summaries"],
+        "routing": results["routing"],
+        "written": [str(w) for w in written],
+    }
     from ..checkpoints import atomic_write_json
 
     atomic_write_json(Path(docs) / "recipe_log.json", log)

@@ -16,9 +16,14 @@ from .records import collect
 from .sweeps import FAMILY_KEYS, PAPER_TABLE1, PAPER_TABLE3, PAPER_TABLE4, PAPER_TABLE8, recipe_sweep
 
 
-def dry_run(name: str | Sweep, root: str | Path = "checkpoints", sec_per_step: float | None = None,
-            docs: str | Path = "docs/reproduction", skip_recorded: bool = False,
-            only: list[str] | None = None) -> list[dict[str, Any]]:
+def dry_run(
+    name: str | Sweep,
+    root: str | Path = "checkpoints",
+    sec_per_step: float | None = None,
+    docs: str | Path = "docs/reproduction",
+    skip_recorded: bool = False,
+    only: list[str] | None = None,
+) -> list[dict[str, Any]]:
     """The recipe's (or sweep's) runs, their status and an estimate of what is left of each: the
     expected steps x the seconds per step, less the steps a partial run here already made.
     Expected steps: 1.2 x (the tau-only margin) the tau measured for the point's condition (the
@@ -36,8 +41,11 @@ def dry_run(name: str | Sweep, root: str | Path = "checkpoints", sec_per_step: f
     measured, where = measured_sec_per_step(root), "here"
     collected = collect(sweep, root, docs)[0]
     if not measured:
-        measured = [(r["K"], r["wall_s"] / r["steps"] * 128 / r["batch_size"]) for r in collected
-                    if r["source"] == "recorded" and r["status"] == "finished" and r["wall_s"] and r["steps"]]
+        measured = [
+            (r["K"], r["wall_s"] / r["steps"] * 128 / r["batch_size"])
+            for r in collected
+            if r["source"] == "recorded" and r["status"] == "finished" and r["wall_s"] and r["steps"]
+        ]
         where = "recorded"
     # per condition: the steps each seed's run takes (here or recorded), and how many of them are
     # lower bounds (a partial run with no tau yet takes at least the margin x the steps it made)
@@ -57,11 +65,14 @@ def dry_run(name: str | Sweep, root: str | Path = "checkpoints", sec_per_step: f
             full = statistics.mean(v for v, bound in seen if not bound)  # a bound below them says nothing more
             steps = statistics.mean(max(v, full) if bound else v for v, bound in seen)
             n_bounds = sum(bound for _, bound in seen)
-            tau_from = (f"{len(seen)} run{'s' * (len(seen) > 1)} measured"
-                        + (f" ({n_bounds} unfinished without a tau: at least)" if n_bounds else ""))
+            tau_from = f"{len(seen)} run{'s' * (len(seen) > 1)} measured" + (
+                f" ({n_bounds} unfinished without a tau: at least)" if n_bounds else ""
+            )
         elif seen:  # only partial runs without a tau: the paper's guess, but not below what they show
             steps = max(paper, max(v for v, _ in seen))
-            tau_from = ("the paper" if guess else "the budget") + f", at least {len(seen)} unfinished run{'s' * (len(seen) > 1)}"
+            tau_from = (
+                "the paper" if guess else "the budget"
+            ) + f", at least {len(seen)} unfinished run{'s' * (len(seen) > 1)}"
         else:
             steps, tau_from = paper, "the paper" if guess else "the budget"
         if sec_per_step:
@@ -83,8 +94,18 @@ def dry_run(name: str | Sweep, root: str | Path = "checkpoints", sec_per_step: f
         steps = max(steps, done)
         finished = r["status"] == "finished" and (r["source"] == "here" or skip_recorded)
         left = 0 if finished else max(0.0, steps - done)
-        rows.append({"run": str(path), **p.settings, "status": st, "steps_done": done, "expected_steps": int(steps),
-                     "est_core_min": left * sps * c.train.batch_size / 128 / 60, "tau_from": tau_from, "s_per_step_from": src})
+        rows.append(
+            {
+                "run": str(path),
+                **p.settings,
+                "status": st,
+                "steps_done": done,
+                "expected_steps": int(steps),
+                "est_core_min": left * sps * c.train.batch_size / 128 / 60,
+                "tau_from": tau_from,
+                "s_per_step_from": src,
+            }
+        )
     keep = set(select(sweep, only)) if only is not None else None
     return [r for r, p in zip(rows, sweep.points) if keep is None or p.name in keep]
 
@@ -112,8 +133,18 @@ def _stop_tau(c, row: dict[str, Any]) -> int | None:
 
 def _condition(c) -> tuple:
     """What a point's tau depends on apart from its seeds (Table 4's condition and the recipe)."""
-    return (c.task.K, c.task.n_b, c.task.len_z, c.train.lr, c.train.batch_size, c.train.grad_clip, c.train.max_steps,
-            c.train.tau_on, c.train.warmup_steps, c.train.schedule)
+    return (
+        c.task.K,
+        c.task.n_b,
+        c.task.len_z,
+        c.train.lr,
+        c.train.batch_size,
+        c.train.grad_clip,
+        c.train.max_steps,
+        c.train.tau_on,
+        c.train.warmup_steps,
+        c.train.schedule,
+    )
 
 
 def measured_sec_per_step(root: str | Path) -> list[tuple[int, float]]:

@@ -45,11 +45,22 @@ def table2(cells: dict[int, dict[str, dict[str, Any]]]) -> list[dict[str, Any]]:
         c = {r: cells[K].get(r, {}) for r in ROLES}
         fwd, bwd, tr = (c[r].get("tau") for r in ROLES)
         ref = paper.TABLE2.get(K, (None,) * 4)
-        rows.append({"K": K, "tau_fwd": fwd, "tau_bwd": bwd, "ratio": _ratio(fwd, bwd), "tau_bwd_transfer": tr,
-                     "transfer": _ratio(bwd, tr),
-                     **{f"{r}_status": c[r].get("status") for r in ROLES},
-                     **{f"{r}_steps": c[r].get("steps") for r in ROLES},
-                     "paper_tau_fwd": ref[0], "paper_tau_bwd": ref[1], "paper_ratio": ref[2], "paper_transfer": ref[3]})
+        rows.append(
+            {
+                "K": K,
+                "tau_fwd": fwd,
+                "tau_bwd": bwd,
+                "ratio": _ratio(fwd, bwd),
+                "tau_bwd_transfer": tr,
+                "transfer": _ratio(bwd, tr),
+                **{f"{r}_status": c[r].get("status") for r in ROLES},
+                **{f"{r}_steps": c[r].get("steps") for r in ROLES},
+                "paper_tau_fwd": ref[0],
+                "paper_tau_bwd": ref[1],
+                "paper_ratio": ref[2],
+                "paper_transfer": ref[3],
+            }
+        )
     return rows
 
 
@@ -67,11 +78,15 @@ def build_direction(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int
             t = r["tau_paper"]
         cells.setdefault(p.cfg.task.K, {})[kind] = {"tau": t, "status": r["status"], "steps": r["steps"]}
     t2 = table2(cells)
-    written = write_table(docs / "table2", t2, title="Table 2: directional asymmetry",
-                          note="tau_fwd: the forward run ((A, z) -> B) at its first evaluation with the first-token loss over the "
-                               "vocabulary below 0.1 nats; tau_bwd: the backward run ((B, z) -> A) from scratch at L_seq < 0.5 log K; "
-                               "ratio = tau_fwd / tau_bwd; tau_bwd_transfer: the backward run started from the forward run's weights "
-                               "after its 20,000 steps (fresh AdamW, step count reset); transfer = tau_bwd / tau_bwd_transfer. "
-                               "Clipping 1.0; targets without the distinct-first-character rule. None: not reached (see the status "
-                               "and steps columns).")
+    written = write_table(
+        docs / "table2",
+        t2,
+        title="Table 2: directional asymmetry",
+        note="tau_fwd: the forward run ((A, z) -> B) at its first evaluation with the first-token loss over the "
+        "vocabulary below 0.1 nats; tau_bwd: the backward run ((B, z) -> A) from scratch at L_seq < 0.5 log K; "
+        "ratio = tau_fwd / tau_bwd; tau_bwd_transfer: the backward run started from the forward run's weights "
+        "after its 20,000 steps (fresh AdamW, step count reset); transfer = tau_bwd / tau_bwd_transfer. "
+        "Clipping 1.0; targets without the distinct-first-character rule. None: not reached (see the status "
+        "and steps columns).",
+    )
     return {"tables": {"Table 2": t2}, "figures": {}, "written": written}

@@ -15,18 +15,31 @@ from .records import collect
 def table11(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per (K, lr): our Q (``summaries.dissipation``, None where the window has not
     closed), the run's status and steps, and the paper's Q."""
-    return [{"K": r["K"], "lr": r["lr"], "Q": r.get("dissipation_Q"), "paper_Q": paper.TABLE11.get((r["K"], r["lr"])),
-             "tau_paper": r["tau_paper"], "status": r["status"], "steps": r["steps"]}
-            for r in sorted(rows, key=lambda r: (r["K"], r["lr"]))]
+    return [
+        {
+            "K": r["K"],
+            "lr": r["lr"],
+            "Q": r.get("dissipation_Q"),
+            "paper_Q": paper.TABLE11.get((r["K"], r["lr"])),
+            "tau_paper": r["tau_paper"],
+            "status": r["status"],
+            "steps": r["steps"],
+        }
+        for r in sorted(rows, key=lambda r: (r["K"], r["lr"]))
+    ]
 
 
 def build_dissipation(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int) -> dict[str, Any]:
     """Table 11: Q per K and lr beside the paper's."""
     t11 = table11(collect(sweep, root, docs)[0])
-    written = write_table(docs / "table11", t11, title="Table 11: gradient dissipation Q during the transition",
-                          note="Q = sum over the checkpoints from the first with a z-gap (swap gap) above 0.1 nats to the first "
-                               "above 0.9 log K of lr x mean squared gradient norm before clipping x spacing; clipping 1.0. "
-                               "None: the window has not closed (or the run was recorded before the squared norm was kept).")
+    written = write_table(
+        docs / "table11",
+        t11,
+        title="Table 11: gradient dissipation Q during the transition",
+        note="Q = sum over the checkpoints from the first with a z-gap (swap gap) above 0.1 nats to the first "
+        "above 0.9 log K of lr x mean squared gradient norm before clipping x spacing; clipping 1.0. "
+        "None: the window has not closed (or the run was recorded before the squared norm was kept).",
+    )
     return {"tables": {"Table 11": t11}, "figures": {}, "written": written}
 
 
@@ -35,19 +48,30 @@ def noise_delays(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     examples / B) and the delay tau(p) / tau(0) at the same K; where a run has no tau, the step
     it got to (``no_escape_by``)."""
     base = {r["K"]: r["tau_paper"] for r in rows if r["label_noise"] == 0 and r["tau_paper"]}
-    return [{"K": r["K"], "label_noise": r["label_noise"], "tau_paper": r["tau_paper"],
-             "delay": r["tau_paper"] / base[r["K"]] if r["tau_paper"] and r["K"] in base else None,
-             "no_escape_by": r["steps"] if not r["tau_paper"] and r["status"] == "finished" else None,
-             "paper_delay_at_0.2": paper.LABEL_NOISE_DELAY if r["label_noise"] == 0.2 else None,
-             "status": r["status"], "steps": r["steps"]}
-            for r in sorted(rows, key=lambda r: (r["K"], r["label_noise"]))]
+    return [
+        {
+            "K": r["K"],
+            "label_noise": r["label_noise"],
+            "tau_paper": r["tau_paper"],
+            "delay": r["tau_paper"] / base[r["K"]] if r["tau_paper"] and r["K"] in base else None,
+            "no_escape_by": r["steps"] if not r["tau_paper"] and r["status"] == "finished" else None,
+            "paper_delay_at_0.2": paper.LABEL_NOISE_DELAY if r["label_noise"] == 0.2 else None,
+            "status": r["status"],
+            "steps": r["steps"],
+        }
+        for r in sorted(rows, key=lambda r: (r["K"], r["label_noise"]))
+    ]
 
 
 def build_label_noise(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int) -> dict[str, Any]:
     """Figure 2b: tau against the label noise p per K, and the delay over p = 0."""
     rows = noise_delays(collect(sweep, root, docs)[0])
-    written = write_table(docs / "label_noise", rows, title="Figure 2b: tau against fixed label noise",
-                          note="tau: the first evaluation with clean-label L_seq < 0.5 log K (steps; batch 128 throughout, so "
-                               "the delay is also in tokens); delay = tau(p) / tau(0) at the same K; no_escape_by: a finished run "
-                               "without a tau, the step its budget ended at. The paper: a 16x delay at p = 0.2.")
+    written = write_table(
+        docs / "label_noise",
+        rows,
+        title="Figure 2b: tau against fixed label noise",
+        note="tau: the first evaluation with clean-label L_seq < 0.5 log K (steps; batch 128 throughout, so "
+        "the delay is also in tokens); delay = tau(p) / tau(0) at the same K; no_escape_by: a finished run "
+        "without a tau, the step its budget ended at. The paper: a 16x delay at p = 0.2.",
+    )
     return {"tables": {"Figure 2b": rows}, "figures": {}, "written": written}

@@ -37,8 +37,18 @@ from ..summaries import nan_to_none, num, transition_width
 from ..sweeps import Point, Sweep, run_row
 
 CURVE_KEYS = ("L_seq", "Lc", "L1")  # per checkpoint; with "step", what the builders read of a run's records
-ROW_KEYS = ("status", "tau_paper", "tau_first_token", "plateau_paper", "plateau_ratio_paper", "plateau_first_token",
-            "plateau_ratio_first_token", "steps", "wall_s", "dissipation_Q")
+ROW_KEYS = (
+    "status",
+    "tau_paper",
+    "tau_first_token",
+    "plateau_paper",
+    "plateau_ratio_paper",
+    "plateau_first_token",
+    "plateau_ratio_first_token",
+    "steps",
+    "wall_s",
+    "dissipation_Q",
+)
 
 
 def log_path(docs: str | Path, sweep: Sweep) -> Path:
@@ -52,8 +62,11 @@ def read_log(docs: str | Path, sweep: Sweep) -> dict[str, Any]:
     if not path.exists():
         return {}
     log = read_json(path)
-    if (not isinstance(log, dict) or not isinstance(log.get("runs", []), list)
-            or not isinstance(log.get("records", {}), dict)):
+    if (
+        not isinstance(log, dict)
+        or not isinstance(log.get("runs", []), list)
+        or not isinstance(log.get("records", {}), dict)
+    ):
         raise RunError(f"{path}: not a recipe log (expected an object with a list of runs and a table of records)")
     return log
 
@@ -68,8 +81,11 @@ def _records(log: dict[str, Any]) -> dict[str, dict[str, Any]]:
     row as a record without config or curve."""
     if "records" in log:
         return log["records"]
-    return {r["run"]: {"row": r, "config": None, "curve": None} for r in log.get("runs", [])
-            if isinstance(r, dict) and isinstance(r.get("run"), str) and r.get("status") in ("finished", "running")}
+    return {
+        r["run"]: {"row": r, "config": None, "curve": None}
+        for r in log.get("runs", [])
+        if isinstance(r, dict) and isinstance(r.get("run"), str) and r.get("status") in ("finished", "running")
+    }
 
 
 def _int(v: Any) -> int | None:
@@ -124,8 +140,11 @@ def curve_columns(curve: dict[str, list] | None, cfg: RunConfig) -> dict[str, An
     run's curves are not kept."""
     out: dict[str, Any] = {}
     for fam, key in (("paper", "L_seq"), ("first_token", "Lc")):
-        got = (transition_width(curve["step"], curve[key], cfg.task.log_K, cfg.eval.width_hi, cfg.eval.width_lo)
-               if curve else (None, None, None))
+        got = (
+            transition_width(curve["step"], curve[key], cfg.task.log_K, cfg.eval.width_hi, cfg.eval.width_lo)
+            if curve
+            else (None, None, None)
+        )
         out |= dict(zip((f"t_start_{fam}", f"t_end_{fam}", f"tau_width_{fam}"), got))
     seq = [v for v in (num(x) for x in (curve or {}).get("L_seq", [])) if v == v]
     out["final_L_seq"] = seq[-1] if seq else None
@@ -133,7 +152,9 @@ def curve_columns(curve: dict[str, list] | None, cfg: RunConfig) -> dict[str, An
     return out
 
 
-def collect(sweep: Sweep, root: str | Path, docs: str | Path) -> tuple[list[dict[str, Any]], dict[str, dict], dict[str, Any]]:
+def collect(
+    sweep: Sweep, root: str | Path, docs: str | Path
+) -> tuple[list[dict[str, Any]], dict[str, dict], dict[str, Any]]:
     """One row per point (the swept settings, K, n_b, D, lr, batch size, len_z, both families'
     tau and plateau, steps, status, wall time, ``source``, ``trained_at``), the loss curves of the
     rows' runs by run name, and the log's records as they should be written back (every old
@@ -158,11 +179,25 @@ def collect(sweep: Sweep, root: str | Path, docs: str | Path) -> tuple[list[dict
         else:
             row, curve, source = {"status": "not started"}, None, None
         c = p.cfg
-        rows.append({"run": p.name, **p.settings, "K": c.task.K, "n_b": c.task.n_b, "D": c.task.K * c.task.n_b,
-                     "lr": c.train.lr, "batch_size": c.train.batch_size, "len_z": c.task.len_z,
-                     **{k: row.get(k) for k in ROW_KEYS}, "source": source, "trained_at": row.get("trained_at"),
-                     "tau_paper": _int(row.get("tau_paper")), "tau_first_token": _int(row.get("tau_first_token")),
-                     "steps": _int(row.get("steps")), **curve_columns(curve if source else None, c)})
+        rows.append(
+            {
+                "run": p.name,
+                **p.settings,
+                "K": c.task.K,
+                "n_b": c.task.n_b,
+                "D": c.task.K * c.task.n_b,
+                "lr": c.train.lr,
+                "batch_size": c.train.batch_size,
+                "len_z": c.task.len_z,
+                **{k: row.get(k) for k in ROW_KEYS},
+                "source": source,
+                "trained_at": row.get("trained_at"),
+                "tau_paper": _int(row.get("tau_paper")),
+                "tau_first_token": _int(row.get("tau_first_token")),
+                "steps": _int(row.get("steps")),
+                **curve_columns(curve if source else None, c),
+            }
+        )
         if source is not None and curve is not None:
             curves[p.name] = curve
     return rows, curves, {"settings": settings(sweep), "records": records, "superseded": superseded}

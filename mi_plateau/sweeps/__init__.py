@@ -6,5 +6,19 @@ or on Ray and returns its table; ``sweep_table`` reads the table of a sweep fold
 from .runner import BACKENDS, plan, run_row, run_sweep, select, status, sweep_table, train_local, train_ray, train_wall
 from .spec import Point, Sweep, load_sweep, parse_sweep
 
-__all__ = ["BACKENDS", "Point", "Sweep", "load_sweep", "parse_sweep", "plan", "run_row", "run_sweep", "select", "status", "sweep_table",
-           "train_local", "train_ray", "train_wall"]
+__all__ = [
+    "BACKENDS",
+    "Point",
+    "Sweep",
+    "load_sweep",
+    "parse_sweep",
+    "plan",
+    "run_row",
+    "run_sweep",
+    "select",
+    "status",
+    "sweep_table",
+    "train_local",
+    "train_ray",
+    "train_wall",
+]

@@ -24,8 +24,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from ..checkpoints import Run, RunError, atomic_write_json, read_json, refuse_inside_run
 from ..config import RunConfig, config_diff, extends
@@ -69,8 +70,10 @@ def plan(sweep: Sweep, root: str | Path = "checkpoints") -> list[tuple[Path, Run
                 bad.append(f"{p.name}: {config_diff(stored.to_dict(), p.cfg.to_dict())}")
         out.append((path, p.cfg))
     if bad:
-        raise RunError(f"{folder}: points whose config changed since their runs started (move the runs away or restore "
-                       f"the sweep file): {' | '.join(bad)}")
+        raise RunError(
+            f"{folder}: points whose config changed since their runs started (move the runs away or restore "
+            f"the sweep file): {' | '.join(bad)}"
+        )
     return out
 
 
@@ -83,7 +86,9 @@ def _raised_cap(path: Path, cfg: RunConfig) -> bool:
         return False
 
 
-def _units(runs: Sequence[tuple[Path, RunConfig]], batch_runs: int, order: str = "longest_first") -> list[list[tuple[Path, RunConfig]]]:
+def _units(
+    runs: Sequence[tuple[Path, RunConfig]], batch_runs: int, order: str = "longest_first"
+) -> list[list[tuple[Path, RunConfig]]]:
     """The unfinished runs as units of work: single runs, or with ``batch_runs`` > 1 batches of up
     to that many batchable runs (``batched.group_batches``) trained in one process as one stacked
     model. ``order`` "longest_first" starts the largest D = K n_b first (tau grows with D, so the
@@ -103,10 +108,18 @@ def _units(runs: Sequence[tuple[Path, RunConfig]], batch_runs: int, order: str =
     return group_batches(todo, batch_runs)
 
 
-def train_local(runs: Sequence[tuple[Path, RunConfig]], jobs: int | None = None, *, retries: int = 1,
-                progress: bool = True, logs: Path | None = None, batch_runs: int = 1,
-                order: str = "longest_first", on_done: Callable[[], None] | None = None,
-                device: str = "auto") -> dict[str, str]:
+def train_local(
+    runs: Sequence[tuple[Path, RunConfig]],
+    jobs: int | None = None,
+    *,
+    retries: int = 1,
+    progress: bool = True,
+    logs: Path | None = None,
+    batch_runs: int = 1,
+    order: str = "longest_first",
+    on_done: Callable[[], None] | None = None,
+    device: str = "auto",
+) -> dict[str, str]:
     """Train the unfinished runs ``jobs`` processes at a time, one thread each (``jobs`` default:
     the cores), each process one run or (``batch_runs`` > 1) one batch of runs; returns {run
     folder: error} for the runs that failed. Each process's standard error goes to
@@ -126,16 +139,35 @@ def train_local(runs: Sequence[tuple[Path, RunConfig]], jobs: int | None = None,
 
     def start(unit, tries: int) -> None:
         if len(unit) == 1:
-            cmd = [sys.executable, "-m", "mi_plateau", "train", "--config", "-", "--out", str(unit[0][0]), "--resume", "--quiet",
-                   "--device", device]
+            cmd = [
+                sys.executable,
+                "-m",
+                "mi_plateau",
+                "train",
+                "--config",
+                "-",
+                "--out",
+                str(unit[0][0]),
+                "--resume",
+                "--quiet",
+                "--device",
+                device,
+            ]
             payload = unit[0][1].to_json()
         else:
             cmd = [sys.executable, "-m", "mi_plateau", "train-batch", "-", "--resume", "--quiet", "--device", device]
             payload = json.dumps([{"out": str(p), "config": c.to_dict()} for p, c in unit])
         log_of(unit).parent.mkdir(parents=True, exist_ok=True)
         with open(log_of(unit), "a") as log:  # the child keeps its own descriptor
-            p = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=log, text=True,
-                                 preexec_fn=_die_with_parent)
+            p = subprocess.Popen(
+                cmd,
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                text=True,
+                preexec_fn=_die_with_parent,
+            )
         p.stdin.write(payload)
         p.stdin.close()
         running.append((p, unit, tries))
@@ -196,10 +228,18 @@ def _ray_train(items: list[tuple[dict, str]], device: str = "auto") -> list[str]
     return [out for _, out in items]
 
 
-def train_ray(runs: Sequence[tuple[Path, RunConfig]], jobs: int | None = None, *, address: str | None = None,
-              retries: int = 1, progress: bool = True, batch_runs: int = 1,
-              order: str = "longest_first", on_done: Callable[[], None] | None = None,
-              device: str = "auto") -> dict[str, str]:
+def train_ray(
+    runs: Sequence[tuple[Path, RunConfig]],
+    jobs: int | None = None,
+    *,
+    address: str | None = None,
+    retries: int = 1,
+    progress: bool = True,
+    batch_runs: int = 1,
+    order: str = "longest_first",
+    on_done: Callable[[], None] | None = None,
+    device: str = "auto",
+) -> dict[str, str]:
     """Train the unfinished runs as Ray tasks (one per run, or per batch with ``batch_runs`` > 1);
     returns {run folder: error} for the failures."""
     try:
@@ -247,9 +287,20 @@ def waves(runs: Sequence[tuple[Path, RunConfig]]) -> list[list[tuple[Path, RunCo
     return [w for w in (own, borrowed) if w]
 
 
-def run_sweep(sweep: Sweep, *, root: str | Path = "checkpoints", jobs: int | None = None, backend: str = "local",
-              address: str | None = None, retries: int = 1, progress: bool = True, batch_runs: int = 1,
-              only: Sequence[str] | None = None, on_done: Callable[[], None] | None = None, device: str = "auto"):
+def run_sweep(
+    sweep: Sweep,
+    *,
+    root: str | Path = "checkpoints",
+    jobs: int | None = None,
+    backend: str = "local",
+    address: str | None = None,
+    retries: int = 1,
+    progress: bool = True,
+    batch_runs: int = 1,
+    only: Sequence[str] | None = None,
+    on_done: Callable[[], None] | None = None,
+    device: str = "auto",
+):
     """Train every point of the sweep (skipping finished runs, resuming partial ones) and return
     its table (``sweep_table``; ``table.attrs["failed"]``: {run name: error} of the runs this call
     trained that failed or were left unfinished). Writes the resolved sweep to ``<root>/<sweep>/sweep.json``.
@@ -274,11 +325,28 @@ def run_sweep(sweep: Sweep, *, root: str | Path = "checkpoints", jobs: int | Non
     errors: dict[str, str] = {}
     for wave in waves(runs):
         if backend == "ray":
-            errors |= train_ray(wave, jobs, address=address, retries=retries, progress=progress, batch_runs=batch_runs,
-                                order=sweep.order, on_done=on_done, device=str(device))
+            errors |= train_ray(
+                wave,
+                jobs,
+                address=address,
+                retries=retries,
+                progress=progress,
+                batch_runs=batch_runs,
+                order=sweep.order,
+                on_done=on_done,
+                device=str(device),
+            )
         else:
-            errors |= train_local(wave, jobs, retries=retries, progress=progress, batch_runs=batch_runs,
-                                  order=sweep.order, on_done=on_done, device=str(device))
+            errors |= train_local(
+                wave,
+                jobs,
+                retries=retries,
+                progress=progress,
+                batch_runs=batch_runs,
+                order=sweep.order,
+                on_done=on_done,
+                device=str(device),
+            )
     trained = {Path(p).name for p, _ in runs}
     failed = {Path(k).name: v for k, v in errors.items()}
     for p, _ in runs:  # whatever the backend said, a run left unfinished failed (a Ray task lost past its retries)
@@ -292,8 +360,12 @@ def run_sweep(sweep: Sweep, *, root: str | Path = "checkpoints", jobs: int | Non
     errs.update(failed)
     atomic_write_json(folder / "errors.json", errs)
     table = sweep_table(folder)
-    write_table(folder / "table", table, title=f"Sweep {sweep.name}: one row per run",
-                note="tau in steps (tau_examples: examples seen); plateau in nats; paper = L_seq, first_token = Lc.")
+    write_table(
+        folder / "table",
+        table,
+        title=f"Sweep {sweep.name}: one row per run",
+        note="tau in steps (tau_examples: examples seen); plateau in nats; paper = L_seq, first_token = Lc.",
+    )
     table.attrs["wall_s"] = time.perf_counter() - t0
     table.attrs["failed"] = failed  # {run name: error} of this call's runs; the CLI exits non-zero on any
     return table
@@ -352,8 +424,14 @@ def run_row(path: Path) -> dict[str, Any]:
                 row[f"tau_examples_{fam}"] = v["tau_examples"]
                 row[f"plateau_{fam}"] = v["plateau_Lc"]
                 row[f"plateau_ratio_{fam}"] = v["plateau_ratio"]
-            row.update({"converged": s["converged"], "steps": s["last_step"], "wall_s": train_wall(run),
-                        "dissipation_Q": s.get("dissipation_Q")})
+            row.update(
+                {
+                    "converged": s["converged"],
+                    "steps": s["last_step"],
+                    "wall_s": train_wall(run),
+                    "dissipation_Q": s.get("dissipation_Q"),
+                }
+            )
         except RunError as e:
             row["error"] = str(e)
     return row

@@ -28,10 +28,11 @@ from __future__ import annotations
 
 import itertools
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import tomllib
 
 from ..config import STOPS, ConfigError, RunConfig, preset, validate, with_overrides
 
@@ -60,8 +61,14 @@ class Sweep:
 
     def to_dict(self) -> dict[str, Any]:
         """The resolved sweep (what ``sweep.json`` in the sweep folder holds)."""
-        return {"name": self.name, "preset": self.preset, "stop": self.stop, "overrides": self.overrides,
-                "order": self.order, "points": [{"name": p.name, "settings": p.settings, "config": p.cfg.to_dict()} for p in self.points]}
+        return {
+            "name": self.name,
+            "preset": self.preset,
+            "stop": self.stop,
+            "overrides": self.overrides,
+            "order": self.order,
+            "points": [{"name": p.name, "settings": p.settings, "config": p.cfg.to_dict()} for p in self.points],
+        }
 
 
 def load_sweep(path: str | Path) -> Sweep:

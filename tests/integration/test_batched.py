@@ -17,10 +17,14 @@ from mi_plateau.train import train
 
 def _cfgs(max_steps=50):
     # epoch batching with different D: the members' last partial batches differ in size (padding)
-    base = with_overrides(preset("tiny"), {"max_steps": max_steps, "batching": "epoch", "train.ckpt_every": 10,
-                                           "train.ckpt_every_transition": 10})
-    return [with_overrides(base, {"K": 3, "seed": 0}),
-            with_overrides(base, {"K": 4, "n_b": 40, "seed": 1, "lr": 1e-3, "grad_clip": 0.5, "train.warmup_steps": 10})]
+    base = with_overrides(
+        preset("tiny"),
+        {"max_steps": max_steps, "batching": "epoch", "train.ckpt_every": 10, "train.ckpt_every_transition": 10},
+    )
+    return [
+        with_overrides(base, {"K": 3, "seed": 0}),
+        with_overrides(base, {"K": 4, "n_b": 40, "seed": 1, "lr": 1e-3, "grad_clip": 0.5, "train.warmup_steps": 10}),
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -57,8 +61,13 @@ def test_killed_batched_run_resumes_bit_identically(tmp_path, run_cli, one_threa
     outs = [tmp_path / "k0", tmp_path / "k1"]
     payload = json.dumps([{"out": str(o), "config": c.to_dict()} for o, c in zip(outs, cfgs)])
     env = {**os.environ, "MI_PLATEAU_CRASH": "step:57", "OMP_NUM_THREADS": "1"}  # mid-way, between checkpoints
-    p = subprocess.run([sys.executable, "-m", "mi_plateau", "train-batch", "-", "--quiet"], input=payload, text=True,
-                       env=env, capture_output=True)
+    p = subprocess.run(
+        [sys.executable, "-m", "mi_plateau", "train-batch", "-", "--quiet"],
+        input=payload,
+        text=True,
+        env=env,
+        capture_output=True,
+    )
     assert p.returncode == 137
     assert 0 < len(Run(outs[0]).records()) < 6
     p = run_cli("train-batch", "-", "--resume", "--quiet", input=payload, env={"OMP_NUM_THREADS": "1"})

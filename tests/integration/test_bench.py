@@ -53,5 +53,7 @@ def test_bench_sweep_section_on_tiny():
     assert max(r["vs_best_single_config"] for r in singles) == 1.0
     for r in res["rows"]:
         assert r["run_steps_per_s"] > 0
-        assert math.isclose(r["vs_single_1_thread"], r["run_steps_per_s"] / rows["single run, 1 thread"]["run_steps_per_s"])
+        assert math.isclose(
+            r["vs_single_1_thread"], r["run_steps_per_s"] / rows["single run, 1 thread"]["run_steps_per_s"]
+        )
     assert len(sweep_lines(res)) == 5 + len(res["rows"])  # blank, title, blank, header, rule, rows

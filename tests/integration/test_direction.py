@@ -60,29 +60,38 @@ def test_init_from_starts_from_the_source_weights_with_a_fresh_optimizer(tiny_ru
 
 def test_init_from_refuses_what_it_cannot_start_from(tiny_run, tiny_cfg, tmp_path):
     src = tiny_run if isinstance(tiny_run, Run) else Run(tiny_run)
-    for overrides, words in (({"train.init_from": str(tmp_path / "nowhere")}, "no run at"),
-                             ({"train.init_from": str(src.path), "train.init_step": 7}, "no checkpoint there")):
+    for overrides, words in (
+        ({"train.init_from": str(tmp_path / "nowhere")}, "no run at"),
+        ({"train.init_from": str(src.path), "train.init_step": 7}, "no checkpoint there"),
+    ):
         cfg = with_overrides(tiny_cfg, {"max_steps": 20, **overrides})
         with pytest.raises(RunError, match=words) as e:
             train(cfg, tmp_path / "refused", progress=False, device="cpu")
         assert "\n" not in str(e.value)
     assert not (tmp_path / "refused" / "manifest.json").exists()  # nothing half-made is left to resume
     # a relative path names a sibling folder
-    train(with_overrides(tiny_cfg, {"max_steps": 40, "stop": "budget"}), tmp_path / "short", progress=False, device="cpu")
+    train(
+        with_overrides(tiny_cfg, {"max_steps": 40, "stop": "budget"}), tmp_path / "short", progress=False, device="cpu"
+    )
     cfg = with_overrides(tiny_cfg, {"max_steps": 20, "train.init_from": "short"})
     train(cfg, tmp_path / "from_sibling", progress=False, device="cpu")
     assert Run(tmp_path / "from_sibling").manifest()["init"]["step"] == 40
 
 
 def test_sweep_trains_a_transfer_run_after_its_source(tmp_path):
-    sweep = parse_sweep({
-        "name": "direction_tiny", "preset": "tiny", "order": "listed",
-        "overrides": {"task.distinct_first": False, "grad_clip": 1.0},
-        "points": [
-            # listed first, so a one-wave pool would start it before (or beside) its source
-            {"name": "transfer", "stop": "tau", "tau_on": "paper", "max_steps": 200, "train.init_from": "fwd"},
-            {"name": "fwd", "direction": "az_b", "stop": "budget", "tau_on": "first_token", "max_steps": 100},
-        ]})
+    sweep = parse_sweep(
+        {
+            "name": "direction_tiny",
+            "preset": "tiny",
+            "order": "listed",
+            "overrides": {"task.distinct_first": False, "grad_clip": 1.0},
+            "points": [
+                # listed first, so a one-wave pool would start it before (or beside) its source
+                {"name": "transfer", "stop": "tau", "tau_on": "paper", "max_steps": 200, "train.init_from": "fwd"},
+                {"name": "fwd", "direction": "az_b", "stop": "budget", "tau_on": "first_token", "max_steps": 100},
+            ],
+        }
+    )
     assert [role(p.cfg) for p in sweep.points] == ["transfer", "forward"]
     table = run_sweep(sweep, root=tmp_path, jobs=2, progress=False, device="cpu")
     assert not table.attrs["failed"]
@@ -92,10 +101,14 @@ def test_sweep_trains_a_transfer_run_after_its_source(tmp_path):
 
 
 def test_table2_rows_from_hand_built_cells():
-    cells = {5: {"forward": {"tau": 2000, "status": "finished", "steps": 20000},
-                 "backward": {"tau": 500, "status": "finished", "steps": 600},
-                 "transfer": {"tau": 400, "status": "finished", "steps": 480}},
-             10: {"forward": {"tau": None, "status": "running", "steps": 3000}}}
+    cells = {
+        5: {
+            "forward": {"tau": 2000, "status": "finished", "steps": 20000},
+            "backward": {"tau": 500, "status": "finished", "steps": 600},
+            "transfer": {"tau": 400, "status": "finished", "steps": 480},
+        },
+        10: {"forward": {"tau": None, "status": "running", "steps": 3000}},
+    }
     rows = table2(cells)
     assert [r["K"] for r in rows] == [5, 10]
     r = rows[0]

@@ -55,8 +55,8 @@ NOT_FROM_LOGS = {
 LOGS_WITHOUT_TABLES = {
     "recipe_log.json": "the core recipe's log: summaries, no records to rebuild from",
     "paper_lr_sweep_original_log.json": "lr_sweep: its one record (lr0.001) was trained with eval.seq_max_strings 18000 "
-                                        "and seq_subset 0, the recipe now evaluates with 0 and 20, so no point uses it "
-                                        "and --no-train refuses; no lr_sweep table is committed",
+    "and seq_subset 0, the recipe now evaluates with 0 and 20, so no point uses it "
+    "and --no-train refuses; no lr_sweep table is committed",
 }
 
 # (recipe, table) -> why the committed file is known to differ from its rebuild (a strict xfail)
@@ -90,23 +90,28 @@ def rebuilt(tmp_path_factory):
             with pytest.MonkeyPatch.context() as mp:
                 for mod in (sweep_builders, boundary_builders):  # the builders' own binding of the writer
                     mp.setattr(mod, "write_figure", lambda path, fig, **kw: Path(path))
-                run_sweep_recipe(recipe, train=False, progress=False, root=tmp / "checkpoints", docs=docs,
-                                 analyses=tmp / "analyses")
+                run_sweep_recipe(
+                    recipe, train=False, progress=False, root=tmp / "checkpoints", docs=docs, analyses=tmp / "analyses"
+                )
             done[recipe] = docs
         return done[recipe]
 
     return rebuild
 
 
-@pytest.mark.parametrize("recipe, stem", [pytest.param(r, s, id=f"{r}-{s}", marks=_mark(STALE.get((r, s))))
-                                          for r, stems in TABLES.items() for s in stems])
+@pytest.mark.parametrize(
+    "recipe, stem",
+    [pytest.param(r, s, id=f"{r}-{s}", marks=_mark(STALE.get((r, s)))) for r, stems in TABLES.items() for s in stems],
+)
 def test_committed_table_equals_its_rebuild(rebuilt, recipe, stem):
     docs = rebuilt(recipe)
     for suffix in TABLE_SUFFIXES:
         name = f"{stem}{suffix}"
         ours, committed = (docs / name).read_text(), (DOCS / name).read_text()
         if suffix == ".json":
-            assert json.loads(ours) == json.loads(committed), f"{name}: the rebuild's rows differ from the committed file's"
+            assert json.loads(ours) == json.loads(committed), (
+                f"{name}: the rebuild's rows differ from the committed file's"
+            )
         else:
             assert ours == committed, f"{name}: the rebuild differs from the committed file"
 
@@ -114,7 +119,9 @@ def test_committed_table_equals_its_rebuild(rebuilt, recipe, stem):
 @pytest.mark.parametrize("recipe", [pytest.param(r, marks=_mark(NO_REBUILD.get(r))) for r in TABLES])
 def test_rebuild_writes_the_listed_tables(rebuilt, recipe):
     """A table a builder starts writing is listed (and so compared) here."""
-    written = {p.name for p in rebuilt(recipe).iterdir() if p.suffix in TABLE_SUFFIXES and not p.name.endswith("_log.json")}
+    written = {
+        p.name for p in rebuilt(recipe).iterdir() if p.suffix in TABLE_SUFFIXES and not p.name.endswith("_log.json")
+    }
     assert written == {f"{s}{x}" for s in TABLES[recipe] for x in TABLE_SUFFIXES}
 
 

@@ -30,7 +30,25 @@ from mi_plateau.config import ConfigError, preset, with_overrides
 from mi_plateau.train import train
 
 STEPS = 40
-VALUES = [None, True, False, 0, -1, 1, 2**70, -(2**63), 1e308, float("nan"), "", "x", "../../etc", [], [1, "a"], {}, {"a": 1}]
+VALUES = [
+    None,
+    True,
+    False,
+    0,
+    -1,
+    1,
+    2**70,
+    -(2**63),
+    1e308,
+    float("nan"),
+    "",
+    "x",
+    "../../etc",
+    [],
+    [1, "a"],
+    {},
+    {"a": 1},
+]
 
 
 def _cfg():
@@ -84,7 +102,18 @@ def damage(folder: Path, outside: Path, rng: random.Random) -> tuple[str, str]:
     files = sorted(p for p in folder.rglob("*") if p.is_file() and p.name != ".lock")
     f = rng.choice(files)
     rel = str(f.relative_to(folder))
-    kinds = ["truncate", "flip", "insert", "delete", "duplicate", "symlink_out", "symlink_loop", "fifo", "directory", "empty"]
+    kinds = [
+        "truncate",
+        "flip",
+        "insert",
+        "delete",
+        "duplicate",
+        "symlink_out",
+        "symlink_loop",
+        "fifo",
+        "directory",
+        "empty",
+    ]
     if f.suffix == ".json":
         kinds += ["json"] * 6
     kind = rng.choice(kinds)
@@ -162,9 +191,12 @@ def _fuzz(base, tmp_path, n: int, seed: int, inspect_every: int = 0, heavy_every
         kind, rel = damage(folder, outside, rng)
         before = _tree_digest(outside)
         where = f"case {case} (seed {seed}): {kind} of {rel}"
-        ops = [("summary", lambda: Run(folder).summary()), ("records", lambda: Run(folder).records()),
-               ("load_model", lambda: Run(folder).load_model()),
-               ("resume", lambda: train(_cfg(), folder, resume=True, progress=False))]
+        ops = [
+            ("summary", lambda: Run(folder).summary()),
+            ("records", lambda: Run(folder).records()),
+            ("load_model", lambda: Run(folder).load_model()),
+            ("resume", lambda: train(_cfg(), folder, resume=True, progress=False)),
+        ]
         if inspect_every and case % inspect_every == 0:
             from mi_plateau.api import inspect
 
@@ -174,8 +206,13 @@ def _fuzz(base, tmp_path, n: int, seed: int, inspect_every: int = 0, heavy_every
             from mi_plateau.report import report
 
             out = tmp_path / f"an{case}"
-            ops += [("analyze", lambda: analyze([folder], out, progress=False, max_head_checkpoints=3)),
-                    ("report", lambda: report([folder], out / "r.html", progress=False, analyses=out, max_head_checkpoints=3))]
+            ops += [
+                ("analyze", lambda: analyze([folder], out, progress=False, max_head_checkpoints=3)),
+                (
+                    "report",
+                    lambda: report([folder], out / "r.html", progress=False, analyses=out, max_head_checkpoints=3),
+                ),
+            ]
         for name, fn in ops:
             try:  # inspect runs every pass at a checkpoint: seconds, more on a busy machine
                 outcome, value = _call(fn, limit if name in ("summary", "records", "load_model", "resume") else 300)
@@ -194,8 +231,9 @@ def _fuzz(base, tmp_path, n: int, seed: int, inspect_every: int = 0, heavy_every
                     got = value if name == "records" else {k: v for k, v in value.items() if k != "run"}
                     exp = want[name] if name == "records" else {k: v for k, v in want["summary"].items() if k != "run"}
                     assert got == exp, f"{where}: {name} changed though its files were not damaged"
-        assert _tree_digest(outside) == before and sorted(p.name for p in outside.iterdir()) == ["victim.bin"], \
+        assert _tree_digest(outside) == before and sorted(p.name for p in outside.iterdir()) == ["victim.bin"], (
             f"{where}: something outside the run folder changed"
+        )
         counts["cases"] += 1
         counts[f"kind {kind}"] += 1
         shutil.rmtree(folder, ignore_errors=True)

@@ -56,8 +56,11 @@ def _set(section: str, key: str, value):
 
 def _digest(folder: Path) -> dict[str, str]:
     """Every file of the folder but the lock (whose holder writes its pid into it)."""
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file() and not p.is_symlink() and p.name != ".lock"}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and not p.is_symlink() and p.name != ".lock"
+    }
 
 
 def _one_line(e, *names: str) -> str:
@@ -85,8 +88,12 @@ def test_an_edited_config_is_refused_by_every_reader_and_by_resume(run_copy, fie
     _edit(run_copy.path / "config.json", _set(section, key, EDITS[field]))
     before = _digest(run_copy.path)
     p = run_copy.path
-    readers = {"config": lambda: Run(p).config(), "summary": lambda: Run(p).summary(), "load_model": lambda: Run(p).load_model(),
-               "resume": lambda: train(None, p, resume=True, progress=False)}
+    readers = {
+        "config": lambda: Run(p).config(),
+        "summary": lambda: Run(p).summary(),
+        "load_model": lambda: Run(p).load_model(),
+        "resume": lambda: train(None, p, resume=True, progress=False),
+    }
     for name, read in readers.items():
         with pytest.raises(RunError) as e:
             read()
@@ -96,9 +103,13 @@ def test_an_edited_config_is_refused_by_every_reader_and_by_resume(run_copy, fie
 
 def test_the_commands_refuse_an_edited_config_in_one_line(run_copy, run_cli, tmp_path):
     _edit(run_copy.path / "config.json", _set("task", "K", 5))
-    for args in (("summary", str(run_copy.path)), ("inspect", str(run_copy.path)), ("ablate", str(run_copy.path)),
-                 ("report", str(run_copy.path), "--out", str(tmp_path / "r.html"), "--quiet"),
-                 ("train", "--out", str(run_copy.path), "--resume", "--quiet")):
+    for args in (
+        ("summary", str(run_copy.path)),
+        ("inspect", str(run_copy.path)),
+        ("ablate", str(run_copy.path)),
+        ("report", str(run_copy.path), "--out", str(tmp_path / "r.html"), "--quiet"),
+        ("train", "--out", str(run_copy.path), "--resume", "--quiet"),
+    ):
         p = run_cli(*args)
         assert p.returncode == 2, (args, p.stdout, p.stderr)
         err = p.stderr.strip()
@@ -160,8 +171,11 @@ def test_a_model_too_large_for_memory_is_refused_in_one_line(run_cli, tmp_path):
     assert p.returncode == 2, p.stderr
     assert "\n" not in p.stderr.strip() and "model.d_mlp" in p.stderr, p.stderr
     assert not out.exists()
-    for over in ({"model.n_heads": 10**6, "model.d_head": 10**6}, {"model.n_layers": 10**5}, {"train.batch_size": 60000,
-                                                                                              "model.d_mlp": 10**6}):
+    for over in (
+        {"model.n_heads": 10**6, "model.d_head": 10**6},
+        {"model.n_layers": 10**5},
+        {"train.batch_size": 60000, "model.d_mlp": 10**6},
+    ):
         with pytest.raises(ConfigError, match="model|train.batch_size"):
             validate(with_overrides(preset("tiny"), over))
     validate(preset("paper"))  # the sizes the project trains stay far inside the bounds
@@ -189,9 +203,11 @@ def test_a_config_built_in_python_is_held_to_the_same_rules():
     from dataclasses import replace
 
     cfg = preset("tiny")
-    for bad, field in ((replace(cfg, train=replace(cfg.train, lr=float("nan"))), "train.lr"),
-                       (replace(cfg, eval=replace(cfg.eval, alpha=float("inf"))), "eval.alpha"),
-                       (replace(cfg, model=replace(cfg.model, n_heads=2.5)), "model.n_heads")):
+    for bad, field in (
+        (replace(cfg, train=replace(cfg.train, lr=float("nan"))), "train.lr"),
+        (replace(cfg, eval=replace(cfg.eval, alpha=float("inf"))), "eval.alpha"),
+        (replace(cfg, model=replace(cfg.model, n_heads=2.5)), "model.n_heads"),
+    ):
         with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
             validate(bad)
 
@@ -325,7 +341,9 @@ def test_report_keeps_its_caches_beside_its_output(capped, tmp_path, monkeypatch
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     monkeypatch.chdir(cwd)
-    out = report([capped], tmp_path / "rep" / "r.html", progress=False, max_head_checkpoints=3, plotly="cdn", device="cpu")
+    out = report(
+        [capped], tmp_path / "rep" / "r.html", progress=False, max_head_checkpoints=3, plotly="cdn", device="cpu"
+    )
     assert out.is_file()
     assert list(cwd.iterdir()) == []
     assert (tmp_path / "rep" / capped.name / "passes").is_dir()
@@ -402,7 +420,9 @@ def test_a_sweep_whose_run_is_killed_past_its_retries_exits_non_zero(tmp_path, r
     """A run killed more often than the retries allow was left 'running' and the sweep exited 0."""
     f = tmp_path / "s.toml"
     f.write_text(SWEEP.replace("K = [3, 4]", "K = [3]"))
-    p = run_cli("sweep", str(f), "--root", str(tmp_path / "ck"), "--jobs", "1", "--quiet", env={"MI_PLATEAU_CRASH": "step:5"})
+    p = run_cli(
+        "sweep", str(f), "--root", str(tmp_path / "ck"), "--jobs", "1", "--quiet", env={"MI_PLATEAU_CRASH": "step:5"}
+    )
     assert p.returncode == 1, (p.stdout, p.stderr)
     assert "K3" in p.stderr, p.stderr
 

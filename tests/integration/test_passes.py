@@ -13,7 +13,6 @@ from mi_plateau.passes.tables import half_rise_step, phase_steps, table6, table9
 from mi_plateau.task import make_eval_set, make_task
 
 
-
 @pytest.fixture(scope="module")
 def setup(tiny_cfg):
     torch.manual_seed(0)
@@ -154,8 +153,18 @@ def test_phase_selection_on_synthetic_run():
     steps = list(range(0, 4001, 50))
     assert phase_steps(steps, 1850) == {"Pre": 450, "Mid": 1850, "Post": 3700}  # 0.25*1850=462.5
     nan = float("nan")
-    ck = [{"step": s, "groups_ge80": s / 4000, "groups_100": 0.0, "acc_mean": 0.5,
-           "cand_acc": 0.7 if s % 100 == 0 else nan, "cand_groups_ge80": 0.3, "cand_groups_100": 0.1} for s in steps]
+    ck = [
+        {
+            "step": s,
+            "groups_ge80": s / 4000,
+            "groups_100": 0.0,
+            "acc_mean": 0.5,
+            "cand_acc": 0.7 if s % 100 == 0 else nan,
+            "cand_groups_ge80": 0.3,
+            "cand_groups_100": 0.1,
+        }
+        for s in steps
+    ]
     t6 = table6("r", 10, {"paper": 1700, "first_token": 1800}, ck)
     assert list(t6["definition"]) == ["paper"] * 4 + ["first_token"] * 4
     paper, first = t6[t6.definition == "paper"], t6[t6.definition == "first_token"]
@@ -163,8 +172,11 @@ def test_phase_selection_on_synthetic_run():
     assert list(first["step"]) == [450, 900, 1800, 2700]
     assert first.iloc[2]["paper_ge80_pct"] == 31.5  # nearest paper row in fraction of tau (0.97)
     assert paper.iloc[0]["mean_acc"] == 0.7 and first.iloc[0]["ge80_pct"] == pytest.approx(100 * 450 / 4000)
-    heads = [{"step": s, "head": f"L0H{h}", "dLc": h * s / 1000, "dL": (3 - h) * s / 1000, "dL1": 0.0}
-             for s in (450, 1800, 3600) for h in range(4)]
+    heads = [
+        {"step": s, "head": f"L0H{h}", "dLc": h * s / 1000, "dL": (3 - h) * s / 1000, "dL1": 0.0}
+        for s in (450, 1800, 3600)
+        for h in range(4)
+    ]
     t9 = table9("r", 10, {"paper": 1800, "first_token": 1800}, heads)
     pre = t9[t9.phase == "Pre"]
     assert list(pre[pre.definition == "first_token"]["head"][:2]) == ["L0H3", "L0H2"]  # ranked by Delta Lc
@@ -183,7 +195,16 @@ def test_analyze_inspect_ablate_on_a_trained_run(tiny_run, tmp_path):
 
     res = analyze([tiny_run], tmp_path, progress=False, max_head_checkpoints=6)
     folder = tmp_path / tiny_run.name
-    for f in ("table6.md", "table6.csv", "table6.json", "table9.md", "table9.csv", "table9.json", "figure3.html", "routing.json"):
+    for f in (
+        "table6.md",
+        "table6.csv",
+        "table6.json",
+        "table9.md",
+        "table9.csv",
+        "table9.json",
+        "figure3.html",
+        "routing.json",
+    ):
         assert (folder / f).exists(), f
     import pandas as pd
 
@@ -228,7 +249,9 @@ def test_analyze_inspect_ablate_on_a_trained_run(tiny_run, tmp_path):
     mean_by = hg.groupby(["step", "head"])[["dL", "sel_attn", "swap_contrib"]].mean()
     for _, r in heads[heads["dL"].notna()].iterrows():
         m = mean_by.loc[(r["step"], r["head"])]
-        assert m["dL"] == pytest.approx(r["dL"], abs=1e-5) and m["swap_contrib"] == pytest.approx(r["swap_contrib"], abs=1e-5)
+        assert m["dL"] == pytest.approx(r["dL"], abs=1e-5) and m["swap_contrib"] == pytest.approx(
+            r["swap_contrib"], abs=1e-5
+        )
     for _, r in heads.iterrows():  # selector attention per group at every checkpoint
         assert mean_by.loc[(r["step"], r["head"]), "sel_attn"] == pytest.approx(r["sel_attn"], abs=1e-5)
     # per-group swap gaps average to the checkpoint's; its interval holds it
@@ -242,7 +265,11 @@ def test_analyze_inspect_ablate_on_a_trained_run(tiny_run, tmp_path):
         if ro.get(key) is not None and ro.get(f"{key}_lo") is not None:
             assert ro[f"{key}_lo"] <= ro[f"{key}_hi"]
     assert any(k.endswith("_lo") for k in ro)
-    assert ins["checkpoint"]["swap_gap_lo"] <= ins["checkpoint"]["swap_gap"] + 1e-9 <= ins["checkpoint"]["swap_gap_hi"] + 2e-9
+    assert (
+        ins["checkpoint"]["swap_gap_lo"]
+        <= ins["checkpoint"]["swap_gap"] + 1e-9
+        <= ins["checkpoint"]["swap_gap_hi"] + 2e-9
+    )
     ab = ablation_report(tiny_run, last)
     assert [r["head"] for r in ab["heads"]] == [r["head"] for r in ins["heads"]] == ["L0H0", "L0H1", "L1H0", "L1H1"]
     assert [r["dL"] for r in ab["heads"]] == pytest.approx([r["dL"] for r in ins["heads"]])  # same ablation
@@ -260,8 +287,12 @@ def test_analysis_does_not_depend_on_the_cache_history(tiny_run, tmp_path):
     fresh = analyze_run(tiny_run, tmp_path / "b", PassConfig(max_head_checkpoints=3), progress=False)
     for k in fresh:
         assert reused[k].equals(fresh[k]), k
-    assert fresh["patching"]["step"].nunique() < analyze_run(
-        tiny_run, tmp_path / "a", PassConfig(max_head_checkpoints=8), progress=False)["patching"]["step"].nunique()
+    assert (
+        fresh["patching"]["step"].nunique()
+        < analyze_run(tiny_run, tmp_path / "a", PassConfig(max_head_checkpoints=8), progress=False)["patching"][
+            "step"
+        ].nunique()
+    )
 
 
 def test_cli_analysis_commands(run_cli, tiny_run, tmp_path):

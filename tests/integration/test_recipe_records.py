@@ -34,8 +34,16 @@ def recorded(tmp_path_factory):
     f = root / "s.toml"
     f.write_text(TINY)
     sweep = load_sweep(f)
-    log = run_sweep_recipe("k_sweep", sweep=sweep, root=root / "ck", docs=root / "docs", analyses=root / "an",
-                           n_boot=50, jobs=2, progress=False)
+    log = run_sweep_recipe(
+        "k_sweep",
+        sweep=sweep,
+        root=root / "ck",
+        docs=root / "docs",
+        analyses=root / "an",
+        n_boot=50,
+        jobs=2,
+        progress=False,
+    )
     return sweep, root, log
 
 
@@ -61,8 +69,9 @@ def test_a_rebuild_without_the_run_folders_gives_the_same_tables(recorded, tmp_p
     sweep, root, log = recorded
     assert {r["source"] for r in log["runs"]} == {"here"} and all(r["status"] == "finished" for r in log["runs"])
     sweep, empty, docs = _without_folders(recorded, tmp_path)
-    again = run_sweep_recipe("k_sweep", sweep=sweep, root=empty, docs=docs, analyses=tmp_path / "an", n_boot=50,
-                             train=False, progress=False)
+    again = run_sweep_recipe(
+        "k_sweep", sweep=sweep, root=empty, docs=docs, analyses=tmp_path / "an", n_boot=50, train=False, progress=False
+    )
     assert not empty.exists()  # nothing trained, nothing written among the runs
     assert [r["source"] for r in again["runs"]] == ["recorded"] * 3
     keys = ("run", "K", "D", "tau_paper", "tau_first_token", "plateau_paper", "steps", "status", "wall_s")
@@ -83,12 +92,12 @@ def test_a_record_with_another_config_is_ignored_and_a_further_run_wins(recorded
     path = docs / f"{sweep.name}_log.json"
     log = json.loads(path.read_text())
     log["records"]["K3"]["config"]["train"]["lr"] = 0.5  # trained with another learning rate: not this point's run
-    log["records"]["K4"]["row"]["steps"] = 10 ** 6  # a finished record that claims more steps than its folder
+    log["records"]["K4"]["row"]["steps"] = 10**6  # a finished record that claims more steps than its folder
     path.write_text(json.dumps(log))
     rows, _, kept = collect(sweep, empty, docs)
     rows = {r["run"]: r for r in rows}
     assert rows["K3"]["status"] == "not started" and rows["K3"]["source"] is None
-    assert rows["K5"]["source"] == "recorded" and rows["K4"]["steps"] == 10 ** 6
+    assert rows["K5"]["source"] == "recorded" and rows["K4"]["steps"] == 10**6
     assert kept["records"]["K3"]["config"]["train"]["lr"] == 0.5  # not used, not dropped
     sweep, root, _ = recorded
     rows, _, kept = collect(sweep, root / "ck", docs)
@@ -114,15 +123,25 @@ def test_skip_recorded_trains_nothing_the_log_has_finished(recorded, tmp_path):
     rows = dry_run(sweep, root=empty, docs=docs, sec_per_step=0.1, skip_recorded=True)
     assert [r["status"] for r in rows] == ["finished (recorded)"] * 3 and all(r["est_core_min"] == 0 for r in rows)
     assert all(r["est_core_min"] > 0 for r in dry_run(sweep, root=empty, docs=docs, sec_per_step=0.1))
-    out = run_sweep_recipe("k_sweep", sweep=sweep, root=empty, docs=docs, analyses=tmp_path / "an", n_boot=50,
-                           skip_recorded=True, progress=False)
+    out = run_sweep_recipe(
+        "k_sweep",
+        sweep=sweep,
+        root=empty,
+        docs=docs,
+        analyses=tmp_path / "an",
+        n_boot=50,
+        skip_recorded=True,
+        progress=False,
+    )
     assert not any((empty / sweep.name).glob("K*")) and [r["source"] for r in out["runs"]] == ["recorded"] * 3
 
 
 def test_only_trains_the_named_points_and_refuses_unknown_names(recorded, tmp_path):
     sweep, _, _ = recorded
     with pytest.raises(RunError, match="no point named 'K9'"):
-        run_sweep_recipe("k_sweep", sweep=sweep, root=tmp_path / "ck", docs=tmp_path / "docs", only=["K9"], progress=False)
+        run_sweep_recipe(
+            "k_sweep", sweep=sweep, root=tmp_path / "ck", docs=tmp_path / "docs", only=["K9"], progress=False
+        )
     assert not (tmp_path / "ck" / sweep.name / "K3").exists()
 
 
@@ -141,12 +160,16 @@ def test_the_cli_refuses_only_on_the_core_recipe_unknown_points_and_empty_lists(
         assert p.returncode != 0 and len(p.stderr.strip().splitlines()) == 1, p.stderr
         return p.stderr.strip()
 
-    assert err("core", "--only", "K3") == ("mi-plateau reproduce: error: reproduce core: --only, --skip-recorded and "
-                                            "--max-steps apply to the sweep recipes only")
+    assert err("core", "--only", "K3") == (
+        "mi-plateau reproduce: error: reproduce core: --only, --skip-recorded and "
+        "--max-steps apply to the sweep recipes only"
+    )
     assert "no point named 'K9'" in err("seeds_warmup", "--dry-run", "--only", "K9")
     assert "no point named 'K9'" in err("seeds_warmup", "--only", "K5_n_b1000_lr0.005_seed0,K9")
     assert "the list of points to train is empty" in err("seeds_warmup", "--only", ",")
-    assert "a rebuild (--no-train) trains nothing" in err("seeds_warmup", "--no-train", "--only", "K5_n_b1000_lr0.005_seed0")
+    assert "a rebuild (--no-train) trains nothing" in err(
+        "seeds_warmup", "--no-train", "--only", "K5_n_b1000_lr0.005_seed0"
+    )
     assert not any(tmp_path.iterdir())  # refused before any work
     p = run_cli("reproduce", "seeds_warmup", "--dry-run", "--only", "K5_n_b1000_lr0.005_seed0", cwd=tmp_path)
     assert p.returncode == 0 and p.stdout.count("K5_n_b1000_lr0.005_seed0") == 1 and "1 runs" in p.stdout
@@ -181,10 +204,14 @@ def test_rows_recorded_before_configs_are_matched_by_name_while_the_recipe_is_un
     assert [r["tau_paper"] for r in rows] == [r["tau_paper"] for r in log["runs"]]
     assert all(kept["records"][r["run"]]["config"] is None for r in rows)  # a config is never invented
     # once a log says which recipe settings it was written with, rows without configs need the same
-    path.write_text(json.dumps(legacy | {"settings": {"preset": "tiny", "stop": "tau", "overrides": {"max_steps": 500}}}))
+    path.write_text(
+        json.dumps(legacy | {"settings": {"preset": "tiny", "stop": "tau", "overrides": {"max_steps": 500}}})
+    )
     assert {r["source"] for r in collect(sweep, empty, docs)[0]} == {None}
     with pytest.raises(RunError, match="no run of this recipe has started here or is recorded"):
-        run_sweep_recipe("k_sweep", sweep=sweep, root=empty, docs=docs, analyses=tmp_path / "an", train=False, progress=False)
+        run_sweep_recipe(
+            "k_sweep", sweep=sweep, root=empty, docs=docs, analyses=tmp_path / "an", train=False, progress=False
+        )
     assert sorted(json.loads(path.read_text())) == ["recipe", "runs", "settings"]  # the refused rebuild wrote nothing
 
 
@@ -193,8 +220,9 @@ def test_rebuilt_from_rows_only_the_log_names_the_runs_without_curves(recorded, 
     path = docs / f"{sweep.name}_log.json"
     log = json.loads(path.read_text())
     path.write_text(json.dumps({"recipe": "k_sweep", "runs": log["runs"]}))
-    out = run_sweep_recipe("k_sweep", sweep=sweep, root=empty, docs=docs, analyses=tmp_path / "an", n_boot=20,
-                           train=False, progress=False)
+    out = run_sweep_recipe(
+        "k_sweep", sweep=sweep, root=empty, docs=docs, analyses=tmp_path / "an", n_boot=20, train=False, progress=False
+    )
     assert out["without_curves"] == ["K3", "K4", "K5"]
     assert [r["n"] for r in out["tables"]["Table 5"]] == [0] * 10  # no curve, no tau at another alpha
     assert [r["tau_paper"] for r in out["tables"]["Table 3"]] == [r["tau_paper"] for r in log["runs"]]
@@ -231,8 +259,14 @@ def test_the_log_is_written_after_every_run(tmp_path):
 
     from mi_plateau.reproduce.records import write_log
 
-    run_sweep(sweep, root=tmp_path / "ck", jobs=1, progress=False, only=["K3", "K4"],
-              on_done=lambda: (write_log(tmp_path / "docs", sweep, tmp_path / "ck"), snapshot()))
+    run_sweep(
+        sweep,
+        root=tmp_path / "ck",
+        jobs=1,
+        progress=False,
+        only=["K3", "K4"],
+        on_done=lambda: (write_log(tmp_path / "docs", sweep, tmp_path / "ck"), snapshot()),
+    )
     assert seen == [["K4"], ["K3", "K4"]]  # longest first (by D), and recorded as each one ends
 
 
@@ -246,8 +280,18 @@ def test_the_cli_reads_the_log_and_runs_from_the_folders_given(run_cli, tmp_path
     docs.mkdir(parents=True)
     shutil.copy(committed, docs / committed.name)
     name = "K5_n_b1000_lr0.005_seed0"  # recorded as finished in session 9
-    p = run_cli("reproduce", "seeds_warmup", "--dry-run", "--only", name, "--root", "elsewhere/ck",
-                "--docs", "elsewhere/docs", cwd=tmp_path)
+    p = run_cli(
+        "reproduce",
+        "seeds_warmup",
+        "--dry-run",
+        "--only",
+        name,
+        "--root",
+        "elsewhere/ck",
+        "--docs",
+        "elsewhere/docs",
+        cwd=tmp_path,
+    )
     assert p.returncode == 0, p.stderr
     row = next(line for line in p.stdout.splitlines() if name in line)
     assert f"elsewhere/ck/paper_seeds_warmup/{name}" in row and "finished (recorded)" in row
@@ -269,5 +313,9 @@ def test_a_failed_figure_export_leaves_every_table_written(tmp_path, monkeypatch
     docs.mkdir()
     shutil.copy("docs/reproduction/paper_seeds_log.json", docs)
     with pytest.raises(RunError, match="static export failed"):
-        run_sweep_recipe("seeds", train=False, root=tmp_path / "ck", docs=docs, analyses=tmp_path / "an", progress=False)
-    assert all((docs / f"{stem}.{ext}").exists() for stem in ("table4", "table4_boundary") for ext in ("json", "md", "csv"))
+        run_sweep_recipe(
+            "seeds", train=False, root=tmp_path / "ck", docs=docs, analyses=tmp_path / "an", progress=False
+        )
+    assert all(
+        (docs / f"{stem}.{ext}").exists() for stem in ("table4", "table4_boundary") for ext in ("json", "md", "csv")
+    )

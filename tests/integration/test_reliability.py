@@ -32,7 +32,6 @@ from mi_plateau.checkpoints import (
 from mi_plateau.config import preset, with_overrides
 from mi_plateau.train import train
 
-
 MAX_STEPS = 60
 EVERY = 20  # tiny preset's ckpt_every; no transition happens within 60 steps
 TMP = re.compile(r"\..+\.tmp\d+")
@@ -397,44 +396,98 @@ LOAD_CASES = {
     "weights path ckpt/../../x": (_set_weights_path("ckpt/../../x"), "manifest.json", "leaves the run folder"),
     "weights path absolute": (_set_weights_path("/etc/passwd"), "manifest.json", "leaves the run folder"),
     "weights path empty": (_set_weights_path(""), "manifest.json", "is not a file path"),
-    "weights path not a string": (_set_weights_path(7), "manifest.json", r"malformed manifest \(checkpoints\[3\].weights"),
+    "weights path not a string": (
+        _set_weights_path(7),
+        "manifest.json",
+        r"malformed manifest \(checkpoints\[3\].weights",
+    ),
     "weights symlinked outside": (_symlink_out, "manifest.json", "leaves the run folder"),
     "other width (shapes)": (_other_model({"model.d_model": 48}), LAST, "has shape"),
     "other depth (keys)": (_other_model({"model.n_layers": 3}), LAST, "do not match this architecture"),
     "other vocabulary": (_other_vocabulary, LAST, "has shape"),
     "other context length": (_other_model({"task.len_z": 3}), LAST, "has shape"),
     "missing key": (_drop_key, LAST, "do not match this architecture"),
-    "other dtype": (lambda run: _replace_last_weights(run, {k: v.half() for k, v in _weights_of(_cfg()).items()}), LAST, "has dtype torch.float16"),
-    "newer format version": (_manifest_set(format_version=FORMAT_VERSION + 1), "manifest.json", "newer than this mi_plateau"),
+    "other dtype": (
+        lambda run: _replace_last_weights(run, {k: v.half() for k, v in _weights_of(_cfg()).items()}),
+        LAST,
+        "has dtype torch.float16",
+    ),
+    "newer format version": (
+        _manifest_set(format_version=FORMAT_VERSION + 1),
+        "manifest.json",
+        "newer than this mi_plateau",
+    ),
     "format version a string": (_manifest_set(format_version="1"), "manifest.json", "malformed manifest"),
     "manifest not JSON": (_write("manifest.json", '{"format_version": 1, "checkp'), "manifest.json", "not valid JSON"),
-    "manifest binary": (lambda run: (run.path / "manifest.json").write_bytes(b"\xff\xfe\x00garbage"), "manifest.json", "not valid JSON"),
+    "manifest binary": (
+        lambda run: (run.path / "manifest.json").write_bytes(b"\xff\xfe\x00garbage"),
+        "manifest.json",
+        "not valid JSON",
+    ),
     "manifest a list": (_write("manifest.json", "[1, 2]"), "manifest.json", "not a mi_plateau manifest"),
-    "manifest without checkpoints": (_write("manifest.json", '{"format_version": 1, "status": "running"}'), "manifest.json", "checkpoints is not a list"),
-    "manifest bad step": (lambda run: _edit_manifest(run, lambda m: m["checkpoints"][1].update(step="20")), "manifest.json", r"checkpoints\[1\].step"),
+    "manifest without checkpoints": (
+        _write("manifest.json", '{"format_version": 1, "status": "running"}'),
+        "manifest.json",
+        "checkpoints is not a list",
+    ),
+    "manifest bad step": (
+        lambda run: _edit_manifest(run, lambda m: m["checkpoints"][1].update(step="20")),
+        "manifest.json",
+        r"checkpoints\[1\].step",
+    ),
     "manifest missing": (lambda run: (run.path / "manifest.json").unlink(), "manifest.json", "file is missing"),
     # found by the slow fuzz tier (case 518, seed 1): a record whose step is null broke summary
-    "record step null": (lambda run: _edit_manifest(run, lambda m: m["checkpoints"][2]["record"].update(step=None)), "manifest.json",
-                         r"checkpoints\[2\].record.step None is not the checkpoint's step"),
-    "record step other": (lambda run: _edit_manifest(run, lambda m: m["checkpoints"][2]["record"].update(step=7)), "manifest.json",
-                          r"checkpoints\[2\].record.step 7"),
+    "record step null": (
+        lambda run: _edit_manifest(run, lambda m: m["checkpoints"][2]["record"].update(step=None)),
+        "manifest.json",
+        r"checkpoints\[2\].record.step None is not the checkpoint's step",
+    ),
+    "record step other": (
+        lambda run: _edit_manifest(run, lambda m: m["checkpoints"][2]["record"].update(step=7)),
+        "manifest.json",
+        r"checkpoints\[2\].record.step 7",
+    ),
     "config not JSON": (_write("config.json", "{task: K=4"), "config.json", "not valid JSON"),
     "config a list": (_write("config.json", "[]"), "config.json", "not a mi_plateau config"),
     "config unknown key": (_write("config.json", '{"task": {"KK": 4}}'), "config.json", "unknown keys"),
     "config wrong type": (_write("config.json", '{"model": {"d_model": "wide"}}'), "config.json", "model.d_model"),
     "config missing": (lambda run: (run.path / "config.json").unlink(), "config.json", "file is missing"),
     # special files and sizes (issue "Reliability", D7 and D8): refused without blocking or reading
-    "weights a FIFO": (lambda run: ((run.path / LAST).unlink(), os.mkfifo(run.path / LAST)), LAST, "not a regular file"),
-    "manifest a FIFO": (lambda run: ((run.path / "manifest.json").unlink(), os.mkfifo(run.path / "manifest.json")),
-                        "manifest.json", "not a regular file"),
-    "config a FIFO": (lambda run: ((run.path / "config.json").unlink(), os.mkfifo(run.path / "config.json")),
-                      "config.json", "not a regular file"),
-    "weights a directory": (lambda run: ((run.path / LAST).unlink(), (run.path / LAST).mkdir()), LAST, "not a regular file"),
-    "weights a symlink loop": (lambda run: ((run.path / LAST).unlink(), (run.path / LAST).symlink_to(run.path / LAST)),
-                               "manifest.json", "cannot be resolved"),
-    "12 GB sparse weights": (lambda run: os.truncate(run.path / LAST, 12 << 30), LAST, "larger than any file a run writes"),
-    "header longer than the file": (lambda run: (run.path / LAST).write_bytes((10**6).to_bytes(8, "little") + b"{}"), LAST,
-                                    "header length 1000000 does not fit"),
+    "weights a FIFO": (
+        lambda run: ((run.path / LAST).unlink(), os.mkfifo(run.path / LAST)),
+        LAST,
+        "not a regular file",
+    ),
+    "manifest a FIFO": (
+        lambda run: ((run.path / "manifest.json").unlink(), os.mkfifo(run.path / "manifest.json")),
+        "manifest.json",
+        "not a regular file",
+    ),
+    "config a FIFO": (
+        lambda run: ((run.path / "config.json").unlink(), os.mkfifo(run.path / "config.json")),
+        "config.json",
+        "not a regular file",
+    ),
+    "weights a directory": (
+        lambda run: ((run.path / LAST).unlink(), (run.path / LAST).mkdir()),
+        LAST,
+        "not a regular file",
+    ),
+    "weights a symlink loop": (
+        lambda run: ((run.path / LAST).unlink(), (run.path / LAST).symlink_to(run.path / LAST)),
+        "manifest.json",
+        "cannot be resolved",
+    ),
+    "12 GB sparse weights": (
+        lambda run: os.truncate(run.path / LAST, 12 << 30),
+        LAST,
+        "larger than any file a run writes",
+    ),
+    "header longer than the file": (
+        lambda run: (run.path / LAST).write_bytes((10**6).to_bytes(8, "little") + b"{}"),
+        LAST,
+        "header length 1000000 does not fit",
+    ),
 }
 
 
@@ -469,8 +522,8 @@ RESUME_CASES = {
 
 
 def _resume_state_of_another_model(run):
-    from mi_plateau.train import make_optimizer, optimizer_tensors
     from mi_plateau.model import build_model
+    from mi_plateau.train import make_optimizer, optimizer_tensors
 
     cfg = with_overrides(_cfg(), {"model.d_model": 48})
     model = build_model(cfg)
@@ -492,8 +545,12 @@ def _resume_state_without_sampler(run):
     _edit_manifest(run, lambda m: m.update(resume_sha256=digest))
 
 
-RESUME_CASES["resume state of another model"] = (_resume_state_of_another_model,) + RESUME_CASES["resume state of another model"][1:]
-RESUME_CASES["resume state without sampler"] = (_resume_state_without_sampler,) + RESUME_CASES["resume state without sampler"][1:]
+RESUME_CASES["resume state of another model"] = (_resume_state_of_another_model,) + RESUME_CASES[
+    "resume state of another model"
+][1:]
+RESUME_CASES["resume state without sampler"] = (_resume_state_without_sampler,) + RESUME_CASES[
+    "resume state without sampler"
+][1:]
 
 
 @pytest.mark.parametrize("name", list(RESUME_CASES))
@@ -537,15 +594,22 @@ def test_nothing_is_unpickled():
     for src in sources:
         text = src.read_text()
         rel = src.relative_to(pkg.parent)
-        for bad in (r"\bimport\s+(c?pickle|dill|joblib|shelve|marshal)\b", r"\bfrom\s+(c?pickle|dill|joblib|shelve|marshal)\b",
-                    r"\bpickle\.", r"allow_pickle\s*=\s*True", r"\btorch\.jit\.load\b"):
+        for bad in (
+            r"\bimport\s+(c?pickle|dill|joblib|shelve|marshal)\b",
+            r"\bfrom\s+(c?pickle|dill|joblib|shelve|marshal)\b",
+            r"\bpickle\.",
+            r"allow_pickle\s*=\s*True",
+            r"\btorch\.jit\.load\b",
+        ):
             assert not re.search(bad, text), f"{rel}: {bad}"
         for m in re.finditer(r"\btorch\.load\s*\(", text):
             depth, i = 1, m.end()
             while depth and i < len(text):
                 depth += {"(": 1, ")": -1}.get(text[i], 0)
                 i += 1
-            assert re.search(r"weights_only\s*=\s*True", text[m.end() : i]), f"{rel}: torch.load without weights_only=True"
+            assert re.search(r"weights_only\s*=\s*True", text[m.end() : i]), (
+                f"{rel}: torch.load without weights_only=True"
+            )
 
 
 def test_float64_weights_with_a_matching_checksum_are_refused_by_every_reader(run_copy):

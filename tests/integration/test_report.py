@@ -50,10 +50,25 @@ def reports(tiny_run, tmp_path_factory):
     (bad / "command.json").write_text(json.dumps(cmd))
     shutil.copytree(analyses / tiny_run.name / "passes", analyses / BAD_NAME / "passes")  # same weights, same cache
     compare = report([tiny_run.path, bad], progress=False, analyses=analyses, max_head_checkpoints=6)
-    cdn = report([tiny_run.path], tmp / "cdn" / "r.html", progress=False, analyses=analyses, max_head_checkpoints=6, plotly="cdn")
-    directory = report([tiny_run.path], tmp / "dir" / "r.html", progress=False, analyses=analyses, max_head_checkpoints=6,
-                       plotly="directory")
-    return {"single": single, "compare": compare, "tiny": tiny_run, "analyses": analyses, "cdn": cdn, "directory": directory}
+    cdn = report(
+        [tiny_run.path], tmp / "cdn" / "r.html", progress=False, analyses=analyses, max_head_checkpoints=6, plotly="cdn"
+    )
+    directory = report(
+        [tiny_run.path],
+        tmp / "dir" / "r.html",
+        progress=False,
+        analyses=analyses,
+        max_head_checkpoints=6,
+        plotly="directory",
+    )
+    return {
+        "single": single,
+        "compare": compare,
+        "tiny": tiny_run,
+        "analyses": analyses,
+        "cdn": cdn,
+        "directory": directory,
+    }
 
 
 def test_tables_show_intervals_in_their_columns(reports):
@@ -89,10 +104,19 @@ def test_plotly_modes(reports):
 
     inline, cdn, directory = (reports[k].read_text() for k in ("single", "cdn", "directory"))
     assert f"https://cdn.plot.ly/plotly-{get_plotlyjs_version()}.min.js" in cdn and "* plotly.js v" not in cdn
-    assert "<script src='plotly.min.js'>" in directory and (reports["directory"].parent / "plotly.min.js").stat().st_size > 1e6
+    assert (
+        "<script src='plotly.min.js'>" in directory
+        and (reports["directory"].parent / "plotly.min.js").stat().st_size > 1e6
+    )
     assert len(cdn) < len(inline) / 3
-    assert cdn.count('class="plotly-graph-div"') == inline.count('class="plotly-graph-div"') == directory.count('class="plotly-graph-div"')
-    print(f"\nreport sizes: inline {len(inline.encode())} B, cdn {len(cdn.encode())} B, directory {len(directory.encode())} B")
+    assert (
+        cdn.count('class="plotly-graph-div"')
+        == inline.count('class="plotly-graph-div"')
+        == directory.count('class="plotly-graph-div"')
+    )
+    print(
+        f"\nreport sizes: inline {len(inline.encode())} B, cdn {len(cdn.encode())} B, directory {len(directory.encode())} B"
+    )
 
 
 def test_analyze_figures_share_one_plotly(reports, tmp_path):
@@ -141,7 +165,9 @@ def test_renders_in_headless_chromium(reports, which, tmp_path, render_status):
 def test_headless_check_sees_errors(reports, tmp_path, render_status):
     """The status the browser test reads does catch a script error (the check can fail)."""
     broken = tmp_path / "broken.html"
-    broken.write_text(reports["single"].read_text().replace("</body>", "<script>throw new Error('boom')</script></body>"))
+    broken.write_text(
+        reports["single"].read_text().replace("</body>", "<script>throw new Error('boom')</script></body>")
+    )
     st = render_status(broken, tmp_path)
     assert any("boom" in e for e in st["errors"])
 

@@ -5,7 +5,6 @@ import pytest
 from mi_plateau.reproduce import RECIPES, plan
 
 
-
 def test_core_recipe_plan_names_the_paper_runs(run_cli, tmp_path):
     runs = plan("core", tmp_path)
     assert [(c.preset, c.task.K, c.task.data_seed) for _, c in runs] == RECIPES["core"]
@@ -13,7 +12,12 @@ def test_core_recipe_plan_names_the_paper_runs(run_cli, tmp_path):
     assert runs[0][0].name == "paper_K10_nb1000_s0" and runs[2][0].name == "tl4_K10_nb1000_s0"
     paper = runs[0][1]
     # the original code's K-sweep recipe; seeds vary data and order, the init seed stays 42
-    assert (paper.train.warmup_steps, paper.train.batching, paper.model.init, paper.model.train_b_U) == (0, "epoch", "gpt2", True)
+    assert (paper.train.warmup_steps, paper.train.batching, paper.model.init, paper.model.train_b_U) == (
+        0,
+        "epoch",
+        "gpt2",
+        True,
+    )
     assert {c.model.init_seed for _, c in runs if c.preset == "paper"} == {42}
     p = run_cli("reproduce", "core", "--dry-run")
     assert p.returncode == 0 and p.stdout.count("K=") == len(RECIPES["core"])
@@ -26,7 +30,10 @@ def test_static_figures_are_exported_from_the_plotly_figures(tmp_path):
     from mi_plateau import figures
     from mi_plateau.tabular import write_figure
 
-    curves = {f"K={K}": {"steps": [0, 50, 100], "L_seq": [2.4, 2.3, 0.1], "Lc": [2.4, 2.3, 0.2], "log_K": 2.302} for K in (5, 10)}
+    curves = {
+        f"K={K}": {"steps": [0, 50, 100], "L_seq": [2.4, 2.3, 0.1], "Lc": [2.4, 2.3, 0.2], "log_K": 2.302}
+        for K in (5, 10)
+    }
     path = write_figure(tmp_path / "f1.svg", figures.figure1(curves))
     svg = path.read_text()
     root = ET.fromstring(svg)
@@ -68,9 +75,13 @@ def test_write_assets_builds_the_docs_tables_and_figures(tiny_run, tmp_path):
     other = train(with_overrides(tiny_run.config(), {"seed": 1}), tmp_path / "other", progress=False)
     res = analyze([tiny_run, other], tmp_path / "an", progress=False, max_head_checkpoints=4, with_figure3=True)
     runs = [(r.path, dataclasses.replace(r.config(), preset="paper")) for r in (tiny_run, other)]
-    results = {"summaries": {n: r["summary"] for n, r in res["runs"].items()}, "routing": {n: r["routing"] for n, r in res["runs"].items()},
-               "comparison": res["comparison"], "figure3": {n: r["figure3"] for n, r in res["runs"].items()},
-               "train_wall": {r.path.name: 1.0 for r in (tiny_run, other)}}
+    results = {
+        "summaries": {n: r["summary"] for n, r in res["runs"].items()},
+        "routing": {n: r["routing"] for n, r in res["runs"].items()},
+        "comparison": res["comparison"],
+        "figure3": {n: r["figure3"] for n, r in res["runs"].items()},
+        "train_wall": {r.path.name: 1.0 for r in (tiny_run, other)},
+    }
     written = write_assets(results, runs, tmp_path / "docs")
     assert {p.name for p in written} == {"figure1.svg", "figure3.svg", "tables.md"}
     md = (tmp_path / "docs" / "tables.md").read_text()

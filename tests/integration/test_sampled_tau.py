@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from mi_plateau.api import sampled_tau
-from mi_plateau.passes.sampled import estimator_grid
 from mi_plateau.metrics import evaluate, example_losses, sequence_losses, sequence_scores_reference
+from mi_plateau.passes.sampled import estimator_grid
 
 
 def test_per_example_losses_average_to_evaluate(tiny_run):
@@ -41,7 +41,9 @@ def test_replayed_estimator_on_a_run(tiny_run):
     assert out["recorded_groups"] == out["eval_groups"]
     taus = np.array([t for t in out["taus"] if t is not None])
     assert len(out["taus"]) == 400 and out["p_none"] == 0 and len(taus) == 400
-    assert out["min"] <= out["q05"] <= out["q50"] <= out["q95"] <= out["max"] and out["mean"] == pytest.approx(taus.mean())
+    assert out["min"] <= out["q05"] <= out["q50"] <= out["q95"] <= out["max"] and out["mean"] == pytest.approx(
+        taus.mean()
+    )
     assert set(taus) <= {r["step"] for r in grid}
     again = sampled_tau(run, every=every, draws=400, n_sample=8)
     assert again["taus"] == out["taus"]  # seeded: the same replays
@@ -63,6 +65,10 @@ def test_cli_sampled_tau(tiny_run, run_cli):
     fine = min(b - a for a, b in zip(steps, steps[1:]))  # the transition's denser checkpoints
     assert 2 * fine <= every  # the tiny preset has them, so a grid at that spacing has holes on the plateau
     p = run_cli("summary", str(tiny_run.path), "--sampled-tau", "--every", str(fine))
-    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and f"too sparse for an estimate every {fine}" in p.stderr
+    assert (
+        p.returncode == 2
+        and len(p.stderr.strip().splitlines()) == 1
+        and f"too sparse for an estimate every {fine}" in p.stderr
+    )
     p = run_cli("summary", str(tiny_run.path), "--draws", "50")
     assert p.returncode == 2 and p.stderr.strip().endswith("--draws applies to --sampled-tau only")

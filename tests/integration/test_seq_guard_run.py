@@ -28,7 +28,8 @@ def test_guarded_run_equals_the_full_run_at_every_reported_crossing(tmp_path, ti
     check = guard_check(tiny_run.path, subset=12)
     assert check["all_equal"] and check["scored_all"] < check["checkpoints"]
     assert {(c["definition"], c["fraction"]) for c in check["crossings"]} == {
-        (f, x) for f in ("paper", "first_token") for x in cfg.seq_thresholds()}
+        (f, x) for f in ("paper", "first_token") for x in cfg.seq_thresholds()
+    }
 
 
 def test_summary_guard_check_on_the_command_line(tiny_run, run_cli):

@@ -6,11 +6,17 @@ import pytest
 
 from mi_plateau.cli import RECIPE_NAMES
 from mi_plateau.fits import power_law
+from mi_plateau.report import sweep_report
 from mi_plateau.reproduce import SWEEP_RECIPES, dry_run, recipe_sweep
 from mi_plateau.reproduce.boundary import build_lr_width, build_phase_boundary
-from mi_plateau.reproduce.sweeps import (build_batch_size, build_fixed_d, build_k_sweep, build_seeds,
-                                         compare_seed_stats, phase_boundary)
-from mi_plateau.report import sweep_report
+from mi_plateau.reproduce.sweeps import (
+    build_batch_size,
+    build_fixed_d,
+    build_k_sweep,
+    build_seeds,
+    compare_seed_stats,
+    phase_boundary,
+)
 from mi_plateau.sweeps import load_sweep, run_sweep
 
 TINY = """
@@ -38,8 +44,9 @@ def test_every_recipe_parses_and_the_cli_lists_them():
         # the crossing recipes stop soon after tau; the width recipes once L_seq is below a floor
         # Table 2's forward runs go the whole 20,000 steps (their weights seed the transfer runs)
         want = "floor" if name in ("phase_boundary", "lr_sweep") else "tau"
-        assert sw.points and all(p.cfg.train.stop == ("budget" if p.cfg.task.direction == "az_b" else want)
-                                 for p in sw.points), name
+        assert sw.points and all(
+            p.cfg.train.stop == ("budget" if p.cfg.task.direction == "az_b" else want) for p in sw.points
+        ), name
     d = recipe_sweep("direction")
     assert sorted({p.cfg.task.K for p in d.points}) == [5, 10, 20, 36] and len(d.points) == 12
     assert {(p.cfg.train.grad_clip, p.cfg.task.distinct_first) for p in d.points} == {(1.0, False)}
@@ -55,7 +62,10 @@ def test_every_recipe_parses_and_the_cli_lists_them():
     assert {p.cfg.train.grad_clip for p in fd.points} == {1.0}
     assert {p.cfg.train.grad_clip for p in recipe_sweep("fixed_d_noclip").points} == {0.0}
     seeds, init = recipe_sweep("seeds"), recipe_sweep("seeds_init")
-    assert len({p.cfg.model.init_seed for p in seeds.points}) == 1 and len({p.cfg.model.init_seed for p in init.points}) == 3
+    assert (
+        len({p.cfg.model.init_seed for p in seeds.points}) == 1
+        and len({p.cfg.model.init_seed for p in init.points}) == 3
+    )
     # Table 4's six conditions, three seeds each, and one rate past the paper's boundary per K
     conds = {(p.cfg.task.K, p.cfg.train.lr) for p in seeds.points}
     assert conds == {(5, 5e-3), (5, 7e-3), (5, 1e-2), (5, 1.5e-2), (10, 3e-3), (10, 5e-3), (10, 7e-3), (10, 1e-2)}
@@ -63,17 +73,23 @@ def test_every_recipe_parses_and_the_cli_lists_them():
     # the warm-up variant: the same points, 500 warm-up steps instead of none
     warm = recipe_sweep("seeds_warmup")
     assert sorted(p.name for p in warm.points) == sorted(p.name for p in seeds.points)
-    assert {p.cfg.train.warmup_steps for p in warm.points} == {500} and {p.cfg.train.warmup_steps for p in seeds.points} == {0}
+    assert {p.cfg.train.warmup_steps for p in warm.points} == {500} and {
+        p.cfg.train.warmup_steps for p in seeds.points
+    } == {0}
     assert {(p.cfg.model.init_seed, p.cfg.train.schedule) for p in warm.points} == {(42, "constant")}
     # init varied: the warm-up recipe's conditions and budget, each seed its own init
-    assert {p.cfg.train.warmup_steps for p in init.points} == {500} and {p.cfg.train.max_steps for p in init.points} == {20000}
+    assert {p.cfg.train.warmup_steps for p in init.points} == {500} and {
+        p.cfg.train.max_steps for p in init.points
+    } == {20000}
     assert {(p.cfg.task.K, p.cfg.train.lr) for p in init.points} == {(5, 5e-3), (5, 1e-2), (10, 3e-3), (10, 7e-3)}
     assert all(p.cfg.model.init_seed == p.cfg.task.data_seed for p in init.points)
     # the original's learning-rate sweep: four rates over a 7x range, their budgets, no clipping
     lr = recipe_sweep("lr_sweep")
     budgets = {p.cfg.train.lr: p.cfg.train.max_steps for p in lr.points}
     assert budgets == {3e-4: 120000, 5e-4: 80000, 1e-3: 50000, 2e-3: 50000}
-    assert {(p.cfg.task.K, p.cfg.train.batch_size, p.cfg.train.grad_clip, p.cfg.train.warmup_steps) for p in lr.points} == {(20, 128, 0.0, 0)}
+    assert {
+        (p.cfg.task.K, p.cfg.train.batch_size, p.cfg.train.grad_clip, p.cfg.train.warmup_steps) for p in lr.points
+    } == {(20, 128, 0.0, 0)}
     # a smaller budget caps every point's own and keeps the run names
     capped = recipe_sweep("lr_sweep", max_steps=20000)
     assert [p.name for p in capped.points] == [p.name for p in lr.points]
@@ -81,23 +97,38 @@ def test_every_recipe_parses_and_the_cli_lists_them():
     # Table 1 as the original ran it: clipping 1.0, 200,000 steps, an evaluation every 200 steps
     bs = recipe_sweep("batch_size")
     assert {p.cfg.train.batch_size for p in bs.points} == {32, 64, 128, 256, 512}
-    assert {(p.cfg.train.grad_clip, p.cfg.train.max_steps, p.cfg.train.ckpt_every, p.cfg.train.lr, p.cfg.task.K)
-            for p in bs.points} == {(1.0, 200000, 200, 1e-3, 20)}
+    assert {
+        (p.cfg.train.grad_clip, p.cfg.train.max_steps, p.cfg.train.ckpt_every, p.cfg.train.lr, p.cfg.task.K)
+        for p in bs.points
+    } == {(1.0, 200000, 200, 1e-3, 20)}
     assert {p.cfg.train.grad_clip for p in recipe_sweep("batch_size_noclip").points} == {0.0}
     # Figure 2b: fixed label noise, clipping 1.0, K 10 / 20 / 36 x six rates
     ln = recipe_sweep("label_noise")
     assert {(p.cfg.task.K, p.cfg.task.label_noise) for p in ln.points} == {
-        (K, q) for K in (10, 20, 36) for q in (0.0, 0.01, 0.02, 0.05, 0.1, 0.2)}
-    assert {(p.cfg.task.label_noise_mode, p.cfg.train.grad_clip, p.cfg.train.max_steps) for p in ln.points} == {("fixed", 1.0, 200000)}
+        (K, q) for K in (10, 20, 36) for q in (0.0, 0.01, 0.02, 0.05, 0.1, 0.2)
+    }
+    assert {(p.cfg.task.label_noise_mode, p.cfg.train.grad_clip, p.cfg.train.max_steps) for p in ln.points} == {
+        ("fixed", 1.0, 200000)
+    }
     # the phase boundary: the original's grid, seeds 42 / 123 / 7 with the init fixed, 200,000 steps,
     # no warm-up, no clipping, early stop at 0.01 log K on L_seq
     pb = recipe_sweep("phase_boundary")
     grid = {(p.cfg.task.K, p.cfg.train.lr) for p in pb.points}
-    assert grid == {(5, a) for a in (5e-3, 7e-3, 1e-2, 1.5e-2, 2e-2)} | {(10, a) for a in (3e-3, 5e-3, 7e-3, 1e-2)} | \
-        {(20, a) for a in (2e-3, 3e-3, 5e-3, 7e-3)} | {(36, a) for a in (1e-3, 2e-3, 3e-3, 5e-3)}
+    assert grid == {(5, a) for a in (5e-3, 7e-3, 1e-2, 1.5e-2, 2e-2)} | {(10, a) for a in (3e-3, 5e-3, 7e-3, 1e-2)} | {
+        (20, a) for a in (2e-3, 3e-3, 5e-3, 7e-3)
+    } | {(36, a) for a in (1e-3, 2e-3, 3e-3, 5e-3)}
     assert len(pb.points) == 3 * len(grid) and {p.cfg.task.data_seed for p in pb.points} == {42, 123, 7}
-    assert {(p.cfg.model.init_seed, p.cfg.train.max_steps, p.cfg.train.warmup_steps, p.cfg.train.grad_clip,
-             p.cfg.train.stop_floor, p.cfg.train.tau_on) for p in pb.points} == {(42, 200000, 0, 0.0, 0.01, "paper")}
+    assert {
+        (
+            p.cfg.model.init_seed,
+            p.cfg.train.max_steps,
+            p.cfg.train.warmup_steps,
+            p.cfg.train.grad_clip,
+            p.cfg.train.stop_floor,
+            p.cfg.train.tau_on,
+        )
+        for p in pb.points
+    } == {(42, 200000, 0, 0.0, 0.01, "paper")}
 
 
 def test_dry_run_estimates_cost_without_training(tmp_path):
@@ -117,12 +148,15 @@ def test_dry_run_expects_the_tau_measured_here_for_the_other_seeds(tmp_path):
     both = tmp_path / "both.toml"
     both.write_text(text + "[[points]]\nseed = 0\n[[points]]\nseed = 1\n")
     sweep = load_sweep(both)
-    rows = dry_run(sweep, root=tmp_path / "ck", sec_per_step=0.5, docs=tmp_path / "docs")  # seconds per step at batch 128
+    rows = dry_run(
+        sweep, root=tmp_path / "ck", sec_per_step=0.5, docs=tmp_path / "docs"
+    )  # seconds per step at batch 128
     assert [r["status"] for r in rows] == ["finished", "not started"]
     assert rows[0]["est_core_min"] == 0 and rows[1]["tau_from"] == "1 run measured"
     want = min(600, 1.2 * tau)
     assert rows[1]["expected_steps"] == int(want) and rows[1]["est_core_min"] == pytest.approx(
-        want * 0.5 * sweep.points[1].cfg.train.batch_size / 128 / 60)
+        want * 0.5 * sweep.points[1].cfg.train.batch_size / 128 / 60
+    )
 
 
 @pytest.fixture(scope="module")
@@ -155,7 +189,9 @@ def test_other_builders_group_and_ratio_the_same_rows(tiny_sweep):
     fd = build_fixed_d(sweep, root / "ck", root / "d2", 100, 0)
     fit = fd["tables"]["fit"][0]
     rows = fd["tables"]["Figure 5"]
-    want = power_law([r["K"] for r in rows], [r["tau_paper"] for r in rows], groups=[r["D"] for r in rows], n_boot=100, seed=0)
+    want = power_law(
+        [r["K"] for r in rows], [r["tau_paper"] for r in rows], groups=[r["D"] for r in rows], n_boot=100, seed=0
+    )
     assert fit["slope"] == pytest.approx(want["slope"])
     b1 = build_batch_size(sweep, root / "ck", root / "d3", 100, 0)
     t1 = b1["tables"]["Table 1"]
@@ -163,7 +199,9 @@ def test_other_builders_group_and_ratio_the_same_rows(tiny_sweep):
     # the examples figure plots tau x B: the same numbers as the table's column
     ex = b1["figures"]["tau in examples against B"].data[0]
     assert sorted(ex.y) == sorted(r["tau_steps"] * r["B"] for r in t1 if r["definition"] == "paper" and r["tau_steps"])
-    assert (root / "d3" / "table1_noclip_steps.svg").is_file() and (root / "d3" / "table1_noclip_examples.svg").is_file()
+    assert (root / "d3" / "table1_noclip_steps.svg").is_file() and (
+        root / "d3" / "table1_noclip_examples.svg"
+    ).is_file()
     b4 = build_seeds(sweep, root / "ck", root / "d4", 100, 0)
     t4 = b4["tables"]["Table 4"]
     assert sum(len(tr.x) for tr in b4["figures"]["Table 4"].data[:-1]) == int(table["tau_paper"].notna().sum())
@@ -176,11 +214,20 @@ def _row(K, lr, tau, st="finished"):
 
 
 def test_phase_boundary_known_answers():
-    rows = [_row(5, 5e-3, 900), _row(5, 5e-3, 1200), _row(5, 1e-2, 800), _row(5, 1e-2, 700),
-            _row(5, 1.5e-2, 3000), _row(5, 1.5e-2, None),  # one seed of three failed: 1.5e-2 is past the boundary
-            _row(5, 2e-2, None), _row(5, 2e-2, None),
-            _row(10, 3e-3, 2000), _row(10, 3e-3, None, "running"),  # undecided: not all-succeed, not failed
-            _row(10, 7e-3, None), _row(10, 1e-2, 500)]  # non-monotone: the smallest failing rate counts
+    rows = [
+        _row(5, 5e-3, 900),
+        _row(5, 5e-3, 1200),
+        _row(5, 1e-2, 800),
+        _row(5, 1e-2, 700),
+        _row(5, 1.5e-2, 3000),
+        _row(5, 1.5e-2, None),  # one seed of three failed: 1.5e-2 is past the boundary
+        _row(5, 2e-2, None),
+        _row(5, 2e-2, None),
+        _row(10, 3e-3, 2000),
+        _row(10, 3e-3, None, "running"),  # undecided: not all-succeed, not failed
+        _row(10, 7e-3, None),
+        _row(10, 1e-2, 500),
+    ]  # non-monotone: the smallest failing rate counts
     t8 = {r["K"]: r for r in phase_boundary(rows)}
     k5 = t8[5]
     assert k5["lrs"] == [5e-3, 1e-2, 1.5e-2, 2e-2] and k5["escaped"] == [2, 2, 1, 0] and k5["failed"] == [0, 0, 1, 2]
@@ -195,8 +242,13 @@ def test_phase_boundary_known_answers():
 def test_sweep_page_renders(tiny_sweep, tmp_path, render_status):
     sweep, root, _ = tiny_sweep
     out = build_k_sweep(sweep, root / "ck", root / "docs5", 100, 0)
-    page = sweep_report(tmp_path / "sweep.html", sweep.name, out["tables"], out["figures"],
-                        {"K3": {"steps": [0, 10], "L_seq": [1.0, 0.5], "Lc": [1.0, 0.4], "log_K": 1.1}})
+    page = sweep_report(
+        tmp_path / "sweep.html",
+        sweep.name,
+        out["tables"],
+        out["figures"],
+        {"K3": {"steps": [0, 10], "L_seq": [1.0, 0.5], "Lc": [1.0, 0.4], "log_K": 1.1}},
+    )
     st = render_status(page, tmp_path)
     assert st["errors"] == [] and st["expected"] == 2 and st["plots"] == st["svgs"] == 2
 
@@ -212,7 +264,7 @@ def test_seed_stats_and_the_init_comparison_known_answers():
     assert v["varied_init_taus"] == [1000, 2000, 3000] and v["varied_init_mean_tau"] == 2000
     assert v["varied_init_std_tau"] == pytest.approx(1000) and v["varied_init_cv"] == pytest.approx(0.5)
     assert v["fixed_init_runs"] == 3 and v["fixed_init_taus"] == [1800, 1900] and v["fixed_init_mean_tau"] == 1850
-    assert v["fixed_init_std_tau"] == pytest.approx(50 * 2 ** 0.5) and v["paper_mean"] == 2850
+    assert v["fixed_init_std_tau"] == pytest.approx(50 * 2**0.5) and v["paper_mean"] == 2850
     x = (1000 / 1727) ** 2  # against the paper's std at this condition, three seeds each: F(2, 2)
     assert v["varied_init_p_smaller_spread"] == pytest.approx(x / (1 + x))
     assert comp[(5e-3, "first_token")]["varied_init_mean_tau"] is None  # no first-token tau in these rows
@@ -230,10 +282,12 @@ def test_dry_run_counts_an_unfinished_seed_without_a_tau_as_a_lower_bound(tmp_pa
     f.write_text(text + "".join(f"[[points]]\nseed = {s}\n" for s in range(4)))
     sweep = load_sweep(f)
     base = {"K": 3, "source": "recorded", "wall_s": None, "batch_size": 128}
-    rows = [dict(base, tau_paper=100, tau_first_token=120, status="finished", steps=150),  # 1.2 x 120 = 144
-            dict(base, tau_paper=None, tau_first_token=None, status="running", steps=300),  # at least 360
-            dict(base, tau_paper=None, tau_first_token=None, status="running", steps=50),   # at least 60 < 144
-            dict(base, tau_paper=None, tau_first_token=None, status="not started", steps=None)]
+    rows = [
+        dict(base, tau_paper=100, tau_first_token=120, status="finished", steps=150),  # 1.2 x 120 = 144
+        dict(base, tau_paper=None, tau_first_token=None, status="running", steps=300),  # at least 360
+        dict(base, tau_paper=None, tau_first_token=None, status="running", steps=50),  # at least 60 < 144
+        dict(base, tau_paper=None, tau_first_token=None, status="not started", steps=None),
+    ]
     monkeypatch.setattr(cost, "collect", lambda *a, **k: (rows, {}))
     got = cost.dry_run(sweep, root=tmp_path / "ck", docs=tmp_path / "docs", sec_per_step=1.0)
     mean = (144 + 360 + 144) / 3
@@ -257,16 +311,20 @@ def test_dry_run_costs_a_running_seed_by_its_own_stopping_family(tmp_path, monke
     keeps its own bound; one with its L_seq tau stops at 1.2 x that tau, whatever the others do."""
     from mi_plateau.reproduce import cost
 
-    text = ('name = "own"\npreset = "tiny"\nstop = "tau"\n[overrides]\nmax_steps = 600\nK = 3\n"train.tau_on" = "paper"\n'
-            + "".join(f"[[points]]\nseed = {s}\n" for s in range(3)))
+    text = (
+        'name = "own"\npreset = "tiny"\nstop = "tau"\n[overrides]\nmax_steps = 600\nK = 3\n"train.tau_on" = "paper"\n'
+        + "".join(f"[[points]]\nseed = {s}\n" for s in range(3))
+    )
     f = tmp_path / "s.toml"
     f.write_text(text)
     sweep = load_sweep(f)
     assert sweep.points[0].cfg.train.tau_on == "paper"
     base = {"K": 3, "source": "recorded", "wall_s": None, "batch_size": 128}
-    rows = [dict(base, tau_paper=100, tau_first_token=None, status="finished", steps=120),       # 120 steps
-            dict(base, tau_paper=None, tau_first_token=90, status="running", steps=300),         # at least 360
-            dict(base, tau_paper=250, tau_first_token=None, status="running", steps=260)]        # stops at 300
+    rows = [
+        dict(base, tau_paper=100, tau_first_token=None, status="finished", steps=120),  # 120 steps
+        dict(base, tau_paper=None, tau_first_token=90, status="running", steps=300),  # at least 360
+        dict(base, tau_paper=250, tau_first_token=None, status="running", steps=260),
+    ]  # stops at 300
     monkeypatch.setattr(cost, "collect", lambda *a, **k: (rows, {}))
     got = cost.dry_run(sweep, root=tmp_path / "ck", docs=tmp_path / "docs", sec_per_step=1.0)
     assert [r["expected_steps"] for r in got] == [int((120 + 360 + 300) / 3), 360, 300]
@@ -299,7 +357,9 @@ def test_width_builders_report_each_runs_own_width(tmp_path):
     want = {}
     for p in sweep.points:
         recs = Run(tmp_path / "ck" / sweep.name / p.name).records()
-        want[p.name] = transition_width([r["step"] for r in recs], [r["metrics"]["L_seq"] for r in recs], p.cfg.task.log_K)
+        want[p.name] = transition_width(
+            [r["step"] for r in recs], [r["metrics"]["L_seq"] for r in recs], p.cfg.task.log_K
+        )
         # the floor rule stopped every run at its first checkpoint below 0.05 log K, or at the cap
         below = [r["step"] for r in recs if r["metrics"]["L_seq"] < 0.05 * p.cfg.task.log_K]
         assert below == [recs[-1]["step"]] or (not below and recs[-1]["step"] == 900)
@@ -309,8 +369,13 @@ def test_width_builders_report_each_runs_own_width(tmp_path):
     assert {n: (r["t_start_paper"], r["t_end_paper"], r["tau_width_paper"]) for n, r in runs.items()} == want
     t4 = [r for r in pb["tables"]["Table 4 (width)"] if r["definition"] == "paper"]
     assert sorted(w for r in t4 for w in r["widths"]) == sorted(w[2] for w in want.values() if w[2] is not None)
-    for name in ("phase_boundary_table4.md", "phase_boundary_table8.json", "phase_boundary_runs.csv",
-                 "phase_boundary_widths.svg", "phase_boundary_diagram.svg"):
+    for name in (
+        "phase_boundary_table4.md",
+        "phase_boundary_table8.json",
+        "phase_boundary_runs.csv",
+        "phase_boundary_widths.svg",
+        "phase_boundary_diagram.svg",
+    ):
         assert (tmp_path / "d" / name).is_file(), name
     lr = build_lr_width(sweep, tmp_path / "ck", tmp_path / "d2", 0, 0)
     rows = [r for r in lr["tables"]["widths"] if r["definition"] == "paper"]
@@ -321,8 +386,10 @@ def test_width_builders_report_each_runs_own_width(tmp_path):
     from mi_plateau.summaries import dissipation
 
     t11 = build_dissipation(sweep, tmp_path / "ck", tmp_path / "d3", 0, 0)["tables"]["Table 11"]
-    want_q = sorted((dissipation(Run(tmp_path / "ck" / sweep.name / p.name).records(), p.cfg.task.log_K)["Q"] or -1.0)
-                    for p in sweep.points)
+    want_q = sorted(
+        (dissipation(Run(tmp_path / "ck" / sweep.name / p.name).records(), p.cfg.task.log_K)["Q"] or -1.0)
+        for p in sweep.points
+    )
     assert sorted((r["Q"] or -1.0) for r in t11) == pytest.approx(want_q) and any(q > 0 for q in want_q)
     assert (tmp_path / "d3" / "table11.md").is_file()
 
@@ -330,10 +397,12 @@ def test_width_builders_report_each_runs_own_width(tmp_path):
 def test_label_noise_delay_is_over_the_same_K_without_noise():
     from mi_plateau.reproduce.mechanisms import noise_delays
 
-    rows = [{"K": 10, "label_noise": 0.0, "tau_paper": 2000, "status": "finished", "steps": 2400},
-            {"K": 10, "label_noise": 0.2, "tau_paper": 5000, "status": "finished", "steps": 6000},
-            {"K": 10, "label_noise": 0.1, "tau_paper": None, "status": "finished", "steps": 20000},
-            {"K": 20, "label_noise": 0.2, "tau_paper": 9000, "status": "running", "steps": 9100}]
+    rows = [
+        {"K": 10, "label_noise": 0.0, "tau_paper": 2000, "status": "finished", "steps": 2400},
+        {"K": 10, "label_noise": 0.2, "tau_paper": 5000, "status": "finished", "steps": 6000},
+        {"K": 10, "label_noise": 0.1, "tau_paper": None, "status": "finished", "steps": 20000},
+        {"K": 20, "label_noise": 0.2, "tau_paper": 9000, "status": "running", "steps": 9100},
+    ]
     out = {(r["K"], r["label_noise"]): r for r in noise_delays(rows)}
     assert out[(10, 0.2)]["delay"] == 2.5 and out[(10, 0.0)]["delay"] == 1.0
     assert out[(10, 0.1)]["delay"] is None and out[(10, 0.1)]["no_escape_by"] == 20000

@@ -69,7 +69,11 @@ def test_local_grid_equals_training_each_point_alone(local_grid):
     import pandas as pd
 
     back = pd.read_json(root / "local" / "grid" / "table.json")
-    assert list(back["run"]) == list(table["run"]) and back["tau_paper"].notna().all() and back["tau_first_token"].notna().all()
+    assert (
+        list(back["run"]) == list(table["run"])
+        and back["tau_paper"].notna().all()
+        and back["tau_first_token"].notna().all()
+    )
     # tau-only stopping: each run stopped at 1.2 x its later tau, well before max_steps
     for _, r in table.iterrows():
         assert r["steps"] < 400 and r["steps"] >= 1.2 * max(r["tau_paper"], r["tau_first_token"])
@@ -90,10 +94,16 @@ def test_rerun_skips_finished_runs_and_refuses_a_changed_point(local_grid, tmp_p
 def test_a_sweep_file_that_raises_the_cap_continues_its_runs(tmp_path):
     """Runs that stopped at the sweep's max_steps before their tau continue, the same runs, when
     the sweep file raises the cap; a run its own rule stopped stays as it is."""
-    text = GRID.replace("max_steps = 400", "max_steps = 60").replace("K = [3, 4]", "K = [3]").replace("seed = [0, 1]", "seed = [0]")
+    text = (
+        GRID.replace("max_steps = 400", "max_steps = 60")
+        .replace("K = [3, 4]", "K = [3]")
+        .replace("seed = [0, 1]", "seed = [0]")
+    )
     first = run_sweep(_sweep(tmp_path, text), root=tmp_path / "ck", progress=False)
     assert list(first["steps"]) == [60] and first["tau_paper"].isna().all()  # stopped at the cap, on the plateau
-    more = run_sweep(_sweep(tmp_path, text.replace("max_steps = 60", "max_steps = 400")), root=tmp_path / "ck", progress=False)
+    more = run_sweep(
+        _sweep(tmp_path, text.replace("max_steps = 60", "max_steps = 400")), root=tmp_path / "ck", progress=False
+    )
     run = Run(tmp_path / "ck" / "grid" / "K3_seed0")
     assert more["steps"].iloc[0] > 60 and more["tau_paper"].notna().all() and run.config().train.max_steps == 400
     threads = torch.get_num_threads()
@@ -134,7 +144,9 @@ def test_a_killed_worker_costs_one_interval_and_the_sweep_completes(local_grid, 
     sweep, _, _, alone = local_grid
     one = _sweep(tmp_path, GRID.replace("K = [3, 4]", "K = [4]").replace("seed = [0, 1]", "seed = [1]"))
     out = {}
-    t = threading.Thread(target=lambda: out.setdefault("table", run_sweep(one, root=tmp_path / "k", jobs=1, progress=False)))
+    t = threading.Thread(
+        target=lambda: out.setdefault("table", run_sweep(one, root=tmp_path / "k", jobs=1, progress=False))
+    )
     t.start()
     run = tmp_path / "k" / "grid" / "K4_seed1"
     deadline = time.time() + 240
@@ -181,13 +193,19 @@ def test_a_killed_sweep_reruns_to_the_same_runs(local_grid, tmp_path, run_cli, d
     f.write_text(GRID)
     root = tmp_path / "root"
     env = {k: v for k, v in os.environ.items() if k != "MI_PLATEAU_CRASH"}
-    p = subprocess.Popen([sys.executable, "-m", "mi_plateau", "sweep", str(f), "--root", str(root), "--jobs", "2", "--quiet"],
-                         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "mi_plateau", "sweep", str(f), "--root", str(root), "--jobs", "2", "--quiet"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     time.sleep(delay)
     p.kill()
     p.wait()
     deadline = time.time() + 30
-    while time.time() < deadline and subprocess.run(["pgrep", "-f", f"--out {root}"], capture_output=True).returncode == 0:
+    while (
+        time.time() < deadline and subprocess.run(["pgrep", "-f", f"--out {root}"], capture_output=True).returncode == 0
+    ):
         time.sleep(0.2)  # the workers follow their parent
     assert subprocess.run(["pgrep", "-f", f"--out {root}"], capture_output=True).returncode != 0, "orphan workers"
     r = run_cli("sweep", str(f), "--root", str(root), "--jobs", "2", "--quiet")
@@ -228,9 +246,13 @@ def test_runs_start_longest_first_or_in_the_listed_order(tmp_path):
     ``order = "listed"`` keeps the file's order."""
     from mi_plateau.sweeps.runner import _units
 
-    text = 'name = "o"\npreset = "tiny"\n' + "".join(f"[[points]]\nK = {k}\nseed = {s}\n" for k, s in [(3, 0), (5, 0), (4, 0), (5, 1)])
-    for order, want in ((None, ["K5_seed0", "K5_seed1", "K4_seed0", "K3_seed0"]),
-                        ("listed", ["K3_seed0", "K5_seed0", "K4_seed0", "K5_seed1"])):
+    text = 'name = "o"\npreset = "tiny"\n' + "".join(
+        f"[[points]]\nK = {k}\nseed = {s}\n" for k, s in [(3, 0), (5, 0), (4, 0), (5, 1)]
+    )
+    for order, want in (
+        (None, ["K5_seed0", "K5_seed1", "K4_seed0", "K3_seed0"]),
+        ("listed", ["K3_seed0", "K5_seed0", "K4_seed0", "K5_seed1"]),
+    ):
         sweep = _sweep(tmp_path, text if order is None else f"order = '{order}'\n" + text)
         assert sweep.order == (order or "longest_first") and sweep.to_dict()["order"] == sweep.order
         units = _units([(tmp_path / p.name, p.cfg) for p in sweep.points], 1, sweep.order)

@@ -9,7 +9,6 @@ from mi_plateau.config import with_overrides
 from mi_plateau.train import lr_at, train
 
 
-
 def test_tiny_run_plateaus_then_transitions(tiny_run, tiny_cfg):
     """Lc sits near log K with no z-dependence for a stretch, then falls to ~0 (converged)."""
     recs = tiny_run.records()
@@ -60,8 +59,19 @@ def test_training_is_deterministic(tmp_path, tiny_cfg):
     assert c.records()[-1]["metrics"] != a.records()[-1]["metrics"]
 
 
-@pytest.mark.parametrize("recipe", [{}, {"train.batching": "epoch", "train.batch_size": 50, "model.init": "gpt2",
-                                     "model.train_b_U": True, "train.warmup_steps": 0}])
+@pytest.mark.parametrize(
+    "recipe",
+    [
+        {},
+        {
+            "train.batching": "epoch",
+            "train.batch_size": 50,
+            "model.init": "gpt2",
+            "model.train_b_U": True,
+            "train.warmup_steps": 0,
+        },
+    ],
+)
 def test_resume_after_kill_equals_uninterrupted(tmp_path, tiny_cfg, recipe):
     """Kill -9 mid-run (crash hook), resume, compare metrics and final weights bit for bit; with
     the paper recipe's epoch batches (D = 192, batch 50) the kill falls mid-epoch (step 53)."""
@@ -74,7 +84,9 @@ def test_resume_after_kill_equals_uninterrupted(tmp_path, tiny_cfg, recipe):
         "import json,sys; from mi_plateau.config import RunConfig; from mi_plateau.train import train;"
         f"train(RunConfig.from_dict(json.load(open({str(cfg_path)!r}))), {str(out)!r}, progress=False)"
     )
-    import os, subprocess, sys
+    import os
+    import subprocess
+    import sys
 
     env = {**os.environ, "MI_PLATEAU_CRASH": "step:53"}
     p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
@@ -108,7 +120,8 @@ def test_cli_help_is_fast_and_light(run_cli):
     p = run_cli("--help")
     assert p.returncode == 0 and "train" in p.stdout
     code = "import sys; from mi_plateau.cli import build_parser; build_parser(); print('torch' in sys.modules, 'transformer_lens' in sys.modules)"
-    import subprocess, sys
+    import subprocess
+    import sys
 
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.split() == ["False", "False"]
@@ -169,10 +182,13 @@ def test_invalid_config_leaves_no_folder(tmp_path, tiny_cfg):
 
 
 def test_summary_command_does_not_import_torch(tiny_run):
-    import subprocess, sys
+    import subprocess
+    import sys
 
-    code = (f"import sys; from mi_plateau.cli import main; main(['summary', {str(tiny_run.path)!r}]);"
-            "print('torch' in sys.modules, 'transformer_lens' in sys.modules)")
+    code = (
+        f"import sys; from mi_plateau.cli import main; main(['summary', {str(tiny_run.path)!r}]);"
+        "print('torch' in sys.modules, 'transformer_lens' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.split()[-2:] == ["False", "False"], out.stderr
 
@@ -206,7 +222,9 @@ def test_step_implementations_compute_the_bridge_function(tiny_cfg, impl):
     assert out.shape == ref.shape
     assert torch.allclose(out, ref, atol=1e-5)
     out.square().sum().backward()
-    assert all(p.grad is not None and p.grad.abs().sum() > 0 for n, p in model.named_parameters() if "unembed.b" not in n)
+    assert all(
+        p.grad is not None and p.grad.abs().sum() > 0 for n, p in model.named_parameters() if "unembed.b" not in n
+    )
 
 
 def test_fast_step_trains_like_the_standard_step(tmp_path, tiny_cfg):
@@ -303,15 +321,16 @@ def test_records_hold_the_gradient_norm_before_clipping(tmp_path, tiny_cfg, clip
     from mi_plateau.task import make_sampler, make_task
     from mi_plateau.train import batch_loss
 
-    cfg = with_overrides(tiny_cfg, {"max_steps": 3, "train.ckpt_every": 1, "train.ckpt_every_transition": 1,
-                                    "train.grad_clip": clip})
+    cfg = with_overrides(
+        tiny_cfg, {"max_steps": 3, "train.ckpt_every": 1, "train.ckpt_every_transition": 1, "train.grad_clip": clip}
+    )
     recs = train(cfg, tmp_path / "r", progress=False).records()
     assert recs[0]["grad_norm_mean"] is None and recs[0]["clipped_frac"] is None  # step 0: no step taken yet
     model = build_model(cfg)
     task = make_task(cfg.task)
     tokens = make_sampler(task, cfg.train.batching, cfg.train.batch_size, cfg.train.batch_seed).sample()
     batch_loss(cfg, training_forward(cfg, model)(tokens[:, :-1]), tokens).backward()
-    want = math.sqrt(sum(float((p.grad ** 2).sum()) for p in model.parameters() if p.grad is not None))
+    want = math.sqrt(sum(float((p.grad**2).sum()) for p in model.parameters() if p.grad is not None))
     r1 = recs[1]
     assert r1["grad_norm_mean"] == pytest.approx(want, rel=1e-5) and r1["grad_norm_max"] == r1["grad_norm_mean"]
     if clip:

@@ -39,6 +39,8 @@ def test_a_b_target_summary_has_no_log_K_ratio(tmp_path):
     from mi_plateau.config import preset, with_overrides
     from mi_plateau.train import train
 
-    run = train(with_overrides(preset("tiny"), {"direction": "forward", "max_steps": 40}), tmp_path / "fwd", progress=False)
+    run = train(
+        with_overrides(preset("tiny"), {"direction": "forward", "max_steps": 40}), tmp_path / "fwd", progress=False
+    )
     s = run.summary()
     assert s["reference"].startswith("none") and s["plateau_ratio"] is None and s["definition"] == "first_token"

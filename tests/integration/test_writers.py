@@ -73,13 +73,16 @@ def test_D7_a_run_without_checkpoints_gives_one_line(partial, tmp_path, run_cli)
     assert p.returncode == 2 and "no checkpoints" in p.stderr and "Traceback" not in p.stderr
 
 
-@pytest.mark.parametrize("args, message", [
-    (["analyze", "RUN", "--shifts", "0"], "multiple of K=4"),
-    (["analyze", "RUN", "--shifts", "4"], "multiple of K=4"),
-    (["analyze", "RUN", "--max-checkpoints", "0"], "must be at least 1"),
-    (["train", "--preset", "tiny", "--out", ""], "--out ''"),
-    (["train", "--preset", "tiny", "--seed", str(2**64)], "seeds must be in [0, 2^63)"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["analyze", "RUN", "--shifts", "0"], "multiple of K=4"),
+        (["analyze", "RUN", "--shifts", "4"], "multiple of K=4"),
+        (["analyze", "RUN", "--max-checkpoints", "0"], "must be at least 1"),
+        (["train", "--preset", "tiny", "--out", ""], "--out ''"),
+        (["train", "--preset", "tiny", "--seed", str(2**64)], "seeds must be in [0, 2^63)"),
+    ],
+)
 def test_D10_bad_values_are_refused_before_any_work(tiny_run, tmp_path, run_cli, args, message):
     args = [str(tiny_run.path) if a == "RUN" else a for a in args]
     if args[0] == "analyze":
@@ -91,7 +94,18 @@ def test_D10_bad_values_are_refused_before_any_work(tiny_run, tmp_path, run_cli,
 
 def test_bool_override_stores_false(tmp_path, run_cli):
     """D5 / the architecture issue: --set train.compile=false stores false."""
-    p = run_cli("train", "--preset", "tiny", "--max-steps", "20", "--set", "train.compile=false", "--out", str(tmp_path / "r"), "--quiet")
+    p = run_cli(
+        "train",
+        "--preset",
+        "tiny",
+        "--max-steps",
+        "20",
+        "--set",
+        "train.compile=false",
+        "--out",
+        str(tmp_path / "r"),
+        "--quiet",
+    )
     assert p.returncode == 0, p.stderr
     assert json.loads((tmp_path / "r" / "config.json").read_text())["train"]["compile"] is False
     assert Run(tmp_path / "r").config().train.compile is False

@@ -80,7 +80,7 @@ def test_no_import_cycle():
         state[m] = 1
         for n in sorted(edges.get(m, ())):
             if state.get(n) == 1:
-                cycle.extend(path[path.index(n):] + [n] if n in path else [m, n])
+                cycle.extend(path[path.index(n) :] + [n] if n in path else [m, n])
                 return True
             if n not in state and visit(n, path + [n]):
                 return True

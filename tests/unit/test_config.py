@@ -5,8 +5,26 @@ import pytest
 
 from mi_plateau import cli
 from mi_plateau.config import (
-    ALIASES, BATCHINGS, DIRECTIONS, IMPLS, INITS, LABEL_NOISE_MODES, SECTIONS, STOPS, TAU_ON, Bounds, ConfigError,
-    RunConfig, TrainConfig, aliases, layout_for, preset, setting, settings, validate, with_overrides,
+    ALIASES,
+    BATCHINGS,
+    DIRECTIONS,
+    IMPLS,
+    INITS,
+    LABEL_NOISE_MODES,
+    SECTIONS,
+    STOPS,
+    TAU_ON,
+    Bounds,
+    ConfigError,
+    RunConfig,
+    TrainConfig,
+    aliases,
+    layout_for,
+    preset,
+    setting,
+    settings,
+    validate,
+    with_overrides,
 )
 
 
@@ -23,7 +41,9 @@ def test_paper_defaults_match_spec(name):
     assert t.grad_clip == 0 and t.schedule == "constant"
     assert cfg.seq_len == 16
     recipe = (t.warmup_steps, t.batching, m.init, m.train_b_U, m.init_seed, m.fixed_init)
-    assert recipe == ((0, "epoch", "gpt2", True, 42, True) if name == "paper" else (500, "uniform", "tl4", False, 0, False))
+    assert recipe == (
+        (0, "epoch", "gpt2", True, 42, True) if name == "paper" else (500, "uniform", "tl4", False, 0, False)
+    )
 
 
 @pytest.mark.parametrize("name", ["paper", "tl4", "demo", "tiny"])
@@ -54,20 +74,34 @@ def test_seed_sets_all_three_seeds_and_specific_wins():
     assert with_overrides(preset("paper"), {"seed": 3, "init_seed": 5}).model.init_seed == 5
 
 
-@pytest.mark.parametrize("text, value", [("true", True), ("False", False), ("1", True), ("0", False), ("yes", True),
-                                         ("no", False), (True, True), (0, False)])
+@pytest.mark.parametrize(
+    "text, value",
+    [
+        ("true", True),
+        ("False", False),
+        ("1", True),
+        ("0", False),
+        ("yes", True),
+        ("no", False),
+        (True, True),
+        (0, False),
+    ],
+)
 def test_bool_settings_are_parsed(text, value):
     assert with_overrides(preset("tiny"), {"train.compile": text}).train.compile is value
 
 
-@pytest.mark.parametrize("key, value, message", [
-    ("train.compile", "maybe", "train.compile='maybe': expected true or false"),
-    ("train.compile", 2, "train.compile=2: expected true or false"),
-    ("train.compile", [1, 2], "train.compile=[1, 2]: expected true or false"),
-    ("train.lr", [1e-3], "train.lr=[0.001]: expected a number"),
-    ("task.K", [10], "task.K=[10]: expected an integer"),
-    ("train.impl", ["fast"], "train.impl=['fast']: expected a string"),
-])
+@pytest.mark.parametrize(
+    "key, value, message",
+    [
+        ("train.compile", "maybe", "train.compile='maybe': expected true or false"),
+        ("train.compile", 2, "train.compile=2: expected true or false"),
+        ("train.compile", [1, 2], "train.compile=[1, 2]: expected true or false"),
+        ("train.lr", [1e-3], "train.lr=[0.001]: expected a number"),
+        ("task.K", [10], "task.K=[10]: expected an integer"),
+        ("train.impl", ["fast"], "train.impl=['fast']: expected a string"),
+    ],
+)
 def test_overrides_reject_lists_and_non_bools(key, value, message):
     with pytest.raises(ConfigError) as e:
         with_overrides(preset("tiny"), {key: value})
@@ -152,13 +186,22 @@ def test_from_dict_rejects_unknown_keys():
         RunConfig.from_dict(d)
 
 
-@pytest.mark.parametrize("over, message", [
-    ({"K": 20, "task.selector_groups": 65}, "task.selector_groups=65: 65 sets of K=20 distinct selectors need 1300 "
-                                            "strings, but len_z=2 gives only 1296; raise task.len_z"),
-    ({"task.selector_groups": -1}, "task.selector_groups=-1: must be >= 0"),
-    ({"task.selector_groups": 2, "direction": "b_a"}, "task.selector_groups=2: task.direction='b_a' has no selector"),
-    ({"task.selector_groups": 1001}, "task.selector_groups=1001: at most n_b=1000"),
-])
+@pytest.mark.parametrize(
+    "over, message",
+    [
+        (
+            {"K": 20, "task.selector_groups": 65},
+            "task.selector_groups=65: 65 sets of K=20 distinct selectors need 1300 "
+            "strings, but len_z=2 gives only 1296; raise task.len_z",
+        ),
+        ({"task.selector_groups": -1}, "task.selector_groups=-1: must be >= 0"),
+        (
+            {"task.selector_groups": 2, "direction": "b_a"},
+            "task.selector_groups=2: task.direction='b_a' has no selector",
+        ),
+        ({"task.selector_groups": 1001}, "task.selector_groups=1001: at most n_b=1000"),
+    ],
+)
 def test_selector_groups_are_checked(over, message):
     with pytest.raises(ConfigError, match="^" + message.replace("(", r"\(").replace(")", r"\)")):
         validate(with_overrides(preset("paper"), over))
@@ -205,8 +248,9 @@ def _refuse(key, value):
 
 
 def test_every_field_is_declared_with_its_help():
-    assert [k for k, _, _ in SETTINGS] == [f"{sec}.{k}" for sec, d in RunConfig().to_dict().items()
-                                           if isinstance(d, dict) for k in d]
+    assert [k for k, _, _ in SETTINGS] == [
+        f"{sec}.{k}" for sec, d in RunConfig().to_dict().items() if isinstance(d, dict) for k in d
+    ]
     assert all(s.help for _, _, s in SETTINGS)
 
 
@@ -220,8 +264,11 @@ def test_every_choice_list_is_enforced_in_one_line_naming_the_choices(key, s):
 
 def _outside(b: Bounds, integer: bool) -> list:
     step = 1 if integer else 0.5
-    return [v for v in (None if b.ge is None else b.ge - step, b.gt, None if b.le is None else b.le + step, b.lt)
-            if v is not None]
+    return [
+        v
+        for v in (None if b.ge is None else b.ge - step, b.gt, None if b.le is None else b.le + step, b.lt)
+        if v is not None
+    ]
 
 
 @pytest.mark.parametrize("key, f, s", [x for x in SETTINGS if x[2].bounds], ids=lambda v: str(v)[:24])
@@ -235,9 +282,14 @@ def test_every_bound_is_enforced_in_one_line_naming_the_bound(key, f, s):
 
 def test_the_choice_constants_are_the_fields_choices():
     choices = {k: s.choices for k, _, s in SETTINGS}
-    assert (DIRECTIONS, LABEL_NOISE_MODES, INITS) == (choices["task.direction"], choices["task.label_noise_mode"],
-                                                      choices["model.init"])
-    assert (IMPLS, BATCHINGS, STOPS, TAU_ON) == tuple(choices[f"train.{k}"] for k in ("impl", "batching", "stop", "tau_on"))
+    assert (DIRECTIONS, LABEL_NOISE_MODES, INITS) == (
+        choices["task.direction"],
+        choices["task.label_noise_mode"],
+        choices["model.init"],
+    )
+    assert (IMPLS, BATCHINGS, STOPS, TAU_ON) == tuple(
+        choices[f"train.{k}"] for k in ("impl", "batching", "stop", "tau_on")
+    )
 
 
 def test_every_alias_resolves_to_its_field():
@@ -267,23 +319,39 @@ def test_a_new_setting_is_one_field():
 
     @dataclass(frozen=True)
     class Train(TrainConfig):
-        label_smoothing: float = setting(0.0, help="share of the target's mass spread over the others",
-                                         bounds=Bounds(ge=0, lt=1), alias="label_smoothing", flag="--label-smoothing")
+        label_smoothing: float = setting(
+            0.0,
+            help="share of the target's mass spread over the others",
+            bounds=Bounds(ge=0, lt=1),
+            alias="label_smoothing",
+            flag="--label-smoothing",
+        )
 
     sections = {**SECTIONS, "train": Train}
     assert aliases(sections)["label_smoothing"] == "train.label_smoothing"
-    assert ("--label-smoothing", "label_smoothing", float, "share of the target's mass spread over the others") in \
-        cli.train_flags(sections)
+    assert (
+        "--label-smoothing",
+        "label_smoothing",
+        float,
+        "share of the target's mass spread over the others",
+    ) in cli.train_flags(sections)
     assert validate(RunConfig(train=Train())).to_dict()["train"]["label_smoothing"] == 0.0
     with pytest.raises(ConfigError, match=r"^train\.label_smoothing=1\.5: must be in \[0, 1\)$"):
         validate(RunConfig(train=Train(label_smoothing=1.5)))
 
 
-@pytest.mark.parametrize("bounds, integer, words", [
-    (Bounds(ge=1), True, "must be a positive integer"), (Bounds(ge=1), False, "must be >= 1"),
-    (Bounds(gt=0), False, "must be > 0"), (Bounds(ge=2, le=36), True, "must be in 2..36"),
-    (Bounds(ge=0, lt=1), False, "must be in [0, 1)"), (Bounds(gt=0, lt=1), False, "must be in (0, 1)"),
-    (Bounds(le=8), True, "at most 8"), (Bounds(ge=0, text="seeds must be >= 0"), True, "seeds must be >= 0"),
-])
+@pytest.mark.parametrize(
+    "bounds, integer, words",
+    [
+        (Bounds(ge=1), True, "must be a positive integer"),
+        (Bounds(ge=1), False, "must be >= 1"),
+        (Bounds(gt=0), False, "must be > 0"),
+        (Bounds(ge=2, le=36), True, "must be in 2..36"),
+        (Bounds(ge=0, lt=1), False, "must be in [0, 1)"),
+        (Bounds(gt=0, lt=1), False, "must be in (0, 1)"),
+        (Bounds(le=8), True, "at most 8"),
+        (Bounds(ge=0, text="seeds must be >= 0"), True, "seeds must be >= 0"),
+    ],
+)
 def test_bounds_word_their_rule(bounds, integer, words):
     assert bounds.words(integer) == words

@@ -10,8 +10,14 @@ def _traces(fig):
 
 
 def test_runs_without_a_tau_are_drawn_as_lower_bounds_at_their_last_step():
-    pts = {"paper": {"x": [32, 64, 128], "tau": [None, 9700, 4325], "reached": [60000, 11650, 5200],
-                     "label": ["B=32", "B=64", "B=128"]}}
+    pts = {
+        "paper": {
+            "x": [32, 64, 128],
+            "tau": [None, 9700, 4325],
+            "reached": [60000, 11650, 5200],
+            "label": ["B=32", "B=64", "B=128"],
+        }
+    }
     fig = figures.tau_power_law(pts, {}, x_label="B", x_symbol="B")
     tr = _traces(fig)
     values = tr["paper definition (L_seq)"]
@@ -22,8 +28,10 @@ def test_runs_without_a_tau_are_drawn_as_lower_bounds_at_their_last_step():
 
 
 def test_no_bound_trace_without_reached_or_without_missing_taus():
-    for pts in ({"paper": {"x": [1, 2], "tau": [None, 5]}},                        # no "reached": nothing to draw
-                {"paper": {"x": [1, 2], "tau": [3, 5], "reached": [4, 6]}}):        # every run has a tau
+    for pts in (
+        {"paper": {"x": [1, 2], "tau": [None, 5]}},  # no "reached": nothing to draw
+        {"paper": {"x": [1, 2], "tau": [3, 5], "reached": [4, 6]}},
+    ):  # every run has a tau
         names = [t.name for t in figures.tau_power_law(pts, {}).data]
         assert names == ["paper definition (L_seq)"]
 
@@ -55,13 +63,15 @@ def test_tau_figure_labels_its_log_axes_in_full():
 
 
 def test_dodged_series_sit_either_side_of_their_x_and_keep_it_in_the_hover():
-    pts = {"K=5": {"x": [0.005, 0.007], "tau": [1800, None], "reached": [None, 20000]},
-           "K=10": {"x": [0.007], "tau": [None], "reached": [20000]}}
+    pts = {
+        "K=5": {"x": [0.005, 0.007], "tau": [1800, None], "reached": [None, 20000]},
+        "K=10": {"x": [0.007], "tau": [None], "reached": [20000]},
+    }
     fig = figures.tau_power_law(pts, {}, dodge=1.04)
     by_name = {t.name: t for t in fig.data}
-    assert list(by_name["K=5"].x) == pytest.approx([0.005 / 1.04 ** 0.5])  # two series: factors 1.04 ** -+0.5
-    assert list(by_name["K=5: no tau by this step (tau is above)"].x) == pytest.approx([0.007 / 1.04 ** 0.5])
-    assert list(by_name["K=10: no tau by this step (tau is above)"].x) == pytest.approx([0.007 * 1.04 ** 0.5])
+    assert list(by_name["K=5"].x) == pytest.approx([0.005 / 1.04**0.5])  # two series: factors 1.04 ** -+0.5
+    assert list(by_name["K=5: no tau by this step (tau is above)"].x) == pytest.approx([0.007 / 1.04**0.5])
+    assert list(by_name["K=10: no tau by this step (tau is above)"].x) == pytest.approx([0.007 * 1.04**0.5])
     assert list(by_name["K=10: no tau by this step (tau is above)"].customdata) == [0.007]  # the hover's x
     assert list(fig.layout.xaxis.tickvals) == [0.005, 0.007]  # ticks at the true values
     plain = figures.tau_power_law(pts, {})

@@ -14,7 +14,7 @@ PAPER_TAU = [450, 800, 1050, 1850, 2100, 3300, 3950, 5250, 6950, 8750]
 
 def test_exact_power_law_is_recovered_with_a_zero_width_interval():
     x = [1.0, 2.0, 5.0, 10.0, 20.0]
-    f = power_law(x, [3.0 * v ** 1.5 for v in x], n_boot=200)
+    f = power_law(x, [3.0 * v**1.5 for v in x], n_boot=200)
     assert f["slope"] == pytest.approx(1.5, abs=1e-12)
     assert f["r2"] == pytest.approx(1.0, abs=1e-12)
     assert f["prefactor"]["0"] == pytest.approx(3.0, rel=1e-12)
@@ -23,7 +23,7 @@ def test_exact_power_law_is_recovered_with_a_zero_width_interval():
 
 def test_one_slope_with_one_level_per_group():
     x = [2.0, 4.0, 8.0, 2.0, 4.0, 8.0]
-    y = [2.0 * v ** -0.5 for v in x[:3]] + [7.0 * v ** -0.5 for v in x[3:]]
+    y = [2.0 * v**-0.5 for v in x[:3]] + [7.0 * v**-0.5 for v in x[3:]]
     f = power_law(x, y, groups=["a", "a", "a", "b", "b", "b"], n_boot=100)
     assert f["slope"] == pytest.approx(-0.5, abs=1e-12)
     assert f["prefactor"] == pytest.approx({"a": 2.0, "b": 7.0})
@@ -32,7 +32,7 @@ def test_one_slope_with_one_level_per_group():
 def test_slope_and_t_interval_equal_the_textbook_least_squares():
     rng = np.random.default_rng(3)
     x = np.linspace(1, 30, 10)
-    y = 5 * x ** 1.2 * np.exp(rng.normal(0, 0.1, 10))
+    y = 5 * x**1.2 * np.exp(rng.normal(0, 0.1, 10))
     f = power_law(x.tolist(), y.tolist(), n_boot=500, seed=1)
     lx, ly = np.log(x), np.log(y)
     slope, icpt = np.polyfit(lx, ly, 1)
@@ -69,10 +69,14 @@ def test_smaller_spread_p_known_values():
     assert smaller_spread_p(10.0, 3, 10.0) == pytest.approx(0.5)
     assert smaller_spread_p(1.0, 3, 2.0) == pytest.approx(0.25 / 1.25)
     # d = 1 (two seeds): P(F(1, 2) <= x) = sqrt(x / (x + 2)); at x = 2, sqrt(0.5)
-    assert smaller_spread_p(2 ** 0.5, 2, 1.0) == pytest.approx(0.5 ** 0.5)
+    assert smaller_spread_p(2**0.5, 2, 1.0) == pytest.approx(0.5**0.5)
     # d = 4 (five seeds): P(F(4, 2) <= x) = (4x / (4x + 2))^2; at x = 0.5, 0.25
-    assert smaller_spread_p(0.5 ** 0.5, 5, 1.0) == pytest.approx(0.25)
+    assert smaller_spread_p(0.5**0.5, 5, 1.0) == pytest.approx(0.25)
     # against a numerical integral of the F(2, 2) density 1 / (1 + t)^2
     t = np.linspace(0, 3, 300001)
-    assert smaller_spread_p(3 ** 0.5, 3, 1.0) == pytest.approx(np.trapezoid(1 / (1 + t) ** 2, t), abs=1e-6)
-    assert smaller_spread_p(None, 3, 1.0) is None and smaller_spread_p(1.0, 1, 1.0) is None and smaller_spread_p(1.0, 3, 0.0) is None
+    assert smaller_spread_p(3**0.5, 3, 1.0) == pytest.approx(np.trapezoid(1 / (1 + t) ** 2, t), abs=1e-6)
+    assert (
+        smaller_spread_p(None, 3, 1.0) is None
+        and smaller_spread_p(1.0, 1, 1.0) is None
+        and smaller_spread_p(1.0, 3, 0.0) is None
+    )

@@ -134,8 +134,9 @@ def small():
     jacrev, jacfwd of the gradient and its central differences agree."""
     from mi_plateau.model import build_model
 
-    cfg = with_overrides(preset("tiny"), {"model.d_model": 8, "model.d_head": 4, "model.d_mlp": 16,
-                                          "model.train_b_U": True})
+    cfg = with_overrides(
+        preset("tiny"), {"model.d_model": 8, "model.d_head": 4, "model.d_mlp": 16, "model.train_b_U": True}
+    )
     model = build_model(cfg)
     gen = torch.Generator().manual_seed(3)
     state = {k: v.detach() + 0.05 * torch.randn(v.shape, generator=gen) for k, v in model.state_dict().items()}
@@ -217,10 +218,24 @@ def test_table10_means_and_spread():
     rows = []
     for step, (po, lz) in zip((200, 400), ((100.0, 20.0), (300.0, 40.0))):
         for est, ratio in (("original_power", po), ("lanczos", lz)):
-            rows.append({"run": "r", "K": 10, "tau": 1000, "step": step, "estimator": est, "anisotropy": ratio,
-                         "lambda_max": step / 100, "lambda_min": 0.01, "converged": est == "lanczos"})
+            rows.append(
+                {
+                    "run": "r",
+                    "K": 10,
+                    "tau": 1000,
+                    "step": step,
+                    "estimator": est,
+                    "anisotropy": ratio,
+                    "lambda_max": step / 100,
+                    "lambda_min": 0.01,
+                    "converged": est == "lanczos",
+                }
+            )
     (t,) = table10(rows).to_dict("records")
-    assert t["anisotropy_original"] == 200.0 and (t["anisotropy_original_min"], t["anisotropy_original_max"]) == (100.0, 300.0)
+    assert t["anisotropy_original"] == 200.0 and (t["anisotropy_original_min"], t["anisotropy_original_max"]) == (
+        100.0,
+        300.0,
+    )
     assert t["anisotropy_lanczos"] == 30.0 and t["lambda_max_lanczos"] == 3.0
     assert t["all_converged_lanczos"] and not t["all_converged_original"]
     assert (t["paper_anisotropy"], t["paper_lambda_max"]) == (10800, 4.59)

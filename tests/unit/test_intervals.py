@@ -8,8 +8,14 @@ from mi_plateau.passes.tables import group_bootstrap, table6
 
 def test_constant_groups_give_zero_width_intervals():
     ci = group_bootstrap([1.0] * 50, 200, 0)
-    assert ci == {"ge80_pct_lo": 100.0, "ge80_pct_hi": 100.0, "eq100_pct_lo": 100.0, "eq100_pct_hi": 100.0,
-                  "mean_acc_lo": 1.0, "mean_acc_hi": 1.0}
+    assert ci == {
+        "ge80_pct_lo": 100.0,
+        "ge80_pct_hi": 100.0,
+        "eq100_pct_lo": 100.0,
+        "eq100_pct_hi": 100.0,
+        "mean_acc_lo": 1.0,
+        "mean_acc_hi": 1.0,
+    }
     assert group_bootstrap([], 200, 0) == {} and group_bootstrap([0.5], 0, 0) == {}
 
 
@@ -24,8 +30,10 @@ def test_interval_brackets_the_estimate_and_is_seeded():
 
 
 def test_table6_rows_carry_the_intervals():
-    ck = [{"step": s, "acc_mean": m, "groups_ge80": g, "groups_100": e} for s, m, g, e in
-          [(0, 0.0, 0.0, 0.0), (50, 0.2, 0.1, 0.0), (100, 0.9, 0.9, 0.5)]]
+    ck = [
+        {"step": s, "acc_mean": m, "groups_ge80": g, "groups_100": e}
+        for s, m, g, e in [(0, 0.0, 0.0, 0.0), (50, 0.2, 0.1, 0.0), (100, 0.9, 0.9, 0.5)]
+    ]
     groups = [{"step": 100, "group": i, "acc": 1.0 if i < 5 else 0.8} for i in range(10)]
     t = table6("r", 4, {"first_token": 100}, ck, fracs=(1.0,), families=("first_token",), group_rows=groups, n_boot=100)
     row = t.iloc[0]
@@ -56,7 +64,9 @@ def test_resample_counts_are_the_same_draws_as_the_table_bootstraps():
     x = np.arange(7.0) ** 2
     means = C @ x / 7
     ci = head_bootstrap({"h": list(x)}, 50, 3)
-    assert ci["h"]["lo"] == pytest.approx(np.quantile(means, 0.025)) and ci["h"]["hi"] == pytest.approx(np.quantile(means, 0.975))
+    assert ci["h"]["lo"] == pytest.approx(np.quantile(means, 0.025)) and ci["h"]["hi"] == pytest.approx(
+        np.quantile(means, 0.975)
+    )
 
 
 def test_half_rise_of_many_curves_equals_the_one_curve_rule():
@@ -77,8 +87,12 @@ def test_half_rise_of_many_curves_equals_the_one_curve_rule():
 def _routing_rows(heads_by_group):
     """head_group rows and group rows for two heads whose per-group score curves are given as
     {head: [curve of group 0, curve of group 1, ...]}, steps 0, 100, ..."""
-    hg = [{"step": 100 * i, "head": h, "group": g, "sel_attn": v, "swap_contrib": v}
-          for h, curves in heads_by_group.items() for g, c in enumerate(curves) for i, v in enumerate(c)]
+    hg = [
+        {"step": 100 * i, "head": h, "group": g, "sel_attn": v, "swap_contrib": v}
+        for h, curves in heads_by_group.items()
+        for g, c in enumerate(curves)
+        for i, v in enumerate(c)
+    ]
     n = len(next(iter(heads_by_group.values()))[0])
     groups = [{"step": 100 * i, "group": g, "swap_gap": 0.05 * i} for g in range(2) for i in range(n)]
     return hg, groups
@@ -108,8 +122,16 @@ def test_routing_intervals_known_answers():
 def test_swap_gap_intervals_per_checkpoint():
     from mi_plateau.passes.tables import swap_gap_intervals
 
-    groups = [{"step": s, "group": g, "swap_gap": (0.2 if g % 2 else 0.0) * s / 100, "swap_gap_seq": float("nan") if s else 0.3}
-              for s in (0, 100) for g in range(40)]
+    groups = [
+        {
+            "step": s,
+            "group": g,
+            "swap_gap": (0.2 if g % 2 else 0.0) * s / 100,
+            "swap_gap_seq": float("nan") if s else 0.3,
+        }
+        for s in (0, 100)
+        for g in range(40)
+    ]
     t = swap_gap_intervals(groups, 400, 0).set_index("step")
     assert t.loc[0, "swap_gap_lo"] == t.loc[0, "swap_gap_hi"] == 0.0
     assert t.loc[100, "swap_gap_lo"] < 0.1 < t.loc[100, "swap_gap_hi"]
@@ -119,8 +141,10 @@ def test_swap_gap_intervals_per_checkpoint():
 def test_report_tables_fold_intervals_into_their_column():
     from mi_plateau.report import fold_intervals, html_table
 
-    rows = [{"head": "L0H2", "dL": 0.013, "dL_lo": 0.0109, "dL_hi": 0.0151, "top_share": 0.985},
-            {"head": "L0H3", "dL": 0.004, "dL_lo": None, "dL_hi": None, "top_share": 0.0}]
+    rows = [
+        {"head": "L0H2", "dL": 0.013, "dL_lo": 0.0109, "dL_hi": 0.0151, "top_share": 0.985},
+        {"head": "L0H3", "dL": 0.004, "dL_lo": None, "dL_hi": None, "top_share": 0.0},
+    ]
     cols, out = fold_intervals(rows, list(rows[0]))
     assert cols == ["head", "dL [95% CI]", "top_share"]
     assert out[0]["dL [95% CI]"] == "0.013 [0.0109, 0.0151]" and out[1]["dL [95% CI]"] == "0.004"

@@ -10,8 +10,20 @@ import torch
 
 from mi_plateau.config import ConfigError
 from mi_plateau.control.linear import (
-    COLUMNS, LinearConfig, candidate_losses, eval_examples, forward, init_weights, inputs, main, make_embeddings,
-    mse_and_grads, oracle_candidate_loss, table12_row, train_linear, verdict,
+    COLUMNS,
+    LinearConfig,
+    candidate_losses,
+    eval_examples,
+    forward,
+    init_weights,
+    inputs,
+    main,
+    make_embeddings,
+    mse_and_grads,
+    oracle_candidate_loss,
+    table12_row,
+    train_linear,
+    verdict,
 )
 from mi_plateau.task import make_task
 
@@ -81,7 +93,11 @@ def test_short_run_learns_and_is_deterministic():
     assert np.allclose(df.candidate_loss_over_logK, df.candidate_loss / math.log(4))
     assert df.equals(train_linear(TINY))
     assert train_linear(LinearConfig(K=4, n_b=2, d_embed=16, d_hidden=16, steps=250, eval_every=100)).step.tolist() == [
-        0, 100, 200, 250]  # the last step is always evaluated
+        0,
+        100,
+        200,
+        250,
+    ]  # the last step is always evaluated
 
 
 def test_inputs_concatenate_base_and_selector_embeddings():
@@ -103,9 +119,14 @@ def test_table12_row_and_verdict():
     assert verdict(0.89 * math.log(10), math.log(10)) == "escapes"
 
 
-@pytest.mark.parametrize("over, message", [({"lr": 0.0}, "linear.lr=0.0: must be positive"),
-                                           ({"K": 40}, "linear.K=40: must be in 2..36"),
-                                           ({"init_seed": -1}, "linear.init_seed=-1: seeds")])
+@pytest.mark.parametrize(
+    "over, message",
+    [
+        ({"lr": 0.0}, "linear.lr=0.0: must be positive"),
+        ({"K": 40}, "linear.K=40: must be in 2..36"),
+        ({"init_seed": -1}, "linear.init_seed=-1: seeds"),
+    ],
+)
 def test_bad_settings_fail_naming_the_value(over, message):
     with pytest.raises(ConfigError, match="^" + message.replace(".", r"\.")):
         LinearConfig(**over)

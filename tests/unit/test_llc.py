@@ -24,8 +24,9 @@ from mi_plateau.passes.llc import (  # noqa: E402
 from mi_plateau.train import batch_loss  # noqa: E402
 
 # the tiny preset's calibrated step and pull, short chains
-SHORT = dict(lr=TINY.lr, localization=TINY.localization, nbeta=TINY.nbeta, n_chains=2, n_draws=20, n_burnin=10,
-             n_batches=4)
+SHORT = dict(
+    lr=TINY.lr, localization=TINY.localization, nbeta=TINY.nbeta, n_chains=2, n_draws=20, n_burnin=10, n_batches=4
+)
 
 
 @pytest.fixture(scope="module")
@@ -59,9 +60,25 @@ def test_pass_returns_one_row_per_step_with_the_columns(run):
     steps = [0, run.steps()[-1]]
     df = llc_pass(run, steps, **SHORT)
     assert list(df["step"]) == steps
-    for col in ("step", "t_over_tau", "llc_mean", "llc_std", "llc_drift", "init_loss", "chains_failed", "lr",
-                "localization", "nbeta", "n_chains", "n_draws", "n_burnin", "batch_size", "n_batches", "seed",
-                "seconds"):
+    for col in (
+        "step",
+        "t_over_tau",
+        "llc_mean",
+        "llc_std",
+        "llc_drift",
+        "init_loss",
+        "chains_failed",
+        "lr",
+        "localization",
+        "nbeta",
+        "n_chains",
+        "n_draws",
+        "n_burnin",
+        "batch_size",
+        "n_batches",
+        "seed",
+        "seconds",
+    ):
         assert col in df.columns, col
     tau = run.summary()["tau"]
     assert df["t_over_tau"].tolist() == pytest.approx([s / tau for s in steps])

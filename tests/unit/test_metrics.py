@@ -6,8 +6,8 @@ import torch
 
 from mi_plateau.config import preset, with_overrides
 from mi_plateau.metrics import candidate_losses, evaluate
-from mi_plateau.summaries import plateau_height, summarize, tau
 from mi_plateau.model import build_model
+from mi_plateau.summaries import plateau_height, summarize, tau
 from mi_plateau.task import make_eval_set, make_task
 
 
@@ -62,7 +62,10 @@ def test_plateau_height_ignores_warmup_and_transition():
 def test_summary_keys():
     """Records without L_seq (runs written before the paper family): the first-token family."""
     cfg = preset("tl4")
-    recs = [{"step": s, "metrics": {"Lc": v, "swap_gap": 0.0}} for s, v in [(0, 2.4), (400, 2.31), (800, 2.3), (1000, 0.5), (1100, 0.01)]]
+    recs = [
+        {"step": s, "metrics": {"Lc": v, "swap_gap": 0.0}}
+        for s, v in [(0, 2.4), (400, 2.31), (800, 2.3), (1000, 0.5), (1100, 0.01)]
+    ]
     s = summarize(cfg, recs)
     for key in ("K", "log_K", "plateau_Lc", "plateau_ratio", "tau", "alpha", "converged", "last_step", "n_checkpoints"):
         assert key in s
@@ -76,8 +79,17 @@ def test_summary_paper_family_on_a_synthetic_curve():
     """tau on L_seq, the paper's plateau (mean L_seq over steps 100-500) and examples seen under
     epoch batching (D = 10,000, batch 128: 79 batches an epoch, the last one of 16)."""
     cfg = preset("paper")
-    curve = [(0, 3.0, 3.0), (100, 2.40, 2.31), (300, 2.38, 2.30), (500, 2.36, 2.30), (600, 2.2, 2.29), (800, 1.2, 2.0),
-             (850, 0.9, 1.5), (900, 0.5, 1.1), (1000, 0.1, 0.3)]
+    curve = [
+        (0, 3.0, 3.0),
+        (100, 2.40, 2.31),
+        (300, 2.38, 2.30),
+        (500, 2.36, 2.30),
+        (600, 2.2, 2.29),
+        (800, 1.2, 2.0),
+        (850, 0.9, 1.5),
+        (900, 0.5, 1.1),
+        (1000, 0.1, 0.3),
+    ]
     recs = [{"step": s, "metrics": {"L_seq": a, "Lc": b}} for s, a, b in curve]
     s = summarize(cfg, recs)
     log_K = math.log(10)
@@ -91,8 +103,10 @@ def test_summary_paper_family_on_a_synthetic_curve():
     assert cfg.examples_seen(79) == 10000 and cfg.examples_seen(78) == 78 * 128
 
 
-@pytest.mark.parametrize("overrides", [{"len_z": 1}, {"len_z": 2}, {"len_z": 3}, {"direction": "az_b"},
-                                       {"direction": "b_a"}, {"direction": "forward"}])
+@pytest.mark.parametrize(
+    "overrides",
+    [{"len_z": 1}, {"len_z": 2}, {"len_z": 3}, {"direction": "az_b"}, {"direction": "b_a"}, {"direction": "forward"}],
+)
 def test_packed_evaluate_equals_two_plain_forwards(overrides):
     """evaluate() reads clean and swapped metrics from prefix packs; the same numbers as plain
     forwards of every clean and every swapped row, in every direction."""
@@ -152,7 +166,11 @@ def test_group_accuracy_numbers_count_a_group_at_exactly_80_percent():
     for a in (acc, acc.numpy(), acc.double().numpy()):
         mean, ge80, eq100 = (float(v) for v in accuracy_shares(a))
         assert (ge80, eq100) == (0.5, 0.25) and mean == pytest.approx(0.6)
-    assert accuracy_stats(acc, "paper") == {"cand_acc": pytest.approx(0.6), "cand_groups_ge80": 0.5, "cand_groups_100": 0.25}
+    assert accuracy_stats(acc, "paper") == {
+        "cand_acc": pytest.approx(0.6),
+        "cand_groups_ge80": 0.5,
+        "cand_groups_100": 0.25,
+    }
     assert list(accuracy_stats(None, "first_token")) == ["acc_mean", "groups_ge80", "groups_100"]
     assert all(math.isnan(v) for v in accuracy_stats(None, "first_token").values())
 

@@ -33,7 +33,7 @@ def test_the_share_crossing_early_is_the_binomial_tail():
     half = np.repeat(np.r_[np.zeros(100), np.full(100, 2.0)], K)
     taus, exact = replay_taus([0, 50, 100], [_flat(1.7), half, _flat(0.0)], K, THR, draws=20000, seed=3)
     assert exact == 100  # the mean at 50 is 1.0, above log(5)/2
-    p = sum(math.comb(32, j) for j in range(13)) / 2 ** 32  # P(Binomial(32, 1/2) <= 12) = 0.108
+    p = sum(math.comb(32, j) for j in range(13)) / 2**32  # P(Binomial(32, 1/2) <= 12) = 0.108
     assert np.mean(taus == 50) == pytest.approx(p, abs=0.01)
     assert np.all((taus == 50) | (taus == 100))
 

@@ -68,7 +68,10 @@ def test_guard_scores_all_groups_where_it_fires_and_the_subset_elsewhere(model_a
 
 def test_thresholds_cover_every_crossing_and_the_plateau_window_is_full(model_and_set):
     cfg, _, ev = model_and_set
-    assert eval_guard(cfg, ev, cfg.eval.seq_plateau_start).force and not eval_guard(cfg, ev, cfg.eval.seq_plateau_end + 1).force
+    assert (
+        eval_guard(cfg, ev, cfg.eval.seq_plateau_start).force
+        and not eval_guard(cfg, ev, cfg.eval.seq_plateau_end + 1).force
+    )
     assert {0.3, 0.4, 0.5, 0.6, 0.7, 0.95, 0.05, 0.01} <= set(cfg.seq_thresholds())
     g = eval_guard(cfg, ev, 1000)
     assert cfg.train.converge_Lc in g.thresholds["Lc"] and 0.1 in g.thresholds["swap_gap"]

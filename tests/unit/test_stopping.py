@@ -32,7 +32,9 @@ def test_tau_rule_waits_for_the_named_families(tau_on, first_stop):
 
 
 def test_converge_rule_needs_margin_and_a_multiple_of_tau():
-    cfg = with_overrides(preset("tiny"), {"K": 5, "train.converge_Lc": 0.05, "train.margin_steps": 0, "train.post_tau_frac": 1.0})
+    cfg = with_overrides(
+        preset("tiny"), {"K": 5, "train.converge_Lc": 0.05, "train.margin_steps": 0, "train.post_tau_frac": 1.0}
+    )
     recs = _records(SEQ, LC)
     stops = [r["step"] for i, r in enumerate(recs) if should_stop(cfg, recs[: i + 1])]
     assert stops[0] == 800  # Lc < 0.05 first at 800

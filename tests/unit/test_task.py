@@ -167,6 +167,7 @@ def _reference_task(cfg):
     """The task as generated before ``task.selector_groups`` existed (one global selector set):
     bases, selectors and targets, drawn in the same order from the same generator. Kept here as
     the plain twin that the default (G = 0) must reproduce bit for bit."""
+
     def _unique_rows(rng, n, length):
         out = rng.integers(0, 36, size=(n, length))
         while True:
@@ -195,8 +196,15 @@ def _reference_task(cfg):
 def _reference_tokens(cfg, g, s):
     """``[BOS] B [SEP] z [SEP] A [EOS]`` (backward) from the reference strings."""
     bases, selectors, targets = _reference_task(cfg)
-    parts = [np.full((len(g), 1), BOS), bases[g] + CHAR0, np.full((len(g), 1), SEP), selectors[s] + CHAR0,
-             np.full((len(g), 1), SEP), targets[g, s] + CHAR0, np.full((len(g), 1), EOS)]
+    parts = [
+        np.full((len(g), 1), BOS),
+        bases[g] + CHAR0,
+        np.full((len(g), 1), SEP),
+        selectors[s] + CHAR0,
+        np.full((len(g), 1), SEP),
+        targets[g, s] + CHAR0,
+        np.full((len(g), 1), EOS),
+    ]
     return torch.from_numpy(np.concatenate(parts, axis=1).astype(np.int64))
 
 
@@ -236,7 +244,7 @@ def test_two_selector_groups_group_g_uses_set_g_mod_2():
     sw = ev.swapped_tokens(1)
     assert all(set_of[tuple(z)] == gg % 2 for z, gg in zip(sw[:, zpos].numpy() - CHAR0, ev.g))
     assert np.array_equal(sw[:, zpos].numpy() - CHAR0, t.selector_sets[ev.g % 2, (ev.s + 1) % 4])
-    assert torch.equal(sw[:, t.layout.target_start:], ev.tokens[:, t.layout.target_start:])
+    assert torch.equal(sw[:, t.layout.target_start :], ev.tokens[:, t.layout.target_start :])
     with pytest.raises(ValueError, match="selector_groups=2"):
         t.selectors  # noqa: B018 (no single global set to return)
 
@@ -269,14 +277,14 @@ def test_fixed_label_noise_corrupts_a_fixed_share_once_and_per_draw_redraws():
     for _ in range(3):
         for row in s.sample().numpy():
             key = tuple(row[: lay.target_start])
-            seen.setdefault(key, set()).add(tuple(row[lay.target_start:]))
+            seen.setdefault(key, set()).add(tuple(row[lay.target_start :]))
     assert all(len(v) == 1 for v in seen.values()) and len(seen) == 200
     per = with_overrides(cfg, {"task.label_noise_mode": "per_draw"})
     s2 = make_sampler(make_task(per.task), "epoch", 200, 0)
     seen2 = {}
     for _ in range(5):
         for row in s2.sample().numpy():
-            seen2.setdefault(tuple(row[: lay.target_start]), set()).add(tuple(row[lay.target_start:]))
+            seen2.setdefault(tuple(row[: lay.target_start]), set()).add(tuple(row[lay.target_start :]))
     assert any(len(v) > 1 for v in seen2.values())  # redrawn: an example seen with two targets
 
 

@@ -60,8 +60,9 @@ def test_floor_stop_waits_for_the_named_family_below_the_floor():
     assert not should_stop(both, rec(0.009, 0.5)) and should_stop(both, rec(0.009, 0.005))
 
 
-@pytest.mark.parametrize("key,value", [("train.stop_floor", 0.0), ("train.stop_floor", 1.0), ("eval.width_lo", 0.0),
-                                       ("eval.width_lo", 0.96)])
+@pytest.mark.parametrize(
+    "key,value", [("train.stop_floor", 0.0), ("train.stop_floor", 1.0), ("eval.width_lo", 0.0), ("eval.width_lo", 0.96)]
+)
 def test_bad_thresholds_fail_with_the_name(key, value):
     with pytest.raises(ConfigError, match=key.split(".")[1]):
         validate(with_overrides(preset("tiny"), {key: value}))
@@ -69,10 +70,25 @@ def test_bad_thresholds_fail_with_the_name(key, value):
 
 def _row(K, lr, width, status="finished", final=0.0, low=0.0, steps=1000, seed=0):
     log_K = math.log(K)
-    return {"run": f"K{K}_lr{lr}_seed{seed}", "K": K, "D": 1000 * K, "lr": lr, "seed": seed, "status": status, "steps": steps,
-            "final_L_seq": final * log_K, "min_L_seq": low * log_K, "tau_paper": width, "tau_first_token": width,
-            "t_start_paper": 0, "t_end_paper": width, "tau_width_paper": width,
-            "t_start_first_token": 0, "t_end_first_token": width, "tau_width_first_token": width}
+    return {
+        "run": f"K{K}_lr{lr}_seed{seed}",
+        "K": K,
+        "D": 1000 * K,
+        "lr": lr,
+        "seed": seed,
+        "status": status,
+        "steps": steps,
+        "final_L_seq": final * log_K,
+        "min_L_seq": low * log_K,
+        "tau_paper": width,
+        "tau_first_token": width,
+        "t_start_paper": 0,
+        "t_end_paper": width,
+        "tau_width_paper": width,
+        "t_start_first_token": 0,
+        "t_end_first_token": width,
+        "tau_width_first_token": width,
+    }
 
 
 def test_success_rule_is_the_originals():
@@ -95,15 +111,29 @@ def test_table4_uses_ddof_zero_and_table8_the_geometric_mean():
     (t8,), cells = boundary(rows)
     assert (t8["max_all_succeed"], t8["min_any_fail"], t8["no_escape_by"]) == (5e-3, 1e-2, 20000)
     assert t8["eta_star"] == pytest.approx(math.sqrt(5e-3 * 1e-2)) and t8["undecided"] == [0, 0, 1]
-    assert {c["lr"]: c["outcome"] for c in cells} == {5e-3: "all escaped", 1e-2: "some did not escape", 2e-2: "undecided"}
+    assert {c["lr"]: c["outcome"] for c in cells} == {
+        5e-3: "all escaped",
+        1e-2: "some did not escape",
+        2e-2: "undecided",
+    }
 
 
 def test_dissipation_sums_lr_times_squared_norm_times_spacing_over_the_window():
     from mi_plateau.summaries import dissipation
 
     log_K = math.log(10)
-    gaps = [0.0, 0.05, 0.2, 1.0, 2.5, 3.0]  # window: the 0.2 record (first > 0.1) to the 2.5 one (first > 0.9 log K = 2.07)
-    recs = [{"step": 50 * i, "lr": 1e-3, "grad_norm_sq_mean": float(i), "metrics": {"swap_gap": g}} for i, g in enumerate(gaps)]
+    gaps = [
+        0.0,
+        0.05,
+        0.2,
+        1.0,
+        2.5,
+        3.0,
+    ]  # window: the 0.2 record (first > 0.1) to the 2.5 one (first > 0.9 log K = 2.07)
+    recs = [
+        {"step": 50 * i, "lr": 1e-3, "grad_norm_sq_mean": float(i), "metrics": {"swap_gap": g}}
+        for i, g in enumerate(gaps)
+    ]
     d = dissipation(recs, log_K)
     assert (d["window_start"], d["window_end"]) == (100, 200)
     assert d["Q"] == pytest.approx(1e-3 * 50 * (2 + 3 + 4))
@@ -115,9 +145,13 @@ def test_dissipation_sums_lr_times_squared_norm_times_spacing_over_the_window():
 def test_spacing_widens_on_a_quiet_plateau_and_returns_when_the_gap_moves():
     from mi_plateau.train import next_interval
 
-    cfg = with_overrides(preset("tiny"), {"K": 5, "train.ckpt_every": 50, "train.ckpt_every_max": 400,
-                                          "eval.plateau_start": 100})
-    rec = lambda step, frac, gap=0.0: {"step": step, "metrics": {"Lc": frac * LOG5, "L_seq": 1.02 * LOG5, "swap_gap": gap}}
+    cfg = with_overrides(
+        preset("tiny"), {"K": 5, "train.ckpt_every": 50, "train.ckpt_every_max": 400, "eval.plateau_start": 100}
+    )
+    rec = lambda step, frac, gap=0.0: {
+        "step": step,
+        "metrics": {"Lc": frac * LOG5, "L_seq": 1.02 * LOG5, "swap_gap": gap},
+    }
     assert next_interval(cfg, [rec(100, 1.0), rec(150, 1.0)]) == 100  # doubles
     assert next_interval(cfg, [rec(300, 1.0), rec(500, 1.0)]) == 400  # up to the maximum
     assert next_interval(cfg, [rec(500, 1.0), rec(900, 1.0)]) == 400
