@@ -1,6 +1,7 @@
 """Run configuration (SPEC sections 2-5): ``schema`` (the dataclasses, each field declared once with
-its help, choices, bounds, alias and flag; layout; validation) and ``presets`` (named recipes,
-overrides, run names). Everything is importable from here."""
+its help, choices, bounds, alias and flag; the layout), ``settings`` (that declaration's helper and
+the reading of values), ``validation`` and ``presets`` (named recipes, overrides, run names).
+Everything is importable from here."""
 
 from .presets import (
     ALIASES,
@@ -28,25 +29,19 @@ from .schema import (
     QUIET_GAP,
     SECTIONS,
     SELECTOR_DIRECTIONS,
-    SETTING,
     STOPS,
     TAU_ON,
-    Bounds,
-    ConfigError,
     EvalConfig,
     Layout,
     ModelConfig,
     RunConfig,
-    Setting,
     TaskConfig,
     TrainConfig,
-    coerce,
-    kind,
     layout_for,
-    setting,
     settings,
-    validate,
 )
+from .settings import SETTING, Bounds, ConfigError, Setting, coerce, kind, setting
+from .validation import validate
 
 __all__ = [
     "A_TARGET_DIRECTIONS",

@@ -8,17 +8,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from .schema import (
-    SECTIONS,
-    ConfigError,
-    EvalConfig,
-    ModelConfig,
-    RunConfig,
-    TaskConfig,
-    TrainConfig,
-    coerce,
-    settings,
-)
+from .schema import SECTIONS, EvalConfig, ModelConfig, RunConfig, TaskConfig, TrainConfig, settings
+from .settings import ConfigError, coerce
 
 
 def _presets() -> dict[str, RunConfig]:

@@ -1,5 +1,5 @@
 """The configuration's schema: frozen dataclasses with their derived values, the token
-layout, validation, and reading values from JSON or the command line (``coerce``).
+layout (validation: ``validation``; the metadata helper and reading values: ``settings``).
 
 One ``RunConfig`` travels through the whole pipeline. It is built from a preset plus
 overrides (``presets``), validated before any work starts, and stored as JSON in every run
@@ -20,6 +20,19 @@ from collections.abc import Iterator, Mapping
 from dataclasses import Field, dataclass, field, fields
 from typing import Any
 
+from .settings import (
+    FRACTION,
+    NON_NEGATIVE,
+    POSITIVE,
+    SEED,
+    SETTING,
+    Bounds,
+    ConfigError,
+    Setting,
+    coerce,
+    setting,
+)
+
 N_CHARS = 36  # the alphabet a-z0-9
 # nats of swap gap below which a plateau counts as quiet: the checkpoint spacing may widen there
 # (train.next_interval), and the guarded evaluation watches it (metrics.eval_guard)
@@ -30,112 +43,6 @@ SELECTOR_DIRECTIONS = ("backward", "az_b")
 LEN_B = 6
 LEN_A = 4
 MAX_NB = 20000
-
-
-class ConfigError(ValueError):
-    """A configuration value is invalid; the message names the value and the reason."""
-
-
-# --- a field's metadata -------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Bounds:
-    """The interval a number must lie in: ``ge``/``gt`` its lower end (inclusive/strict), ``le``/``lt``
-    its upper one; ``text`` words the rule where the interval reads poorly."""
-
-    ge: float | None = None
-    gt: float | None = None
-    le: float | None = None
-    lt: float | None = None
-    text: str = ""
-
-    def holds(self, v: float) -> bool:
-        return (
-            (self.ge is None or v >= self.ge)
-            and (self.gt is None or v > self.gt)
-            and (self.le is None or v <= self.le)
-            and (self.lt is None or v < self.lt)
-        )
-
-    def words(self, integer: bool) -> str:
-        """The rule as an error message states it: "must be in [0, 1)", "must be in 2..36", "must be >= 0"."""
-        if self.text:
-            return self.text
-        lo = self.ge if self.gt is None else self.gt
-        hi = self.le if self.lt is None else self.lt
-        if lo is not None and hi is not None:
-            if integer and self.gt is None and self.lt is None:
-                return f"must be in {lo}..{hi}"
-            left, right = "[" if self.gt is None else "(", "]" if self.lt is None else ")"
-            return f"must be in {left}{_num(lo)}, {_num(hi)}{right}"
-        if lo is not None:
-            if integer and self.ge == 1:
-                return "must be a positive integer"
-            return f"must be {'>=' if self.gt is None else '>'} {_num(lo)}"
-        return f"at most {_num(hi)}" if self.lt is None else f"must be < {_num(hi)}"
-
-
-POSITIVE = Bounds(ge=1)  # a count
-NON_NEGATIVE = Bounds(ge=0)
-SEED = Bounds(ge=0, lt=2**63, text="seeds must be in [0, 2^63)")
-FRACTION = Bounds(gt=0, lt=1)
-
-
-@dataclass(frozen=True)
-class Setting:
-    """What a config field says about itself (the metadata ``setting`` attaches to it)."""
-
-    help: str  # what it sets, in the words of ``mi-plateau train --help``
-    choices: tuple[str, ...] = ()  # the values allowed (a string field)
-    bounds: Bounds | None = None  # the interval allowed (a number field)
-    note: str = ""  # why the rule holds: appended to its error message in parentheses
-    alias: str = ""  # a short override key ("lr" for train.lr), accepted everywhere (presets.ALIASES)
-    flag: str = ""  # the flag of ``mi-plateau train`` that sets it ("--lr"; cli.TRAIN_FLAGS)
-
-    def check(self, key: str, value: Any, integer: bool) -> None:
-        """Raise ConfigError, one line naming ``key`` and the values allowed, if ``value`` breaks the rule."""
-        if self.choices and value not in self.choices:
-            rule = (
-                f"only {self.choices[0]!r} is supported"
-                if len(self.choices) == 1
-                else f"must be one of {', '.join(self.choices)}"
-            )
-        elif self.bounds is not None and not self.bounds.holds(value):
-            rule = self.bounds.words(integer)
-        else:
-            return
-        raise ConfigError(f"{key}={_show(value)}: {rule}" + (f" ({self.note})" if self.note else ""))
-
-
-SETTING = "setting"  # the key of a field's Setting in its metadata
-
-
-def setting(
-    default: Any,
-    *,
-    help: str,
-    choices: tuple[str, ...] = (),
-    bounds: Bounds | None = None,
-    note: str = "",
-    alias: str = "",
-    flag: str = "",
-) -> Any:
-    """A config field: ``dataclasses.field(default=default)`` carrying its ``Setting`` as metadata."""
-    return field(default=default, metadata={SETTING: Setting(help, tuple(choices), bounds, note, alias, flag)})
-
-
-def _num(x: float) -> str:
-    return f"{x:g}" if isinstance(x, float) else str(x)
-
-
-def _show(v: Any) -> str:
-    """A value for an error message, with an integer of many digits shortened (1e308 read as an int)."""
-    if isinstance(v, int) and not isinstance(v, bool) and len(str(abs(v))) > 15:
-        digits = str(abs(v))
-        return f"{'-' if v < 0 else ''}{digits[0]}.{digits[1:3]}e{len(digits) - 1}"
-    return repr(v)
-
 
 # --- the configuration ----------------------------------------------------------------
 
@@ -397,12 +304,6 @@ def settings(sections: Mapping[str, type] = SECTIONS) -> Iterator[tuple[str, Fie
             yield f"{section}.{f.name}", f, f.metadata[SETTING]
 
 
-def kind(f: Field) -> str:
-    """A field's declared type as a word (int, float, str, bool), whether or not its module
-    postpones annotations."""
-    return f.type if isinstance(f.type, str) else f.type.__name__
-
-
 def _choices(key: str) -> tuple[str, ...]:
     return next(s.choices for k, _, s in settings() if k == key)
 
@@ -535,184 +436,3 @@ def layout_for(task: TaskConfig) -> Layout:
         segments.append((name, pos, length))
         pos += length + 1  # each prompt segment is followed by SEP
     return Layout(seq_len=pos + target_len + 1, segments=tuple(segments), target_start=pos, target_len=target_len)
-
-
-# --- validation -------------------------------------------------------------------
-
-
-def validate(cfg: RunConfig) -> RunConfig:
-    """Raise ConfigError naming the first bad value; return cfg unchanged if valid.
-
-    Each field's own rule (its type, choices and bounds) is read from its metadata (``setting``);
-    the rules that tie fields together follow, then the bounds of memory."""
-    for section in SECTIONS:
-        sub = getattr(cfg, section)
-        for f in fields(sub):
-            _check_field(f"{section}.{f.name}", f, getattr(sub, f.name))
-    _check_task(cfg.task)
-    _check_across(cfg)
-    _check_sizes(cfg)
-    return cfg
-
-
-_KINDS = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,)}
-
-
-def _check_field(key: str, f: Field, v: Any) -> None:
-    """The value has the field's declared type (a finite number where a float is declared: a config built
-    in Python gets the checks ``coerce`` gives values read from JSON or the CLI) and keeps its Setting's rule."""
-    typ = kind(f)
-    ok = isinstance(v, _KINDS[typ]) and (typ == "bool" or not isinstance(v, bool))
-    if ok and typ == "float":
-        ok = math.isfinite(v)
-    if not ok:
-        raise ConfigError(f"{key}={_show(v)}: expected {'a finite number' if typ == 'float' else 'a ' + typ}")
-    f.metadata[SETTING].check(key, v, integer=typ == "int")
-
-
-def _check_task(t: TaskConfig) -> None:
-    """The task's rules across fields: enough selectors, selector sets only where there is a selector,
-    room for every target, label noise only where the target is A."""
-    n_sel = N_CHARS**t.len_z  # len_z <= 8 here (its bounds)
-    if n_sel < t.K:
-        raise ConfigError(f"task.len_z={t.len_z}: only {n_sel} distinct selectors of that length, fewer than K={t.K}")
-    if t.selector_groups > 0 and not t.has_selector:
-        raise ConfigError(f"task.selector_groups={t.selector_groups}: task.direction={t.direction!r} has no selector")
-    if t.selector_groups > t.n_b:
-        raise ConfigError(f"task.selector_groups={t.selector_groups}: at most n_b={t.n_b} (one selector set per group)")
-    if n_sel < t.selector_groups * t.K:
-        raise ConfigError(
-            f"task.selector_groups={t.selector_groups}: {t.selector_groups} sets of K={t.K} distinct selectors need "
-            f"{t.selector_groups * t.K} strings, but len_z={t.len_z} gives only {n_sel}; raise task.len_z"
-        )
-    # Each first character is used by at most one target per group, and targets are globally
-    # unique, so every group needs its own 3-character suffix per first character: at most
-    # 36^3 = 46656 groups. Generation draws suffixes with rejection, so we keep headroom.
-    if t.n_b > MAX_NB:
-        raise ConfigError(
-            f"task.n_b={t.n_b}: at most {MAX_NB} groups (the target space holds 36^3 = {N_CHARS**3} "
-            f"suffixes per first character, and targets must be globally unique)"
-        )
-    if t.label_noise > 0 and not t.targets_A:
-        raise ConfigError(f"task.label_noise={t.label_noise}: only defined for directions whose target is A")
-
-
-def _check_across(cfg: RunConfig) -> None:
-    """The rules that tie train and eval settings to each other and to the task."""
-    tr, ev = cfg.train, cfg.eval
-    if tr.tau_on == "paper" and not cfg.task.targets_A:
-        raise ConfigError(
-            f"train.tau_on='paper': the paper family (L_seq) is undefined for "
-            f"task.direction={cfg.task.direction!r}; use first_token"
-        )
-    if not 0.0 < ev.width_lo < ev.width_hi:
-        raise ConfigError(
-            f"eval.width_lo={ev.width_lo}, eval.width_hi={ev.width_hi}: need 0 < width_lo < width_hi "
-            "(fractions of log K)"
-        )
-    if not ev.seq_plateau_start < ev.seq_plateau_end:
-        raise ConfigError(
-            f"eval.seq_plateau_start={ev.seq_plateau_start}, eval.seq_plateau_end={ev.seq_plateau_end}: "
-            "need 0 <= start < end"
-        )
-    if ev.seq_subset and ev.seq_max_strings:
-        raise ConfigError(
-            f"eval.seq_subset={ev.seq_subset} and eval.seq_max_strings={ev.seq_max_strings}: choose one "
-            "(the subset with its guard keeps every tau exact; the cap does not)"
-        )
-
-
-# Bounds far above anything this task trains (the paper's model has 0.8 M parameters and one
-# step holds about 30 M activations); a config past them cannot fit in memory and would die in
-# the allocator, so it is refused here, before any folder or tensor is made.
-MAX_LAYERS = 256
-MAX_WIDTH = 1 << 16  # each of d_model, n_heads, d_head, d_mlp
-MAX_PARAMS = 1 << 31  # 8 GiB of float32 weights, 24 GiB with AdamW's moments
-MAX_ACTIVATIONS = 1 << 35  # floats one training step keeps for the backward pass (128 GiB)
-
-
-def _check_sizes(cfg: RunConfig) -> None:
-    """The model and one training step fit in memory (generous bounds, see MAX_*); the error
-    names the fields that make the size."""
-    m, B = cfg.model, cfg.train.batch_size
-    if B > MAX_BATCH:
-        raise ConfigError(
-            f"train.batch_size={_show(B)}: at most {MAX_BATCH} sequences per step (a larger batch does not "
-            f"fit in memory with this model; the paper uses 128)"
-        )
-    if m.n_layers > MAX_LAYERS:
-        raise ConfigError(f"model.n_layers={_show(m.n_layers)}: at most {MAX_LAYERS}")
-    for name in ("d_model", "n_heads", "d_head", "d_mlp"):
-        v = getattr(m, name)
-        if v > MAX_WIDTH:
-            raise ConfigError(
-                f"model.{name}={_show(v)}: at most {MAX_WIDTH} (a model this wide does not fit in memory)"
-            )
-    T, V, H = layout_for(cfg.task).seq_len, N_CHARS + 8, m.n_heads * m.d_head
-    params = m.n_layers * (4 * m.d_model * H + 2 * m.d_model * m.d_mlp) + (2 * V + T) * m.d_model
-    shape = (
-        f"model.n_layers={m.n_layers}, model.d_model={m.d_model}, model.n_heads={m.n_heads}, "
-        f"model.d_head={m.d_head}, model.d_mlp={m.d_mlp}"
-    )
-    if params > MAX_PARAMS:
-        raise ConfigError(f"{shape}: about {params:.2g} parameters, more than fit in memory (at most {MAX_PARAMS:.2g})")
-    acts = B * T * (m.n_layers * (6 * m.d_model + 4 * H + 2 * m.n_heads * T + 2 * m.d_mlp) + V)
-    if acts > MAX_ACTIVATIONS:
-        raise ConfigError(
-            f"train.batch_size={B} with {shape}: one training step would hold about {acts:.2g} activations, "
-            f"more than fit in memory (at most {MAX_ACTIVATIONS:.2g})"
-        )
-
-
-# --- reading values (config.json, CLI strings) -------------------------------------
-
-
-def _field_type(kls, key):
-    return {f.name: kind(f) for f in fields(kls)}[key]
-
-
-_BOOL_WORDS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
-
-
-def coerce(kls, key: str, value: Any, where: str) -> Any:
-    """Convert value (possibly a CLI string) to the field's declared type, or fail clearly."""
-    typ = _field_type(kls, key)
-    try:
-        if typ == "int":
-            if isinstance(value, bool):
-                raise ValueError
-            if isinstance(value, float):
-                if not value.is_integer():
-                    raise ValueError
-                return int(value)
-            if isinstance(value, str):
-                return int(float(value)) if "e" in value.lower() and float(value).is_integer() else int(value)
-            return int(value)
-        if typ == "float":
-            if isinstance(value, bool):
-                raise ValueError
-            out = float(value)
-            if not math.isfinite(out):
-                raise ValueError
-            return out
-        if typ == "str":
-            if not isinstance(value, str):
-                raise ValueError
-            return value
-        if typ == "bool":
-            if isinstance(value, bool):
-                return value
-            if isinstance(value, int) and value in (0, 1):
-                return bool(value)
-            if isinstance(value, str) and value.strip().lower() in _BOOL_WORDS:
-                return _BOOL_WORDS[value.strip().lower()]
-            raise ValueError
-    except (TypeError, ValueError):
-        kind = {
-            "int": "an integer",
-            "float": "a number",
-            "str": "a string",
-            "bool": "true or false (true/false, 1/0, yes/no)",
-        }[typ]
-        raise ConfigError(f"{where}={value!r}: expected {kind}") from None
-    raise ConfigError(f"{where}: field type {typ!r} has no parser")
