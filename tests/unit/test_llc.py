@@ -1,6 +1,6 @@
 """The LLC pass (optional ``llc`` extra): the loss devinterp sees is the training loss, the
 table's shape, seeding, and a positive LLC at a trained tiny checkpoint. Short chains: these
-check the plumbing, not the calibration (docs/llc.md)."""
+check the plumbing, not the calibration (docs/mechanisms.md, "The learning coefficient")."""
 
 import math
 
@@ -23,7 +23,7 @@ from mi_plateau.passes.llc import (  # noqa: E402
 )
 from mi_plateau.train import batch_loss  # noqa: E402
 
-# the tiny preset's calibrated step and pull, short chains
+# the tests' larger step and weaker pull (TINY), short chains
 SHORT = dict(
     lr=TINY.lr, localization=TINY.localization, nbeta=TINY.nbeta, n_chains=2, n_draws=20, n_burnin=10, n_batches=4
 )
@@ -107,3 +107,14 @@ def test_spread_steps_cover_zero_to_past_tau(run):
     steps = spread_steps(run, n=6, upto=1.2)
     assert steps[0] == 0 and steps == sorted(set(steps)) and 4 <= len(steps) <= 6
     assert abs(steps[-1] - 1.2 * tau) <= 20  # the nearest checkpoint (tiny: every 10-20 steps)
+
+
+def test_calibration_sweeps_the_step_at_a_fixed_pull(run):
+    from mi_plateau.passes.llc import PULL, calibrate
+
+    short = {k: v for k, v in SHORT.items() if k not in ("lr", "localization", "nbeta")}
+    rows = calibrate(run, fractions=(0.5, 1.2), lrs=(1e-5, 3e-5), **short)
+    tau = run.summary()["tau"]
+    steps = sorted({run.nearest_step(f * tau) for f in (0.5, 1.2)})
+    assert [(r["lr"], r["step"]) for r in rows] == [(lr, s) for lr in (1e-5, 3e-5) for s in steps]
+    assert all(r["lr"] * r["localization"] == pytest.approx(PULL) for r in rows)
