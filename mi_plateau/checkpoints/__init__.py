@@ -18,15 +18,43 @@ See docs/reliability.md.
 """
 
 from .files import (
-    FORMAT_VERSION, LEGACY_DEFAULTS, TMP_MARK, TMP_NAME, RunError, atomic_write_bytes, atomic_write_json, atomic_write_text,
+    FORMAT_VERSION,
+    LEGACY_DEFAULTS,
+    TMP_MARK,
+    TMP_NAME,
+    RunError,
+    atomic_write_bytes,
+    atomic_write_json,
+    atomic_write_text,
     crash_point,
-    load_tensors, one_line, read_json, save_tensors,
+    load_tensors,
+    one_line,
+    read_json,
+    save_tensors,
 )
 from .run import Run, check_manifest, load_state_checked
 from .writer import RunLock, check_own_folder, refuse_inside_run, remove_stale_files, write_checkpoint
 
 __all__ = [
-    "FORMAT_VERSION", "LEGACY_DEFAULTS", "TMP_MARK", "TMP_NAME", "Run", "RunError", "RunLock", "atomic_write_bytes",
-    "atomic_write_json", "atomic_write_text", "check_manifest", "check_own_folder", "crash_point", "load_state_checked", "load_tensors",
-    "one_line", "read_json", "refuse_inside_run", "remove_stale_files", "save_tensors", "write_checkpoint",
+    "FORMAT_VERSION",
+    "LEGACY_DEFAULTS",
+    "TMP_MARK",
+    "TMP_NAME",
+    "Run",
+    "RunError",
+    "RunLock",
+    "atomic_write_bytes",
+    "atomic_write_json",
+    "atomic_write_text",
+    "check_manifest",
+    "check_own_folder",
+    "crash_point",
+    "load_state_checked",
+    "load_tensors",
+    "one_line",
+    "read_json",
+    "refuse_inside_run",
+    "remove_stale_files",
+    "save_tensors",
+    "write_checkpoint",
 ]

@@ -33,6 +33,8 @@ class RunError(RuntimeError):
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     path = Path(path)
+    what = written_kind(path)
+    crash_point(what, "before")  # test hooks: nothing of this file on disk yet
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}{TMP_MARK}{os.getpid()}")
     try:
@@ -40,7 +42,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             half = len(data) // 2
             f.write(data[:half])
             f.flush()
-            crash_point("write")  # test hook: die with a half-written temporary file
+            crash_point(what, "half")  # a half-written temporary file beside the target
             f.write(data[half:])
             f.flush()
             os.fsync(f.fileno())
@@ -58,6 +60,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+    crash_point(what, "after")  # the file is in place (for the manifest: committed)
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -78,7 +81,6 @@ def save_tensors(path: Path, tensors: dict, metadata: dict[str, str] | None = No
     """Write tensors atomically as safetensors; returns the file's SHA-256 (hex)."""
     from safetensors.torch import save
 
-    crash_point("ckpt_write")
     data = save({k: v.detach().contiguous().cpu() for k, v in tensors.items()}, metadata=metadata)
     atomic_write_bytes(path, data)
     return hashlib.sha256(data).hexdigest()
@@ -157,7 +159,9 @@ def load_tensors(path: Path, sha256: str | None = None) -> dict:
     # precision (with its checksum updated) would be cast on load and change the run unseen
     odd = sorted(k for k, v in tensors.items() if v.is_floating_point() and str(v.dtype) != "torch.float32")
     if odd:
-        raise RunError(f"{path}: {odd[0]} has dtype {tensors[odd[0]].dtype}, a run's weights are float32 (its optimizer state too)")
+        raise RunError(
+            f"{path}: {odd[0]} has dtype {tensors[odd[0]].dtype}, a run's weights are float32 (its optimizer state too)"
+        )
     return tensors
 
 
@@ -167,15 +171,48 @@ def file_sha256(path: Path) -> str:
     return hashlib.sha256(read_regular(Path(path), MAX_TENSOR_BYTES)).hexdigest()
 
 
-def crash_point(kind: str) -> None:
-    """Test hook: MI_PLATEAU_CRASH=<kind>:<n> kills the process (like kill -9) at the n-th event."""
+# the crash hook's names for a run folder's files (written_kind); any other file goes by its name
+RUN_FILE_KINDS = {"command.json": "command", "config.json": "config", "manifest.json": "manifest"}
+CRASH_MOMENTS = ("before", "half", "after")
+
+
+def written_kind(path: Path) -> str:
+    """What a write puts on disk, as ``MI_PLATEAU_CRASH`` names it: ``weights`` and ``record``
+    (``ckpt/``), ``resume`` (``resume/``), ``command``, ``config``, ``manifest``; any other file
+    (a sweep's ``sweep.json``, an analysis table) by its file name."""
+    path = Path(path)
+    if path.parent.name == "ckpt":
+        return "weights" if path.suffix == ".safetensors" else "record"
+    if path.parent.name == "resume":
+        return "resume"
+    return RUN_FILE_KINDS.get(path.name, path.name)
+
+
+def crash_point(what: str, moment: str = "before") -> None:
+    """Test hook: kill the process (``os._exit(137)``, as kill -9 would) where
+    ``MI_PLATEAU_CRASH=<what>:<n>[:<moment>]`` says, from the n-th time ``what`` reaches
+    ``moment`` in this process on. ``what`` is a write (``written_kind``: ``weights``,
+    ``manifest``, ...; ``moment`` ``before`` it starts, ``half`` with half of it in the temporary
+    file, ``after`` it is renamed into place; ``before`` if the value names none) or ``step``
+    (a training step taken, before the checkpoint due at it).
+
+    ``manifest:3:half`` dies halfway through the third manifest write, ``weights:1`` before
+    the first weights file, ``step:53`` after the 53rd step. A value that is not of this form is
+    a ValueError, so a test never waits for a crash that cannot come."""
     spec = os.environ.get("MI_PLATEAU_CRASH")
-    if not spec or not spec.startswith(kind + ":"):
+    if not spec:
         return
-    counter = f"_MI_PLATEAU_CRASH_COUNT_{kind}"
-    n = int(os.environ.get(counter, "0")) + 1
-    os.environ[counter] = str(n)
-    if n >= int(spec.split(":", 1)[1]):
+    want, _, rest = spec.partition(":")
+    n, _, at = rest.partition(":")
+    at = at or "before"
+    if not want or not n.isdigit() or int(n) < 1 or at not in CRASH_MOMENTS:
+        raise ValueError(f"MI_PLATEAU_CRASH={spec}: expected <what>:<n>[:<moment>], n >= 1, moment in {CRASH_MOMENTS}")
+    if (want, at) != (what, moment):
+        return
+    counter = "_MI_PLATEAU_CRASH_COUNT_" + re.sub(r"\W", "_", f"{what}_{moment}")
+    seen = int(os.environ.get(counter, "0")) + 1
+    os.environ[counter] = str(seen)  # in the environment: a process started from this one counts on
+    if seen >= int(n):
         os._exit(137)
 
 

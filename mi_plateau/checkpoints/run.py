@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import replace
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +17,27 @@ from .files import FORMAT_VERSION, LEGACY_DEFAULTS, RunError, file_sha256, load_
 # null; losses (cross-entropies, nats) and counts are never negative; accuracies are shares.
 LOSSES = ("L_seq", "Lc", "L1", "full_loss", "train_loss")
 SHARES = ("acc_mean", "groups_ge80", "groups_100", "cand_acc", "cand_groups_ge80", "cand_groups_100", "clipped_frac")
-RECORD_NUMBERS = ("examples_seen", "lr", "train_loss", "grad_norm_mean", "grad_norm_max", "grad_norm_sq_mean", "clipped_frac")
-NON_NEGATIVE = ("examples_seen", "lr", "grad_norm_mean", "grad_norm_max", "grad_norm_sq_mean", "cand_mass", "groups_scored",
-                "L_seq_se", "Lc_se", "swap_gap_se")
+RECORD_NUMBERS = (
+    "examples_seen",
+    "lr",
+    "train_loss",
+    "grad_norm_mean",
+    "grad_norm_max",
+    "grad_norm_sq_mean",
+    "clipped_frac",
+)
+NON_NEGATIVE = (
+    "examples_seen",
+    "lr",
+    "grad_norm_mean",
+    "grad_norm_max",
+    "grad_norm_sq_mean",
+    "cand_mass",
+    "groups_scored",
+    "L_seq_se",
+    "Lc_se",
+    "swap_gap_se",
+)
 
 
 def _number_problem(k: str, v: Any) -> str | None:
@@ -57,7 +75,8 @@ def check_manifest(m: Any, path: Path) -> None:
         raise RunError(f"{path}: malformed manifest (format_version {v!r} is not a positive integer)")
     if v > FORMAT_VERSION:
         raise RunError(
-            f"{path}: format version {v} is newer than this mi_plateau understands ({FORMAT_VERSION}); upgrade mi_plateau"
+            f"{path}: format version {v} is newer than this mi_plateau understands ({FORMAT_VERSION}); "
+            "upgrade mi_plateau"
         )
 
     def bad(what: str):
@@ -105,8 +124,10 @@ class Run:
             cfg, steps = self.config(), self.steps()
             status = self.manifest().get("status")
             span = f"steps {steps[0]}-{steps[-1]}" if steps else "no checkpoints"
-            return (f"Run({str(self.path)!r}: preset {cfg.preset}, K={cfg.task.K}, n_b={cfg.task.n_b}, "
-                    f"{cfg.task.direction}, {len(steps)} checkpoints, {span}, {status})")
+            return (
+                f"Run({str(self.path)!r}: preset {cfg.preset}, K={cfg.task.K}, n_b={cfg.task.n_b}, "
+                f"{cfg.task.direction}, {len(steps)} checkpoints, {span}, {status})"
+            )
         except RunError as e:
             return f"Run({str(self.path)!r}: unreadable: {e})"
 
@@ -172,8 +193,10 @@ class Run:
             recorded = replace(recorded, preset=cfg.preset)  # the preset is a name; the four sections are the run
         if recorded is not None and recorded != cfg and not extends(recorded, cfg):
             diff = config_diff(recorded.to_dict(), cfg.to_dict())
-            raise RunError(f"{path}: changed after the run was trained ({diff}; stored: the config manifest.json "
-                           "records, given: config.json)")
+            raise RunError(
+                f"{path}: changed after the run was trained ({diff}; stored: the config manifest.json "
+                "records, given: config.json)"
+            )
         return cfg
 
     def recorded_config(self) -> RunConfig | None:
@@ -203,7 +226,9 @@ class Run:
         """The records as a pandas DataFrame: one row per checkpoint, the metrics as columns."""
         from ..frames import frame
 
-        return frame([{k: v for k, v in r.items() if k != "metrics"} | dict(r.get("metrics") or {}) for r in self.records()])
+        return frame(
+            [{k: v for k, v in r.items() if k != "metrics"} | dict(r.get("metrics") or {}) for r in self.records()]
+        )
 
     def eval_set(self):
         """The run's fixed evaluation set (tokens, groups, selectors, candidates; ``layout``
@@ -254,8 +279,11 @@ class Run:
         for a manifest written before checksums were recorded, the file's own (what a cache of
         results computed from the weights is keyed by)."""
         want = set(steps)
-        return {c["step"]: c.get("sha256") or file_sha256(self.inside(c["weights"]))
-                for c in self.manifest()["checkpoints"] if c["step"] in want}
+        return {
+            c["step"]: c.get("sha256") or file_sha256(self.inside(c["weights"]))
+            for c in self.manifest()["checkpoints"]
+            if c["step"] in want
+        }
 
     def load_model(self, step: int | None = None):
         """The model at the checkpoint nearest ``step`` (the last one by default), in eval mode:
@@ -284,8 +312,6 @@ class Run:
         raise RunError(f"{self.path}: no checkpoint at step {step}")
 
 
-
-
 def _parse_config(d: Any, path: Path, not_object: str, check: bool = True) -> RunConfig:
     """A config dict read from ``path`` as a RunConfig (a field added since the run was written
     gets the value it was trained with: ``LEGACY_DEFAULTS``); ``check``: validated as CLI values are."""
@@ -307,7 +333,9 @@ def load_state_checked(model, state: dict, path: Path) -> None:
     missing = sorted(set(expected) - set(state))
     extra = sorted(set(state) - set(expected))
     if missing or extra:
-        raise RunError(f"{path}: weights do not match this architecture (missing {missing[:3]}, unexpected {extra[:3]})")
+        raise RunError(
+            f"{path}: weights do not match this architecture (missing {missing[:3]}, unexpected {extra[:3]})"
+        )
     for k, v in expected.items():
         if tuple(state[k].shape) != tuple(v.shape):
             raise RunError(f"{path}: {k} has shape {tuple(state[k].shape)}, the model expects {tuple(v.shape)}")

@@ -8,11 +8,19 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from .files import TMP_NAME, RunError, atomic_write_json, crash_point, one_line, read_json, save_tensors
+from .files import TMP_NAME, RunError, atomic_write_json, one_line, read_json, save_tensors
 from .run import Run
 
-def write_checkpoint(root: Path, manifest: dict[str, Any], record: dict[str, Any], wall_s: float, weights: dict,
-                     resume: dict, summary: dict[str, Any] | None = None) -> None:
+
+def write_checkpoint(
+    root: Path,
+    manifest: dict[str, Any],
+    record: dict[str, Any],
+    wall_s: float,
+    weights: dict,
+    resume: dict,
+    summary: dict[str, Any] | None = None,
+) -> None:
     """Write one checkpoint into the run folder ``root`` and commit it (the trainer's writer,
     the bench times the same function): the weights and the record beside them, the resume
     state, then the manifest naming all three (the commit point; ``summary``, if given, marks
@@ -33,20 +41,22 @@ def write_checkpoint(root: Path, manifest: dict[str, Any], record: dict[str, Any
     resume_digest = save_tensors(root / resume_rel, resume)
     old_resume = manifest.get("resume")
     manifest["checkpoints"].append(
-        {"step": step, "weights": f"ckpt/{name}.safetensors", "sha256": digest, "record_file": f"ckpt/{name}.json", "record": record}
+        {
+            "step": step,
+            "weights": f"ckpt/{name}.safetensors",
+            "sha256": digest,
+            "record_file": f"ckpt/{name}.json",
+            "record": record,
+        }
     )
     manifest["resume"] = resume_rel
     manifest["resume_sha256"] = resume_digest
     if summary is not None:
         manifest["status"] = "finished"
         manifest["summary"] = summary
-    crash_point("pre_commit")  # test hook: all files of this checkpoint written, not yet committed
-    atomic_write_json(root / "manifest.json", manifest)  # the commit point
-    crash_point("post_commit")  # test hook: committed, the previous resume state not yet deleted
+    atomic_write_json(root / "manifest.json", manifest)  # the commit point (crash hook: "manifest")
     if old_resume and old_resume != resume_rel:
         (root / old_resume).unlink(missing_ok=True)
-
-
 
 
 def check_own_folder(root: Path) -> None:
@@ -54,8 +64,15 @@ def check_own_folder(root: Path) -> None:
     rewrites are real directories and regular files of their own, never symbolic links (a link
     would let a write or a clean-up reach outside the folder)."""
     root = Path(root)
-    for p in (root, root / "ckpt", root / "resume", root / ".lock", root / "manifest.json", root / "config.json",
-              root / "command.json"):
+    for p in (
+        root,
+        root / "ckpt",
+        root / "resume",
+        root / ".lock",
+        root / "manifest.json",
+        root / "config.json",
+        root / "command.json",
+    ):
         if p.is_symlink():
             raise RunError(f"{p}: is a symbolic link; a run folder's writers write only their own files inside it")
     for p in (root / "ckpt", root / "resume"):
@@ -96,7 +113,7 @@ class RunLock:
         self.file = Path(path) / ".lock"
         self.fd: int | None = None
 
-    def __enter__(self) -> "RunLock":
+    def __enter__(self) -> RunLock:
         import fcntl
 
         self.file.parent.mkdir(parents=True, exist_ok=True)
@@ -116,7 +133,9 @@ class RunLock:
             holder = os.read(self.fd, 64).decode(errors="replace").strip() or "unknown"
             os.close(self.fd)
             self.fd = None
-            raise RunError(f"{self.file.parent}: another process (pid {holder}) is training into this run folder") from None
+            raise RunError(
+                f"{self.file.parent}: another process (pid {holder}) is training into this run folder"
+            ) from None
         os.ftruncate(self.fd, 0)
         os.write(self.fd, str(os.getpid()).encode())
         return self

@@ -9,7 +9,7 @@ from dataclasses import Field, fields
 from typing import Any
 
 from .schema import MAX_BATCH, MAX_NB, N_CHARS, SECTIONS, RunConfig, TaskConfig, layout_for
-from .settings import SETTING, ConfigError, kind
+from .settings import SETTING, ConfigError, _show, kind
 
 
 def validate(cfg: RunConfig) -> RunConfig:

@@ -165,14 +165,14 @@ def test_a_killed_worker_costs_one_interval_and_the_sweep_completes(local_grid, 
 
 
 def test_a_ray_task_lost_past_its_retries_fails_the_sweep(tmp_path, monkeypatch):
-    """A Ray worker killed on every attempt (here: at its third file write, each attempt) exhausts
+    """A Ray worker killed on every attempt (here: halfway through its first weights file) exhausts
     max_retries; the sweep left that run 'running' and still reported success."""
     ray = pytest.importorskip("ray")
     one = GRID.replace("K = [3, 4]", "K = [4]").replace("seed = [0, 1]", "seed = [1]")
     f = tmp_path / "s.toml"
     f.write_text(one)
     # the workers inherit the environment Ray starts with; the driver (this process) must not crash
-    monkeypatch.setenv("MI_PLATEAU_CRASH", "write:3")
+    monkeypatch.setenv("MI_PLATEAU_CRASH", "weights:1:half")
     ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
     monkeypatch.delenv("MI_PLATEAU_CRASH")
     try:
