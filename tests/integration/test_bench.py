@@ -3,6 +3,8 @@ compute the same numbers as the toolkit, the report renders. No timing assertion
 
 import math
 
+import pytest
+
 
 def test_bench_smoke(tiny_cfg, tiny_run, tmp_path):
     from mi_plateau import bench
@@ -34,12 +36,12 @@ def test_bench_one_section(tiny_cfg):
     assert "passes" in res and "train" not in res and "overhead" not in res
     md = bench.to_markdown(res)
     assert "Analysis passes" in md and "Training step" not in md
-    import pytest
 
     with pytest.raises(ValueError, match="bench section"):
         bench.run_benchmarks(quick=True, cfg=tiny_cfg, only="everything")
 
 
+@pytest.mark.long
 def test_bench_sweep_section_on_tiny():
     """The batched-trainer throughput table: every configuration runs in its own processes, the
     ratios are taken against the rows they name. No timing assertions."""

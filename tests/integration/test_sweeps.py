@@ -115,6 +115,7 @@ def test_a_sweep_file_that_raises_the_cap_continues_its_runs(tmp_path):
     _same_run(run, whole)
 
 
+@pytest.mark.long
 def test_ray_backend_gives_the_same_runs(local_grid):
     pytest.importorskip("ray")
     sweep, root, _, alone = local_grid
@@ -124,6 +125,7 @@ def test_ray_backend_gives_the_same_runs(local_grid):
         _same_run(Run(root / "ray" / "grid" / p.name), alone[p.name])
 
 
+@pytest.mark.long
 def test_batched_sweep_gives_the_same_taus(local_grid):
     """--batch-runs 4: the grid's four runs in one process as one stacked model, on the local pool
     and on Ray; same taus and steps as one run per process."""
@@ -138,6 +140,7 @@ def test_batched_sweep_gives_the_same_taus(local_grid):
     assert on_ray[cols].equals(table[cols])
 
 
+@pytest.mark.long
 def test_a_killed_worker_costs_one_interval_and_the_sweep_completes(local_grid, tmp_path):
     """kill -9 of a worker process mid-run: the pool resumes that run from its last checkpoint;
     the sweep completes and the run equals the uninterrupted one."""
@@ -164,6 +167,7 @@ def test_a_killed_worker_costs_one_interval_and_the_sweep_completes(local_grid, 
     _same_run(Run(run), alone["K4_seed1"])
 
 
+@pytest.mark.long
 def test_a_ray_task_lost_past_its_retries_fails_the_sweep(tmp_path, monkeypatch):
     """A Ray worker killed on every attempt (here: halfway through its first weights file) exhausts
     max_retries; the sweep left that run 'running' and still reported success."""
@@ -183,6 +187,7 @@ def test_a_ray_task_lost_past_its_retries_fails_the_sweep(tmp_path, monkeypatch)
     assert status(tmp_path / "ray" / "grid" / "K4_seed1") != "finished"
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("delay", [1.5, 4.0])
 def test_a_killed_sweep_reruns_to_the_same_runs(local_grid, tmp_path, run_cli, delay):
     """kill -9 of the sweep process itself at a moment into the sweep: its workers die with it
