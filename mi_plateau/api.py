@@ -62,10 +62,10 @@ TABLE6_NOTE = (
     "nearest in fraction of tau (reference only)."
 )
 TABLE9_NOTE = (
-    "Delta L (nats, the paper's) = full-vocabulary mean cross-entropy over A1..A4 and EOS with the head's hook_z zeroed "
-    "at every position, minus clean; Delta Lc the same for the first-token candidate loss. definition paper: ranked by "
-    "Delta L at tau/4, tau, 2 tau of the L_seq tau; first_token: ranked by Delta Lc at those fractions of the Lc tau. "
-    "Columns paper_* are the paper's Table 9 (reference only)."
+    "Delta L (nats, the paper's) = full-vocabulary mean cross-entropy over A1..A4 and EOS with the head's hook_z "
+    "zeroed at every position, minus clean; Delta Lc the same for the first-token candidate loss. definition paper: "
+    "ranked by Delta L at tau/4, tau, 2 tau of the L_seq tau; first_token: ranked by Delta Lc at those fractions of "
+    "the Lc tau. Columns paper_* are the paper's Table 9 (reference only)."
 )
 
 
@@ -79,8 +79,8 @@ def analyze(
     with_figure3: bool = False,
     device: str | None = "auto",
 ) -> dict[str, Any]:
-    """Run every pass over each run (on ``device``: ``devices.resolve``); write Tables 6 and 9 (md, csv, json), Figure 3 (HTML), the
-    tidy pass tables and routing.json under ``out/<run name>/``, and a comparison folder
+    """Run every pass over each run (on ``device``: ``devices.resolve``); write Tables 6 and 9 (md, csv, json),
+    Figure 3 (HTML), the tidy pass tables and routing.json under ``out/<run name>/``, and a comparison folder
     ``out/compare_<names>/`` when several runs are given. Returns paths and headline numbers."""
     from dataclasses import replace
     from pathlib import Path

@@ -260,7 +260,7 @@ def head_scores_over_training(head_rows: Rows, name: str, tau: int | None = None
     heads = sorted({(r["layer"], r["head_index"], r["head"]) for r in head_rows})
     labels = [h[2] for h in heads]
     fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.07, subplot_titles=[t for _, t, _, _ in HEAD_SCORES])
-    for col, (key, title, scale, div) in enumerate(HEAD_SCORES, 1):
+    for col, (key, _title, scale, div) in enumerate(HEAD_SCORES, 1):
         rows = [r for r in head_rows if _nan_none(r[key]) is not None]
         steps = sorted({r["step"] for r in rows})
         val = {(r["head"], r["step"]): r[key] for r in rows}
@@ -315,7 +315,7 @@ def head_grid_slider(head_rows: Rows, name: str, steps: list[int]):
 
     def traces(step):
         out = []
-        for col, (key, _, scale, div) in enumerate(HEAD_SCORES):
+        for key, _, scale, div in HEAD_SCORES:
             z = [[_nan_none(by[(step, l, h)][key]) for h in range(H)] for l in range(L)]
             lo, hi = ranges[key]
             out.append(

@@ -206,8 +206,8 @@ def summarize(cfg: RunConfig, records: list[dict[str, Any]]) -> dict[str, Any]:
         "eval_groups": min(cfg.eval.n_groups, cfg.task.n_b),
         **(
             {
-                "eval_groups_note": f"eval.n_groups={cfg.eval.n_groups} > task.n_b={cfg.task.n_b}: the evaluation set holds "
-                f"all {cfg.task.n_b} groups"
+                "eval_groups_note": f"eval.n_groups={cfg.eval.n_groups} > task.n_b={cfg.task.n_b}: "
+                f"the evaluation set holds all {cfg.task.n_b} groups"
             }
             if cfg.eval.n_groups > cfg.task.n_b
             else {}

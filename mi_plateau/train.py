@@ -80,8 +80,8 @@ def train_step(
 ) -> tuple[float, float]:
     """One update: the mean next-token cross-entropy over the target positions (A1..A4, EOS) of
     the batch ``tokens``, backward, optional clipping, AdamW at ``lr_at(step)``; returns the
-    loss and the gradient's norm before clipping. ``forward`` maps the inputs [batch, seq_len - 1] (the EOS input predicts nothing) to
-    the logits of the loss positions (``model.training_forward``). The trainer and the bench
+    loss and the gradient's norm before clipping. ``forward`` maps the inputs [batch, seq_len - 1] (the EOS input
+    predicts nothing) to the logits of the loss positions (``model.training_forward``). The trainer and the bench
     both step with this function; the batched trainer uses its parts (``batch_loss``,
     ``apply_update``)."""
     loss = batch_loss(cfg, forward(tokens[:, :-1]), tokens)

@@ -183,7 +183,8 @@ def to_markdown(res: dict[str, Any]) -> str:
     lines = [
         f"Machine: {m['cpu']}, {m['cores']} cores, torch {m['torch']} ({m['threads']} threads), Python {m['python']}; "
         f"load average (1/5/15 min) {_load(res['load_start'])} at start, {_load(res['load_end'])} at end; "
-        f"fp32 matmul peak {res['matmul_peak_gflops']:.0f} GFLOP/s; {'quick' if res['quick'] else 'full'} run, {res['total_s']:.0f} s; "
+        f"fp32 matmul peak {res['matmul_peak_gflops']:.0f} GFLOP/s; "
+        f"{'quick' if res['quick'] else 'full'} run, {res['total_s']:.0f} s; "
         f"{res.get('date')}, commit {res.get('commit')}.",
     ]
     if "train" in res:
@@ -229,7 +230,8 @@ def _train_lines(res: dict[str, Any]) -> list[str]:
         f"{t['flops_per_step'] / 1e9:.2f} GFLOP nominal; loss checked over {t['check_steps']} steps; "
         f"{next(iter(t['candidates'].values()))['n_steps']} timed steps per candidate)",
         "",
-        "| candidate | ms/step (median) | mean | GFLOP/s | of peak | vs toolkit | vs plain | max abs loss diff | first step (s) |",
+        "| candidate | ms/step (median) | mean | GFLOP/s | of peak | vs toolkit | vs plain "
+        "| max abs loss diff | first step (s) |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for k, r in t["candidates"].items():
@@ -280,12 +282,15 @@ def _overhead_lines(res: dict[str, Any]) -> list[str]:
         "|---|---:|",
         f"| evaluate(), both families (packed forward; every candidate string scored) | {o['evaluate_s']:.3f} |",
         f"| evaluate(), first-token family only | {o['evaluate_first_token_s']:.3f} |",
-        f"| evaluate_reference() (two plain forwards) through PlainTransformer (max abs diff {o['evaluate_plain_max_abs_diff']:.0e}) | {o['evaluate_plain_s']:.3f} |",
+        f"| evaluate_reference() (two plain forwards) through PlainTransformer "
+        f"(max abs diff {o['evaluate_plain_max_abs_diff']:.0e}) | {o['evaluate_plain_s']:.3f} |",
         f"| checkpoint files | {o['save_s']:.3f} |",
         f"| {res['ckpt_every']} training steps (toolkit) | {o['train_steps_between_ckpts_s']:.2f} |",
         f"| evaluate() in training steps (toolkit) | {o['evaluate_in_steps']:.1f} |",
-        f"| evaluate(), both families / training time between checkpoints (every {res['ckpt_every']}) | {100 * o['eval_over_train_both']:.1f}% |",
-        f"| evaluate(), first token only / training time between checkpoints | {100 * o['eval_over_train_first_token']:.1f}% |",
+        f"| evaluate(), both families / training time between checkpoints (every {res['ckpt_every']}) "
+        f"| {100 * o['eval_over_train_both']:.1f}% |",
+        f"| evaluate(), first token only / training time between checkpoints "
+        f"| {100 * o['eval_over_train_first_token']:.1f}% |",
     ]
     for k, v in o.items():
         every = k.rsplit("_", 1)[1]
@@ -293,7 +298,8 @@ def _overhead_lines(res: dict[str, Any]) -> list[str]:
             lines.append(f"| share of wall time in evaluate + files, checkpoint every {every} steps | {100 * v:.1f}% |")
     if "share_reference_run" in o:
         lines.append(
-            f"| share over a whole run (mean interval {o['mean_interval_reference_run']:.0f} steps, {E2E_RUN.name}) | {100 * o['share_reference_run']:.1f}% |"
+            f"| share over a whole run (mean interval {o['mean_interval_reference_run']:.0f} steps, {E2E_RUN.name}) "
+            f"| {100 * o['share_reference_run']:.1f}% |"
         )
     return lines
 
@@ -307,7 +313,8 @@ def _e2e_lines(e: dict[str, Any]) -> list[str]:
         "|---|---:|",
         f"| run | {e['run']} ({e['status']}, last step {e['last_step']}) |",
         f"| training wall time (records' wall_s, {e['resumed_segments']} segment(s)) | {e['train_wall_s']:.0f} s |",
-        f"| analyze_run: {e['n_checkpoints']} checkpoints, {e['n_heavy']} with ablation + patching | {e['analyze_s']:.0f} s |",
+        f"| analyze_run: {e['n_checkpoints']} checkpoints, {e['n_heavy']} with ablation + patching "
+        f"| {e['analyze_s']:.0f} s |",
     ]
 
 

@@ -183,12 +183,14 @@ def sweep_lines(res: dict[str, Any]) -> list[str]:
         f"**Sweep throughput** (preset {res['preset']}, {res['cores']} cores, ~{res['run_steps']} run-steps timed "
         "per configuration, no checkpoints)",
         "",
-        "| configuration | runs | processes | threads each | run-steps/s | vs single run, 1 thread | vs best single-run configuration |",
+        "| configuration | runs | processes | threads each | run-steps/s | vs single run, 1 thread "
+        "| vs best single-run configuration |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in res["rows"]:
         lines.append(
-            f"| {r['configuration']} | {r['runs']} | {r['processes']} | {r['threads_each']} | {r['run_steps_per_s']:.2f} "
+            f"| {r['configuration']} | {r['runs']} | {r['processes']} | {r['threads_each']} "
+            f"| {r['run_steps_per_s']:.2f} "
             f"| {r['vs_single_1_thread']:.2f} | {r['vs_best_single_config']:.2f} |"
         )
     return lines

@@ -292,7 +292,8 @@ def record(cfgs: list[LinearConfig], curves: pd.DataFrame, table: pd.DataFrame, 
             "verdict": f"'stays at log K' if the final candidate loss > {ESCAPE_FRACTION} log K, else 'escapes'",
             "limit_*": "the same measurements for the least-squares map over all n_b K examples (rank <= H), "
             "the minimiser training approaches",
-            "oracle_candidate_loss": "the candidate loss of a perfect prediction y = a (the floor; about log(1 + (K-1) e^-2))",
+            "oracle_candidate_loss": "the candidate loss of a perfect prediction y = a "
+            "(the floor; about log(1 + (K-1) e^-2))",
         },
         "runs": [
             {"config": cfg.to_dict(), "curve": curves[curves.K == cfg.K].drop(columns="K").to_dict("records")}
@@ -321,7 +322,8 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"K={row['K']:>2}  step {row['steps']}  candidate loss {row['candidate_loss']:.4f} nats  "
             f"/ log K = {row['ratio_to_logK']:.4f}  cand_acc {row['cand_acc']:.4f}  {row['verdict']}  ({wall:.1f} s); "
-            f"least-squares limit {row['limit_candidate_loss']:.4f} nats / log K = {row['limit_candidate_loss_over_logK']:.4f}"
+            f"least-squares limit {row['limit_candidate_loss']:.4f} nats "
+            f"/ log K = {row['limit_candidate_loss_over_logK']:.4f}"
         )
     print(f"wrote {args.out}")
     return 0

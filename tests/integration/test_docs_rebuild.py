@@ -55,8 +55,8 @@ NOT_FROM_LOGS = {
 # committed logs that no table here is rebuilt from, and why
 LOGS_WITHOUT_TABLES = {
     "recipe_log.json": "the core recipe's log: summaries, no records to rebuild from",
-    "paper_lr_sweep_original_log.json": "lr_sweep: its one record (lr0.001) was trained with eval.seq_max_strings 18000 "
-    "and seq_subset 0, the recipe now evaluates with 0 and 20, so no point uses it "
+    "paper_lr_sweep_original_log.json": "lr_sweep: its one record (lr0.001) was trained with eval.seq_max_strings "
+    "18000 and seq_subset 0, the recipe now evaluates with 0 and 20, so no point uses it "
     "and --no-train refuses; no lr_sweep table is committed",
 }
 

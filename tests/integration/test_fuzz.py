@@ -9,7 +9,8 @@ ConfigError that names a file of the folder; never another exception, a hang, or
 anything outside the folder (a sentinel folder beside it is hashed before and after).
 
 Default tier: 240 cases (summary, records, load_model, resume); the slow tier runs 2000 more
-(another seed) and adds inspect on every 20th case, analyze and report on every 50th. The counts are printed (pytest -s) and quoted in docs/reliability.md.
+(another seed) and adds inspect on every 20th case, analyze and report on every 50th. The counts are printed
+(pytest -s) and quoted in docs/reliability.md.
 """
 
 from __future__ import annotations

@@ -94,7 +94,7 @@ def test_an_edited_config_is_refused_by_every_reader_and_by_resume(run_copy, fie
         "load_model": lambda: Run(p).load_model(),
         "resume": lambda: train(None, p, resume=True, progress=False),
     }
-    for name, read in readers.items():
+    for read in readers.values():
         with pytest.raises(RunError) as e:
             read()
         _one_line(e, str(p / "config.json"), field)
