@@ -1,5 +1,6 @@
-"""Writers touch only their own files inside their own folder (issue "Reliability", D1-D4, D6,
-D7, D10): each test reproduces one defect."""
+"""Writers touch only their own files inside their own folder; a run without checkpoints and bad
+values on the command line give one-line errors before any work; a boolean setting is stored as
+the boolean given."""
 
 import json
 import os
@@ -18,7 +19,7 @@ def partial(tmp_path, tiny_cfg):
     return train(with_overrides(tiny_cfg, {"max_steps": 40}), tmp_path / "run", progress=False)
 
 
-def test_D1_symlinked_resume_folder_is_refused_and_nothing_outside_is_deleted(partial, tmp_path):
+def test_symlinked_resume_folder_is_refused_and_nothing_outside_is_deleted(partial, tmp_path):
     outside = tmp_path / "outside"
     outside.mkdir()
     keep = outside / "precious.safetensors"
@@ -30,7 +31,7 @@ def test_D1_symlinked_resume_folder_is_refused_and_nothing_outside_is_deleted(pa
     assert keep.read_bytes() == b"not yours"
 
 
-def test_D2_symlinked_lock_is_refused_and_its_target_untouched(partial, tmp_path):
+def test_symlinked_lock_is_refused_and_its_target_untouched(partial, tmp_path):
     target = tmp_path / "target.txt"
     target.write_text("important")
     (partial.path / ".lock").unlink()
@@ -40,7 +41,7 @@ def test_D2_symlinked_lock_is_refused_and_its_target_untouched(partial, tmp_path
     assert target.read_text() == "important"
 
 
-def test_D3_report_and_analyze_refuse_to_write_into_a_run_folder(tiny_run, run_cli, tmp_path):
+def test_report_and_analyze_refuse_to_write_into_a_run_folder(tiny_run, run_cli, tmp_path):
     manifest = (tiny_run.path / "manifest.json").read_bytes()
     p = run_cli("report", str(tiny_run.path), "--out", str(tiny_run.path / "manifest.json"), cwd=tmp_path)
     assert p.returncode == 2 and "is inside the run folder" in p.stderr and "Traceback" not in p.stderr
@@ -50,7 +51,7 @@ def test_D3_report_and_analyze_refuse_to_write_into_a_run_folder(tiny_run, run_c
     assert not (tmp_path / "analyses").exists()  # refused before any pass ran
 
 
-def test_D4_symlinked_ckpt_folder_is_refused(tmp_path, tiny_cfg):
+def test_symlinked_ckpt_folder_is_refused(tmp_path, tiny_cfg):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (tmp_path / "run").mkdir()
@@ -60,12 +61,12 @@ def test_D4_symlinked_ckpt_folder_is_refused(tmp_path, tiny_cfg):
     assert not any(elsewhere.iterdir())
 
 
-def test_D6_resume_of_a_missing_run_says_there_is_nothing_to_resume(tmp_path, run_cli):
+def test_resume_of_a_missing_run_says_there_is_nothing_to_resume(tmp_path, run_cli):
     p = run_cli("train", "--out", str(tmp_path / "TYPO"), "--resume", "--max-steps", "60")
     assert p.returncode == 2 and "nothing to resume" in p.stderr and not (tmp_path / "TYPO").exists()
 
 
-def test_D7_a_run_without_checkpoints_gives_one_line(partial, tmp_path, run_cli):
+def test_a_run_without_checkpoints_gives_one_line(partial, tmp_path, run_cli):
     m = json.loads((partial.path / "manifest.json").read_text())
     m["checkpoints"] = []
     (partial.path / "manifest.json").write_text(json.dumps(m))
@@ -83,7 +84,7 @@ def test_D7_a_run_without_checkpoints_gives_one_line(partial, tmp_path, run_cli)
         (["train", "--preset", "tiny", "--seed", str(2**64)], "seeds must be in [0, 2^63)"),
     ],
 )
-def test_D10_bad_values_are_refused_before_any_work(tiny_run, tmp_path, run_cli, args, message):
+def test_bad_values_are_refused_before_any_work(tiny_run, tmp_path, run_cli, args, message):
     args = [str(tiny_run.path) if a == "RUN" else a for a in args]
     if args[0] == "analyze":
         args += ["--out", str(tmp_path / "an")]
@@ -93,7 +94,7 @@ def test_D10_bad_values_are_refused_before_any_work(tiny_run, tmp_path, run_cli,
 
 
 def test_bool_override_stores_false(tmp_path, run_cli):
-    """D5 / the architecture issue: --set train.compile=false stores false."""
+    """--set train.compile=false stores false (not the truthy string "false")."""
     p = run_cli(
         "train",
         "--preset",
