@@ -1,18 +1,18 @@
-"""Command line: ``mi-plateau <command>``. Parses arguments and calls the Python API.
+"""Command line: ``mi-plateau <command>``. Builds the parser and hands the parsed arguments to
+``commands``, which calls the Python API and prints.
 
-Only the standard library and our config module are imported at start-up, so ``--help`` and
-argument errors answer at once; torch and transformer_lens load inside the commands.
+Only the standard library, our config module and the commands' own (light) modules are imported
+at start-up, so ``--help`` and argument errors answer at once; torch, transformer_lens, ray and
+plotly load inside the commands that use them.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import Any
 
+from . import commands
 from .config import PRESETS, SECTIONS, ConfigError, settings
 from .config import kind as field_kind
 
@@ -20,8 +20,9 @@ SEED_FLAG = ("--seed", "seed", int, "sets data, init and batch-order seeds toget
 
 
 def train_flags(sections: Mapping[str, type] = SECTIONS) -> list[tuple[str, str, type, str]]:
-    """The flags of ``train`` that set config values, as (flag, override key, type, help): every field whose
-    metadata names a ``flag``, with the field's help, in the config's order; --seed (several fields) after the task's."""
+    """The flags of ``train`` that set config values, as (flag, override key, type, help): every
+    field whose metadata names a ``flag``, with the field's help, in the config's order; --seed
+    (several fields) after the task's."""
     out = []
     for section, kls in sections.items():
         for key, f, s in settings({section: kls}):
@@ -34,6 +35,33 @@ def train_flags(sections: Mapping[str, type] = SECTIONS) -> list[tuple[str, str,
 
 # flags of `train` that map onto config settings (flag, override key, type, help)
 TRAIN_FLAGS = train_flags()
+
+# the recipes of mi_plateau.reproduce, named here so that the parser imports nothing heavy
+RECIPE_NAMES = (
+    "core",
+    "k_sweep",
+    "fixed_d",
+    "fixed_d_noclip",
+    "len_z",
+    "batch_size",
+    "batch_size_noclip",
+    "seeds",
+    "seeds_init",
+    "seeds_warmup",
+    "lr_sweep",
+    "phase_boundary",
+    "dissipation",
+    "label_noise",
+    "direction",
+)
+
+RECIPE_HELP = (
+    "core: the per-run reproduction; the others: the paper's sweep tables (k_sweep: Table 3, Figure 4, Table 5; "
+    "fixed_d, fixed_d_noclip: Figure 5; len_z: Table 7; batch_size: Table 1; seeds: Table 4 and Table 8's phase "
+    "boundary; seeds_init: Table 4 with the init varied (and the warm-up); seeds_warmup: Table 4 with 500 warm-up "
+    "steps; lr_sweep: the learning-rate sweep by the transition width; phase_boundary: Tables 4 and 8 as the "
+    "original ran them, by the transition width; dissipation: Table 11; label_noise: Figure 2b; direction: Table 2)"
+)
 
 
 def _num_arg(typ):
@@ -57,6 +85,11 @@ def _positive_int(text: str) -> int:
     return v
 
 
+def _batch_runs(text: str) -> int | str:
+    """--batch-runs: a positive integer, or auto (batched processes on a GPU, one run per process on a CPU)."""
+    return "auto" if text.strip().lower() == "auto" else _positive_int(text)
+
+
 def _add_device(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--device",
@@ -67,19 +100,13 @@ def _add_device(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _batch_runs(text: str) -> int | str:
-    """--batch-runs: a positive integer, or auto (batched processes on a GPU, one run per process on a CPU)."""
-    return "auto" if text.strip().lower() == "auto" else _positive_int(text)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="mi-plateau",
-        description="Train and dissect transformers on the K-fold ambiguous lookup task "
-        "of 'Marginals Before Conditionals' (arXiv 2603.10074).",
+def _add_step(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--step", type=_num_arg(int), default=None, help="checkpoint nearest this step (default: the last)"
     )
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
+
+def add_train(sub) -> None:
     t = sub.add_parser("train", help="train a run with dense checkpoints")
     t.add_argument("--preset", choices=PRESETS, default=None, help="starting configuration (default: demo)")
     t.add_argument(
@@ -90,6 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     for flag, dest, typ, helptext in TRAIN_FLAGS:
         t.add_argument(flag, dest=dest, type=_num_arg(typ) if typ is not str else str, default=None, help=helptext)
+    # the command reads these destinations as config overrides
+    t.set_defaults(setting_flags=tuple(dest for _, dest, _, _ in TRAIN_FLAGS))
     t.add_argument(
         "--set",
         action="append",
@@ -102,6 +131,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_device(t)
 
+
+def add_train_batch(sub) -> None:
     tb = sub.add_parser(
         "train-batch",
         help="train several runs in one process as one stacked model (same model shape, batch size, len_z)",
@@ -115,6 +146,8 @@ def build_parser() -> argparse.ArgumentParser:
     tb.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_device(tb)
 
+
+def add_summary(sub) -> None:
     s = sub.add_parser("summary", help="plateau height, tau and convergence of a run")
     s.add_argument("run")
     s.add_argument("--json", action="store_true")
@@ -143,6 +176,8 @@ def build_parser() -> argparse.ArgumentParser:
         "and widths the full-set ones? (--json writes the whole comparison)",
     )
 
+
+def add_analyze(sub) -> None:
     a = sub.add_parser("analyze", help="run the analysis passes; write Tables 6, 9 and Figure 3")
     a.add_argument("runs", nargs="+")
     a.add_argument("--out", default="analyses", help="output root (default: analyses/)")
@@ -160,20 +195,26 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--quiet", action="store_true")
     _add_device(a)
 
+
+def add_inspect(sub) -> None:
     i = sub.add_parser("inspect", help="per-head scores at one checkpoint")
     i.add_argument("run")
-    i.add_argument("--step", type=_num_arg(int), default=None, help="checkpoint nearest this step (default: the last)")
+    _add_step(i)
     i.add_argument("--head", default=None, help="one head, e.g. L0H3: also show its attention pattern")
     i.add_argument("--json", action="store_true")
     _add_device(i)
 
+
+def add_ablate(sub) -> None:
     b = sub.add_parser("ablate", help="head-ablation report at one checkpoint")
     b.add_argument("run")
-    b.add_argument("--step", type=_num_arg(int), default=None, help="checkpoint nearest this step (default: the last)")
+    _add_step(b)
     b.add_argument("--mean", action="store_true", help="mean-ablate instead of zero-ablate")
     b.add_argument("--json", action="store_true")
     _add_device(b)
 
+
+def add_report(sub) -> None:
     r = sub.add_parser("report", help="one self-contained interactive HTML report")
     r.add_argument("runs", nargs="+")
     r.add_argument("--out", default=None, help="HTML file (default: analyses/<name>/report.html)")
@@ -187,6 +228,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--quiet", action="store_true")
     _add_device(r)
 
+
+def add_bench(sub) -> None:
     bench = sub.add_parser("bench", help="benchmarks against plain PyTorch / loop references")
     bench.add_argument("--quick", action="store_true")
     bench.add_argument("--json", action="store_true")
@@ -200,6 +243,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--out", default=None, help="also write the Markdown table here")
     _add_device(bench)
 
+
+def add_sweep(sub) -> None:
     sw = sub.add_parser("sweep", help="train a sweep file's runs (resumable); `sweep status FOLDER` prints its table")
     sw.add_argument("target", help="a sweep file (TOML), or the word status")
     sw.add_argument("folder", nargs="?", help="with status: the sweep folder (checkpoints/<name>)")
@@ -223,15 +268,10 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--quiet", action="store_true")
     _add_device(sw)
 
+
+def add_reproduce(sub) -> None:
     rep = sub.add_parser("reproduce", help="named recipes that rebuild the paper's artifacts")
-    rep.add_argument(
-        "recipe",
-        choices=RECIPE_NAMES,
-        help="core: the per-run reproduction; the others: the paper's sweep tables "
-        "(k_sweep: Table 3, Figure 4, Table 5; fixed_d, fixed_d_noclip: Figure 5; len_z: Table 7; batch_size: "
-        "Table 1; seeds: Table 4 and Table 8's phase boundary; seeds_init: Table 4 with the init varied (and the warm-up); seeds_warmup: Table 4 with 500 warm-up steps; lr_sweep: the learning-rate sweep by the transition width; phase_boundary: Tables 4 and 8 "
-        "as the original ran them, by the transition width; dissipation: Table 11; label_noise: Figure 2b; direction: Table 2)",
-    )
+    rep.add_argument("recipe", choices=RECIPE_NAMES, help=RECIPE_HELP)
     rep.add_argument(
         "--dry-run", action="store_true", help="list the runs, whether they are done and what they should cost here"
     )
@@ -267,8 +307,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=_positive_int,
         default=None,
         metavar="N",
-        help="sweep recipes: a step budget of N "
-        "instead of the recipe's (runs that do not escape read as 'no escape by N steps'; a larger N later continues them)",
+        help="sweep recipes: a step budget of N instead of the recipe's (runs that do not escape read as "
+        "'no escape by N steps'; a larger N later continues them)",
     )
     rep.add_argument(
         "--root", default="checkpoints", help="where the recipe's run folders live (default: checkpoints/)"
@@ -280,200 +320,42 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rep.add_argument("--quiet", action="store_true")
     _add_device(rep)
-    return p
 
 
-# the recipes of mi_plateau.reproduce, named here so that the parser imports nothing heavy
-RECIPE_NAMES = (
-    "core",
-    "k_sweep",
-    "fixed_d",
-    "fixed_d_noclip",
-    "len_z",
-    "batch_size",
-    "batch_size_noclip",
-    "seeds",
-    "seeds_init",
-    "seeds_warmup",
-    "lr_sweep",
-    "phase_boundary",
-    "dissipation",
-    "label_noise",
-    "direction",
+# one function per subcommand, in the order --help lists them
+SUBCOMMANDS = (
+    add_train,
+    add_train_batch,
+    add_summary,
+    add_analyze,
+    add_inspect,
+    add_ablate,
+    add_report,
+    add_bench,
+    add_sweep,
+    add_reproduce,
 )
 
 
-def _train_config(args) -> Any:
-    from .config import parse_override, preset, with_overrides
-
-    overrides: dict[str, Any] = {}
-    for _, dest, _, _ in TRAIN_FLAGS:
-        v = getattr(args, dest)
-        if v is not None:
-            overrides[dest] = v
-    for item in args.set:
-        k, v = parse_override(item)
-        overrides[k] = v
-    if args.config is not None:
-        if args.preset is not None:
-            raise ConfigError("--config and --preset both give the starting configuration: choose one")
-        from .config import RunConfig
-
-        try:
-            text = sys.stdin.read() if args.config == "-" else Path(args.config).read_text()
-            base = RunConfig.from_dict(json.loads(text))
-        except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise ConfigError(f"{args.config}: not a readable config JSON ({' '.join(str(e).split())})") from None
-        return with_overrides(base, overrides)
-    if args.preset is None and args.resume:
-        if args.out is not None and not (Path(args.out) / "config.json").exists():
-            raise ConfigError(
-                f"--resume: nothing to resume in {args.out} (no config.json there); give --preset or --config to start a new run"
-            )
-        if not overrides:
-            return None  # resume with the stored config
-        if args.out is not None and (Path(args.out) / "config.json").exists():
-            from .checkpoints import Run
-
-            return with_overrides(Run(args.out).config(), overrides)  # e.g. a larger --max-steps
-    return with_overrides(preset(args.preset or "demo"), overrides)
-
-
-def cmd_train(args, argv) -> int:
-    from .config import run_name, validate
-
-    cfg = _train_config(args)
-    if cfg is not None:
-        validate(cfg)  # fail before importing torch
-    if args.out is not None and not args.out.strip():
-        raise ConfigError("--out '': give a run folder (or leave --out out for checkpoints/<name>)")
-    if args.out is None:
-        if cfg is None:
-            raise ConfigError("--resume without a preset or settings needs --out RUN_FOLDER")
-        out = Path("checkpoints") / run_name(cfg)
-    else:
-        out = Path(args.out)
-    from .api import summary
-    from .train import train
-
-    run = train(cfg, out, resume=args.resume, progress=not args.quiet, argv=["mi-plateau", *argv], device=args.device)
-    s = summary(run.path)
-    print(f"run: {run.path}")
-    _print_summary(s)
-    return 0
-
-
-def _fmt(v) -> str:
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    return str(v)
-
-
-# the unit of every number the summary prints
-UNITS = {
-    "log_K": "nats",
-    "plateau_Lc": "nats",
-    "tau": "steps",
-    "tau_examples": "examples",
-    "converged_step": "steps",
-    "swap_gap_0.1_step": "steps",
-    "last_step": "steps",
-    "final_Lc": "nats",
-    "final_L_seq": "nats",
-    "D": "examples",
-    "n_b": "groups",
-    "eval_groups": "groups",
-    "n_checkpoints": "checkpoints",
-    "plateau_ratio": "x log K",
-}
-
-
-def _with_unit(k: str, v) -> str:
-    u = UNITS.get(k)
-    return f"{_fmt(v)} {u}" if u and v is not None and not isinstance(v, bool) else _fmt(v)
-
-
-def _print_summary(s: dict) -> None:
-    for k, v in s.items():
-        if k == "run":
-            continue  # printed above
-        if isinstance(v, dict):  # the definitions: one line per family
-            for fam, d in v.items():
-                print(f"  {k + ' ' + fam:>18}: " + ", ".join(f"{kk} {_with_unit(kk, vv)}" for kk, vv in d.items()))
-        else:
-            print(f"  {k:>18}: {_with_unit(k, v)}")
-
-
-def cmd_summary(args) -> int:
-    from .api import summary
-
-    given = {
-        k: v for k, v in (("n_sample", args.n_sample), ("draws", args.draws), ("every", args.every)) if v is not None
-    }
-    if given and not args.sampled_tau:
-        raise ValueError(f"--{next(iter(given)).replace('_', '-')} applies to --sampled-tau only")
-    s = summary(args.run)
-    if args.guard_check:
-        from .api import guard_check
-
-        g = guard_check(args.run, subset=args.guard_check, progress=not args.json and sys.stderr.isatty())
-        if args.json:
-            print(json.dumps(g, indent=2))
-            return 0
-        print(
-            f"run: {args.run}: {g['checkpoints']} checkpoints scored in full; the guard ({g['subset']} of {g['eval_groups']} "
-            f"groups, z = {g['z']}) scored every group at {g['scored_all']} of them ({100 * g['share_scored']:.0f}% of "
-            f"the strings); every crossing and the width equal: {g['all_equal']}"
-        )
-        for c in g["crossings"]:
-            print(f"  {c['definition']} {c['fraction']:g} log K: full {c['tau_full']}, guarded {c['tau_guarded']}")
-        for fam, w in g["widths"].items():
-            print(f"  {fam} width (t_start, t_end, tau_width): full {w['full']}, guarded {w['guarded']}")
-        return 0
-    t = None
-    if args.sampled_tau:
-        from .api import sampled_tau
-
-        t = sampled_tau(args.run, **given, progress=not args.json and sys.stderr.isatty())
-    if args.json:
-        print(json.dumps(s | ({"sampled_tau": t} if t else {}), indent=2))
-        return 0
-    print(f"run: {args.run}")
-    _print_summary(s)
-    if t:
-
-        def f(v):
-            return "none" if v is None else f"{v:.0f}"
-
-        among = " of those that crossed" if t["p_none"] else ""
-        print(
-            f"tau by the original's estimator (L_seq on {t['n_sample']} random groups, one example each, every "
-            f"{t['every']} steps; {t['draws']} replays): median {f(t['q50'])}, 5-95% [{f(t['q05'])}, {f(t['q95'])}], "
-            f"min {f(t['min'])}, max {f(t['max'])}; mean {f(t['mean'])}, std {f(t['std'])}{among}; "
-            f"no crossing in {100 * t['p_none']:.1f}% of replays"
-        )
-        print(
-            f"exact L_seq tau: {f(t['tau_exact_grid'])} on that grid ({t['eval_groups']} groups), "
-            f"{f(t['tau_recorded'])} in the run's records ({t['recorded_groups']} groups, every checkpoint); "
-            f"{t['checkpoints_scored']} checkpoints scored"
-        )
-    return 0
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="mi-plateau",
+        description="Train and dissect transformers on the K-fold ambiguous lookup task "
+        "of 'Marginals Before Conditionals' (arXiv 2603.10074).",
+    )
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in SUBCOMMANDS:
+        add(sub)
+    return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
     from .checkpoints import RunError
 
     try:
-        if args.command == "train":
-            return cmd_train(args, argv)
-        if args.command == "summary":
-            return cmd_summary(args)
-        from . import commands
-
-        return commands.dispatch(args)
+        return commands.dispatch(args, argv)
     except (ConfigError, RunError, ValueError) as e:
         print(f"mi-plateau {args.command}: error: {e}", file=sys.stderr)
         return 2

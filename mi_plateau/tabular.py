@@ -27,14 +27,40 @@ def columns(rows: Rows) -> list[str]:
     return cols
 
 
-def _cell(v: Any, digits: int) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "—"
-    if isinstance(v, float):
-        if v.is_integer() and abs(v) < 1e7:  # steps and counts that a NaN elsewhere made floats
-            return str(int(v))
-        return f"{v:.{digits}g}" if abs(v) >= 1e-3 or v == 0 else f"{v:.2e}"
-    return str(v)
+def cell(
+    v: Any,
+    spec: str = ".3g",
+    *,
+    missing: str | None = "—",
+    yes_no: bool = False,
+    whole_below: float = 0.0,
+    large: tuple[float, str] | None = None,
+    small: tuple[float, str] | None = None,
+) -> str:
+    """A value as a table cell or a line of text shows it; the one number formatter of the package.
+
+    A float is written with the format ``spec`` (``".3g"``, ``".2f"``), or: as an integer when it is
+    whole and its size is under ``whole_below`` (steps and counts that a NaN elsewhere made floats);
+    with ``large[1]`` when its size is at least ``large[0]``; with ``small[1]`` when it is nonzero and
+    its size is under ``small[0]``. None and NaN read ``missing`` (None: written as they are,
+    ``None`` and ``nan``); booleans read yes/no with ``yes_no``; anything else is ``str(v)``.
+
+    >>> cell(0.000123), cell(3.0, whole_below=1e7), cell(None), cell(2.5, ".2f"), cell(True, yes_no=True)
+    ('0.000123', '3', '—', '2.50', 'yes')
+    """
+    if missing is not None and (v is None or (isinstance(v, float) and math.isnan(v))):
+        return missing
+    if isinstance(v, bool):
+        return ("yes" if v else "no") if yes_no else str(v)
+    if not isinstance(v, float):
+        return str(v)
+    if abs(v) < whole_below and v.is_integer():
+        return str(int(v))
+    if large is not None and abs(v) >= large[0]:
+        spec = large[1]
+    elif small is not None and v != 0 and abs(v) < small[0]:
+        spec = small[1]
+    return format(v, spec)
 
 
 def _md_cell(text: str) -> str:
@@ -43,11 +69,15 @@ def _md_cell(text: str) -> str:
 
 
 def to_markdown(rows, cols: Sequence[str] | None = None, digits: int = 3) -> str:
+    """Rows as a Markdown table: ``digits`` significant digits, whole floats as integers, sizes
+    under 1e-3 in scientific notation (``1.23e-04``), None and NaN as a dash; pipes escaped."""
     rows = records(rows)
     cols = list(cols or columns(rows))
+    spec = f".{digits}g"
     out = ["| " + " | ".join(_md_cell(c) for c in cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
     for r in rows:
-        out.append("| " + " | ".join(_md_cell(_cell(r.get(c), digits)) for c in cols) + " |")
+        cells = (cell(r.get(c), spec, whole_below=1e7, small=(1e-3, ".2e")) for c in cols)
+        out.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
     return "\n".join(out) + "\n"
 
 

@@ -83,7 +83,7 @@ class Setting:
             rule = self.bounds.words(integer)
         else:
             return
-        raise ConfigError(f"{key}={_show(value)}: {rule}" + (f" ({self.note})" if self.note else ""))
+        raise ConfigError(f"{key}={show_value(value)}: {rule}" + (f" ({self.note})" if self.note else ""))
 
 
 SETTING = "setting"  # the key of a field's Setting in its metadata
@@ -107,7 +107,7 @@ def _num(x: float) -> str:
     return f"{x:g}" if isinstance(x, float) else str(x)
 
 
-def _show(v: Any) -> str:
+def show_value(v: Any) -> str:
     """A value for an error message, with an integer of many digits shortened (1e308 read as an int)."""
     if isinstance(v, int) and not isinstance(v, bool) and len(str(abs(v))) > 15:
         digits = str(abs(v))

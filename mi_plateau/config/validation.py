@@ -9,7 +9,7 @@ from dataclasses import Field, fields
 from typing import Any
 
 from .schema import MAX_BATCH, MAX_NB, N_CHARS, SECTIONS, RunConfig, TaskConfig, layout_for
-from .settings import SETTING, ConfigError, _show, kind
+from .settings import SETTING, ConfigError, kind, show_value
 
 
 def validate(cfg: RunConfig) -> RunConfig:
@@ -38,7 +38,7 @@ def _check_field(key: str, f: Field, v: Any) -> None:
     if ok and typ == "float":
         ok = math.isfinite(v)
     if not ok:
-        raise ConfigError(f"{key}={_show(v)}: expected {'a finite number' if typ == 'float' else 'a ' + typ}")
+        raise ConfigError(f"{key}={show_value(v)}: expected {'a finite number' if typ == 'float' else 'a ' + typ}")
     f.metadata[SETTING].check(key, v, integer=typ == "int")
 
 
@@ -109,16 +109,16 @@ def _check_sizes(cfg: RunConfig) -> None:
     m, B = cfg.model, cfg.train.batch_size
     if B > MAX_BATCH:
         raise ConfigError(
-            f"train.batch_size={_show(B)}: at most {MAX_BATCH} sequences per step (a larger batch does not "
+            f"train.batch_size={show_value(B)}: at most {MAX_BATCH} sequences per step (a larger batch does not "
             f"fit in memory with this model; the paper uses 128)"
         )
     if m.n_layers > MAX_LAYERS:
-        raise ConfigError(f"model.n_layers={_show(m.n_layers)}: at most {MAX_LAYERS}")
+        raise ConfigError(f"model.n_layers={show_value(m.n_layers)}: at most {MAX_LAYERS}")
     for name in ("d_model", "n_heads", "d_head", "d_mlp"):
         v = getattr(m, name)
         if v > MAX_WIDTH:
             raise ConfigError(
-                f"model.{name}={_show(v)}: at most {MAX_WIDTH} (a model this wide does not fit in memory)"
+                f"model.{name}={show_value(v)}: at most {MAX_WIDTH} (a model this wide does not fit in memory)"
             )
     T, V, H = layout_for(cfg.task).seq_len, N_CHARS + 8, m.n_heads * m.d_head
     params = m.n_layers * (4 * m.d_model * H + 2 * m.d_model * m.d_mlp) + (2 * V + T) * m.d_model

@@ -1,0 +1,90 @@
+"""The analysis commands: ``analyze`` (the passes and their tables), ``inspect`` and ``ablate``
+(one checkpoint's heads) and ``report`` (the interactive HTML page)."""
+
+from __future__ import annotations
+
+import json
+
+from ..tabular import cell
+from .text import head_table, lead, print_checkpoint
+
+
+def cmd_analyze(args) -> int:
+    from ..api import analyze
+    from ..passes.analyze import PassConfig
+
+    try:
+        shifts = tuple(int(x) for x in args.shifts.split(",") if x.strip())
+    except ValueError:
+        raise ValueError(f"--shifts {args.shifts!r}: expected comma-separated integers, e.g. 1,3,5") from None
+    if not shifts:
+        raise ValueError("--shifts: give at least one shift")
+    pc = PassConfig(shifts=shifts, mean_ablation=args.mean)
+    res = analyze(
+        args.runs,
+        args.out,
+        progress=not args.quiet,
+        pass_config=pc,
+        max_head_checkpoints=args.max_checkpoints,
+        device=args.device,
+    )
+    if args.json:
+        print(json.dumps(res, indent=2))
+        return 0
+    for name, r in res["runs"].items():
+        s, ro = r["summary"], r["routing"]
+        print(f"{name}: tau={s['tau']} plateau/logK={cell(s['plateau_ratio'], '.3f')} -> {r['folder']}/")
+        print(
+            f"  routing head {ro.get('routing_head')} (top attention {ro.get('top_attention_head')}); "
+            f"lead (tau-t_r)/tau: attention {lead(ro, 'routing_lead_sel_attn')}, "
+            f"causal {lead(ro, 'routing_lead_swap_contrib')}; "
+            f"swap gap > 0.1 at {lead(ro, 'swap_gap_0.1_frac_tau')} tau (95% intervals over groups)"
+        )
+    if "comparison" in res:
+        print(f"comparison -> {res['comparison']}/")
+    return 0
+
+
+def cmd_inspect(args) -> int:
+    from ..api import inspect
+
+    res = inspect(args.run, args.step, args.head, device=args.device)
+    if args.json:
+        print(json.dumps(res, indent=2))
+        return 0
+    print_checkpoint(res)
+    print(head_table(res["heads"], ["sel_attn", "dL", "dL_95%", "dLc", "swap_contrib", "causal_share"]))
+    for hook in ("resid_pre", "resid_post"):
+        rows = [r for r in res["patching"] if r.get("hook") == hook]
+        if rows:
+            print(
+                f"patching the z positions of {hook}, fraction of the logit difference moved: "
+                + ", ".join(f"L{r['layer']}={cell(r['patch_frac'], '.2f')}" for r in rows)
+            )
+    if "pattern" in res:
+        for ex in res["pattern"]["examples"]:
+            toks = ex["tokens"]
+            print(f"\n{res['pattern']['head']} attention pattern (rows: query, cols: key; attention weights, 0 to 1)")
+            print("      " + " ".join(f"{t:>4}" for t in toks))
+            for q, row in enumerate(ex["pattern"]):
+                print(f"{toks[q]:>5} " + " ".join(f"{v:4.2f}" if k <= q else "    " for k, v in enumerate(row)))
+    return 0
+
+
+def cmd_ablate(args) -> int:
+    from ..api import ablation_report
+
+    res = ablation_report(args.run, args.step, mean=args.mean, device=args.device)
+    if args.json:
+        print(json.dumps(res, indent=2))
+        return 0
+    print_checkpoint(res, f" ({res['mode']} ablation of hook_z)")
+    print(head_table(res["heads"], ["dL", "dL_95%", "top_share", "dLc", "dL1", "swap_contrib", "causal_share"]))
+    return 0
+
+
+def cmd_report(args) -> int:
+    from ..report import report
+
+    print(report(args.runs, args.out, progress=not args.quiet, plotly=args.plotly, device=args.device))
+    return 0

@@ -1,0 +1,143 @@
+"""The commands that run many trainings: ``sweep`` (a sweep file), ``reproduce`` (the paper's
+named recipes) and ``bench`` (the benchmarks)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from ..tabular import cell, to_markdown
+from .text import lead
+
+
+def cmd_bench(args) -> int:
+    from ..bench import run_benchmarks
+    from ..bench import to_markdown as bench_markdown
+    from ..checkpoints import atomic_write_text
+    from ..devices import resolve
+    from ..summaries import nan_to_none
+
+    res = run_benchmarks(quick=args.quick, only=args.only, device=str(resolve(args.device)))
+    md = bench_markdown(res)
+    if args.out:
+        atomic_write_text(Path(args.out), md)
+    print(json.dumps(nan_to_none(res), indent=2) if args.json else md)
+    return 0
+
+
+def cmd_reproduce(args) -> int:
+    from ..reproduce import SWEEP_RECIPES
+
+    only = [n.strip() for n in args.only.split(",") if n.strip()] if args.only is not None else None
+    if args.recipe in SWEEP_RECIPES:
+        return reproduce_sweep(args, only)
+    if only is not None or args.skip_recorded or args.max_steps:
+        raise ValueError(
+            f"reproduce {args.recipe}: --only, --skip-recorded and --max-steps apply to the sweep recipes only"
+        )
+    from ..reproduce import plan, run_recipe
+    from ..sweeps import status
+
+    if args.dry_run:
+        for p, c in plan(args.recipe, args.root):
+            print(f"{p}  preset={c.preset} K={c.task.K} seed={c.task.data_seed}  {status(p)}")
+        return 0
+    log = run_recipe(
+        args.recipe, jobs=args.jobs, progress=not args.quiet, train=not args.no_train, root=args.root, docs=args.docs
+    )
+    for name, s in log["summaries"].items():
+        ro, fam = log["routing"][name], s["definitions"]
+        print(
+            f"{name}: tau paper (L_seq) {fam['paper']['tau']} steps, first token (Lc) {fam['first_token']['tau']} "
+            f"steps; plateau/log K paper {cell(fam['paper']['plateau_ratio'], '.3f')}, "
+            f"first token {cell(fam['first_token']['plateau_ratio'], '.3f')}; "
+            f"routing head {ro.get('routing_head')}, "
+            f"lead (tau - t_r)/tau attention {lead(ro, 'routing_lead_sel_attn')}, "
+            f"causal {lead(ro, 'routing_lead_swap_contrib')}"
+        )
+    print(f"wrote {', '.join(log['written'])}")
+    return 0
+
+
+def reproduce_sweep(args, only: list[str] | None) -> int:
+    """``reproduce`` of a sweep recipe: its dry run (runs, what is left, the cost here), or its
+    runs trained and its tables written."""
+    from ..reproduce import dry_run, recipe_sweep, run_sweep_recipe
+
+    if args.dry_run:
+        target = recipe_sweep(args.recipe, args.max_steps) if args.max_steps else args.recipe
+        rows = dry_run(target, args.root, docs=args.docs, skip_recorded=args.skip_recorded, only=only)
+        print(to_markdown(rows), end="")
+        todo = [r for r in rows if r["est_core_min"] > 0]
+        print(
+            f"{len(rows)} runs, {len(rows) - len(todo)} with nothing left to train; the rest should take about "
+            f"{sum(r['est_core_min'] for r in todo):.0f} core-minutes here (one thread per run)"
+        )
+        return 0
+    log = run_sweep_recipe(
+        args.recipe,
+        jobs=args.jobs,
+        progress=not args.quiet,
+        train=not args.no_train,
+        batch_runs=args.batch_runs,
+        only=only,
+        skip_recorded=args.skip_recorded,
+        root=args.root,
+        docs=args.docs,
+        max_steps=args.max_steps,
+        device=args.device,
+    )
+    for title, rows in log["tables"].items():
+        print(f"## {title}\n{to_markdown(rows)}")
+    print(f"wrote {', '.join(log['written'])}")
+    return 0
+
+
+def cmd_sweep(args) -> int:
+    from ..sweeps import load_sweep, plan, run_sweep, status, sweep_table
+
+    if args.target == "status":
+        if not args.folder:
+            raise ValueError("sweep status: give the sweep folder, e.g. checkpoints/<sweep name>")
+        print(to_markdown(sweep_table(Path(args.folder))), end="")
+        return 0
+    if args.folder:
+        raise ValueError(f"sweep {args.target}: unexpected second argument {args.folder!r}")
+    sweep = load_sweep(args.target)
+    runs = plan(sweep, args.root)
+    if args.batch_runs == "auto":
+        from ..sweeps.runner import auto_batch_runs
+
+        args.batch_runs = auto_batch_runs(args.device)
+    if args.dry_run:
+        for (path, _), p in zip(runs, sweep.points):
+            print(f"{path}  {', '.join(f'{k}={v}' for k, v in p.settings.items()) or '(base)'}  {status(path)}")
+        print(f"{len(runs)} runs; {sum(status(p) == 'finished' for p, _ in runs)} finished")
+        if args.batch_runs > 1:
+            from ..batched import group_batches
+
+            todo = [(p, c) for p, c in runs if status(p) != "finished"]
+            print(f"with --batch-runs {args.batch_runs}: {len(group_batches(todo, args.batch_runs))} processes")
+        return 0
+    table = run_sweep(
+        sweep,
+        root=args.root,
+        jobs=args.jobs,
+        backend=args.backend,
+        address=args.address,
+        progress=not args.quiet,
+        batch_runs=args.batch_runs,
+        device=args.device,
+    )
+    print(to_markdown(table), end="")
+    print(f"{len(table)} runs in {table.attrs['wall_s']:.0f} s -> {sweep.folder(args.root)}/table.csv")
+    failed = table.attrs.get("failed") or {}
+    if failed:  # a sweep with a failed run must not look like a finished one to a script
+        print(
+            f"mi-plateau sweep: {len(failed)} of {len(table)} runs failed (rerun the sweep to resume them): "
+            + "; ".join(f"{name}: {err}" for name, err in failed.items()),
+            file=sys.stderr,
+        )
+        return 1
+    return 0

@@ -1,0 +1,110 @@
+"""What several commands print: a run's summary with units, a checkpoint's headline numbers, the
+per-head table of inspect and ablate, a number with its bootstrap interval. Numbers go through
+``tabular.cell``, the package's one formatter."""
+
+from __future__ import annotations
+
+import math
+
+from ..tabular import cell
+
+# the unit of every number the summary prints
+UNITS = {
+    "log_K": "nats",
+    "plateau_Lc": "nats",
+    "tau": "steps",
+    "tau_examples": "examples",
+    "converged_step": "steps",
+    "swap_gap_0.1_step": "steps",
+    "last_step": "steps",
+    "final_Lc": "nats",
+    "final_L_seq": "nats",
+    "D": "examples",
+    "n_b": "groups",
+    "eval_groups": "groups",
+    "n_checkpoints": "checkpoints",
+    "plateau_ratio": "x log K",
+}
+
+HEAD_LEGEND = {
+    "sel_attn": "sel_attn = attention from the A1 query to the selector z minus the uniform baseline",
+    "dL": "dL = ablation Delta L, full-vocabulary cross-entropy over A1..A4 and EOS, ablated - clean "
+    "(the paper's; nats)",
+    "dLc": "dLc = ablation Delta Lc (first-token candidate loss; nats)",
+    "dL1": "dL1 = ablation Delta L1 (first token, full vocabulary; nats)",
+    "swap_contrib": "swap_contrib = swap gap removed by ablating the head (nats)",
+    "causal_share": "causal_share = swap_contrib / swap gap (blank while the gap is below 0.05 nats)",
+    "dL_95%": "dL_95% = 95% bootstrap interval of dL over the evaluation groups (nats)",
+    "top_share": "top_share = share of the bootstrap resamples in which the head has the largest dL",
+}
+
+
+def finite(v) -> bool:
+    """A number that is neither missing (None), NaN nor infinite."""
+    return isinstance(v, (int, float)) and math.isfinite(v)
+
+
+def with_unit(key: str, v) -> str:
+    """A summary value with its unit (``UNITS``), e.g. ``1.386 nats``; 4 significant digits."""
+    u = UNITS.get(key)
+    text = cell(v, ".4g", missing=None)
+    return f"{text} {u}" if u and v is not None and not isinstance(v, bool) else text
+
+
+def print_summary(s: dict) -> None:
+    """The run summary (``api.summary``), one value a line, the definition families one line each."""
+    for k, v in s.items():
+        if k == "run":
+            continue  # printed above
+        if isinstance(v, dict):  # the definitions: one line per family
+            for fam, d in v.items():
+                print(f"  {k + ' ' + fam:>18}: " + ", ".join(f"{kk} {with_unit(kk, vv)}" for kk, vv in d.items()))
+        else:
+            print(f"  {k:>18}: {with_unit(k, v)}")
+
+
+def lead(ro: dict, key: str) -> str:
+    """A routing number with its bootstrap interval, e.g. ``0.83 [0.78, 0.85]``."""
+    lo, hi = ro.get(f"{key}_lo"), ro.get(f"{key}_hi")
+    return cell(ro.get(key), ".2f") + (f" [{lo:.2f}, {hi:.2f}]" if finite(lo) and finite(hi) else "")
+
+
+def interval(lo, hi) -> str:
+    """A 95% interval as ``lo..hi`` (3 decimals); a dash where either end is missing."""
+    return "—" if not (finite(lo) and finite(hi)) else f"{lo:.3f}..{hi:.3f}"
+
+
+def head_table(heads, cols) -> str:
+    """One table for inspect and ablate: heads in (layer, head) order, the top head by the
+    paper's Delta L marked with *, then the legend of the columns shown."""
+    top = max((r for r in heads if finite(r.get("dL"))), key=lambda r: r["dL"], default=None)
+    cells = [
+        [interval(r.get("dL_lo"), r.get("dL_hi")) if c == "dL_95%" else cell(r.get(c), ".3f") for c in cols]
+        for r in heads
+    ]
+    width = [max([13, len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(cols)]
+    lines = ["head    " + " ".join(f"{c:>{w}}" for c, w in zip(cols, width))]
+    for r, row in zip(heads, cells):
+        mark = "*" if top is not None and r["head"] == top["head"] else " "
+        lines.append(f"{r['head']:<6}{mark} " + " ".join(f"{v:>{w}}" for v, w in zip(row, width)))
+    lines.append("* = the head with the largest dL")
+    lines += [f"  {HEAD_LEGEND[c]}" for c in cols]
+    return "\n".join(lines)
+
+
+def print_checkpoint(res: dict, what: str = "") -> None:
+    """The headline numbers of one checkpoint (inspect, ablate): the paper's definitions, then
+    the first-token ones, in nats, with the swap gap's 95% interval over groups."""
+    ck = res["checkpoint"]
+    print(f"{res['run']} at step {res['step']}{what}")
+    print(
+        f"  paper:       L_seq {cell(ck['L_seq'], '.3f')} nats, candidate accuracy {cell(ck['cand_acc'], '.3f')}, "
+        f"swap gap {cell(ck['swap_gap_seq'], '.3f')} nats "
+        f"(95% over groups {interval(ck.get('swap_gap_seq_lo'), ck.get('swap_gap_seq_hi'))})"
+    )
+    print(
+        f"  first token: Lc {cell(ck['Lc'], '.3f')} nats, L1 {cell(ck['L1'], '.3f')} nats, "
+        f"exact match {cell(ck['acc_mean'], '.3f')}, swap gap {cell(ck['swap_gap'], '.3f')} nats "
+        f"(95% over groups {interval(ck.get('swap_gap_lo'), ck.get('swap_gap_hi'))}); "
+        f"full target loss {cell(ck['full_loss'], '.3f')} nats"
+    )

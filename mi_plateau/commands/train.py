@@ -1,0 +1,167 @@
+"""The training commands: ``train`` (one run), ``train-batch`` (several runs as one stacked
+model) and ``summary`` (a run's plateau, tau and convergence, and the checks of its tau)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from ..config import ConfigError
+from ..tabular import cell
+from .text import print_summary
+
+
+def train_config(args) -> Any:
+    """The config ``train`` runs with: a preset (default demo) or ``--config``'s JSON file, then
+    the setting flags (``args.setting_flags`` names them) and ``--set`` items; None to resume a
+    run with its stored config."""
+    from ..config import parse_override, preset, with_overrides
+
+    overrides: dict[str, Any] = {}
+    for dest in args.setting_flags:
+        v = getattr(args, dest)
+        if v is not None:
+            overrides[dest] = v
+    for item in args.set:
+        k, v = parse_override(item)
+        overrides[k] = v
+    if args.config is not None:
+        if args.preset is not None:
+            raise ConfigError("--config and --preset both give the starting configuration: choose one")
+        from ..config import RunConfig
+
+        try:
+            text = sys.stdin.read() if args.config == "-" else Path(args.config).read_text()
+            base = RunConfig.from_dict(json.loads(text))
+        except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise ConfigError(f"{args.config}: not a readable config JSON ({' '.join(str(e).split())})") from None
+        return with_overrides(base, overrides)
+    if args.preset is None and args.resume:
+        if args.out is not None and not (Path(args.out) / "config.json").exists():
+            raise ConfigError(
+                f"--resume: nothing to resume in {args.out} (no config.json there); "
+                "give --preset or --config to start a new run"
+            )
+        if not overrides:
+            return None  # resume with the stored config
+        if args.out is not None and (Path(args.out) / "config.json").exists():
+            from ..checkpoints import Run
+
+            return with_overrides(Run(args.out).config(), overrides)  # e.g. a larger --max-steps
+    return with_overrides(preset(args.preset or "demo"), overrides)
+
+
+def cmd_train(args, argv: Sequence[str] = ()) -> int:
+    from ..config import run_name, validate
+
+    cfg = train_config(args)
+    if cfg is not None:
+        validate(cfg)  # fail before importing torch
+    if args.out is not None and not args.out.strip():
+        raise ConfigError("--out '': give a run folder (or leave --out out for checkpoints/<name>)")
+    if args.out is None:
+        if cfg is None:
+            raise ConfigError("--resume without a preset or settings needs --out RUN_FOLDER")
+        out = Path("checkpoints") / run_name(cfg)
+    else:
+        out = Path(args.out)
+    from ..api import summary
+    from ..train import train
+
+    run = train(cfg, out, resume=args.resume, progress=not args.quiet, argv=["mi-plateau", *argv], device=args.device)
+    s = summary(run.path)
+    print(f"run: {run.path}")
+    print_summary(s)
+    return 0
+
+
+def cmd_train_batch(args) -> int:
+    from ..config import RunConfig
+
+    text = sys.stdin.read() if args.runs == "-" else Path(args.runs).read_text()
+    try:
+        items = json.loads(text)
+        if not isinstance(items, list) or not all(isinstance(i, dict) and isinstance(i.get("out"), str) for i in items):
+            raise ValueError('expected a list of objects with an "out" folder')
+        pairs = [(RunConfig.from_dict(i["config"]) if i.get("config") is not None else None, i["out"]) for i in items]
+    except (json.JSONDecodeError, ValueError, TypeError) as e:
+        raise ValueError(f"{args.runs}: not a list of runs ({' '.join(str(e).split())})") from None
+    from ..batched import train_batched
+
+    runs = train_batched(
+        pairs,
+        resume=args.resume,
+        progress=not args.quiet,
+        argv=["mi-plateau", "train-batch", args.runs],
+        device=args.device,
+    )
+    for run in runs:
+        print(f"run: {run.path}")
+    return 0
+
+
+def cmd_summary(args) -> int:
+    from ..api import summary
+
+    given = {
+        k: v for k, v in (("n_sample", args.n_sample), ("draws", args.draws), ("every", args.every)) if v is not None
+    }
+    if given and not args.sampled_tau:
+        raise ValueError(f"--{next(iter(given)).replace('_', '-')} applies to --sampled-tau only")
+    s = summary(args.run)
+    if args.guard_check:
+        return print_guard_check(args)
+    t = None
+    if args.sampled_tau:
+        from ..api import sampled_tau
+
+        t = sampled_tau(args.run, **given, progress=not args.json and sys.stderr.isatty())
+    if args.json:
+        print(json.dumps(s | ({"sampled_tau": t} if t else {}), indent=2))
+        return 0
+    print(f"run: {args.run}")
+    print_summary(s)
+    if t:
+        print_sampled_tau(t)
+    return 0
+
+
+def print_guard_check(args) -> int:
+    """``summary --guard-check N``: the guarded subset's taus and widths against the full set's."""
+    from ..api import guard_check
+
+    g = guard_check(args.run, subset=args.guard_check, progress=not args.json and sys.stderr.isatty())
+    if args.json:
+        print(json.dumps(g, indent=2))
+        return 0
+    print(
+        f"run: {args.run}: {g['checkpoints']} checkpoints scored in full; the guard ({g['subset']} of "
+        f"{g['eval_groups']} groups, z = {g['z']}) scored every group at {g['scored_all']} of them "
+        f"({100 * g['share_scored']:.0f}% of the strings); every crossing and the width equal: {g['all_equal']}"
+    )
+    for c in g["crossings"]:
+        print(f"  {c['definition']} {c['fraction']:g} log K: full {c['tau_full']}, guarded {c['tau_guarded']}")
+    for fam, w in g["widths"].items():
+        print(f"  {fam} width (t_start, t_end, tau_width): full {w['full']}, guarded {w['guarded']}")
+    return 0
+
+
+def print_sampled_tau(t: dict) -> None:
+    """``summary --sampled-tau``: the spread of the original's tau estimator, beside the exact tau."""
+    f = partial(cell, spec=".0f", missing="none")  # steps; "none" where no replay crossed
+    among = " of those that crossed" if t["p_none"] else ""
+    print(
+        f"tau by the original's estimator (L_seq on {t['n_sample']} random groups, one example each, every "
+        f"{t['every']} steps; {t['draws']} replays): median {f(t['q50'])}, 5-95% [{f(t['q05'])}, {f(t['q95'])}], "
+        f"min {f(t['min'])}, max {f(t['max'])}; mean {f(t['mean'])}, std {f(t['std'])}{among}; "
+        f"no crossing in {100 * t['p_none']:.1f}% of replays"
+    )
+    print(
+        f"exact L_seq tau: {f(t['tau_exact_grid'])} on that grid ({t['eval_groups']} groups), "
+        f"{f(t['tau_recorded'])} in the run's records ({t['recorded_groups']} groups, every checkpoint); "
+        f"{t['checkpoints_scored']} checkpoints scored"
+    )
