@@ -225,6 +225,13 @@ def add_report(sub) -> None:
         help="inline (default: one file that opens offline), cdn (small, needs the network) or directory "
         "(links plotly.min.js written beside the page)",
     )
+    r.add_argument(
+        "--llc",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="an LLC curve recorded by python -m mi_plateau.passes.llc (JSON), drawn beside its run's loss; repeatable",
+    )
     r.add_argument("--quiet", action="store_true")
     _add_device(r)
 

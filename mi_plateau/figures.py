@@ -242,6 +242,52 @@ HEAD_SCORES = (
 )
 
 
+def llc_curve(name: str, checkpoint_rows: Rows, llc_rows: Rows, log_K: float, tau: int | None = None):
+    """The learning coefficient beside the loss: L_seq and Lc (nats, left axis) at every
+    checkpoint and the LLC estimate (right axis) at the sampled ones, its error bars the spread
+    over chains; log K long-dashed, tau dotted (``passes.llc``)."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    ck = sorted(records(checkpoint_rows), key=lambda r: r["step"])
+    for key in ("L_seq", "Lc"):
+        if _finite([r.get(key) for r in ck]):
+            fig.add_trace(
+                go.Scatter(
+                    x=[r["step"] for r in ck],
+                    y=[_nan_none(r.get(key)) for r in ck],
+                    name=f"{key} (nats)",
+                    mode="lines",
+                    line=dict(color=METRIC_COLOURS[key], width=1.6),
+                ),
+                secondary_y=False,
+            )
+    llc = sorted(records(llc_rows), key=lambda r: r["step"])
+    fig.add_trace(
+        go.Scatter(
+            x=[r["step"] for r in llc],
+            y=[_nan_none(r.get("llc_mean")) for r in llc],
+            error_y=dict(type="data", array=[_nan_none(r.get("llc_std")) for r in llc], visible=True),
+            name="LLC estimate",
+            mode="lines+markers",
+            line=dict(color="#000", width=1.4, dash="dot"),
+            customdata=[[r.get("llc_drift"), r.get("chains_failed")] for r in llc],
+            hovertemplate="step %{x}<br>LLC %{y:.4g}<br>drift %{customdata[0]:.3g}<br>chains failed "
+            "%{customdata[1]}<extra></extra>",
+        ),
+        secondary_y=True,
+    )
+    fig.add_hline(y=log_K, line=dict(color="gray", dash="longdash", width=1), annotation_text=f"log K = {log_K:.3f}")
+    if tau is not None:
+        fig.add_vline(x=tau, line=dict(color="#444", dash="dot", width=1.2), annotation_text=f"tau = {tau}")
+    fig.update_xaxes(title_text="step")
+    fig.update_yaxes(title_text="nats", rangemode="tozero", secondary_y=False)
+    fig.update_yaxes(title_text="LLC estimate", secondary_y=True)
+    fig.update_layout(title=f"{name}: the learning coefficient beside the loss", height=420)
+    return fig
+
+
 def _zrange(vals, diverging: bool) -> tuple[float, float]:
     v = _finite(vals) or [0.0]
     if diverging:

@@ -20,6 +20,7 @@ import html
 import json
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import replace
 from functools import cache, partial
 from importlib.resources import files
@@ -287,9 +288,11 @@ def report(
     max_head_checkpoints: int | None = None,
     plotly: str = "inline",
     device: str | None = "auto",
+    llc: Sequence[str | os.PathLike] = (),
 ) -> Path:
     """Write the interactive report of one or several runs (the passes on ``device``); returns
-    the HTML path.
+    the HTML path. ``llc``: learning-coefficient curves recorded by ``python -m
+    mi_plateau.passes.llc`` (JSON), each drawn beside the loss of the run it names.
 
     Default path: ``<analyses>/<run name>/report.html`` for one run,
     ``<analyses>/compare_<names>/report.html`` for several. The passes' per-checkpoint caches
@@ -312,12 +315,15 @@ def report(
     refuse_inside_run(out, "report")  # before any work
     if plotly not in PLOTLY_MODES:
         raise ValueError(f"--plotly {plotly!r}: choose one of {', '.join(PLOTLY_MODES)}")
+    curves = read_llc(llc, runs)  # before any work: a bad file is refused at once
     data = [_gather(r, analyses, pc, progress, device) for r in runs]
 
     page, notes = Page(), []
     _summary_section(page, data)
     _curve_sections(page, data)
     for i, d in enumerate(data):
+        if d["name"] in curves:
+            _llc_section(page, d, curves[d["name"]])
         _run_sections(page, d, f"r{i}", notes, progress)
     _table_sections(page, data)
     _provenance_section(page, data)
@@ -470,6 +476,46 @@ def sweep_report(
 
 
 # --- the per-run sections --------------------------------------------------------------------
+
+
+def read_llc(paths: Sequence[str | os.PathLike], runs: Sequence[Run]) -> dict[str, list[dict]]:
+    """{run name: LLC rows} from recorded curves (``passes.llc``'s JSON: "run" and "rows" with
+    step, llc_mean, llc_std); one line naming the file where one is unreadable, has no rows, or
+    names none of ``runs``."""
+    names = {r.name for r in runs}
+    out: dict[str, list[dict]] = {}
+    for p in paths:
+        doc = read_json(Path(p))
+        rows = doc.get("rows") if isinstance(doc, dict) else None
+        if not isinstance(rows, list) or not rows or not all(isinstance(r, dict) and "step" in r for r in rows):
+            raise RunError(f"{p}: not an LLC curve (expected an object with rows of step, llc_mean, llc_std)")
+        name = Path(str(doc.get("run", ""))).name
+        if name not in names:
+            raise RunError(
+                f"{p}: an LLC curve of run {name!r}, which is not in this report ({', '.join(sorted(names))})"
+            )
+        out[name] = rows
+    return out
+
+
+def _llc_section(page: Page, d: dict, rows: list[dict]) -> None:
+    from . import figures
+
+    first = rows[0]
+    page.add(
+        fill(
+            "llc",
+            name=d["name"],
+            points=len(rows),
+            lr=first.get("lr"),
+            gamma=first.get("localization"),
+            nbeta=first.get("nbeta"),
+            chains=first.get("n_chains"),
+            draws=first.get("n_draws"),
+        )
+    )
+    s = d["summary"]
+    page.fig(figures.llc_curve(esc(d["name"]), d["tables"]["checkpoint"], rows, s["log_K"], s["tau"]))
 
 
 def _run_sections(page: Page, d: dict, key: str, notes: list[str], progress: bool) -> None:

@@ -86,5 +86,5 @@ def cmd_ablate(args) -> int:
 def cmd_report(args) -> int:
     from ..report import report
 
-    print(report(args.runs, args.out, progress=not args.quiet, plotly=args.plotly, device=args.device))
+    print(report(args.runs, args.out, progress=not args.quiet, plotly=args.plotly, device=args.device, llc=args.llc))
     return 0

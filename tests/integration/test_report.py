@@ -61,9 +61,37 @@ def reports(tiny_run, tmp_path_factory):
         max_head_checkpoints=6,
         plotly="directory",
     )
+    llc_file = tmp / "llc.json"  # a recorded LLC curve (passes.llc's format), numbers made up
+    steps = tiny_run.steps()
+    rows = [
+        {
+            "step": st,
+            "llc_mean": 10.0 * i - 5.0,
+            "llc_std": 1.5,
+            "llc_drift": 0.2,
+            "chains_failed": 0,
+            "lr": 3e-6,
+            "localization": 1e4,
+            "nbeta": 1000.0,
+            "n_chains": 4,
+            "n_draws": 200,
+        }
+        for i, st in enumerate(steps[::10])
+    ]
+    llc_file.write_text(json.dumps({"run": str(tiny_run.path), "rows": rows}))
+    llc = report(
+        [tiny_run.path],
+        tmp / "llc" / "r.html",
+        progress=False,
+        analyses=analyses,
+        max_head_checkpoints=6,
+        llc=[llc_file],
+    )
     return {
         "single": single,
         "compare": compare,
+        "llc": llc,
+        "llc_rows": rows,
         "tiny": tiny_run,
         "analyses": analyses,
         "cdn": cdn,
@@ -150,7 +178,7 @@ def test_cli_main_prints_path(reports, tmp_path, capsys, monkeypatch):
 
 @pytest.mark.browser
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="needs /usr/bin/chromium (Debian package chromium)")
-@pytest.mark.parametrize("which", ["single", "compare", "directory"])
+@pytest.mark.parametrize("which", ["single", "compare", "directory", "llc"])
 def test_renders_in_headless_chromium(reports, which, tmp_path, render_status):
     page = reports[which]
     st = render_status(page, tmp_path)
@@ -184,3 +212,30 @@ def test_report_tables_use_the_pass_settings_given(tiny_run, tmp_path):
     d = _gather(tiny_run, tmp_path / "an", pc, progress=False, device="cpu")
     t6 = pd.DataFrame(d["table6"])
     assert set(t6["target"]) == {"0.5 tau"}  # the default would give 0.25, 0.5, 1 and 1.5 tau
+
+
+def test_an_llc_curve_is_drawn_beside_its_runs_loss(reports):
+    page = reports["llc"].read_text()
+    assert "The learning coefficient" in page and "LLC estimate" in page
+    assert "The learning coefficient" not in reports["single"].read_text()
+    ys = [r["llc_mean"] for r in reports["llc_rows"]]
+    assert json.dumps(ys[1:]).strip("[]") in page.replace(".0,", ",").replace(".0]", "]") or str(ys[1]) in page
+
+
+@pytest.mark.parametrize(
+    "doc, words",
+    [
+        ({"rows": []}, "not an LLC curve"),
+        ([1, 2], "not an LLC curve"),
+        ({"run": "/x/other", "rows": [{"step": 0}]}, "other"),
+    ],
+)
+def test_a_bad_llc_file_is_refused_before_any_work(reports, tmp_path, doc, words):
+    from mi_plateau.checkpoints import RunError
+    from mi_plateau.report import report
+
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    with pytest.raises(RunError, match=words) as e:
+        report([reports["tiny"].path], tmp_path / "r.html", progress=False, analyses=tmp_path / "an", llc=[bad])
+    assert "\n" not in str(e.value) and not (tmp_path / "an").exists()
