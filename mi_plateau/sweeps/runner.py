@@ -323,30 +323,19 @@ def run_sweep(
     atomic_write_json(folder / "sweep.json", sweep.to_dict())
     t0 = time.perf_counter()
     errors: dict[str, str] = {}
+    common = dict(
+        retries=retries,
+        progress=progress,
+        batch_runs=batch_runs,
+        order=sweep.order,
+        on_done=on_done,
+        device=str(device),
+    )
     for wave in waves(runs):
         if backend == "ray":
-            errors |= train_ray(
-                wave,
-                jobs,
-                address=address,
-                retries=retries,
-                progress=progress,
-                batch_runs=batch_runs,
-                order=sweep.order,
-                on_done=on_done,
-                device=str(device),
-            )
+            errors |= train_ray(wave, jobs, address=address, **common)
         else:
-            errors |= train_local(
-                wave,
-                jobs,
-                retries=retries,
-                progress=progress,
-                batch_runs=batch_runs,
-                order=sweep.order,
-                on_done=on_done,
-                device=str(device),
-            )
+            errors |= train_local(wave, jobs, **common)
     trained = {Path(p).name for p, _ in runs}
     failed = {Path(k).name: v for k, v in errors.items()}
     for p, _ in runs:  # whatever the backend said, a run left unfinished failed (a Ray task lost past its retries)
