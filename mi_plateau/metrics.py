@@ -104,9 +104,7 @@ def accuracy_stats(acc, family: str) -> dict[str, float]:
     return {k: float(v) for k, v in zip((d.acc_mean, d.ge80, d.eq100), vals)}
 
 
-def sequence_losses(
-    scores: Float[Tensor, "batch K"], index: Int[Tensor, batch]
-) -> tuple[Float[Tensor, batch], Tensor]:
+def sequence_losses(scores: Float[Tensor, "batch K"], index: Int[Tensor, batch]) -> tuple[Float[Tensor, batch], Tensor]:
     """Per-example (L_seq, candidate-correct) from the K candidate scores (log-probabilities of
     whole target strings): ``L_seq = -log softmax(scores)[index]``, correct = argmax is index."""
     L_seq = -scores.log_softmax(-1).gather(1, index[:, None]).squeeze(1)

@@ -22,7 +22,7 @@ from ..summaries import nearest
 
 Rows = list[dict[str, Any]]
 
-PAPER_TABLE6, PAPER_TABLE9, PAPER_TAU = paper.TABLE6, paper.TABLE9, paper.TABLE3  # mi_plateau.paper
+PAPER_TABLE6, PAPER_TABLE9 = paper.TABLE6, paper.TABLE9  # mi_plateau.paper
 
 
 def _finite(v) -> bool:  # neither missing (None) nor NaN

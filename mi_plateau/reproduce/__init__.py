@@ -1,5 +1,13 @@
 """Named recipes that rebuild the paper's artifacts: ``core`` (the per-run tables and figures,
-``core.py``) and the sweep tables (``sweeps.py``)."""
+``core.py``) and the sweep recipes (``sweeps.py``: train, collect the runs once with
+``records.collect``, build, write).
+
+The sweep builders are data in, tables out, one module per family of tables: ``scaling`` (tau
+against D, K, len_z, B: Tables 3, 5, 7, 1), ``seeds`` (Tables 4 and 8 by the crossing tau),
+``boundary`` (by the transition width), ``mechanisms`` (Table 11, Figure 2b) and ``direction``
+(Table 2). Each returns a ``writer.Built``; ``writer.write_built`` writes its tables, then its
+figures. The paper's reference numbers come from ``mi_plateau.paper``; ``cost`` estimates what a
+recipe has left to train."""
 
 from .core import RECIPES, plan, run_recipe, write_assets
 from .cost import dry_run

@@ -2,23 +2,23 @@
 ``lr_sweep`` (the abstract's 3.6x), both from the transition width (``summaries.transition_width``).
 
 Each builder is data in, tables out: the rows ``records.collect`` gives (one per point, with both
-families' widths read off the run's curves) become tidy tables and figure specs; the writer at
-the end puts them on disk. A budget smaller than the original's is carried by every number it
-affects: a run that did not escape reads "no escape by N steps" (``no_escape_by``), never "fail".
+families' widths read off the run's curves) become tidy tables and figure specs (a
+``writer.Built``); ``writer.write_built`` puts them on disk. A budget smaller than the original's
+is carried by every number it affects: a run that did not escape reads "no escape by N steps"
+(``no_escape_by``), never "fail".
 """
 
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any
 
-from .. import paper
+from .. import figures, paper
 from ..sweeps import Sweep
-from ..tabular import write_figure, write_table
-from .records import collect
+from .records import FAMILY_KEYS, Collected
+from .writer import Built, Plot, Table
 
-FAMILIES = ("paper", "first_token")
+FAMILIES = tuple(FAMILY_KEYS)
 # The original's success rule for a phase-boundary run: the final L_seq below 0.05 log K, or its
 # minimum below 0.01 log K (the early stop). Fractions of log K.
 SUCCESS_FINAL, SUCCESS_MIN = 0.05, 0.01
@@ -160,13 +160,9 @@ def run_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{**{k: r.get(k) for k in keep}, "outcome": outcome(r)} for r in rows]
 
 
-def build_phase_boundary(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int) -> dict[str, Any]:
-    """Tables 4 and 8 as the original ran them: the transition width's mean, std (ddof 0) and CV
-    over seeds per condition; eta* per K from the original's success rule; the phase diagram."""
-    from .. import figures
-
-    rows = collect(sweep, root, docs)[0]
-    t4, (t8, cells), runs = width_stats(rows), boundary(rows), run_rows(rows)
+def widths_figure(runs: list[dict[str, Any]]):
+    """Each seed's paper-family transition width against lr, one series per K (runs with no escape
+    drawn open at the step they stopped), the paper's mean widths as crosses."""
     widths = {
         f"K={K}": {
             "x": [r["lr"] for r in rs],
@@ -178,47 +174,60 @@ def build_phase_boundary(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed
         for rs in [[r for r in runs if r["K"] == K]]
     }
     ref = [(lr, m) for (_, _, lr), (m, _) in paper.TABLE4.items()]
-    figs = {
-        "Table 4: widths": figures.tau_power_law(
-            widths,
-            {},
-            x_label="learning rate (n_b = 1000)",
-            x_symbol="lr",
-            y_label="transition width (steps)",
-            dodge=1.04,
-            reference={"x": [a for a, _ in ref], "tau": [b for _, b in ref]},
-            title="Table 4: each seed's transition width (L_seq) against lr<br><sup>crosses: the paper's mean widths; "
-            "open markers: no escape by that step</sup>",
-        ),
-        "Table 8: phase diagram": figures.phase_diagram(
-            cells,
-            {K: v[2] for K, v in paper.TABLE8.items()},
-            title="Table 8: the phase boundary (seeds escaped / run; the paper's eta* as crosses)",
-        ),
-    }
-    files = {
-        "phase_boundary_table4": (
-            "Table 4 by the transition width (phase_boundary)",
-            "width = t_end - t_start (L_seq < 0.05 log K; the last evaluation before with L_seq > 0.95 "
-            "log K, 0 if none); std with ddof 0, CV = std / mean, over the seeds that escaped. "
-            "mean_tau_crossing: the 0.5 log K crossing of the same seeds. no_escape_by: the step budgets "
-            "of seeds that did not escape (a budget below the original's 200,000 says nothing past it).",
-        ),
-        "phase_boundary_table8": (
-            "Table 8: the phase boundary (phase_boundary)",
-            "A run escapes when its final L_seq < 0.05 log K or its minimum < 0.01 log K (the original's "
-            "rule). min_any_fail: the smallest lr with a seed that did not escape within no_escape_by "
-            "steps; eta_star: the geometric mean of max_all_succeed and min_any_fail.",
-        ),
-        "phase_boundary_runs": (
-            "Every run of phase_boundary",
-            "outcome, both clocks in both families (steps), final and smallest L_seq (nats).",
-        ),
-        "phase_boundary_widths": ("", ""),
-        "phase_boundary_diagram": ("", ""),
-    }
-    tables = {"Table 4 (width)": t4, "Table 8": t8, "runs": runs}
-    return _write(docs, files, {"tables": tables, "figures": figs})
+    return figures.tau_power_law(
+        widths,
+        {},
+        x_label="learning rate (n_b = 1000)",
+        x_symbol="lr",
+        y_label="transition width (steps)",
+        dodge=1.04,
+        reference={"x": [a for a, _ in ref], "tau": [b for _, b in ref]},
+        title="Table 4: each seed's transition width (L_seq) against lr<br><sup>crosses: the paper's mean widths; "
+        "open markers: no escape by that step</sup>",
+    )
+
+
+def build_phase_boundary(collected: Collected, sweep: Sweep, n_boot: int, seed: int) -> Built:
+    """Tables 4 and 8 as the original ran them: the transition width's mean, std (ddof 0) and CV
+    over seeds per condition; eta* per K from the original's success rule; the phase diagram."""
+    rows = collected.rows
+    t4, (t8, cells), runs = width_stats(rows), boundary(rows), run_rows(rows)
+    diagram = figures.phase_diagram(
+        cells,
+        {K: v[2] for K, v in paper.TABLE8.items()},
+        title="Table 8: the phase boundary (seeds escaped / run; the paper's eta* as crosses)",
+    )
+    return Built(
+        {
+            "Table 4 (width)": Table(
+                "phase_boundary_table4",
+                t4,
+                "Table 4 by the transition width (phase_boundary)",
+                "width = t_end - t_start (L_seq < 0.05 log K; the last evaluation before with L_seq > 0.95 "
+                "log K, 0 if none); std with ddof 0, CV = std / mean, over the seeds that escaped. "
+                "mean_tau_crossing: the 0.5 log K crossing of the same seeds. no_escape_by: the step budgets "
+                "of seeds that did not escape (a budget below the original's 200,000 says nothing past it).",
+            ),
+            "Table 8": Table(
+                "phase_boundary_table8",
+                t8,
+                "Table 8: the phase boundary (phase_boundary)",
+                "A run escapes when its final L_seq < 0.05 log K or its minimum < 0.01 log K (the original's "
+                "rule). min_any_fail: the smallest lr with a seed that did not escape within no_escape_by "
+                "steps; eta_star: the geometric mean of max_all_succeed and min_any_fail.",
+            ),
+            "runs": Table(
+                "phase_boundary_runs",
+                runs,
+                "Every run of phase_boundary",
+                "outcome, both clocks in both families (steps), final and smallest L_seq (nats).",
+            ),
+        },
+        {
+            "Table 4: widths": Plot("phase_boundary_widths", widths_figure(runs)),
+            "Table 8: phase diagram": Plot("phase_boundary_diagram", diagram),
+        },
+    )
 
 
 def lr_width_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -249,18 +258,14 @@ def lr_width_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def build_lr_width(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int) -> dict[str, Any]:
-    """The learning-rate sweep by the transition width: each rate's width beside the paper's
-    (2,100 / 2,200 / 3,400 / 7,550 at 3e-4 / 5e-4 / 1e-3 / 2e-3) and the ratio across the range
-    (largest rate's width over the smallest's; the paper: 3.6x)."""
-    from .. import figures
-
-    rows = lr_width_rows(collect(sweep, root, docs)[0])
-    ratio = []
+def lr_ratio_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per family: the width at the largest lr over the width at the smallest (``rows`` from
+    ``lr_width_rows``, sorted by lr), beside the paper's 3.6x."""
+    out = []
     for fam in FAMILIES:
         rs = [r for r in rows if r["definition"] == fam]
         lo, hi = rs[0], rs[-1]
-        ratio.append(
+        out.append(
             {
                 "definition": fam,
                 "lr_range": f"{lo['lr']:g} to {hi['lr']:g}",
@@ -268,6 +273,12 @@ def build_lr_width(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int)
                 "paper_ratio": paper.LR_RATIO if fam == "paper" else None,
             }
         )
+    return out
+
+
+def lr_widths_figure(rows: list[dict[str, Any]]):
+    """Both families' transition width against lr (runs without a width drawn open at the step
+    they got to), the paper's widths as crosses."""
     pts = {
         fam: {
             "x": [r["lr"] for r in rows if r["definition"] == fam],
@@ -277,42 +288,38 @@ def build_lr_width(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int)
         }
         for fam in FAMILIES
     }
-    figs = {
-        "widths against lr": figures.tau_power_law(
-            pts,
-            {},
-            x_label="learning rate (K = 20, batch 128)",
-            x_symbol="lr",
-            y_label="transition width (steps)",
-            reference={"x": list(paper.LR_SWEEP), "tau": list(paper.LR_SWEEP.values())},
-            title="The learning-rate sweep: transition width against lr (crosses: the paper's)",
-        )
-    }
-    files = {
-        "lr_sweep": (
-            "The learning-rate sweep by the transition width (K = 20)",
-            "width = t_end - t_start in steps (t_end: first loss < 0.05 log K; t_start: the last evaluation before "
-            "it with loss > 0.95 log K, 0 if none); tau_crossing: the 0.5 log K crossing; no_width_by: the step a "
-            "run without a width got to (its budget, or where it stands).",
-        ),
-        "lr_sweep_ratio": (
-            "The width's ratio across the lr range",
-            "The width at the largest lr over the width at the smallest (the paper: 7,550 / 2,100 = 3.6x).",
-        ),
-        "lr_sweep_widths": ("", ""),
-    }
-    return _write(docs, files, {"tables": {"widths": rows, "ratio": ratio}, "figures": figs})
+    return figures.tau_power_law(
+        pts,
+        {},
+        x_label="learning rate (K = 20, batch 128)",
+        x_symbol="lr",
+        y_label="transition width (steps)",
+        reference={"x": list(paper.LR_SWEEP), "tau": list(paper.LR_SWEEP.values())},
+        title="The learning-rate sweep: transition width against lr (crosses: the paper's)",
+    )
 
 
-def _write(docs: Path, files: dict[str, tuple[str, str]], built: dict[str, Any]) -> dict[str, Any]:
-    """The one writer loop: ``files`` maps a file stem to (table title, note) for each of
-    ``built["tables"]`` in order, then one stem per figure; returns ``built`` with ``written``."""
-    written: list[Path] = []
-    stems = iter(files)
-    for rows in built["tables"].values():
-        stem = next(stems)
-        title, note = files[stem]
-        written += write_table(docs / stem, rows, title=title, note=note)
-    for fig in built["figures"].values():
-        written.append(write_figure(docs / f"{next(stems)}.svg", fig))
-    return {**built, "written": written}
+def build_lr_width(collected: Collected, sweep: Sweep, n_boot: int, seed: int) -> Built:
+    """The learning-rate sweep by the transition width: each rate's width beside the paper's
+    (2,100 / 2,200 / 3,400 / 7,550 at 3e-4 / 5e-4 / 1e-3 / 2e-3) and the ratio across the range
+    (largest rate's width over the smallest's; the paper: 3.6x)."""
+    rows = lr_width_rows(collected.rows)
+    return Built(
+        {
+            "widths": Table(
+                "lr_sweep",
+                rows,
+                "The learning-rate sweep by the transition width (K = 20)",
+                "width = t_end - t_start in steps (t_end: first loss < 0.05 log K; t_start: the last evaluation "
+                "before it with loss > 0.95 log K, 0 if none); tau_crossing: the 0.5 log K crossing; no_width_by: "
+                "the step a run without a width got to (its budget, or where it stands).",
+            ),
+            "ratio": Table(
+                "lr_sweep_ratio",
+                lr_ratio_rows(rows),
+                "The width's ratio across the lr range",
+                "The width at the largest lr over the width at the smallest (the paper: 7,550 / 2,100 = 3.6x).",
+            ),
+        },
+        {"widths against lr": Plot("lr_sweep_widths", lr_widths_figure(rows))},
+    )

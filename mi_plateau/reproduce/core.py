@@ -14,10 +14,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..checkpoints import Run, RunError
-from ..config import config_diff
-from ..summaries import num
+from .. import figures, paper
+from ..checkpoints import Run, RunError, atomic_write_json, atomic_write_text
+from ..config import config_diff, preset, run_name, with_overrides
+from ..summaries import nan_to_none, num
 from ..sweeps import status, train_local, train_wall
+from ..tabular import read_json_rows, to_markdown, write_figure
 
 RECIPES = {
     # (preset, K, seed): the paper recipe at every K, seeds at K = 10 and 20, and today's K = 10
@@ -37,8 +39,6 @@ RECIPES = {
 
 
 def plan(recipe: str, root: str | Path = "checkpoints"):
-    from ..config import preset, run_name, with_overrides
-
     out = []
     for name, K, seed in RECIPES[recipe]:
         cfg = with_overrides(preset(name), {"K": K, "seed": seed})
@@ -74,25 +74,17 @@ def _check_recipe_config(path: Path, cfg) -> None:
             d["train"].pop(k, None)
     if stored != want:
         raise RunError(
-            f"{path / 'config.json'}: not this recipe's run ({config_diff(stored, want)}); move it away or rerun elsewhere"
+            f"{path / 'config.json'}: not this recipe's run ({config_diff(stored, want)}); "
+            "move it away or rerun elsewhere"
         )
 
 
-def write_assets(results: dict[str, Any], runs, docs: Path) -> list[Path]:
-    """Static figures (exported from the same plotly figures the report draws) and the generated
-    tables Markdown for docs/reproduction.md."""
-    from .. import figures
-    from ..checkpoints import Run, atomic_write_text
-    from ..passes.tables import PAPER_TAU
-    from ..tabular import read_json_rows, to_markdown, write_figure
-
-    docs.mkdir(parents=True, exist_ok=True)
-    written = []
-    seed0 = sorted(
-        ((p, c) for p, c in runs if c.task.data_seed == 0 and c.preset == "paper"), key=lambda pc: pc[1].task.K
-    )
+def seed0_curves(runs) -> dict[str, dict[str, Any]]:
+    """Figure 1's curves: L_seq and Lc against step of the paper-preset seed-0 runs, by K."""
     curves = {}
-    for p, c in seed0:
+    for p, c in sorted(
+        ((p, c) for p, c in runs if c.task.data_seed == 0 and c.preset == "paper"), key=lambda pc: pc[1].task.K
+    ):
         recs = Run(p).records()
         curves[f"K={c.task.K}"] = {
             "steps": [r["step"] for r in recs],
@@ -100,7 +92,12 @@ def write_assets(results: dict[str, Any], runs, docs: Path) -> list[Path]:
             "Lc": [r["metrics"].get("Lc") for r in recs],
             "log_K": c.task.log_K,
         }
-    f3 = {name: d for name, d in results["figure3"].items() if any(len(v["a"]) for v in d.values())}
+    return curves
+
+
+def tau_tables(results: dict[str, Any], runs) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Table 3's rows (one per run: both families' tau and plateau, the paper's tau at its K) and
+    the spread of tau across seeds (mean, sample std per preset and K with more than one seed)."""
     t3, by = [], {}
     for p, c in runs:
         s = results["summaries"][p.name]
@@ -114,7 +111,7 @@ def write_assets(results: dict[str, Any], runs, docs: Path) -> list[Path]:
                 "seed": c.task.data_seed,
                 "tau_paper": fam["paper"]["tau"],
                 "tau_first_token": fam["first_token"]["tau"],
-                "paper_tau": PAPER_TAU.get(c.task.K),
+                "paper_tau": paper.TABLE3.get(c.task.K),
                 "plateau_paper": fam["paper"]["plateau_Lc"],
                 "plateau_paper_over_logK": fam["paper"]["plateau_ratio"],
                 "plateau_first_token_over_logK": fam["first_token"]["plateau_ratio"],
@@ -126,14 +123,18 @@ def write_assets(results: dict[str, Any], runs, docs: Path) -> list[Path]:
         )
     spread = []
     for (pre, K), fams in sorted(by.items()):
-        row: dict[str, Any] = {"preset": pre, "K": K, "seeds": len(fams), "paper_tau": PAPER_TAU.get(K)}
+        row: dict[str, Any] = {"preset": pre, "K": K, "seeds": len(fams), "paper_tau": paper.TABLE3.get(K)}
         for f in ("paper", "first_token"):
             taus = [x[f]["tau"] for x in fams if x[f]["tau"] is not None]
             row[f"tau_{f}_mean"] = statistics.mean(taus) if taus else None
             row[f"tau_{f}_std"] = statistics.stdev(taus) if len(taus) > 1 else None
         if len(fams) > 1:
             spread.append(row)
-    comp = Path(results["comparison"])
+    return t3, spread
+
+
+def tables_md(t3: list[dict[str, Any]], spread: list[dict[str, Any]], comp: Path) -> str:
+    """docs/reproduction/tables.md: the tau tables and the comparison's Tables 6 and 9 and routing."""
     parts = [
         "# Generated tables (mi-plateau reproduce core)\n",
         "Regenerate with `mi-plateau reproduce core`. Columns named paper_* are the paper's values, for reference; "
@@ -150,8 +151,17 @@ def write_assets(results: dict[str, Any], runs, docs: Path) -> list[Path]:
         "\n## Selector routing: routing head, assembly time t_r and lead (tau - t_r) / tau\n",
         to_markdown(read_json_rows(comp / "routing.json")),
     ]
-    atomic_write_text(docs / "tables.md", "".join(parts))
-    written.append(docs / "tables.md")
+    return "".join(parts)
+
+
+def write_assets(results: dict[str, Any], runs, docs: Path) -> list[Path]:
+    """Static figures (exported from the same plotly figures the report draws) and the generated
+    tables Markdown for docs/reproduction.md."""
+    docs.mkdir(parents=True, exist_ok=True)
+    curves = seed0_curves(runs)
+    f3 = {name: d for name, d in results["figure3"].items() if any(len(v["a"]) for v in d.values())}
+    atomic_write_text(docs / "tables.md", tables_md(*tau_tables(results, runs), Path(results["comparison"])))
+    written = [docs / "tables.md"]
     # the figures last: a failed export (the static writer's browser) leaves the tables written
     if curves:
         written.append(write_figure(docs / "figure1.svg", figures.figure1(curves)))
@@ -172,8 +182,7 @@ def run_recipe(
 ) -> dict[str, Any]:
     """Train (unless ``train=False``) and analyse the recipe's runs (under ``root``); write docs
     assets and a log into ``docs``."""
-    from ..api import analyze
-    from ..summaries import nan_to_none
+    from ..api import analyze  # torch: loaded when a recipe analyses, not when the CLI plans one
 
     t0 = time.perf_counter()
     runs = plan(recipe, root)
@@ -204,7 +213,5 @@ def run_recipe(
         "routing": results["routing"],
         "written": [str(w) for w in written],
     }
-    from ..checkpoints import atomic_write_json
-
     atomic_write_json(Path(docs) / "recipe_log.json", log)
     return nan_to_none(log)

@@ -9,11 +9,12 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from .. import paper
 from ..checkpoints import Run, RunError
 from ..fits import power_law
 from ..sweeps import Sweep, run_row, select, status, train_wall
-from .records import collect
-from .sweeps import FAMILY_KEYS, PAPER_TABLE1, PAPER_TABLE3, PAPER_TABLE4, PAPER_TABLE8, recipe_sweep
+from .records import FAMILY_KEYS, collect
+from .sweeps import recipe_sweep
 
 
 def dry_run(
@@ -38,53 +39,21 @@ def dry_run(
     log records as finished costs nothing with ``skip_recorded`` (its status says "recorded").
     ``only``: just these points (checked as training checks them)."""
     sweep = recipe_sweep(name) if isinstance(name, str) else name
-    measured, where = measured_sec_per_step(root), "here"
-    collected = collect(sweep, root, docs)[0]
-    if not measured:
-        measured = [
-            (r["K"], r["wall_s"] / r["steps"] * 128 / r["batch_size"])
-            for r in collected
-            if r["source"] == "recorded" and r["status"] == "finished" and r["wall_s"] and r["steps"]
-        ]
-        where = "recorded"
+    runs = collect(sweep, root, docs)[0]
+    measured = _measured(root, runs)
     # per condition: the steps each seed's run takes (here or recorded), and how many of them are
     # lower bounds (a partial run with no tau yet takes at least the margin x the steps it made)
-    here: dict[tuple, list[tuple[float, bool]]] = {}
-    for p, r in zip(sweep.points, collected):
+    seen: dict[tuple, list[tuple[float, bool]]] = {}
+    for p, r in zip(sweep.points, runs):
         own = _run_steps(p.cfg, r)
         if own:
-            here.setdefault(_condition(p.cfg), []).append(own)
+            seen.setdefault(_condition(p.cfg), []).append(own)
     rows = []
-    for p, r in zip(sweep.points, collected):
+    for p, r in zip(sweep.points, runs):
         c = p.cfg
         path = sweep.folder(root) / p.name
-        seen = here.get(_condition(c), [])
-        guess = _paper_tau_guess(c)
-        paper = min(c.train.max_steps, c.train.tau_margin * guess) if guess else c.train.max_steps
-        if seen and not all(bound for _, bound in seen):
-            full = statistics.mean(v for v, bound in seen if not bound)  # a bound below them says nothing more
-            steps = statistics.mean(max(v, full) if bound else v for v, bound in seen)
-            n_bounds = sum(bound for _, bound in seen)
-            tau_from = f"{len(seen)} run{'s' * (len(seen) > 1)} measured" + (
-                f" ({n_bounds} unfinished without a tau: at least)" if n_bounds else ""
-            )
-        elif seen:  # only partial runs without a tau: the paper's guess, but not below what they show
-            steps = max(paper, max(v for v, _ in seen))
-            tau_from = (
-                "the paper" if guess else "the budget"
-            ) + f", at least {len(seen)} unfinished run{'s' * (len(seen) > 1)}"
-        else:
-            steps, tau_from = paper, "the paper" if guess else "the budget"
-        if sec_per_step:
-            sps, src = sec_per_step, "given"
-        elif measured:
-            at_k = [v for k, v in measured if k == c.task.K]
-            sps = statistics.median(at_k or [v for _, v in measured])
-            src = f"{len(at_k) or len(measured)} runs {where}" + ("" if at_k else " (other K)")
-        else:
-            sps, src = _SEC_PER_STEP, "default"
-        if c.train.stop == "budget":  # no early stop: every step of the budget
-            steps, tau_from = c.train.max_steps, "the budget (stop 'budget')"
+        steps, tau_from = _expected_steps(c, seen.get(_condition(c), []))
+        sps, src = (sec_per_step, "given") if sec_per_step else _sec_per_step(c.task.K, *measured)
         own = _run_steps(c, r) if r["status"] == "running" and c.train.stop != "budget" else None
         if own:  # this run's own evidence: its stop once it has its tau, else a bound
             steps = max(steps, own[0]) if own[1] else own[0]
@@ -108,6 +77,52 @@ def dry_run(
         )
     keep = set(select(sweep, only)) if only is not None else None
     return [r for r, p in zip(rows, sweep.points) if keep is None or p.name in keep]
+
+
+def _measured(root: str | Path, runs: list[dict[str, Any]]) -> tuple[list[tuple[int, float]], str]:
+    """(K, seconds per step at batch 128) of the runs finished here, else of those the log
+    records as finished, and which of the two."""
+    here = measured_sec_per_step(root)
+    if here:
+        return here, "here"
+    recorded = [
+        (r["K"], r["wall_s"] / r["steps"] * 128 / r["batch_size"])
+        for r in runs
+        if r["source"] == "recorded" and r["status"] == "finished" and r["wall_s"] and r["steps"]
+    ]
+    return recorded, "recorded"
+
+
+def _sec_per_step(K: int, measured: list[tuple[int, float]], where: str) -> tuple[float, str]:
+    """The median measured seconds per step at K (at any K if none), or the default; and where
+    it came from."""
+    if not measured:
+        return _SEC_PER_STEP, "default"
+    at_k = [v for k, v in measured if k == K]
+    src = f"{len(at_k) or len(measured)} runs {where}" + ("" if at_k else " (other K)")
+    return statistics.median(at_k or [v for _, v in measured]), src
+
+
+def _expected_steps(c, seen: list[tuple[float, bool]]) -> tuple[float, str]:
+    """The steps a point is expected to take before its own run says more, and from what: the
+    mean over its condition's runs (``seen``: steps, whether a lower bound), the paper's tau x
+    the margin, or the budget."""
+    if c.train.stop == "budget":  # no early stop: every step of the budget
+        return c.train.max_steps, "the budget (stop 'budget')"
+    guess = _paper_tau_guess(c)
+    by_paper = min(c.train.max_steps, c.train.tau_margin * guess) if guess else c.train.max_steps
+    source = "the paper" if guess else "the budget"
+    if not seen:
+        return by_paper, source
+    many = "s" * (len(seen) > 1)
+    if all(bound for _, bound in seen):  # only partial runs without a tau: the paper's guess, not below them
+        return max(by_paper, max(v for v, _ in seen)), f"{source}, at least {len(seen)} unfinished run{many}"
+    full = statistics.mean(v for v, bound in seen if not bound)  # a bound below them says nothing more
+    steps = statistics.mean(max(v, full) if bound else v for v, bound in seen)
+    n_bounds = sum(bound for _, bound in seen)
+    return steps, f"{len(seen)} run{many} measured" + (
+        f" ({n_bounds} unfinished without a tau: at least)" if n_bounds else ""
+    )
 
 
 def _run_steps(c, row: dict[str, Any]) -> tuple[float, bool] | None:
@@ -171,17 +186,17 @@ _SEC_PER_STEP = 0.145
 
 def _paper_tau_guess(c) -> float | None:
     """The paper's tau for this point where it prints one (Table 4 at its learning rates, Table 1
-    at its batch sizes, Table 3 at lr 1e-3), None (the whole budget) at or past its Table 8 boundary, else the power law of
-    its Table 3 in D, scaled by the batch size."""
+    at its batch sizes, Table 3 at lr 1e-3), None (the whole budget) at or past its Table 8
+    boundary, else the power law of its Table 3 in D, scaled by the batch size."""
     D, lr = c.task.K * c.task.n_b, c.train.lr
-    boundary = PAPER_TABLE8.get(c.task.K)
-    if (D, c.task.K, lr) in PAPER_TABLE4:
-        return PAPER_TABLE4[(D, c.task.K, lr)][0]
+    boundary = paper.TABLE8.get(c.task.K)
+    if (D, c.task.K, lr) in paper.TABLE4:
+        return paper.TABLE4[(D, c.task.K, lr)][0]
     if boundary and c.task.n_b == 1000 and lr >= boundary[1]:
         return None
-    if c.task.n_b == 1000 and c.task.K == 20 and lr == 1e-3 and c.train.batch_size in PAPER_TABLE1:
-        return PAPER_TABLE1[c.train.batch_size]
-    if c.task.n_b == 1000 and c.task.K in PAPER_TABLE3 and lr == 1e-3 and c.train.batch_size == 128:
-        return PAPER_TABLE3[c.task.K]
-    fit = power_law([1000 * k for k in PAPER_TABLE3], list(PAPER_TABLE3.values()), n_boot=0)  # the paper's Table 3
+    if c.task.n_b == 1000 and c.task.K == 20 and lr == 1e-3 and c.train.batch_size in paper.TABLE1:
+        return paper.TABLE1[c.train.batch_size]
+    if c.task.n_b == 1000 and c.task.K in paper.TABLE3 and lr == 1e-3 and c.train.batch_size == 128:
+        return paper.TABLE3[c.task.K]
+    fit = power_law([1000 * k for k in paper.TABLE3], list(paper.TABLE3.values()), n_boot=0)
     return fit["prefactor"]["0"] * D ** fit["slope"] * (128 / c.train.batch_size) ** 0.8

@@ -11,14 +11,13 @@ above 1 means the forward pretraining sped the backward task up.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from .. import paper
 from ..summaries import forward_clock
 from ..sweeps import Sweep
-from ..tabular import write_table
-from .records import collect
+from .records import Collected
+from .writer import Built, Table
 
 ROLES = ("forward", "backward", "transfer")
 
@@ -64,29 +63,24 @@ def table2(cells: dict[int, dict[str, dict[str, Any]]]) -> list[dict[str, Any]]:
     return rows
 
 
-def build_direction(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int) -> dict[str, Any]:
+def build_direction(collected: Collected, sweep: Sweep, n_boot: int, seed: int) -> Built:
     """Table 2: the forward clock, the backward tau, their ratio and the transfer per K, beside the
     paper's."""
-    rows, curves, _ = collect(sweep, root, docs)
     cells: dict[int, dict[str, dict[str, Any]]] = {}
-    for p, r in zip(sweep.points, rows):
+    for p, r in zip(sweep.points, collected.rows):
         kind = role(p.cfg)
         if kind == "forward":
-            c = curves.get(r["run"]) or {}
+            c = collected.curves.get(r["run"]) or {}
             t = forward_clock(c["step"], c["L1"]) if c.get("L1") else None
         else:
             t = r["tau_paper"]
         cells.setdefault(p.cfg.task.K, {})[kind] = {"tau": t, "status": r["status"], "steps": r["steps"]}
-    t2 = table2(cells)
-    written = write_table(
-        docs / "table2",
-        t2,
-        title="Table 2: directional asymmetry",
-        note="tau_fwd: the forward run ((A, z) -> B) at its first evaluation with the first-token loss over the "
+    note = (
+        "tau_fwd: the forward run ((A, z) -> B) at its first evaluation with the first-token loss over the "
         "vocabulary below 0.1 nats; tau_bwd: the backward run ((B, z) -> A) from scratch at L_seq < 0.5 log K; "
         "ratio = tau_fwd / tau_bwd; tau_bwd_transfer: the backward run started from the forward run's weights "
         "after its 20,000 steps (fresh AdamW, step count reset); transfer = tau_bwd / tau_bwd_transfer. "
         "Clipping 1.0; targets without the distinct-first-character rule. None: not reached (see the status "
-        "and steps columns).",
+        "and steps columns)."
     )
-    return {"tables": {"Table 2": t2}, "figures": {}, "written": written}
+    return Built({"Table 2": Table("table2", table2(cells), "Table 2: directional asymmetry", note)})

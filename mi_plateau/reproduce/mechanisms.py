@@ -3,13 +3,12 @@ dissipation Q during the transition). Data in, tables out, as in ``boundary``.""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from .. import paper
 from ..sweeps import Sweep
-from ..tabular import write_table
-from .records import collect
+from .records import Collected
+from .writer import Built, Table
 
 
 def table11(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -29,18 +28,15 @@ def table11(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def build_dissipation(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int) -> dict[str, Any]:
+def build_dissipation(collected: Collected, sweep: Sweep, n_boot: int, seed: int) -> Built:
     """Table 11: Q per K and lr beside the paper's."""
-    t11 = table11(collect(sweep, root, docs)[0])
-    written = write_table(
-        docs / "table11",
-        t11,
-        title="Table 11: gradient dissipation Q during the transition",
-        note="Q = sum over the checkpoints from the first with a z-gap (swap gap) above 0.1 nats to the first "
+    note = (
+        "Q = sum over the checkpoints from the first with a z-gap (swap gap) above 0.1 nats to the first "
         "above 0.9 log K of lr x mean squared gradient norm before clipping x spacing; clipping 1.0. "
-        "None: the window has not closed (or the run was recorded before the squared norm was kept).",
+        "None: the window has not closed (or the run was recorded before the squared norm was kept)."
     )
-    return {"tables": {"Table 11": t11}, "figures": {}, "written": written}
+    title = "Table 11: gradient dissipation Q during the transition"
+    return Built({"Table 11": Table("table11", table11(collected.rows), title, note)})
 
 
 def noise_delays(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -63,15 +59,12 @@ def noise_delays(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def build_label_noise(sweep: Sweep, root: Path, docs: Path, n_boot: int, seed: int) -> dict[str, Any]:
+def build_label_noise(collected: Collected, sweep: Sweep, n_boot: int, seed: int) -> Built:
     """Figure 2b: tau against the label noise p per K, and the delay over p = 0."""
-    rows = noise_delays(collect(sweep, root, docs)[0])
-    written = write_table(
-        docs / "label_noise",
-        rows,
-        title="Figure 2b: tau against fixed label noise",
-        note="tau: the first evaluation with clean-label L_seq < 0.5 log K (steps; batch 128 throughout, so "
+    note = (
+        "tau: the first evaluation with clean-label L_seq < 0.5 log K (steps; batch 128 throughout, so "
         "the delay is also in tokens); delay = tau(p) / tau(0) at the same K; no_escape_by: a finished run "
-        "without a tau, the step its budget ended at. The paper: a 16x delay at p = 0.2.",
+        "without a tau, the step its budget ended at. The paper: a 16x delay at p = 0.2."
     )
-    return {"tables": {"Figure 2b": rows}, "figures": {}, "written": written}
+    title = "Figure 2b: tau against fixed label noise"
+    return Built({"Figure 2b": Table("label_noise", noise_delays(collected.rows), title, note)})

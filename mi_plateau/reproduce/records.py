@@ -28,14 +28,17 @@ new run of that name replaces it, in ``superseded``.
 from __future__ import annotations
 
 import datetime as dt
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..checkpoints import Run, RunError, atomic_write_json, read_json
 from ..config import RunConfig, extends
+from ..definitions import DEFINITIONS, FAMILIES
 from ..summaries import nan_to_none, num, transition_width
-from ..sweeps import Point, Sweep, run_row
+from ..sweeps import Point, Sweep, train_wall
 
+FAMILY_KEYS = {f: DEFINITIONS[f].loss for f in FAMILIES}  # each family's loss: paper L_seq, first_token Lc
 CURVE_KEYS = ("L_seq", "Lc", "L1")  # per checkpoint; with "step", what the builders read of a run's records
 ROW_KEYS = (
     "status",
@@ -99,17 +102,48 @@ def _rank(row: dict[str, Any]) -> tuple[bool, int]:
     return row.get("status") == "finished", _int(row.get("steps")) or 0
 
 
+class _ReadOnce(Run):
+    """A run folder whose manifest and config are read at first use and kept: its status,
+    records, summary and recorded config all come from those reads."""
+
+    @cached_property
+    def _manifest(self) -> dict[str, Any]:
+        return super().manifest()
+
+    @cached_property
+    def _config(self) -> RunConfig:
+        return super().config()
+
+    def manifest(self) -> dict[str, Any]:
+        return self._manifest
+
+    def config(self) -> RunConfig:
+        return self._config
+
+
 def _local(path: Path) -> dict[str, Any] | None:
-    """The record of the run folder here (row, its own config, curve), None if it has not started."""
-    got = run_row(path)
-    if got["status"] not in ("finished", "running") or "error" in got:
+    """The record of the run folder here (row, its own config, curve), None if it has not started
+    or cannot be read. One read of the folder: the manifest, config.json and the last checkpoint's
+    record file (its training wall time) once each; the row's values are ``sweeps.run_row``'s,
+    from the same ``Run.summary``."""
+    run = _ReadOnce(path)
+    try:
+        s, cfg, recs = run.summary(), run.config(), run.records()
+    except RunError:  # not started (no manifest), or unreadable: no record of it here
         return None
-    run = Run(path)
-    recs = run.records()
+    fams = s["definitions"]
+    row = {"status": s["status"]}
+    for fam in fams:
+        row |= {
+            f"tau_{fam}": fams[fam]["tau"],
+            f"plateau_{fam}": fams[fam]["plateau_Lc"],
+            f"plateau_ratio_{fam}": fams[fam]["plateau_ratio"],
+        }
+    row |= {"steps": s["last_step"], "wall_s": train_wall(run), "dissipation_Q": s.get("dissipation_Q")}
     when = dt.datetime.fromtimestamp((path / "manifest.json").stat().st_mtime, dt.timezone.utc).date().isoformat()
-    row = {k: got.get(k) for k in ROW_KEYS} | {"trained_at": when}
+    row = {k: row.get(k) for k in ROW_KEYS} | {"trained_at": when}
     curve = {"step": [r["step"] for r in recs]} | {k: [r["metrics"].get(k) for r in recs] for k in CURVE_KEYS}
-    return {"row": row, "config": run.config().to_dict(), "curve": curve}
+    return {"row": row, "config": cfg.to_dict(), "curve": curve}
 
 
 def _as_point_row(rec: dict[str, Any], p: Point, legacy_ok: bool) -> dict[str, Any] | None:
@@ -139,7 +173,7 @@ def curve_columns(curve: dict[str, list] | None, cfg: RunConfig) -> dict[str, An
     paper family's final and smallest L_seq (the phase boundary's success rule). None where the
     run's curves are not kept."""
     out: dict[str, Any] = {}
-    for fam, key in (("paper", "L_seq"), ("first_token", "Lc")):
+    for fam, key in FAMILY_KEYS.items():
         got = (
             transition_width(curve["step"], curve[key], cfg.task.log_K, cfg.eval.width_hi, cfg.eval.width_lo)
             if curve
@@ -152,13 +186,22 @@ def curve_columns(curve: dict[str, list] | None, cfg: RunConfig) -> dict[str, An
     return out
 
 
-def collect(
-    sweep: Sweep, root: str | Path, docs: str | Path
-) -> tuple[list[dict[str, Any]], dict[str, dict], dict[str, Any]]:
+class Collected(NamedTuple):
+    """A recipe's runs as one ``collect`` read them: one row per point, the rows' loss curves by
+    run name, and the log's records as they should be written back."""
+
+    rows: list[dict[str, Any]]
+    curves: dict[str, dict]
+    kept: dict[str, Any]
+
+
+def collect(sweep: Sweep, root: str | Path, docs: str | Path) -> Collected:
     """One row per point (the swept settings, K, n_b, D, lr, batch size, len_z, both families'
     tau and plateau, steps, status, wall time, ``source``, ``trained_at``), the loss curves of the
     rows' runs by run name, and the log's records as they should be written back (every old
-    record kept; the runs here added or replacing their own)."""
+    record kept; the runs here added or replacing their own). Reads each run folder once and the
+    log once: a recipe's build collects once and hands the result to its builder, its log and its
+    sweep page."""
     log = read_log(docs, sweep)
     old = _records(log)
     legacy_ok = log.get("settings") in (None, settings(sweep))
@@ -200,14 +243,21 @@ def collect(
         )
         if source is not None and curve is not None:
             curves[p.name] = curve
-    return rows, curves, {"settings": settings(sweep), "records": records, "superseded": superseded}
+    return Collected(rows, curves, {"settings": settings(sweep), "records": records, "superseded": superseded})
 
 
-def write_log(docs: str | Path, sweep: Sweep, root: str | Path, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Rewrite the recipe's log with its runs as they stand (``collect``), keeping the other
-    entries of the last log unless ``extra`` gives them anew (the tables, the wall time)."""
+def write_log(
+    docs: str | Path,
+    sweep: Sweep,
+    root: str | Path,
+    extra: dict[str, Any] | None = None,
+    collected: Collected | None = None,
+) -> dict[str, Any]:
+    """Rewrite the recipe's log with its runs as they stand (``collected``, else ``collect`` now),
+    keeping the other entries of the last log unless ``extra`` gives them anew (the tables, the
+    wall time)."""
     extra = extra or {}
-    rows, curves, kept = collect(sweep, root, docs)
+    rows, curves, kept = collected if collected is not None else collect(sweep, root, docs)
     blind = [r["run"] for r in rows if r["source"] and r["run"] not in curves]
     log = {k: v for k, v in read_log(docs, sweep).items() if k not in ("configs", "curves")}  # drafts' keys
     log.update({"runs": rows, "without_curves": blind, **kept, **extra})

@@ -25,8 +25,7 @@ from pathlib import Path
 
 import pytest
 
-import mi_plateau.reproduce.boundary as boundary_builders
-import mi_plateau.reproduce.sweeps as sweep_builders
+import mi_plateau.reproduce.writer as writer
 from mi_plateau.reproduce import recipe_sweep, run_sweep_recipe
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "reproduction"
@@ -89,8 +88,7 @@ def rebuilt(tmp_path_factory):
                 assert _log(r).is_file(), f"{_log(r).name}: not committed"
                 shutil.copy(_log(r), docs)
             with pytest.MonkeyPatch.context() as mp:
-                for mod in (sweep_builders, boundary_builders):  # the builders' own binding of the writer
-                    mp.setattr(mod, "write_figure", lambda path, fig, **kw: Path(path))
+                mp.setattr(writer, "write_figure", lambda path, fig, **kw: Path(path))  # the one writer's binding
                 run_sweep_recipe(
                     recipe, train=False, progress=False, root=tmp / "checkpoints", docs=docs, analyses=tmp / "analyses"
                 )

@@ -143,7 +143,8 @@ def test_plotly_modes(reports):
         == directory.count('class="plotly-graph-div"')
     )
     print(
-        f"\nreport sizes: inline {len(inline.encode())} B, cdn {len(cdn.encode())} B, directory {len(directory.encode())} B"
+        f"\nreport sizes: inline {len(inline.encode())} B, cdn {len(cdn.encode())} B, "
+        f"directory {len(directory.encode())} B"
     )
 
 

@@ -9,6 +9,7 @@ from mi_plateau.fits import power_law
 from mi_plateau.report import sweep_report
 from mi_plateau.reproduce import SWEEP_RECIPES, dry_run, recipe_sweep
 from mi_plateau.reproduce.boundary import build_lr_width, build_phase_boundary
+from mi_plateau.reproduce.records import collect
 from mi_plateau.reproduce.sweeps import (
     build_batch_size,
     build_fixed_d,
@@ -17,6 +18,7 @@ from mi_plateau.reproduce.sweeps import (
     compare_seed_stats,
     phase_boundary,
 )
+from mi_plateau.reproduce.writer import write_built
 from mi_plateau.sweeps import load_sweep, run_sweep
 
 TINY = """
@@ -35,6 +37,14 @@ K = 5
 K = 4
 n_b = 36
 """
+
+
+def built(builder, sweep, root, docs, n_boot, seed):
+    """A builder's tables and figures from the runs under ``root``, written under ``docs`` as a
+    recipe writes them (``records.collect`` -> builder -> ``writer.write_built``)."""
+    out = builder(collect(sweep, root, docs), sweep, n_boot, seed)
+    write_built(docs, out)
+    return {"tables": out.rows(), "figures": out.figs()}
 
 
 def test_every_recipe_parses_and_the_cli_lists_them():
@@ -171,7 +181,7 @@ def tiny_sweep(tmp_path_factory):
 
 def test_k_sweep_builder_reports_the_runs_own_taus_and_their_fit(tiny_sweep):
     sweep, root, table = tiny_sweep
-    out = build_k_sweep(sweep, root / "ck", root / "docs", 300, 0)
+    out = built(build_k_sweep, sweep, root / "ck", root / "docs", 300, 0)
     t3 = pd.read_json(root / "docs" / "table3.json")
     assert list(t3["tau_paper"]) == list(table["tau_paper"]) and list(t3["D"]) == [144, 192, 240, 144]
     fit = pd.read_json(root / "docs" / "table3_fit.json")
@@ -186,14 +196,14 @@ def test_k_sweep_builder_reports_the_runs_own_taus_and_their_fit(tiny_sweep):
 
 def test_other_builders_group_and_ratio_the_same_rows(tiny_sweep):
     sweep, root, table = tiny_sweep
-    fd = build_fixed_d(sweep, root / "ck", root / "d2", 100, 0)
+    fd = built(build_fixed_d, sweep, root / "ck", root / "d2", 100, 0)
     fit = fd["tables"]["fit"][0]
     rows = fd["tables"]["Figure 5"]
     want = power_law(
         [r["K"] for r in rows], [r["tau_paper"] for r in rows], groups=[r["D"] for r in rows], n_boot=100, seed=0
     )
     assert fit["slope"] == pytest.approx(want["slope"])
-    b1 = build_batch_size(sweep, root / "ck", root / "d3", 100, 0)
+    b1 = built(build_batch_size, sweep, root / "ck", root / "d3", 100, 0)
     t1 = b1["tables"]["Table 1"]
     assert all(r["tau_examples_k"] == pytest.approx(r["tau_steps"] * r["B"] / 1000) for r in t1 if r["tau_steps"])
     # the examples figure plots tau x B: the same numbers as the table's column
@@ -202,7 +212,7 @@ def test_other_builders_group_and_ratio_the_same_rows(tiny_sweep):
     assert (root / "d3" / "table1_noclip_steps.svg").is_file() and (
         root / "d3" / "table1_noclip_examples.svg"
     ).is_file()
-    b4 = build_seeds(sweep, root / "ck", root / "d4", 100, 0)
+    b4 = built(build_seeds, sweep, root / "ck", root / "d4", 100, 0)
     t4 = b4["tables"]["Table 4"]
     assert sum(len(tr.x) for tr in b4["figures"]["Table 4"].data[:-1]) == int(table["tau_paper"].notna().sum())
     k4 = next(r for r in t4 if r["K"] == 4 and r["D"] == 192 and r["definition"] == "paper")
@@ -241,7 +251,7 @@ def test_phase_boundary_known_answers():
 @pytest.mark.browser
 def test_sweep_page_renders(tiny_sweep, tmp_path, render_status):
     sweep, root, _ = tiny_sweep
-    out = build_k_sweep(sweep, root / "ck", root / "docs5", 100, 0)
+    out = built(build_k_sweep, sweep, root / "ck", root / "docs5", 100, 0)
     page = sweep_report(
         tmp_path / "sweep.html",
         sweep.name,
@@ -364,7 +374,7 @@ def test_width_builders_report_each_runs_own_width(tmp_path):
         below = [r["step"] for r in recs if r["metrics"]["L_seq"] < 0.05 * p.cfg.task.log_K]
         assert below == [recs[-1]["step"]] or (not below and recs[-1]["step"] == 900)
     assert any(w[2] for w in want.values())
-    pb = build_phase_boundary(sweep, tmp_path / "ck", tmp_path / "d", 0, 0)
+    pb = built(build_phase_boundary, sweep, tmp_path / "ck", tmp_path / "d", 0, 0)
     runs = {r["run"]: r for r in pb["tables"]["runs"]}
     assert {n: (r["t_start_paper"], r["t_end_paper"], r["tau_width_paper"]) for n, r in runs.items()} == want
     t4 = [r for r in pb["tables"]["Table 4 (width)"] if r["definition"] == "paper"]
@@ -377,7 +387,7 @@ def test_width_builders_report_each_runs_own_width(tmp_path):
         "phase_boundary_diagram.svg",
     ):
         assert (tmp_path / "d" / name).is_file(), name
-    lr = build_lr_width(sweep, tmp_path / "ck", tmp_path / "d2", 0, 0)
+    lr = built(build_lr_width, sweep, tmp_path / "ck", tmp_path / "d2", 0, 0)
     rows = [r for r in lr["tables"]["widths"] if r["definition"] == "paper"]
     assert sorted((r["tau_width"] or -1) for r in rows) == sorted((w[2] or -1) for w in want.values())
     assert (tmp_path / "d2" / "lr_sweep_ratio.json").is_file() and (tmp_path / "d2" / "lr_sweep_widths.svg").is_file()
@@ -385,7 +395,7 @@ def test_width_builders_report_each_runs_own_width(tmp_path):
     from mi_plateau.reproduce.mechanisms import build_dissipation
     from mi_plateau.summaries import dissipation
 
-    t11 = build_dissipation(sweep, tmp_path / "ck", tmp_path / "d3", 0, 0)["tables"]["Table 11"]
+    t11 = built(build_dissipation, sweep, tmp_path / "ck", tmp_path / "d3", 0, 0)["tables"]["Table 11"]
     want_q = sorted(
         (dissipation(Run(tmp_path / "ck" / sweep.name / p.name).records(), p.cfg.task.log_K)["Q"] or -1.0)
         for p in sweep.points

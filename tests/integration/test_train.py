@@ -119,7 +119,10 @@ def test_warmup_then_constant_and_cosine(tiny_cfg):
 def test_cli_help_is_fast_and_light(run_cli):
     p = run_cli("--help")
     assert p.returncode == 0 and "train" in p.stdout
-    code = "import sys; from mi_plateau.cli import build_parser; build_parser(); print('torch' in sys.modules, 'transformer_lens' in sys.modules)"
+    code = (
+        "import sys; from mi_plateau.cli import build_parser; build_parser(); "
+        "print('torch' in sys.modules, 'transformer_lens' in sys.modules)"
+    )
     import subprocess
     import sys
 
