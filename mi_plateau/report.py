@@ -225,18 +225,30 @@ class Page:
 
 # --- the report ------------------------------------------------------------------------------
 
+
 # the run report's navigation bar (anchor, label); the per-run links go to the first run
-RUN_NAV = (
-    ("summary", "summary"),
-    ("loss", "loss curves"),
-    ("figure3", "Figure 3"),
-    ("r0-heads", "heads"),
-    ("r0-attn", "attention"),
-    ("r0-groups", "groups"),
-    ("tables", "tables"),
-    ("provenance", "provenance"),
-    ("notes", "downsampling"),
-)
+def run_nav(names: Sequence[str], with_llc: Sequence[bool] = ()) -> tuple[tuple[str, str], ...]:
+    """The navigation of a report of the runs ``names``: the shared sections, and each run's own
+    (heads, attention, groups, and its LLC curve where it has one), named by run when several."""
+    own = []
+    for i, name in enumerate(names):
+        tag = f" ({name})" if len(names) > 1 else ""
+        llc = ((f"r{i}-llc", f"LLC{tag}"),) if i < len(with_llc) and with_llc[i] else ()
+        own += [
+            *llc,
+            (f"r{i}-heads", f"heads{tag}"),
+            (f"r{i}-attn", f"attention{tag}"),
+            (f"r{i}-groups", f"groups{tag}"),
+        ]
+    return (
+        ("summary", "summary"),
+        ("loss", "loss curves"),
+        ("figure3", "Figure 3"),
+        *own,
+        ("tables", "tables"),
+        ("provenance", "provenance"),
+    )
+
 
 # checkpoints kept in every downsampled view, as fractions of tau
 KEY_FRACTIONS = (0.25, 0.5, 1.0, 1.5)
@@ -323,13 +335,18 @@ def report(
     _curve_sections(page, data)
     for i, d in enumerate(data):
         if d["name"] in curves:
-            _llc_section(page, d, curves[d["name"]])
+            _llc_section(page, d, f"r{i}", curves[d["name"]])
         _run_sections(page, d, f"r{i}", notes, progress)
     _table_sections(page, data)
     _provenance_section(page, data)
     page.add(fill("notes", items=Html("".join(f"<li>{n}</li>" for n in notes))))
     title = "mi_plateau report: " + ", ".join(d["name"] for d in data)
-    atomic_write_text(out, _document(title, nav_links(RUN_NAV), page, out, plotly))
+    atomic_write_text(
+        out,
+        _document(
+            title, nav_links(run_nav([d["name"] for d in data], [d["name"] in curves for d in data])), page, out, plotly
+        ),
+    )
     return out
 
 
@@ -498,13 +515,14 @@ def read_llc(paths: Sequence[str | os.PathLike], runs: Sequence[Run]) -> dict[st
     return out
 
 
-def _llc_section(page: Page, d: dict, rows: list[dict]) -> None:
+def _llc_section(page: Page, d: dict, key: str, rows: list[dict]) -> None:
     from . import figures
 
     first = rows[0]
     page.add(
         fill(
             "llc",
+            key=key,
             name=d["name"],
             points=len(rows),
             lr=first.get("lr"),

@@ -240,3 +240,19 @@ def test_a_bad_llc_file_is_refused_before_any_work(reports, tmp_path, doc, words
     with pytest.raises(RunError, match=words) as e:
         report([reports["tiny"].path], tmp_path / "r.html", progress=False, analyses=tmp_path / "an", llc=[bad])
     assert "\n" not in str(e.value) and not (tmp_path / "an").exists()
+
+
+@pytest.mark.parametrize("which", ["single", "compare", "llc"])
+def test_navigation_links_every_runs_sections_and_each_link_lands(reports, which):
+    """A page of several runs linked only the first run's sections."""
+    import re
+
+    page = reports[which].read_text()
+    nav = page[page.index("<nav") : page.index("</nav>")] if "<nav" in page else page
+    links = re.findall(r"<a href='#([^']+)'>", nav)
+    ids = set(re.findall(r"id='([^']+)'", page)) | set(re.findall(r'id="([^"]+)"', page))
+    assert links and all(a in ids for a in links), [a for a in links if a not in ids]
+    runs = 2 if which == "compare" else 1
+    for i in range(runs):
+        assert {f"r{i}-heads", f"r{i}-attn", f"r{i}-groups"} <= set(links)
+    assert ("r0-llc" in links) == (which == "llc")
