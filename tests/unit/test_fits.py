@@ -1,5 +1,5 @@
 """Power-law fits: exact answers on exact power laws, equality with numpy's least squares, the t
-quantile against printed values, and the paper's Table 3 taus giving the paper's Table 5 row."""
+quantile against printed values, and the paper's Table 3 taus giving the paper's Table 5 slope."""
 
 import math
 
@@ -56,12 +56,17 @@ def test_points_without_tau_are_left_out_and_too_few_give_no_slope():
     assert power_law([1, 2], [1.0, None])["slope"] is None
 
 
-def test_the_papers_table3_taus_give_its_table5_row():
-    """Fitted here, the paper's own K-sweep taus give delta 1.20 with the bootstrap interval
-    [1.14, 1.30]: the paper's Table 5 row for alpha = 0.5, so the interval is computed the same way."""
-    f = power_law([1000 * k for k in PAPER_K], PAPER_TAU, n_boot=2000, seed=0)
+def test_the_papers_table3_taus_give_its_table5_slope_and_a_stable_interval():
+    """Fitted here, the paper's own K-sweep taus give its Table 5 slope for alpha = 0.5 (1.20,
+    least squares: no randomness). The bootstrap interval moves with the resampling seed; over 20
+    seeds of 2,000 resamples it always brackets the slope and its ends stay within 0.02 of the
+    paper's [1.14, 1.30] (which only some seeds give to two decimals)."""
+    f = power_law([1000 * k for k in PAPER_K], PAPER_TAU, n_boot=0)
     assert round(f["slope"], 2) == 1.20
-    assert [round(v, 2) for v in f["ci"]] == [1.14, 1.30]
+    for seed in range(20):
+        lo, hi = power_law([1000 * k for k in PAPER_K], PAPER_TAU, n_boot=2000, seed=seed)["ci"]
+        assert lo < f["slope"] < hi
+        assert abs(lo - 1.14) <= 0.02 and abs(hi - 1.30) <= 0.02, (seed, lo, hi)
 
 
 def test_smaller_spread_p_known_values():
