@@ -3,9 +3,9 @@
 Run folders (weights and all) stay on the machine that made them; a paper-scale recipe takes
 longer than one machine lives here, so a rebuild elsewhere would lose every row it cannot see.
 The recipe's log (``docs/reproduction/<sweep>_log.json``, committed) therefore keeps a record per
-run: its table row, the config it was trained with and its loss curves (step, L_seq, Lc and L1
-at every checkpoint: all that Table 5, Table 2's forward clock, the figures and the sweep page
-read). ``collect`` merges the run folders here with those records, one row per point:
+run: its table row, the config it was trained with and its curves (step, L_seq, Lc, L1 and the
+evaluation groups scored at every checkpoint: all that Table 5, Table 2's forward clock, the
+figures and the sweep page read). ``collect`` merges the run folders here with those records, one row per point:
 
 - a run folder here and no usable record, or a record that got no further: the folder's row
   (``source`` "here");
@@ -39,7 +39,7 @@ from ..summaries import nan_to_none, num, transition_width
 from ..sweeps import Point, Sweep, train_wall
 
 FAMILY_KEYS = {f: DEFINITIONS[f].loss for f in FAMILIES}  # each family's loss: paper L_seq, first_token Lc
-CURVE_KEYS = ("L_seq", "Lc", "L1")  # per checkpoint; with "step", what the builders read of a run's records
+CURVE_KEYS = ("L_seq", "Lc", "L1", "groups_scored")  # per checkpoint, with "step": what the builders and docs read
 ROW_KEYS = (
     "status",
     "tau_paper",
