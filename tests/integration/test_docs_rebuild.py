@@ -41,6 +41,7 @@ TABLES = {
     "seeds": ("table4", "table4_boundary"),
     "seeds_init": ("seeds_init", "seeds_init_boundary", "seeds_init_vs_fixed"),
     "seeds_warmup": ("seeds_warmup", "seeds_warmup_boundary"),
+    "lr_sweep": ("lr_sweep", "lr_sweep_ratio"),
 }
 # the other recipes whose logs a rebuild reads: seeds_init sets the fixed-init runs beside its own
 ALSO_READS = {"seeds_init": ("seeds_warmup",)}
@@ -54,9 +55,6 @@ NOT_FROM_LOGS = {
 # committed logs that no table here is rebuilt from, and why
 LOGS_WITHOUT_TABLES = {
     "recipe_log.json": "the core recipe's log: summaries, no records to rebuild from",
-    "paper_lr_sweep_original_log.json": "lr_sweep: its one record (lr0.001) was trained with eval.seq_max_strings "
-    "18000 and seq_subset 0, the recipe now evaluates with 0 and 20, so no point uses it "
-    "and --no-train refuses; no lr_sweep table is committed",
 }
 
 # (recipe, table) -> why the committed file is known to differ from its rebuild (a strict xfail)
