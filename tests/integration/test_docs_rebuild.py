@@ -51,6 +51,8 @@ NOT_FROM_LOGS = {
     "tables": "`mi-plateau reproduce core`: analyses of run folders, no recipe log",
     "linear_control": "`python -m mi_plateau.control.linear`: trains the linear control",
     "llc_calibration_tiny": "`python -m mi_plateau.passes.llc RUN --calibrate`: samples a run's checkpoints",
+    "guard_check_K10": "`mi-plateau summary RUN --guard-check 20 --json`: scores a run's checkpoints",
+    "guard_check_direction_bwd_K5": "`mi-plateau summary RUN --guard-check 20 --json`: scores a run's checkpoints",
 }
 # committed logs that no table here is rebuilt from, and why
 LOGS_WITHOUT_TABLES = {
