@@ -51,6 +51,7 @@ NOT_FROM_LOGS = {
     "tables": "`mi-plateau reproduce core`: analyses of run folders, no recipe log",
     "linear_control": "`python -m mi_plateau.control.linear`: trains the linear control",
     "llc_calibration_tiny": "`python -m mi_plateau.passes.llc RUN --calibrate`: samples a run's checkpoints",
+    "llc_K10": "`python -m mi_plateau.passes.llc RUN --n 6 --out FILE`: samples a run's checkpoints",
     "guard_check_K10": "`mi-plateau summary RUN --guard-check 20 --json`: scores a run's checkpoints",
     "guard_check_direction_bwd_K5": "`mi-plateau summary RUN --guard-check 20 --json`: scores a run's checkpoints",
 }
