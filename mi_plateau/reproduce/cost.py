@@ -180,7 +180,7 @@ def measured_sec_per_step(root: str | Path) -> list[tuple[int, float]]:
 
 
 # seconds per paper-model training step with its evaluation when no run has been trained here
-# (1 thread, session 5: 0.1 s per step plus 45% for both families' evaluation)
+# (1 thread: 0.1 s per step plus 45% for both families' evaluation)
 _SEC_PER_STEP = 0.145
 
 

@@ -279,7 +279,7 @@ def test_the_cli_reads_the_log_and_runs_from_the_folders_given(run_cli, tmp_path
     docs = tmp_path / "elsewhere" / "docs"
     docs.mkdir(parents=True)
     shutil.copy(committed, docs / committed.name)
-    name = "K5_n_b1000_lr0.005_seed0"  # recorded as finished in session 9
+    name = "K5_n_b1000_lr0.005_seed0"  # recorded as finished in the committed log
     p = run_cli(
         "reproduce",
         "seeds_warmup",
