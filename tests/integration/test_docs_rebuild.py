@@ -42,6 +42,7 @@ TABLES = {
     "seeds_init": ("seeds_init", "seeds_init_boundary", "seeds_init_vs_fixed"),
     "seeds_warmup": ("seeds_warmup", "seeds_warmup_boundary"),
     "lr_sweep": ("lr_sweep", "lr_sweep_ratio"),
+    "direction": ("table2",),
 }
 # the other recipes whose logs a rebuild reads: seeds_init sets the fixed-init runs beside its own
 ALSO_READS = {"seeds_init": ("seeds_warmup",)}
