@@ -3,7 +3,7 @@
 Four measurements, side by side in one process, candidates alternated (ABBA order, so load
 that drifts during the run falls on every candidate alike):
 
-1. **Training step.** The trainer's step (``train._train_loop``: sample, the
+1. **Training step.** The trainer's step (``train.loop._train_loop``: sample, the
    ``model.training_forward`` of ``train.impl`` on ``tokens[:, :-1]``, cross-entropy over the
    target positions, backward, ``make_optimizer``'s AdamW) for ``standard`` (the default),
    ``bridge`` and the opt-in ``fast`` (and ``+compile``), against ``PlainTransformer``, the same

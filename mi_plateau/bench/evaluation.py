@@ -2,11 +2,11 @@
 
 At a checkpoint the trainer scores both families on the evaluation set (``metrics.evaluate``).
 The paper family costs K (K - 1) suffix strings per group, so its share of training grows as K^2
-when every group is scored; with ``eval.seq_subset`` (``metrics.EvalGuard``) a checkpoint
-scores a subset of groups, and all of them only where a threshold the run reads is near. This section times,
-on the paper model at each K, alternated with the training step (ABBA, medians): the step; the
+when every group is scored; with ``eval.seq_subset`` (``metrics.EvalGuard``) a checkpoint scores
+L_seq on a first stage of groups, and more stages only where a threshold the run reads is near.
+This section times, on the paper model at each K, alternated with the training step (ABBA, medians): the step; the
 evaluation with every group scored ("full"); with the subset where the guard stays quiet
-("subset"); where it fires ("fired": the subset, then the other groups); and the first-token
+("subset"); where it goes to the last stage ("fired": every group); and the first-token
 family alone. Each is reported as a share of the training between two checkpoints (``every``
 steps), the issue's measure: seconds of evaluation / (every x seconds per step).
 """
@@ -42,8 +42,8 @@ def bench_eval_share(
             model = model.to(device)
         ev = make_eval_set(make_task(cfg.task), cfg.eval)
         g = eval_guard(cfg, ev, cfg.eval.seq_plateau_end + 1)
-        quiet = EvalGuard(g.groups, {}, cfg.eval.seq_guard)  # no threshold near: the subset only
-        fired = EvalGuard(g.groups, g.thresholds, cfg.eval.seq_guard, force=True)
+        quiet = EvalGuard(g.order, g.first, (), cfg.eval.seq_guard)  # no threshold near: the first stage only
+        fired = EvalGuard(g.order, g.first, g.thresholds, cfg.eval.seq_guard, force=True)  # every group
         with torch.no_grad():
             evaluate(model, ev, guard=quiet)  # the packing is built once, outside the timing
         cands = {
@@ -69,7 +69,8 @@ def bench_eval_share(
     return rows
 
 
-def run_share(row: dict[str, Any], fired_frac: float) -> float:
-    """The evaluation's share over a whole run whose checkpoints fire the guard at ``fired_frac``
-    of them (``passes.guard.guard_check`` measures that fraction on a run)."""
-    return fired_frac * row["fired_share"] + (1 - fired_frac) * row["subset_share"]
+def run_share(row: dict[str, Any], share_scored: float) -> float:
+    """The evaluation's share over a whole run whose paper family scored ``share_scored`` of the
+    groups full scoring would (``passes.guard.guard_check`` measures it on a run): the first-token
+    family at every checkpoint, and that share of the paper family's cost."""
+    return row["first_token_share"] + share_scored * (row["full_share"] - row["first_token_share"])

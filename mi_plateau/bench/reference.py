@@ -122,109 +122,161 @@ def loop_passes(model, ev, *, ablation: bool = True, batch: int = 1000, shift: i
     family by scoring every candidate string with its own forward
     (``metrics.sequence_scores_reference``), for the clean, swapped and z-shuffled prompts.
     Returns per-head [layer][head] lists."""
-    from ..metrics import candidate_losses, example_correct, sequence_losses, sequence_scores_reference
-    from ..passes.probes import derangement
-    from ..task import CHAR0
+    loop = _LoopPasses(model, ev, shift)
+    for i in range(0, loop.N, batch):
+        loop.add_batch(slice(i, min(loop.N, i + batch)), ablation)
+    return loop.result(ablation)
 
-    task, lay = ev.task, ev.task.layout
-    K, fp, N = task.cfg.K, lay.first_pred, len(ev.tokens)
-    L, H = model.cfg.n_layers, model.cfg.n_heads
-    selpos = list(lay.selector_positions)
-    swapped = ev.swapped_tokens(shift)
-    other = (
-        torch.from_numpy(task.targets[ev.g, (ev.s + shift) % K, 0] + CHAR0) if task.cfg.targets_A else ev.target_first
-    )
-    acc = {k: torch.zeros(L, H) for k in ("sel_attn", "dL", "dLc", "dL1", "dLc_sw")}
-    moved, tot = (
-        {h: torch.zeros(L) for h in ("resid_pre", "resid_post")},
-        {"Lc": 0.0, "Lc_sw": 0.0, "correct": 0.0, "ld_clean": 0.0, "ld_swap": 0.0, "Lc_sh": 0.0},
-    )
-    pos = lay.pred_positions
-    shuffled_sel = ev.s[derangement(N, 0)]
-    shuffled = task.tokens(ev.g, shuffled_sel, target_sel=ev.s)
 
-    def full_ce(logits, toks):  # per example: mean cross-entropy over the target positions
+class _LoopPasses:
+    """``loop_passes`` over one evaluation set: the inputs (clean, swapped by ``shift``, z-shuffled),
+    the sums that ``add_batch`` adds each example batch to, and ``result``, their means."""
+
+    def __init__(self, model, ev, shift: int):
+        from ..passes.probes import derangement
+        from ..task import CHAR0
+
+        task, lay = ev.task, ev.task.layout
+        self.model, self.ev, self.shift = model, ev, shift
+        self.K, self.fp, self.N = task.cfg.K, lay.first_pred, len(ev.tokens)
+        self.L, self.H = model.cfg.n_layers, model.cfg.n_heads
+        self.selpos = list(lay.selector_positions)
+        self.swapped = ev.swapped_tokens(shift)
+        # the swapped prompt's first target token: the logit difference's other side
+        self.other = (
+            torch.from_numpy(task.targets[ev.g, (ev.s + shift) % self.K, 0] + CHAR0)
+            if task.cfg.targets_A
+            else ev.target_first
+        )
+        self.acc = {k: torch.zeros(self.L, self.H) for k in ("sel_attn", "dL", "dLc", "dL1", "dLc_sw")}
+        self.moved = {h: torch.zeros(self.L) for h in ("resid_pre", "resid_post")}
+        self.tot = {"Lc": 0.0, "Lc_sw": 0.0, "correct": 0.0, "ld_clean": 0.0, "ld_swap": 0.0, "Lc_sh": 0.0}
+        self.pos = lay.pred_positions
+        self.shuffled_sel = ev.s[derangement(self.N, 0)]
+        self.shuffled = task.tokens(ev.g, self.shuffled_sel, target_sel=ev.s)
+
+    def full_ce(self, logits: Tensor, toks: Tensor) -> Tensor:
+        """Per example: the mean cross-entropy over the target positions."""
+        pos = self.pos
         lg = logits[:, pos.start : pos.stop]
         return F.cross_entropy(lg.transpose(1, 2), toks[:, pos.start + 1 : pos.stop + 1], reduction="none").mean(1)
 
-    def losses(logits, sl):
-        lg = logits[:, fp]
+    def losses(self, logits: Tensor, sl: slice) -> tuple[Tensor, Tensor, Tensor]:
+        """Per example at the first prediction: the candidate loss Lc, the first token's
+        cross-entropy and the logit difference (own target minus the swapped prompt's)."""
+        from ..metrics import candidate_losses
+
+        ev = self.ev
+        lg = logits[:, self.fp]
         lc = candidate_losses(lg, ev.candidates[sl], ev.cand_index[sl])[0]
-        ld = lg.gather(1, ev.target_first[sl, None])[:, 0] - lg.gather(1, other[sl, None])[:, 0]
+        ld = lg.gather(1, ev.target_first[sl, None])[:, 0] - lg.gather(1, self.other[sl, None])[:, 0]
         return lc, F.cross_entropy(lg, ev.target_first[sl], reduction="none"), ld
 
-    for i in range(0, N, batch):
-        sl = slice(i, min(N, i + batch))
-        toks, sw = ev.tokens[sl], swapped[sl]
+    def add_batch(self, sl: slice, ablation: bool) -> None:
+        """Add the examples ``sl``: losses, accuracy and selector attention from the clean,
+        swapped and shuffled forwards, then (``ablation``) every head's ablation and every
+        layer's patching."""
+        from ..metrics import example_correct
+
+        model, tot, fp = self.model, self.tot, self.fp
+        toks, sw = self.ev.tokens[sl], self.swapped[sl]
         logits, cache = model.run_with_cache(toks, names_filter=lambda n: n.endswith("hook_pattern"))
-        lc, l1, ld = losses(logits, sl)
+        lc, l1, ld = self.losses(logits, sl)
         sw_logits, sw_cache = model.run_with_cache(
             sw, names_filter=lambda n: n.endswith(("hook_resid_pre", "hook_resid_post"))
         )
-        lc_sw, _, ld_sw = losses(sw_logits, sl)
-        tot["Lc_sh"] += losses(model(shuffled[sl]), sl)[0].sum().item()
-        ce = full_ce(logits, toks)
+        lc_sw, _, ld_sw = self.losses(sw_logits, sl)
+        tot["Lc_sh"] += self.losses(model(self.shuffled[sl]), sl)[0].sum().item()
+        ce = self.full_ce(logits, toks)
         tot["Lc"] += lc.sum().item()
         tot["Lc_sw"] += lc_sw.sum().item()
-        tot["correct"] += example_correct(logits, toks, lay).float().sum().item()
+        tot["correct"] += example_correct(logits, toks, self.ev.task.layout).float().sum().item()
         tot["ld_clean"] += ld.sum().item()
         tot["ld_swap"] += ld_sw.sum().item()
-        for l in range(L):
-            acc["sel_attn"][l] += cache[f"blocks.{l}.attn.hook_pattern"][:, :, fp, selpos].sum((0, 2))
+        for l in range(self.L):
+            self.acc["sel_attn"][l] += cache[f"blocks.{l}.attn.hook_pattern"][:, :, fp, self.selpos].sum((0, 2))
         if not ablation:
-            continue
-        for l in range(L):
-            for h in range(H):
+            return
+        for l in range(self.L):
+            self.ablate_heads(l, sl, toks, sw, (ce, lc, l1, lc_sw))
+            self.patch_layer(l, sl, toks, sw_cache, ld)
 
-                def zero(z, hook, h=h):
-                    z[:, :, h] = 0.0
-                    return z
+    def ablate_heads(self, l: int, sl: slice, toks: Tensor, sw: Tensor, clean: tuple[Tensor, ...]) -> None:
+        """Zero ``blocks.{l}.attn.hook_z[:, :, h]`` for each head h, on the clean and the swapped
+        inputs; add the rise of the full loss, Lc, the first token's loss and the swapped Lc.
+        ``clean``: the unablated (full loss, Lc, first-token loss, swapped Lc)."""
+        ce, lc, l1, lc_sw = clean
+        acc, model = self.acc, self.model
+        for h in range(self.H):
 
-                hook = [(f"blocks.{l}.attn.hook_z", zero)]
-                a_logits = model.run_with_hooks(toks, fwd_hooks=hook)
-                a_lc, a_l1, _ = losses(a_logits, sl)
-                acc["dL"][l, h] += (full_ce(a_logits, toks) - ce).sum()
-                acc["dLc"][l, h] += (a_lc - lc).sum()
-                acc["dL1"][l, h] += (a_l1 - l1).sum()
-                acc["dLc_sw"][l, h] += (losses(model.run_with_hooks(sw, fwd_hooks=hook), sl)[0] - lc_sw).sum()
+            def zero(z, hook, h=h):
+                z[:, :, h] = 0.0
+                return z
 
-            for hname in ("resid_pre", "resid_post"):
-                src = sw_cache[f"blocks.{l}.hook_{hname}"]
+            hook = [(f"blocks.{l}.attn.hook_z", zero)]
+            a_logits = model.run_with_hooks(toks, fwd_hooks=hook)
+            a_lc, a_l1, _ = self.losses(a_logits, sl)
+            acc["dL"][l, h] += (self.full_ce(a_logits, toks) - ce).sum()
+            acc["dLc"][l, h] += (a_lc - lc).sum()
+            acc["dL1"][l, h] += (a_l1 - l1).sum()
+            acc["dLc_sw"][l, h] += (self.losses(model.run_with_hooks(sw, fwd_hooks=hook), sl)[0] - lc_sw).sum()
 
-                def patch(x, hook, src=src):
-                    x[:, selpos] = src[:, selpos]
-                    return x
+    def patch_layer(self, l: int, sl: slice, toks: Tensor, sw_cache, ld: Tensor) -> None:
+        """Patch ``blocks.{l}.hook_resid_pre`` and ``hook_resid_post`` at the selector positions
+        from the swapped run; add how far the logit difference moves from the clean ``ld``."""
+        selpos = self.selpos
+        for hname in ("resid_pre", "resid_post"):
+            src = sw_cache[f"blocks.{l}.hook_{hname}"]
 
-                patched = model.run_with_hooks(toks, fwd_hooks=[(f"blocks.{l}.hook_{hname}", patch)])
-                moved[hname][l] += (losses(patched, sl)[2] - ld).sum()
+            def patch(x, hook, src=src):
+                x[:, selpos] = src[:, selpos]
+                return x
 
-    sel_base = len(selpos) / (fp + 1)
-    out = {
-        "Lc": tot["Lc"] / N,
-        "swap_gap": (tot["Lc_sw"] - tot["Lc"]) / N,
-        "acc_mean": tot["correct"] / N,
-        "sel_attn": (acc["sel_attn"] / N - sel_base).tolist(),
-    }
-    if task.cfg.targets_A:
-        out["shuffle_gap"] = (tot["Lc_sh"] - tot["Lc"]) / N
-    if ablation and ev.has_sequence_candidates:
+            patched = self.model.run_with_hooks(toks, fwd_hooks=[(f"blocks.{l}.hook_{hname}", patch)])
+            self.moved[hname][l] += (self.losses(patched, sl)[2] - ld).sum()
+
+    def result(self, ablation: bool) -> dict[str, Any]:
+        """The means over the examples (per-head values as [layer][head] lists), and the paper
+        family's ``L_seq``, accuracy and gaps."""
+        acc, tot, N, cfg = self.acc, self.tot, self.N, self.ev.task.cfg
+        sel_base = len(self.selpos) / (self.fp + 1)
+        out = {
+            "Lc": tot["Lc"] / N,
+            "swap_gap": (tot["Lc_sw"] - tot["Lc"]) / N,
+            "acc_mean": tot["correct"] / N,
+            "sel_attn": (acc["sel_attn"] / N - sel_base).tolist(),
+        }
+        if cfg.targets_A:
+            out["shuffle_gap"] = (tot["Lc_sh"] - tot["Lc"]) / N
+        if ablation and self.ev.has_sequence_candidates:
+            out.update(self.sequence_family())
+        if ablation:
+            denom = (tot["ld_swap"] - tot["ld_clean"]) / N
+            out["dL"] = (acc["dL"] / N).tolist()
+            out["dLc"] = (acc["dLc"] / N).tolist()
+            out["dL1"] = (acc["dL1"] / N).tolist()
+            out["swap_contrib"] = ((acc["dLc"] - acc["dLc_sw"]) / N).tolist()
+            out["patch_frac"] = {h: (m / N / denom).tolist() for h, m in self.moved.items()}
+        return out
+
+    def sequence_family(self) -> dict[str, float]:
+        """The paper family: ``L_seq`` and candidate accuracy, every candidate string scored by its
+        own forward; with a selector, the swap and shuffle gaps of ``L_seq``."""
+        from ..metrics import sequence_losses, sequence_scores_reference
+
+        model, ev = self.model, self.ev
         own = torch.from_numpy(ev.s)
         L_seq, ok = sequence_losses(sequence_scores_reference(model, ev), own)
-        out.update({"L_seq": L_seq.mean().item(), "cand_acc": ok.float().mean().item()})
-        if task.cfg.has_selector:
-            sw_seq = sequence_losses(sequence_scores_reference(model, ev, prompt_sel=(ev.s + shift) % K), own)[0]
-            sh_seq = sequence_losses(sequence_scores_reference(model, ev, prompt_sel=shuffled_sel), own)[0]
+        out = {"L_seq": L_seq.mean().item(), "cand_acc": ok.float().mean().item()}
+        if ev.task.cfg.has_selector:
+            sw_seq = sequence_losses(
+                sequence_scores_reference(model, ev, prompt_sel=(ev.s + self.shift) % self.K), own
+            )[0]
+            sh_seq = sequence_losses(sequence_scores_reference(model, ev, prompt_sel=self.shuffled_sel), own)[0]
             out.update(
                 {"swap_gap_seq": (sw_seq - L_seq).mean().item(), "shuffle_gap_seq": (sh_seq - L_seq).mean().item()}
             )
-    if ablation:
-        denom = (tot["ld_swap"] - tot["ld_clean"]) / N
-        out["dL"] = (acc["dL"] / N).tolist()
-        out["dLc"] = (acc["dLc"] / N).tolist()
-        out["dL1"] = (acc["dL1"] / N).tolist()
-        out["swap_contrib"] = ((acc["dLc"] - acc["dLc_sw"]) / N).tolist()
-        out["patch_frac"] = {h: (m / N / denom).tolist() for h, m in moved.items()}
-    return out
+        return out
 
 
 def max_diff(tool: dict, ref: dict) -> float:

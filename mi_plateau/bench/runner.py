@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -56,29 +57,26 @@ def run_benchmarks(
     if only == "eval":
         from .evaluation import bench_eval_share
 
-        res = {"quick": quick, "preset": "paper", "machine": machine(), "load_start": os.getloadavg(), "device": device}
-        t0 = time.perf_counter()
-        _log("fp32 matmul peak")
-        res["matmul_peak_gflops"] = matmul_peak_gflops(1024 if quick else 2048, 3 if quick else 7)
-        _log("evaluation share at K = 10, 20, 36")
-        res["eval_share"] = bench_eval_share((10,) if quick else (10, 20, 36), reps=1 if quick else 3, device=device)
-        return _finish(res, t0)
+        return _alone(
+            quick,
+            "paper",
+            device,
+            "eval_share",
+            "evaluation share at K = 10, 20, 36",
+            lambda: bench_eval_share((10,) if quick else (10, 20, 36), reps=1 if quick else 3, device=device),
+        )
     if only == "sweep":
         from .sweep import bench_sweep
 
-        res = {
-            "quick": quick,
-            "preset": (cfg or preset("paper")).preset,
-            "machine": machine(),
-            "load_start": os.getloadavg(),
-            "device": device,
-        }
-        t0 = time.perf_counter()
-        _log("fp32 matmul peak")
-        res["matmul_peak_gflops"] = matmul_peak_gflops(1024 if quick else 2048, 3 if quick else 7)
-        _log("sweep throughput: batched trainer against single runs")
-        res["sweep"] = bench_sweep(quick, res["preset"], device=device)
-        return _finish(res, t0)
+        name = (cfg or preset("paper")).preset
+        return _alone(
+            quick,
+            name,
+            device,
+            "sweep",
+            "sweep throughput: batched trainer against single runs",
+            lambda: bench_sweep(quick, name, device=device),
+        )
     if only is not None and only not in SECTIONS:
         raise ValueError(f"bench section {only!r}: expected one of {', '.join(SECTIONS)}")
     cfg = cfg or preset("paper")
@@ -90,41 +88,85 @@ def run_benchmarks(
         "load_start": os.getloadavg(),
     }
     t0 = time.perf_counter()
-    busy = res["load_start"][0] + torch.get_num_threads() > (os.cpu_count() or 1) + 0.5
-    if busy and torch.get_num_threads() > 1:
-        _log(
-            f"warning: load average {res['load_start'][0]:.1f} on {os.cpu_count()} cores and torch uses "
-            f"{torch.get_num_threads()} threads: timings will be inflated (try OMP_NUM_THREADS=1)"
-        )
-    _log("fp32 matmul peak")
-    res["matmul_peak_gflops"] = matmul_peak_gflops(1024 if quick else 2048, 3 if quick else 7)
+    _warn_if_busy(res["load_start"][0])
+    res["matmul_peak_gflops"] = _matmul_peak(quick)
     if only in (None, "train", "overhead"):
-        _log("training step")
-        which = ["toolkit"] if only == "overhead" else QUICK_CANDIDATES if quick else FULL_CANDIDATES
-        res["train"] = bench_train(
-            cfg, which, reps=4 if quick else 6, inner=5 if quick else 10, check_steps=10 if quick else 50
-        )
-        for row in res["train"]["candidates"].values():
-            row["frac_of_peak"] = row["gflops"] / res["matmul_peak_gflops"]
+        res["train"] = _train_section(cfg, quick, only, res["matmul_peak_gflops"])
     if only == "train":
         return _finish(res, t0)
     if not quick and only is None and (os.cpu_count() or 1) > 1:
         _log("training step at 1 thread and at one per core")
         res["threads_ms_per_step"] = bench_threads(cfg, reps=2, inner=3)
     pcfg = replace(cfg, eval=replace(cfg.eval, n_groups=40)) if quick else cfg
-    trained = None
-    if e2e_run is not None and (Path(e2e_run) / "manifest.json").exists():
-        run = Run(e2e_run)
-        if run.config().model == cfg.model and run.config().task == cfg.task:
-            trained = run.weights(run.steps()[-1])
+    trained = _trained_weights(e2e_run, cfg)
     if only in (None, "passes"):
         _log("analysis passes")
         res["passes"] = bench_passes(pcfg, reps=1 if quick else 3, weights=trained)
     if only == "passes":
         return _finish(res, t0)
     _log("checkpoint overhead")
+    res["overhead"] = _overhead_section(cfg, quick, res["train"], e2e_run if trained is not None else None)
+    if not quick and e2e_run is not None:
+        _log("end to end (analyze_run over a finished run)")
+        res["end_to_end"] = bench_end_to_end(Path(e2e_run))
+    return _finish(res, t0)
+
+
+def _alone(
+    quick: bool, preset_name: str, device: str, key: str, label: str, measure: Callable[[], Any]
+) -> dict[str, Any]:
+    """A section run on its own (``only`` "eval" or "sweep"): the report's header, the fp32
+    matmul peak, then ``res[key] = measure()``, logged as ``label``."""
+    res = {"quick": quick, "preset": preset_name, "machine": machine(), "load_start": os.getloadavg(), "device": device}
+    t0 = time.perf_counter()
+    res["matmul_peak_gflops"] = _matmul_peak(quick)
+    _log(label)
+    res[key] = measure()
+    return _finish(res, t0)
+
+
+def _matmul_peak(quick: bool) -> float:
+    """The fp32 matmul peak (GFLOP/s) that every report states and the training step is measured against."""
+    _log("fp32 matmul peak")
+    return matmul_peak_gflops(1024 if quick else 2048, 3 if quick else 7)
+
+
+def _warn_if_busy(load: float) -> None:
+    """Warn when the machine's 1-minute load average and torch's threads exceed its cores."""
+    busy = load + torch.get_num_threads() > (os.cpu_count() or 1) + 0.5
+    if busy and torch.get_num_threads() > 1:
+        _log(
+            f"warning: load average {load:.1f} on {os.cpu_count()} cores and torch uses "
+            f"{torch.get_num_threads()} threads: timings will be inflated (try OMP_NUM_THREADS=1)"
+        )
+
+
+def _train_section(cfg: RunConfig, quick: bool, only: str | None, peak_gflops: float) -> dict[str, Any]:
+    """The training step of each candidate (only the toolkit's for ``only="overhead"``), with its
+    share of the fp32 matmul peak."""
+    _log("training step")
+    which = ["toolkit"] if only == "overhead" else QUICK_CANDIDATES if quick else FULL_CANDIDATES
+    train = bench_train(cfg, which, reps=4 if quick else 6, inner=5 if quick else 10, check_steps=10 if quick else 50)
+    for row in train["candidates"].values():
+        row["frac_of_peak"] = row["gflops"] / peak_gflops
+    return train
+
+
+def _trained_weights(e2e_run: Path | None, cfg: RunConfig):
+    """The last weights of the reference run, where it exists and has ``cfg``'s model and task
+    (the passes are then timed on trained weights); else None."""
+    if e2e_run is not None and (Path(e2e_run) / "manifest.json").exists():
+        run = Run(e2e_run)
+        if run.config().model == cfg.model and run.config().task == cfg.task:
+            return run.weights(run.steps()[-1])
+    return None
+
+
+def _overhead_section(cfg: RunConfig, quick: bool, train: dict[str, Any], reference_run: Path | None) -> dict[str, Any]:
+    """The checkpoint overhead (``bench_overhead``) and its shares of the training time: per
+    checkpoint interval of ``cfg``, and over ``reference_run``'s own intervals (where given)."""
     ov = bench_overhead(cfg, reps=5 if quick else 9)  # evaluate is ~0.2 s: cheap to repeat
-    step_s = res["train"]["candidates"]["toolkit"]["ms_per_step"] / 1e3
+    step_s = train["candidates"]["toolkit"]["ms_per_step"] / 1e3
     ck = ov["evaluate_s"] + ov["save_s"]
     ov["evaluate_in_steps"] = ov["evaluate_s"] / step_s
     for every in (cfg.train.ckpt_every, cfg.train.ckpt_every_transition):
@@ -134,16 +176,12 @@ def run_benchmarks(
     every = cfg.train.ckpt_every
     ov["eval_over_train_both"] = ov["evaluate_s"] / (every * step_s)
     ov["eval_over_train_first_token"] = ov["evaluate_first_token_s"] / (every * step_s)
-    if trained is not None:  # the mean interval of a whole run (denser through the transition)
-        steps = Run(e2e_run).steps()
+    if reference_run is not None:  # the mean interval of a whole run (denser through the transition)
+        steps = Run(reference_run).steps()
         ov["mean_interval_reference_run"] = steps[-1] / (len(steps) - 1)
         ov["share_reference_run"] = ck / (ov["mean_interval_reference_run"] * step_s + ck)
     ov["train_steps_between_ckpts_s"] = cfg.train.ckpt_every * step_s
-    res["overhead"] = ov
-    if not quick and e2e_run is not None:
-        _log("end to end (analyze_run over a finished run)")
-        res["end_to_end"] = bench_end_to_end(Path(e2e_run))
-    return _finish(res, t0)
+    return ov
 
 
 def _commit() -> str | None:

@@ -138,7 +138,7 @@ def bench_passes(cfg: RunConfig, *, reps: int, weights: dict | None = None) -> d
 def bench_overhead(cfg: RunConfig, *, reps: int, n_records: int = 100) -> dict[str, Any]:
     """Seconds of ``evaluate`` (the packed functional forward; ``evaluate_reference``, two
     plain forwards through PlainTransformer, for comparison) and of writing one checkpoint the way
-    ``train._train_loop`` does (weights, record, resume state, a manifest of ``n_records`` checkpoints; atomic
+    ``train.loop._train_loop`` does (weights, record, resume state, a manifest of ``n_records`` checkpoints; atomic
     writes with fsync) into a temp dir."""
     from ..checkpoints import write_checkpoint
     from ..metrics import evaluate, evaluate_reference

@@ -3,6 +3,7 @@ its help, choices, bounds, alias and flag; the layout), ``settings`` (that decla
 the reading of values), ``validation`` and ``presets`` (named recipes, overrides, run names).
 Everything is importable from here."""
 
+from .layout import LEN_A, LEN_B, Layout
 from .presets import (
     ALIASES,
     PRESETS,
@@ -22,17 +23,15 @@ from .schema import (
     IMPLS,
     INITS,
     LABEL_NOISE_MODES,
-    LEN_A,
-    LEN_B,
     MAX_NB,
     N_CHARS,
     QUIET_GAP,
     SECTIONS,
     SELECTOR_DIRECTIONS,
+    SPACING_HI,
     STOPS,
     TAU_ON,
     EvalConfig,
-    Layout,
     ModelConfig,
     RunConfig,
     TaskConfig,
@@ -57,6 +56,7 @@ __all__ = [
     "N_CHARS",
     "PRESETS",
     "QUIET_GAP",
+    "SPACING_HI",
     "SECTIONS",
     "SELECTOR_DIRECTIONS",
     "SETTING",

@@ -20,6 +20,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import Field, dataclass, field, fields
 from typing import Any
 
+from .layout import LEN_A, LEN_B, Layout
 from .settings import (
     FRACTION,
     NON_NEGATIVE,
@@ -35,13 +36,12 @@ from .settings import (
 
 N_CHARS = 36  # the alphabet a-z0-9
 # nats of swap gap below which a plateau counts as quiet: the checkpoint spacing may widen there
-# (train.next_interval), and the guarded evaluation watches it (metrics.eval_guard)
+# (train.next_interval)
 QUIET_GAP = 0.02
+SPACING_HI = 0.95  # the checkpoint spacing is dense below this fraction of log K (either family)
 MAX_BATCH = 1 << 16
 A_TARGET_DIRECTIONS = ("backward", "b_a")
 SELECTOR_DIRECTIONS = ("backward", "az_b")
-LEN_B = 6
-LEN_A = 4
 MAX_NB = 20000
 
 # --- the configuration ----------------------------------------------------------------
@@ -270,10 +270,10 @@ class EvalConfig:
         0,
         bounds=NON_NEGATIVE,
         note="0 = every evaluation group",
-        help="both families on a seeded subset of this many groups at each checkpoint, and on every group wherever "
-        "the subset's estimate lies within seq_guard standard errors of a threshold the run reports or acts on "
-        "(metrics.EvalGuard: each tau, width and stop stays the full-set one); 0 scores every group at every "
-        "checkpoint",
+        help="the paper family (L_seq) on a seeded first stage of this many groups at each checkpoint, then on "
+        "growing stages up to every group while the estimate lies within seq_guard standard errors of a threshold "
+        "the run still reports or acts on (metrics.guard: each tau, width and stop stays the full-set one); the "
+        "first-token family always on every group; 0 scores every group at every checkpoint",
     )
     seq_guard: float = setting(
         5.0, help="the guard's margin, in standard errors", bounds=Bounds(gt=0), note="standard errors"
@@ -326,24 +326,17 @@ class RunConfig:
     eval: EvalConfig = field(default_factory=EvalConfig)
     preset: str = "custom"
 
+    def spacing_thresholds(self) -> tuple[float, float]:
+        """The fractions of log K between which the checkpoint spacing is dense (``train.next_interval``):
+        below SPACING_HI in either family and above max(converge_Lc, 0.1 log K)."""
+        return max(self.train.converge_Lc / self.task.log_K, 0.1), SPACING_HI
+
     def seq_thresholds(self) -> tuple[float, ...]:
         """Every fraction of log K at which the run reports a crossing of L_seq or acts on one:
         tau's alpha and Table 5's (0.3-0.7), the transition width's ends, the floor stop, and the
-        ends of the dense checkpoint spacing (``train.next_interval``)."""
-        dense_lo = max(self.train.converge_Lc / self.task.log_K, 0.1)
-        fr = {
-            0.3,
-            0.4,
-            0.5,
-            0.6,
-            0.7,
-            self.eval.alpha,
-            self.eval.width_hi,
-            self.eval.width_lo,
-            self.train.stop_floor,
-            dense_lo,
-        }
-        return tuple(sorted(fr))
+        ends of the dense checkpoint spacing (``spacing_thresholds``)."""
+        fr = {0.3, 0.4, 0.5, 0.6, 0.7, self.eval.alpha, self.eval.width_hi, self.eval.width_lo, self.train.stop_floor}
+        return tuple(sorted(fr | set(self.spacing_thresholds())))
 
     # derived layout values -------------------------------------------------------
     @property
@@ -387,40 +380,6 @@ class RunConfig:
         if not isinstance(cfg.preset, str):
             raise ConfigError(f"preset={cfg.preset!r}: expected a string")
         return cfg
-
-
-@dataclass(frozen=True)
-class Layout:
-    """Token positions of one sequence, computed from the task's lengths.
-
-    A sequence is ``[BOS] prompt_1 [SEP] prompt_2 ... [SEP] target [EOS]``. The model
-    predicts token ``i+1`` at position ``i``; the first target token is predicted at
-    ``first_pred`` (the SEP just before the target).
-    """
-
-    seq_len: int
-    segments: tuple[tuple[str, int, int], ...]  # (name, start, length) of prompt segments
-    target_start: int
-    target_len: int  # without EOS
-
-    def span(self, name: str) -> range:
-        for seg, start, length in self.segments:
-            if seg == name:
-                return range(start, start + length)
-        raise KeyError(f"this layout has no segment {name!r}")
-
-    @property
-    def first_pred(self) -> int:
-        return self.target_start - 1
-
-    @property
-    def pred_positions(self) -> range:
-        """Positions whose next-token prediction is a target token or EOS."""
-        return range(self.target_start - 1, self.seq_len - 1)
-
-    @property
-    def selector_positions(self) -> range:
-        return self.span("z")
 
 
 def layout_for(task: TaskConfig) -> Layout:

@@ -2,8 +2,9 @@
 
 The pass scores every example of the evaluation set at each checkpoint (the full-set values, what
 a run without a subset records), and replays, on the same per-group numbers, what a run with
-``eval.seq_subset = n`` and ``eval.seq_guard = z`` would have recorded: the subset's means, or
-the full-set means where the guard fires. Both give every crossing the run reports
+``eval.seq_subset = n`` and ``eval.seq_guard = z`` would have recorded: the first-token family
+over every group, L_seq over the guard's stages as far as they go given the thresholds the
+replayed record leaves active (``metrics.guard``). Both give every crossing the run reports
 (``RunConfig.seq_thresholds``: tau at Table 5's alphas, the width's ends, the floor stop, the
 dense spacing's ends) in both families, and the transition widths; the pass returns them side by
 side. The guard's decisions depend only on the subset's per-group values, which are the numbers
@@ -30,15 +31,19 @@ FAMILY_KEYS = {"paper": "L_seq", "first_token": "Lc"}
 
 
 def _row(step: int, per_group: dict[str, np.ndarray], g: EvalGuard, groups: np.ndarray) -> dict[str, Any]:
-    """One checkpoint: the full-set means, the guarded run's values, whether the guard fired."""
-    inside = np.isin(groups, g.groups)
-    est = {k: g.estimate(v[inside], len(groups)) for k, v in per_group.items()}
-    fired = g.must_score_all(est)
-    row: dict[str, Any] = {"step": step, "scored_all": fired}
+    """One checkpoint: the full-set means, what the guarded run records (the first-token family
+    over every group; L_seq over the guard's stages as far as they go), and how many groups the
+    paper family scored there."""
+    row: dict[str, Any] = {"step": step}
     for k, v in per_group.items():
-        row[f"{k}_full"] = float(v.mean())
-        row[f"{k}_guarded"] = float(v.mean()) if fired else est[k][0]
-        row[f"{k}_se"] = 0.0 if fired else est[k][1]
+        row[f"{k}_full"] = row[f"{k}_guarded"] = float(v.mean())
+    v = per_group["L_seq"]
+    position = {int(x): i for i, x in enumerate(groups)}
+    for n in g.stages():
+        est, se = g.estimate(v[[position[int(x)] for x in g.order[:n]]], len(groups))
+        if n >= len(groups) or not g.undecided(est, se):
+            break
+    row.update({"L_seq_guarded": est, "L_seq_se": se, "groups_scored": n, "scored_all": n >= len(groups)})
     return row
 
 
@@ -71,7 +76,8 @@ def guard_check(run: str | Run, subset: int = 20, z: float = 5.0, progress: bool
         with torch.no_grad():
             ex = example_losses(model, ev)
         per_group = {k: v.reshape(-1, K).mean(1).astype(np.float64) for k, v in ex.items() if np.isfinite(v).all()}
-        rows.append(_row(step, per_group, eval_guard(cfg, ev, step), ev.groups))
+        history = [r["L_seq_guarded"] for r in rows]
+        rows.append(_row(step, per_group, eval_guard(cfg, ev, step, history), ev.groups))
         if progress:
             print(
                 f"\r{run.path.name}: step {step}, L_seq {rows[-1]['L_seq_full']:.3f}",
@@ -103,7 +109,7 @@ def guard_check(run: str | Run, subset: int = 20, z: float = 5.0, progress: bool
         "eval_groups": ev.n_groups,
         "checkpoints": len(rows),
         "scored_all": n_all,
-        "share_scored": (n_all * (ev.n_groups + subset) + (len(rows) - n_all) * subset) / (len(rows) * ev.n_groups),
+        "share_scored": sum(r["groups_scored"] for r in rows) / (len(rows) * ev.n_groups),
         "crossings": crossings,
         "widths": widths,
         "all_equal": all(c["tau_full"] == c["tau_guarded"] for c in crossings)

@@ -78,6 +78,44 @@ def estimator_grid(steps: list[int], every: int) -> list[int]:
     return out
 
 
+def _checked_grid(run: Run, every: int) -> list[int]:
+    """The run's checkpoints on the estimator's grid (``estimator_grid``); RunError where they
+    are fewer than two or too sparse (a gap over 1.5 ``every``) for an estimate every ``every``
+    steps."""
+    own = run.steps()
+    steps = estimator_grid(own, every)
+    hint = "set every (--every on the command line) to the run's checkpoint spacing"
+    if len(steps) < 2:
+        raise RunError(f"{run.path}: fewer than two checkpoints {every} steps apart; {hint}")
+    widest = max(b - a for a, b in zip(steps, steps[1:]))
+    if widest > 1.5 * every:
+        raise RunError(
+            f"{run.path}: too sparse for an estimate every {every} steps: the checkpoints it would read are up "
+            f"to {widest} steps apart (the run's own up to {max(b - a for a, b in zip(own, own[1:]))}); {hint}"
+        )
+    return steps
+
+
+def replay_spread(taus: np.ndarray) -> dict[str, Any]:
+    """The spread of the replays' taus (steps; NaN where a replay never crossed): ``mean`` and
+    ``std`` of the replays that crossed; ``q05``, ``q50``, ``q95``, ``max`` (the lower
+    percentiles) counting a replay that never crossed as later than any step (None where that is
+    the answer); ``min``; ``p_none``, the share that never crossed."""
+    crossed = taus[~np.isnan(taus)]
+    late = np.where(np.isnan(taus), np.inf, taus)  # never crossed: later than any step
+    q = [float(v) if np.isfinite(v) else None for v in np.percentile(late, [5, 50, 95, 100], method="lower")]
+    return {
+        "mean": float(crossed.mean()) if len(crossed) else None,
+        "std": float(crossed.std(ddof=1)) if len(crossed) > 1 else None,
+        "q05": q[0],
+        "q50": q[1],
+        "q95": q[2],
+        "max": q[3],
+        "min": float(crossed.min()) if len(crossed) else None,
+        "p_none": float(np.isnan(taus).mean()),
+    }
+
+
 def sampled_tau(
     run: str | Run,
     *,
@@ -107,17 +145,7 @@ def sampled_tau(
         )
     if n_sample < 1 or draws < 1 or every < 1:
         raise ValueError(f"n_sample, draws and every must be positive (got {n_sample}, {draws}, {every})")
-    own = run.steps()
-    steps = estimator_grid(own, every)
-    hint = "set every (--every on the command line) to the run's checkpoint spacing"
-    if len(steps) < 2:
-        raise RunError(f"{run.path}: fewer than two checkpoints {every} steps apart; {hint}")
-    widest = max(b - a for a, b in zip(steps, steps[1:]))
-    if widest > 1.5 * every:
-        raise RunError(
-            f"{run.path}: too sparse for an estimate every {every} steps: the checkpoints it would read are up "
-            f"to {widest} steps apart (the run's own up to {max(b - a for a, b in zip(own, own[1:]))}); {hint}"
-        )
+    steps = _checked_grid(run, every)
     K, alpha = cfg.task.K, cfg.eval.alpha
     threshold = alpha * math.log(K)
     ev = run.eval_set()
@@ -136,9 +164,6 @@ def sampled_tau(
     taus, grid = replay_taus(steps, losses, K, threshold, n_sample, draws, seed)
     if progress:
         print(file=sys.stderr)
-    crossed = taus[~np.isnan(taus)]
-    late = np.where(np.isnan(taus), np.inf, taus)  # never crossed: later than any step
-    q = [float(v) if np.isfinite(v) else None for v in np.percentile(late, [5, 50, 95, 100], method="lower")]
     n = cfg.eval.seq_groups(K) or len(ev.groups)
     return {
         "run": str(run.path),
@@ -153,14 +178,7 @@ def sampled_tau(
         "recorded_groups": n,
         "eval_groups": len(ev.groups),
         "tau_exact_grid": grid,
-        "mean": float(crossed.mean()) if len(crossed) else None,
-        "std": float(crossed.std(ddof=1)) if len(crossed) > 1 else None,
-        "q05": q[0],
-        "q50": q[1],
-        "q95": q[2],
-        "max": q[3],
-        "min": float(crossed.min()) if len(crossed) else None,
-        "p_none": float(np.isnan(taus).mean()),
+        **replay_spread(taus),
         "checkpoints_scored": len(scored),
         "taus": [None if math.isnan(t) else int(t) for t in taus],
     }

@@ -18,15 +18,20 @@ def test_guarded_run_equals_the_full_run_at_every_reported_crossing(tmp_path, ti
     exact = [r for r in recs if r["metrics"]["groups_scored"] == 48]
     assert 0 < len(exact) < len(recs)  # the guard scored some checkpoints in full, not all
     by_step = {r["step"]: r["metrics"] for r in full_recs}
-    for r in exact:
-        for k in ("L_seq", "Lc", "swap_gap"):
+    for r in recs:  # the first-token family: every group at every checkpoint
+        for k in ("Lc", "L1", "swap_gap"):
             assert r["metrics"][k] == pytest.approx(by_step[r["step"]][k], rel=1e-5, abs=1e-7)
+    for r in exact:
+        assert r["metrics"]["L_seq"] == pytest.approx(by_step[r["step"]]["L_seq"], rel=1e-5, abs=1e-7)
     a, b = Run(tiny_run.path).summary(), guarded.summary()
     for fam in ("paper", "first_token"):
         for k in ("tau", "t_start", "t_end", "tau_width"):
             assert a["definitions"][fam][k] == b["definitions"][fam][k], (fam, k)
     check = guard_check(tiny_run.path, subset=12)
     assert check["all_equal"] and check["scored_all"] < check["checkpoints"]
+    # the replay scores the stages the guarded run scored, checkpoint by checkpoint
+    scored = {r["step"]: r["metrics"]["groups_scored"] for r in recs}
+    assert all(row["groups_scored"] == scored[row["step"]] for row in check["rows"])
     assert {(c["definition"], c["fraction"]) for c in check["crossings"]} == {
         (f, x) for f in ("paper", "first_token") for x in cfg.seq_thresholds()
     }

@@ -346,7 +346,7 @@ def test_records_hold_the_gradient_norm_before_clipping(tmp_path, tiny_cfg, clip
 def test_reading_the_gradient_norm_leaves_the_update_unchanged(tmp_path, tiny_cfg, monkeypatch):
     """Without clipping the norm is only read: the weights equal those of a run whose update
     does not compute it at all (AdamW straight from the gradients), bit for bit."""
-    import mi_plateau.train as tr
+    import mi_plateau.train.step as tr  # where train_step looks apply_update up
 
     cfg = with_overrides(tiny_cfg, {"max_steps": 40})
     a = train(cfg, tmp_path / "a", progress=False)

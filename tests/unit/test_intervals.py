@@ -72,12 +72,12 @@ def test_resample_counts_are_the_same_draws_as_the_table_bootstraps():
 def test_half_rise_of_many_curves_equals_the_one_curve_rule():
     import numpy as np
 
-    from mi_plateau.passes.tables import _half_rise_many, half_rise_step
+    from mi_plateau.passes.tables import half_rise_many, half_rise_step
 
     rng = np.random.default_rng(0)
     steps = list(range(0, 1000, 50))
     curves = np.cumsum(rng.normal(0.1, 1.0, size=(200, len(steps))), axis=1)
-    got = _half_rise_many(steps, curves)
+    got = half_rise_many(steps, curves)
     want = [half_rise_step(steps, list(c)) for c in curves]
     assert any(w is None for w in want) and any(w is not None for w in want)
     for g, w in zip(got, want):

@@ -1,6 +1,7 @@
-"""Both families on a subset of groups with a guard (``metrics.EvalGuard``): the decision rule on
-hand-built numbers, and ``evaluate`` with a guard against the plain full scoring on a real model:
-the full-set numbers where the guard fires, the subset's own means where it does not."""
+"""The paper family over stages of groups with a guard (``metrics.EvalGuard``): the stages and
+the decision rule on hand-built numbers, which thresholds a run's record retires, and ``evaluate``
+with a guard against the plain full scoring on a real model: the first-token family always over
+every group, L_seq over the stages the guard needed (all of them where it must)."""
 
 import math
 
@@ -9,7 +10,7 @@ import pytest
 import torch
 
 from mi_plateau.config import ConfigError, preset, validate, with_overrides
-from mi_plateau.metrics import EvalGuard, eval_guard, evaluate, example_losses
+from mi_plateau.metrics import EvalGuard, active_thresholds, eval_guard, evaluate, example_losses
 from mi_plateau.model import build_model
 from mi_plateau.task import make_eval_set, make_task
 
@@ -22,14 +23,36 @@ def test_standard_error_has_the_finite_population_correction():
     assert EvalGuard.estimate(m[:1], 8)[1] == math.inf  # one group: no estimate of the spread
 
 
-def test_every_group_is_scored_near_a_threshold_of_any_watched_quantity():
-    g = EvalGuard(np.arange(4), {"L_seq": (1.0, 2.0), "swap_gap": (0.1,)}, z=3.0)
-    assert not g.must_score_all({"L_seq": (1.5, 0.1), "swap_gap": (0.5, 0.1)})  # 4-5 se from each
-    assert g.must_score_all({"L_seq": (1.75, 0.1)}) and g.must_score_all({"L_seq": (0.71, 0.1)})
-    assert g.must_score_all({"L_seq": (1.5, 0.1), "swap_gap": (0.3, 0.1)})  # the gap is near 0.1
-    assert not g.must_score_all({"Lc": (1.0, 0.001)})  # a quantity without thresholds never fires
-    assert g.must_score_all({"L_seq": (1.5, math.inf)}) and g.must_score_all({"L_seq": (float("nan"), 0.1)})
-    assert EvalGuard(np.arange(4), {}, 3.0, force=True).must_score_all({"L_seq": (5.0, 0.01)})
+def test_stages_grow_to_every_group_and_force_scores_all_at_once():
+    g = EvalGuard(np.arange(200), 20, (1.0,), z=5.0)
+    assert g.stages() == [20, 50, 125, 200]
+    assert EvalGuard(np.arange(200), 20, (), 5.0, force=True).stages() == [200]
+    assert EvalGuard(np.arange(7), 3, (), 5.0).stages() == [3, 7] and EvalGuard(np.arange(5), 9, (), 5.0).stages() == [
+        5
+    ]
+    assert np.array_equal(EvalGuard(np.array([5, 3, 9, 1]), 2, (), 5.0).groups, [3, 5])
+
+
+def test_undecided_within_z_standard_errors_of_an_active_threshold():
+    g = EvalGuard(np.arange(4), 2, (1.0, 2.0), z=3.0)
+    assert not g.undecided(1.5, 0.1)  # 5 se from each
+    assert g.undecided(1.75, 0.1) and g.undecided(0.71, 0.1)
+    assert not EvalGuard(np.arange(4), 2, (), z=3.0).undecided(1.0, 0.001)  # no threshold: never
+    assert g.undecided(1.5, math.inf) and g.undecided(float("nan"), 0.1)
+    assert EvalGuard(np.arange(4), 2, (), 3.0, force=True).undecided(5.0, 0.01)
+
+
+def test_first_crossings_retire_the_spacing_ends_never_and_the_width_top_with_its_bottom():
+    cfg = with_overrides(preset("tiny"), {"K": 5})
+    lk = cfg.task.log_K
+    every = set(cfg.seq_thresholds())
+    assert set(active_thresholds(cfg, [])) == every
+    assert set(active_thresholds(cfg, [1.2 * lk, None, 0.55 * lk])) == every - {0.6, 0.7}
+    # below every threshold but the floor: the width's bottom is crossed, so its top retires too
+    left = set(active_thresholds(cfg, [0.02 * lk]))
+    assert left == {f for f in every if f <= 0.02} | set(cfg.spacing_thresholds())
+    assert cfg.eval.width_hi not in left or cfg.eval.width_hi in cfg.spacing_thresholds()
+    assert set(active_thresholds(cfg, [float("nan"), 0.35 * lk, 2.0 * lk])) == every - {0.4, 0.5, 0.6, 0.7}
 
 
 @pytest.fixture(scope="module")
@@ -44,41 +67,37 @@ def model_and_set():
     return cfg, model, make_eval_set(make_task(cfg.task), cfg.eval)
 
 
-def test_guard_scores_all_groups_where_it_fires_and_the_subset_elsewhere(model_and_set):
+def test_guard_scores_stages_until_decided_and_every_group_where_it_must(model_and_set):
     cfg, model, ev = model_and_set
     full = evaluate(model, ev)
-    ex = example_losses(model, ev)
-    per = {k: v.reshape(-1, cfg.task.K).mean(1) for k, v in ex.items()}
+    first = evaluate(model, ev, sequence=False)
+    per = example_losses(model, ev)["L_seq"].reshape(-1, cfg.task.K).mean(1)
     g = eval_guard(cfg, ev, step=10_000)
-    assert len(g.groups) == 10 and set(g.groups) <= set(ev.groups)
-    assert np.array_equal(g.groups, eval_guard(cfg, ev, step=20_000).groups)  # the same subset at every checkpoint
+    assert g.first == 10 and sorted(g.order) == sorted(ev.groups)
+    assert np.array_equal(g.order, eval_guard(cfg, ev, step=20_000).order)  # the same order at every checkpoint
     inside = np.isin(ev.groups, g.groups)
-    # far from every threshold: the subset's means, with their standard errors
-    m = evaluate(model, ev, guard=EvalGuard(g.groups, {}, z=5.0))
+    # no active threshold: the first stage only; the first-token family over every group
+    m = evaluate(model, ev, guard=EvalGuard(g.order, 10, (), z=5.0))
     assert m["groups_scored"] == 10
-    for k in ("L_seq", "Lc", "swap_gap"):
-        assert m[k] == pytest.approx(per[k][inside].mean(), rel=1e-5, abs=1e-6), k
-        assert m[f"{k}_se"] == pytest.approx(EvalGuard.estimate(per[k][inside], 40)[1], rel=1e-4, abs=1e-9), k
-    # a threshold at the subset's Lc: every group scored, equal to the plain full scoring
-    m2 = evaluate(model, ev, guard=EvalGuard(g.groups, {"Lc": (float(per["Lc"][inside].mean()),)}, z=5.0))
+    assert m["L_seq"] == pytest.approx(per[inside].mean(), rel=1e-5, abs=1e-6)
+    assert m["L_seq_se"] == pytest.approx(EvalGuard.estimate(per[inside], 40)[1], rel=1e-4, abs=1e-9)
+    for k in ("Lc", "L1", "swap_gap", "full_loss", "acc_mean"):
+        assert m[k] == pytest.approx(first[k], rel=1e-5, abs=1e-7), k
+    # a threshold at the full-set L_seq: every stage up to every group, equal to the plain full scoring
+    m2 = evaluate(model, ev, guard=EvalGuard(g.order, 10, (float(per.mean()),), z=5.0))
     assert m2["groups_scored"] == 40 and m2["L_seq_se"] == 0.0
     for k, v in full.items():
         assert m2[k] == pytest.approx(v, rel=1e-5, abs=1e-7), k
-
-
-def test_thresholds_cover_every_crossing_and_the_plateau_window_is_full(model_and_set):
-    cfg, _, ev = model_and_set
-    assert (
-        eval_guard(cfg, ev, cfg.eval.seq_plateau_start).force
-        and not eval_guard(cfg, ev, cfg.eval.seq_plateau_end + 1).force
-    )
-    assert {0.3, 0.4, 0.5, 0.6, 0.7, 0.95, 0.05, 0.01} <= set(cfg.seq_thresholds())
-    g = eval_guard(cfg, ev, 1000)
-    assert cfg.train.converge_Lc in g.thresholds["Lc"] and 0.1 in g.thresholds["swap_gap"]
-    assert eval_guard(with_overrides(cfg, {"eval.seq_subset": 0}), ev, 1000) is None
+    # a threshold far away at the second stage's resolution: it stops there, on the second stage's groups
+    second = np.isin(ev.groups, g.order[:25])
+    est, se = EvalGuard.estimate(per[second], 40)
+    e1, se1 = EvalGuard.estimate(per[inside], 40)
+    t = next(t for t in (est + 5.5 * se, est - 5.5 * se) if abs(e1 - t) <= 5 * se1)  # undecided at 10 groups
+    m3 = evaluate(model, ev, guard=EvalGuard(g.order, 10, (t,), z=5.0))
+    assert m3["groups_scored"] == 25 and m3["L_seq"] == pytest.approx(est, rel=1e-5)
 
 
 def test_subset_and_cap_are_exclusive():
     with pytest.raises(ConfigError, match="choose one"):
-        validate(with_overrides(preset("paper"), {"eval.seq_subset": 40}))  # the paper preset caps
-    validate(with_overrides(preset("paper"), {"eval.seq_subset": 40, "eval.seq_max_strings": 0}))
+        validate(with_overrides(preset("paper"), {"eval.seq_max_strings": 18000}))  # the paper preset guards
+    validate(with_overrides(preset("paper"), {"eval.seq_subset": 0, "eval.seq_max_strings": 18000}))

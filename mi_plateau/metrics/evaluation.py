@@ -1,34 +1,8 @@
-"""Measurements on the fixed evaluation set (SPEC section 4). All losses are in nats.
-
-Two families, both computed at every checkpoint and named in every table:
-
-**paper** (what the paper's tables mean):
-
-- Sequence candidate loss ``L_seq``: for an example (B, z_k), every candidate target string A^j
-  of its group (j = 1..K) gets the score s_j = sum of the teacher-forced log-probabilities of
-  A^j's four characters and EOS given (B, z_k); ``L_seq = -log softmax_j(s)[k]``. A z-blind
-  model that knows the group's K strings scores exactly log K.
-- Candidate accuracy ``cand_acc``: argmax_j s_j == k; per group, the fraction of its K examples
-  (``cand_groups_ge80``, ``cand_groups_100``: shares of groups at >= 80% and at 100%).
-
-**first_token** (ours; only A1 carries the ambiguity):
-
-- Candidate loss ``Lc``: cross-entropy of the first target token with the softmax restricted
-  to the K candidate first characters of the example's group. A z-blind model that spreads its
-  mass evenly over the candidates has Lc = log K exactly. The canonical loss of the toolkit.
-- First-token loss ``L1``: the same cross-entropy over the whole vocabulary.
-- Full target loss: mean next-token cross-entropy over the target tokens and EOS.
-- Candidate mass: probability (full softmax) on the group's K candidates; near 1 once P(A1|B)
-  is learned, whether or not z is used.
-- z-swap gap: Lc with each example's selector replaced by another selector of the set, minus
-  clean Lc. Cheap per-checkpoint version: one replacement, selector k -> k+1 mod K.
-- Per-group accuracy: fraction of a group's K examples whose target tokens are all predicted
-  correctly by teacher-forced argmax.
-"""
+"""The evaluation's forward passes and the checkpoint metrics of both families (see the
+package's docstring for their definitions)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -37,11 +11,12 @@ import torch.nn.functional as F
 from jaxtyping import Float, Int
 from torch import Tensor
 
-from .config import QUIET_GAP, Layout, RunConfig
-from .definitions import definition
-from .model.forward import Weights, run_packed, run_suffixes
-from .model.packing import eval_packing
-from .task import EOS, EvalSet
+from ..config import Layout
+from ..definitions import definition
+from ..model.forward import Weights, run_packed, run_suffixes
+from ..model.packing import eval_packing
+from ..task import EOS, EvalSet
+from .guard import EvalGuard
 
 
 def candidate_losses(
@@ -160,112 +135,46 @@ def evaluate(
 ) -> dict[str, Any]:
     """Cheap per-checkpoint metrics on the evaluation set: the means over its examples of what
     ``example_losses`` computes per example (see there). ``seq_groups``: the paper family over
-    the first that many groups only (the older ``eval.seq_max_strings`` cap); ``guard``: both
-    families over a seeded subset of groups, and over every group wherever the subset cannot
-    rule out a crossing of a threshold the run reports or acts on (``EvalGuard``)."""
+    the first that many groups only (the older ``eval.seq_max_strings`` cap); ``guard``: the
+    paper family over the guard's stages of groups, as far as its thresholds need (``EvalGuard``),
+    the first-token family over every group."""
     W = _weights(model)
     ev = ev.on(W.W_U.device)  # the evaluation runs where the model is
     N, K = len(ev.tokens), ev.task.cfg.K
-    if guard is not None:
-        sub = ev.subset(guard.groups)
-        out = _per_example(W, sub, _packing(sub), batch, np.ones(len(sub.tokens), dtype=bool), sequence)
-        per_group = _group_means(sub, out)
-        est = {k: guard.estimate(v, ev.n_groups) for k, v in per_group.items()}
-        if not guard.must_score_all(est):
-            m = _metrics(*out)
-            m.update({"groups_scored": sub.n_groups, **{f"{k}_se": se for k, (_, se) in est.items()}})
-            return m
+    if guard is not None and sequence and ev.has_sequence_candidates:
+        return _guarded(W, ev, batch, guard)
     mask = np.arange(N) < (min(N, seq_groups * K) if seq_groups else N)
-    m = _metrics(*_per_example(W, ev, _packing(ev), batch, mask, sequence))
-    if guard is not None:
-        m.update({"groups_scored": ev.n_groups, **{f"{k}_se": 0.0 for k in per_group}})
+    return _metrics(*_per_example(W, ev, _packing(ev), batch, mask, sequence))
+
+
+def _guarded(W: Weights, ev: EvalSet, batch: int, guard: EvalGuard) -> dict[str, Any]:
+    """``evaluate`` with a guard: the first stage's rows scored in the pass that computes the
+    first-token family on every group, each later stage's new groups as an evaluation set of
+    their own (``EvalSet.subset``, cached), until the guard is decided."""
+    K, N_groups = ev.task.cfg.K, ev.n_groups
+    stages = guard.stages()
+    out = list(_per_example(W, ev, _packing(ev), batch, np.isin(ev.g, guard.order[: stages[0]]), True))
+    scores = out[-1]
+    own = torch.as_tensor(ev.s, device=scores.device)
+    done, se = stages[0], float("inf")
+    for i, n in enumerate(stages):
+        if i:
+            new = ev.subset(guard.order[done:n])
+            rows = torch.as_tensor(np.isin(ev.g, new.groups), device=scores.device)
+            scores[rows] = _per_example(W, new, _packing(new), batch, np.ones(len(new.tokens), dtype=bool), True)[-1]
+            done = n
+        scored = ~scores.isnan().any(1)
+        per_group = group_means(sequence_losses(scores[scored], own[scored])[0], K).double().cpu().numpy()
+        est, se = guard.estimate(per_group, N_groups)
+        if done >= N_groups or not guard.undecided(est, se):
+            break
+    m = _metrics(*out)
+    m.update({"groups_scored": done, "L_seq_se": se})
     return m
 
 
 def _packing(ev: EvalSet):
     return eval_packing(ev, (1,) if ev.task.cfg.has_selector else ())
-
-
-def _group_means(ev: EvalSet, out) -> dict[str, np.ndarray]:
-    """Per group of ``ev``: the mean L_seq, Lc and swap gap of its K examples (the quantities the
-    guard watches), from ``_per_example``'s output."""
-    K = ev.task.cfg.K
-    Lc, swap, scores = out[0], out[5], out[-1]
-    g = {
-        "Lc": Lc,
-        "swap_gap": None if swap is None else swap - Lc,
-        "L_seq": None if scores is None else sequence_losses(scores, torch.as_tensor(ev.s, device=scores.device))[0],
-    }
-    return {k: group_means(v, K).double().cpu().numpy() for k, v in g.items() if v is not None}
-
-
-@dataclass(frozen=True)
-class EvalGuard:
-    """Exact where it matters: both families measured on a seeded subset of the evaluation
-    groups at every checkpoint, and on all of them wherever the subset cannot rule out that a
-    full-set value lies on the other side of a threshold the run reports or acts on.
-
-    For each watched quantity (L_seq, Lc, the swap gap) the subset's estimate of the full-set
-    mean is the mean of its groups' means; its standard error se = sd(group means) / sqrt(n) *
-    sqrt(1 - n / N) (n of the N evaluation groups, drawn without replacement). Every group is
-    scored when some threshold t of that quantity (``thresholds``, nats) has |estimate - t| <=
-    ``z`` se, or when ``force`` says so (Table 7's plateau window). Elsewhere the checkpoint
-    records the subset's values, each on the same side of every threshold as the full-set value
-    unless its estimate is off by more than z se: under the normal approximation of a subset
-    mean, a chance of at most 2 Phi(-z) per quantity and checkpoint (z = 5: 5.7e-7). So every tau,
-    width, stop and spacing decision read off the records is the full-set one with that
-    probability at each checkpoint. The records say which checkpoints were scored in full
-    (``groups_scored``; ``*_se`` 0 there). What a subset value feeds without a threshold (the
-    median Lc of the first-token plateau height, the curves drawn) is an estimate there.
-    """
-
-    groups: np.ndarray  # the subset, indices into the task's groups
-    thresholds: dict[str, tuple[float, ...]]  # per watched quantity, in nats
-    z: float
-    force: bool = False
-
-    @staticmethod
-    def estimate(group_means: np.ndarray, n_total: int) -> tuple[float, float]:
-        """(mean, standard error) of the full-set mean from a subset's group means."""
-        n = len(group_means)
-        if n < 2 or n >= n_total:
-            return float(group_means.mean()), 0.0 if n >= n_total else float("inf")
-        sd = float(group_means.std(ddof=1))
-        return float(group_means.mean()), sd / np.sqrt(n) * np.sqrt(1 - n / n_total)
-
-    def must_score_all(self, estimates: dict[str, tuple[float, float]]) -> bool:
-        """True where some watched quantity's estimate lies within z se of one of its thresholds."""
-        if self.force:
-            return True
-        for k, (est, se) in estimates.items():
-            if not (np.isfinite(se) and np.isfinite(est)):
-                return True
-            if any(abs(est - t) <= self.z * se for t in self.thresholds.get(k, ())):
-                return True
-        return False
-
-
-def eval_guard(cfg: RunConfig, ev: EvalSet, step: int) -> EvalGuard | None:
-    """The run's ``EvalGuard`` at a checkpoint (None where every group is scored anyway): the
-    subset is ``eval.seq_subset`` of the evaluation groups drawn with a generator seeded by
-    ``eval.eval_seed`` (the same groups at every checkpoint); Table 7's plateau window
-    (``eval.seq_plateau_start..end``) is scored in full. The thresholds: every fraction of log K
-    the run reads (``RunConfig.seq_thresholds``) for L_seq and Lc, and ``train.converge_Lc`` for
-    Lc; for the swap gap, the dissipation window's 0.1 nats and 0.9 log K, and the quiet-plateau
-    gap (``QUIET_GAP``) where the spacing may widen (``train.ckpt_every_max``)."""
-    n = cfg.eval.seq_subset
-    if not n or n >= ev.n_groups:
-        return None
-    rng = np.random.default_rng([cfg.eval.eval_seed, 0x5EB5])
-    groups = np.sort(rng.choice(ev.groups, size=n, replace=False))
-    log_K = cfg.task.log_K
-    fr = tuple(f * log_K for f in cfg.seq_thresholds())
-    widening = cfg.train.ckpt_every_max > cfg.train.ckpt_every  # only then does the quiet gap decide anything
-    gap = (0.1, 0.9 * log_K) + ((QUIET_GAP,) if widening else ())
-    thresholds = {"L_seq": fr, "Lc": fr + (cfg.train.converge_Lc,), "swap_gap": gap}
-    return EvalGuard(
-        groups, thresholds, cfg.eval.seq_guard, force=cfg.eval.seq_plateau_start <= step <= cfg.eval.seq_plateau_end
-    )
 
 
 def _weights(model) -> Weights:

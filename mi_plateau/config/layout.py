@@ -1,0 +1,42 @@
+"""Token positions of one sequence (``Layout``; ``schema.layout_for`` makes one from a task)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+LEN_B = 6
+LEN_A = 4
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Token positions of one sequence, computed from the task's lengths.
+
+    A sequence is ``[BOS] prompt_1 [SEP] prompt_2 ... [SEP] target [EOS]``. The model
+    predicts token ``i+1`` at position ``i``; the first target token is predicted at
+    ``first_pred`` (the SEP just before the target).
+    """
+
+    seq_len: int
+    segments: tuple[tuple[str, int, int], ...]  # (name, start, length) of prompt segments
+    target_start: int
+    target_len: int  # without EOS
+
+    def span(self, name: str) -> range:
+        for seg, start, length in self.segments:
+            if seg == name:
+                return range(start, start + length)
+        raise KeyError(f"this layout has no segment {name!r}")
+
+    @property
+    def first_pred(self) -> int:
+        return self.target_start - 1
+
+    @property
+    def pred_positions(self) -> range:
+        """Positions whose next-token prediction is a target token or EOS."""
+        return range(self.target_start - 1, self.seq_len - 1)
+
+    @property
+    def selector_positions(self) -> range:
+        return self.span("z")

@@ -1,0 +1,40 @@
+"""Plotly figures built from the passes' tidy tables (no computation of results here).
+
+Every function takes tidy rows and draws them; the only arithmetic is choosing colour ranges
+and axis ticks. By family:
+
+- ``curves``: loss against step (``loss_curves``, ``llc_curve``, Figure 1's ``figure1``);
+- ``transition``: Figure 3 against t / tau (``figure3``) and the groups' accuracy (``group_accuracy``);
+- ``circuit``: the heads and the residual stream (``head_scores_over_training``,
+  ``head_grid_slider``, ``attention_pattern``, ``patching``);
+- ``sweeps``: tau against a swept quantity (``tau_power_law``), the phase diagram
+  (``phase_diagram``) and log-axis ticks (``log_ticks``, ``tick_label``);
+- ``style``: the palette and the None / NaN handling they share.
+"""
+
+from .circuit import HEAD_SCORES, attention_pattern, head_grid_slider, head_scores_over_training, patching
+from .curves import LOSS_SERIES, METRIC_COLOURS, figure1, llc_curve, loss_curves
+from .style import PALETTE
+from .sweeps import log_ticks, phase_diagram, tau_power_law, tick_label
+from .transition import FAMILY_LABEL, figure3, group_accuracy
+
+__all__ = [
+    "FAMILY_LABEL",
+    "HEAD_SCORES",
+    "LOSS_SERIES",
+    "METRIC_COLOURS",
+    "PALETTE",
+    "attention_pattern",
+    "figure1",
+    "figure3",
+    "group_accuracy",
+    "head_grid_slider",
+    "head_scores_over_training",
+    "llc_curve",
+    "log_ticks",
+    "loss_curves",
+    "patching",
+    "phase_diagram",
+    "tau_power_law",
+    "tick_label",
+]

@@ -1,0 +1,126 @@
+"""Which groups the paper family scores at a checkpoint: exact where it matters, cheap elsewhere.
+
+The first-token family (Lc, L1, the swap gap, accuracy) is cheap and is computed on every group
+at every checkpoint. The paper family's L_seq costs K (K - 1) continuation strings per group, so a
+guarded run (``eval.seq_subset = n``) scores it in stages over a seeded order of the groups: the
+first n, then 2.5 times as many, and so on up to all of them, stopping at the first stage whose
+estimate of the full-set mean lies more than ``eval.seq_guard`` standard errors from every L_seq
+threshold that can still change what the run reports or does. So every tau, transition width,
+stop and spacing decision read off the records is the full-set one (the error bound is in
+``EvalGuard``'s docstring), and a checkpoint far from every threshold costs n groups.
+
+A threshold stops mattering once the run's record has settled it (``active_thresholds``): tau at
+a fraction is the first evaluation below it, so after that first crossing no later checkpoint can
+move it; the width's upper end (the last evaluation above 0.95 log K before the width's lower end)
+is settled once the lower end is; the dense spacing's ends (0.95 log K and ``dense_lo``) are read
+at every checkpoint and never retire.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..config import RunConfig
+
+STAGE_GROWTH = 2.5  # each escalation scores this many times the groups of the stage before
+
+
+@dataclass(frozen=True)
+class EvalGuard:
+    """The staged scoring of L_seq at one checkpoint.
+
+    ``order`` holds every evaluation group in the seeded order the stages take them; stage sizes
+    are ``first``, ``STAGE_GROWTH`` times that, ... and finally all of them (``stages``). After
+    each stage the estimate of the full-set mean is the mean of the scored groups' means, with
+    standard error se = sd(group means) / sqrt(n) * sqrt(1 - n / N) (n of the N groups, drawn
+    without replacement). Scoring goes on while some threshold t (nats) has |estimate - t| <= z se,
+    or while ``force`` holds (Table 7's plateau window). Where it stops short of all groups the
+    recorded L_seq is on the same side of every active threshold as the full-set value unless the
+    estimate is off by more than z se: under the normal approximation of a subset mean, a chance of
+    at most 2 Phi(-z) per look (z = 5: 5.7e-7), at most ``len(stages)`` looks per checkpoint. The
+    records say how many groups were scored (``groups_scored``) and the standard error
+    (``L_seq_se``, 0 where every group was scored). What a partial L_seq feeds without a threshold
+    (the curves drawn, the paper family's accuracy shares) is an estimate there.
+    """
+
+    order: np.ndarray  # every evaluation group, in the order the stages score them
+    first: int  # groups in the first stage
+    thresholds: tuple[float, ...]  # L_seq thresholds still active, in nats
+    z: float
+    force: bool = False
+
+    @property
+    def groups(self) -> np.ndarray:
+        """The first stage's groups (the same at every checkpoint of a run), sorted."""
+        return np.sort(self.order[: self.first])
+
+    def stages(self) -> list[int]:
+        """How many groups each stage has scored when it ends: first, growing by STAGE_GROWTH,
+        then all (only all when ``force``)."""
+        N = len(self.order)
+        if self.force or self.first >= N:
+            return [N]
+        sizes = [self.first]
+        while sizes[-1] < N:
+            sizes.append(min(N, max(sizes[-1] + 1, round(sizes[-1] * STAGE_GROWTH))))
+        return sizes
+
+    @staticmethod
+    def estimate(group_means: np.ndarray, n_total: int) -> tuple[float, float]:
+        """(mean, standard error) of the full-set mean from a subset's group means."""
+        n = len(group_means)
+        if n < 2 or n >= n_total:
+            return float(group_means.mean()), 0.0 if n >= n_total else float("inf")
+        sd = float(group_means.std(ddof=1))
+        return float(group_means.mean()), sd / np.sqrt(n) * np.sqrt(1 - n / n_total)
+
+    def undecided(self, est: float, se: float) -> bool:
+        """True where the estimate cannot rule out the full-set value lying across an active threshold."""
+        if self.force or not (np.isfinite(se) and np.isfinite(est)):
+            return True
+        return any(abs(est - t) <= self.z * se for t in self.thresholds)
+
+
+def active_thresholds(cfg: RunConfig, history: Sequence[float | None]) -> tuple[float, ...]:
+    """The L_seq thresholds (fractions of log K) whose side can still change a reported crossing
+    or a decision, given the L_seq recorded at the run's earlier checkpoints (``history``).
+
+    Every threshold of ``RunConfig.seq_thresholds`` is a first crossing (tau at Table 5's alphas
+    and ``eval.alpha``, the width's lower end, the floor stop) and retires once a recorded value
+    lies below it, except: the width's upper end, which retires with the lower end (t_start is the
+    last evaluation above it before t_end), and the dense spacing's ends, read at every checkpoint."""
+    lowest = min((v for v in history if v is not None and np.isfinite(v)), default=np.inf) / cfg.task.log_K
+    every_checkpoint = set(cfg.spacing_thresholds())
+    keep = []
+    for f in cfg.seq_thresholds():
+        if f in every_checkpoint:
+            keep.append(f)
+        elif f == cfg.eval.width_hi:
+            if not lowest < cfg.eval.width_lo:
+                keep.append(f)
+        elif not lowest < f:
+            keep.append(f)
+    return tuple(keep)
+
+
+def eval_guard(cfg: RunConfig, ev, step: int, history: Sequence[float | None] = ()) -> EvalGuard | None:
+    """The run's ``EvalGuard`` at a checkpoint (None where every group is scored anyway). The
+    order is a permutation of the evaluation groups drawn by a generator seeded by
+    ``eval.eval_seed`` (the same at every checkpoint); the first stage is ``eval.seq_subset``
+    groups; Table 7's plateau window (``eval.seq_plateau_start..end``) is scored in full; the
+    thresholds are ``active_thresholds`` given the L_seq recorded before (``history``)."""
+    n = cfg.eval.seq_subset
+    if not n or n >= ev.n_groups:
+        return None
+    order = np.random.default_rng([cfg.eval.eval_seed, 0x5EB5]).permutation(ev.groups)
+    log_K = cfg.task.log_K
+    return EvalGuard(
+        order,
+        n,
+        tuple(f * log_K for f in active_thresholds(cfg, history)),
+        cfg.eval.seq_guard,
+        force=cfg.eval.seq_plateau_start <= step <= cfg.eval.seq_plateau_end,
+    )

@@ -1,0 +1,159 @@
+"""The two pages: ``report`` (one run, or a comparison of runs) and ``sweep_report`` (a whole
+sweep, from tables and figures its recipe built), each written atomically as one HTML file
+with plotly.js loaded once."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from ..checkpoints import Run, atomic_write_text, refuse_inside_run
+from ..config import compare_name
+from ..tabular import PLOTLY_MODES, plotly_script
+from .inputs import gather, read_llc
+from .markup import Html, Page, fill, nav_links, script, template_text
+from .runs import llc_section, run_sections
+from .sections import curve_sections, provenance_section, summary_section, table_sections
+from .tables import html_table
+
+
+# the run report's navigation bar (anchor, label); the per-run links go to the first run
+def run_nav(names: Sequence[str], with_llc: Sequence[bool] = ()) -> tuple[tuple[str, str], ...]:
+    """The navigation of a report of the runs ``names``: the shared sections, and each run's own
+    (heads, attention, groups, and its LLC curve where it has one), named by run when several."""
+    own = []
+    for i, name in enumerate(names):
+        tag = f" ({name})" if len(names) > 1 else ""
+        llc = ((f"r{i}-llc", f"LLC{tag}"),) if i < len(with_llc) and with_llc[i] else ()
+        own += [
+            *llc,
+            (f"r{i}-heads", f"heads{tag}"),
+            (f"r{i}-attn", f"attention{tag}"),
+            (f"r{i}-groups", f"groups{tag}"),
+        ]
+    return (
+        ("summary", "summary"),
+        ("loss", "loss curves"),
+        ("figure3", "Figure 3"),
+        *own,
+        ("tables", "tables"),
+        ("provenance", "provenance"),
+    )
+
+
+def default_out(names: list[str], analyses: Path) -> Path:
+    if len(names) == 1:
+        return analyses / names[0] / "report.html"
+    return analyses / compare_name(names) / "report.html"
+
+
+def report(
+    runs,
+    out: str | os.PathLike | None = None,
+    progress: bool = True,
+    *,
+    analyses: str | os.PathLike | None = None,
+    pass_config=None,
+    max_head_checkpoints: int | None = None,
+    plotly: str = "inline",
+    device: str | None = "auto",
+    llc: Sequence[str | os.PathLike] = (),
+) -> Path:
+    """Write the interactive report of one or several runs (the passes on ``device``); returns
+    the HTML path. ``llc``: learning-coefficient curves recorded by ``python -m
+    mi_plateau.passes.llc`` (JSON), each drawn beside the loss of the run it names.
+
+    Default path: ``<analyses>/<run name>/report.html`` for one run,
+    ``<analyses>/compare_<names>/report.html`` for several. The passes' per-checkpoint caches
+    live under ``<analyses>/<run name>/passes/`` (shared with ``mi-plateau analyze --out
+    <analyses>``); ``analyses`` defaults to the folder of ``out`` when ``out`` is given (the
+    report writes nowhere but beside its output), else to ``analyses/``.
+    """
+    from ..passes.analyze import PassConfig
+
+    if isinstance(runs, (str, os.PathLike, Run)):
+        runs = [runs]
+    runs = [r if isinstance(r, Run) else Run(r) for r in runs]
+    if analyses is None:
+        analyses = Path(out).parent if out is not None else Path("analyses")
+    analyses = Path(analyses)
+    pc = pass_config or PassConfig()
+    if max_head_checkpoints is not None:
+        pc = replace(pc, max_head_checkpoints=max_head_checkpoints)
+    out = Path(out) if out is not None else default_out([r.name for r in runs], analyses)
+    refuse_inside_run(out, "report")  # before any work
+    if plotly not in PLOTLY_MODES:
+        raise ValueError(f"--plotly {plotly!r}: choose one of {', '.join(PLOTLY_MODES)}")
+    curves = read_llc(llc, runs)  # before any work: a bad file is refused at once
+    data = [gather(r, analyses, pc, progress, device) for r in runs]
+
+    page, notes = Page(), []
+    summary_section(page, data)
+    curve_sections(page, data)
+    for i, d in enumerate(data):
+        if d["name"] in curves:
+            llc_section(page, d, f"r{i}", curves[d["name"]])
+        run_sections(page, d, f"r{i}", notes, progress)
+    table_sections(page, data)
+    provenance_section(page, data)
+    page.add(fill("notes", items=Html("".join(f"<li>{n}</li>" for n in notes))))
+    title = "mi_plateau report: " + ", ".join(d["name"] for d in data)
+    atomic_write_text(
+        out,
+        _document(
+            title, nav_links(run_nav([d["name"] for d in data], [d["name"] in curves for d in data])), page, out, plotly
+        ),
+    )
+    return out
+
+
+def _document(title: str, nav: Html, page: Page, out: Path, plotly: str = "inline") -> str:
+    """The page shell: plotly.js loaded once (``tabular.plotly_script``: inline by default, so
+    the page opens offline on its own), the render-status hooks, the sections."""
+    return fill(
+        "page",
+        title=title,
+        css=Html(template_text("report.css")),
+        errors_js=script("errors"),
+        plotly=Html(plotly_script(plotly, out)),
+        nav=nav,
+        body=page.html(),
+        status_js=script("status", expected=page.n_figs),
+    )
+
+
+def sweep_report(
+    out: str | os.PathLike,
+    name: str,
+    tables: dict[str, list[dict]],
+    figs: dict[str, Any],
+    curves: dict[str, dict[str, Any]],
+    note: str = "",
+    plotly: str = "inline",
+) -> Path:
+    """One page for a whole sweep: its figures (tau against the swept key with the fit), every
+    run's loss curves (both families) and its tables. Computes nothing: the recipe built them."""
+    from .. import figures
+
+    out = Path(out)
+    refuse_inside_run(out, "sweep report")
+    page = Page()
+    page.add(fill("sweep_note", note=note) if note else "")
+    anchors = []
+    for i, (title, fig) in enumerate(figs.items()):
+        anchors.append((f"f{i}", title))
+        page.add(fill("sweep_figure", id=f"f{i}", title=title))
+        page.fig(fig)
+    if curves:
+        anchors.append(("curves", "loss curves"))
+        page.add(fill("sweep_curves"))
+        page.fig(figures.figure1(curves).update_layout(title="loss against step, every run of the sweep"))
+    for i, (title, rows) in enumerate(tables.items()):
+        anchors.append((f"t{i}", title))
+        page.add(fill("sweep_table", id=f"t{i}", title=title, table=html_table(rows)))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out, _document(f"mi_plateau sweep: {name}", nav_links(anchors), page, out, plotly))
+    return out

@@ -1,0 +1,77 @@
+"""The ``ray`` sweep backend: Ray core tasks (``num_cpus=1``, ``max_retries=retries``) that call
+the same train function, on the cluster at ``address`` or on a local Ray instance with ``jobs``
+CPUs. The run folders must be on a filesystem every worker sees."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from ..checkpoints import RunError
+from ..config import RunConfig
+from .progress import Progress
+from .schedule import status, work_units
+
+
+def _ray_train(items: list[tuple[dict, str]], device: str = "auto") -> list[str]:
+    """A Ray task: the same resumable train function (one run) or the batched trainer, one thread."""
+    import torch
+
+    torch.set_num_threads(1)
+    pairs = [(RunConfig.from_dict(c), out) for c, out in items]
+    if len(pairs) == 1:
+        from ..train import train
+
+        train(pairs[0][0], pairs[0][1], resume=True, progress=False, device=device)
+    else:
+        from ..batched import train_batched
+
+        train_batched(pairs, resume=True, progress=False, device=device)
+    return [out for _, out in items]
+
+
+def train_ray(
+    runs: Sequence[tuple[Path, RunConfig]],
+    jobs: int | None = None,
+    *,
+    address: str | None = None,
+    retries: int = 1,
+    progress: bool = True,
+    batch_runs: int = 1,
+    order: str = "longest_first",
+    on_done: Callable[[], None] | None = None,
+    device: str = "auto",
+) -> dict[str, str]:
+    """Train the unfinished runs as Ray tasks (one per run, or per batch with ``batch_runs`` > 1);
+    returns {run folder: error} for the failures."""
+    try:
+        import ray
+    except ImportError:
+        raise RunError("the ray backend needs Ray: pip install 'mi-plateau[ray]'") from None
+    units = work_units(runs, batch_runs, order)
+    started = not ray.is_initialized()
+    if started:
+        if address:
+            ray.init(address=address, log_to_driver=False)
+        else:
+            ray.init(num_cpus=jobs or os.cpu_count() or 1, include_dashboard=False, log_to_driver=False)
+    try:
+        task = ray.remote(num_cpus=1, max_retries=retries)(_ray_train)
+        refs = {task.remote([(c.to_dict(), str(p.resolve())) for p, c in u], device): u for u in units}
+        errors: dict[str, str] = {}
+        tally = Progress(sum(len(u) for u in units), progress, on_done)
+        pending = list(refs)
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            try:
+                ray.get(done[0])
+            except Exception as e:  # the task's own error, or a worker lost more often than max_retries
+                msg = " ".join(str(getattr(e, "cause", None) or e).split())[-300:]
+                errors.update({str(p): msg for p, _ in refs[done[0]] if status(p) != "finished"})
+            tally.done(len(refs[done[0]]))
+        tally.close()
+        return errors
+    finally:
+        if started:
+            ray.shutdown()

@@ -1,0 +1,72 @@
+"""A sweep's table, read from its folder: one row per point, from its run folder's summary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..checkpoints import Run, RunError, read_json
+from .schedule import status
+
+
+def sweep_table(folder: str | Path):
+    """One row per run of the sweep in ``folder`` (its ``sweep.json``): the swept settings, both
+    families' tau (steps and examples), plateau heights, converged, steps, training wall time,
+    status and error. A pandas DataFrame."""
+    from ..frames import frame
+
+    folder = Path(folder)
+    try:
+        spec = read_json(folder / "sweep.json")
+        if not isinstance(spec, dict) or not isinstance(spec.get("points"), list):
+            raise RunError(f"{folder / 'sweep.json'}: not a resolved sweep")
+    except RunError as e:
+        raise RunError(f"{folder}: not a sweep folder ({e})") from None
+    try:
+        errors = read_json(folder / "errors.json")
+    except RunError:
+        errors = {}
+    errors = errors if isinstance(errors, dict) else {}
+    rows = []
+    for p in spec["points"]:
+        row: dict[str, Any] = {"run": p["name"], **p["settings"], **run_row(folder / p["name"])}
+        row["error"] = row.get("error") or errors.get(p["name"])
+        rows.append(row)
+    return frame(rows)
+
+
+def run_row(path: Path) -> dict[str, Any]:
+    """A run folder's line in a sweep table: status, both families' tau (steps and examples),
+    plateau heights, converged, steps and training wall time (only the status, for a run that
+    has not started; ``error`` where the folder cannot be read)."""
+    row: dict[str, Any] = {"status": status(path)}
+    if row["status"] in ("finished", "running"):
+        try:
+            run = Run(path)
+            s = run.summary()
+            for fam, v in s["definitions"].items():
+                row[f"tau_{fam}"] = v["tau"]
+                row[f"tau_width_{fam}"] = v["tau_width"]
+                row[f"tau_examples_{fam}"] = v["tau_examples"]
+                row[f"plateau_{fam}"] = v["plateau_Lc"]
+                row[f"plateau_ratio_{fam}"] = v["plateau_ratio"]
+            row.update(
+                {
+                    "converged": s["converged"],
+                    "steps": s["last_step"],
+                    "wall_s": train_wall(run),
+                    "dissipation_Q": s.get("dissipation_Q"),
+                }
+            )
+        except RunError as e:
+            row["error"] = str(e)
+    return row
+
+
+def train_wall(run: Run) -> float | None:
+    """The run's training wall time in seconds (across resumes), from its last checkpoint record."""
+    try:
+        last = run.manifest()["checkpoints"][-1]
+        return float(read_json(run.inside(last["record_file"])).get("wall_s"))
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError, RunError):
+        return None

@@ -1,0 +1,112 @@
+"""Opening a run folder to train in: a new folder gets its config and provenance (command.json),
+an existing one keeps its stored config, which a resume may only extend by a raised step cap."""
+
+from __future__ import annotations
+
+import platform
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from ..checkpoints import Run, RunError, atomic_write_json, check_own_folder
+from ..config import RunConfig, config_diff, extends, validate
+from ..devices import describe as describe_device
+from .member import Member
+from .rules import should_stop
+
+
+def _provenance(argv: Sequence[str] | None, device: torch.device | None = None) -> dict[str, Any]:
+    import importlib.metadata as md
+
+    def version(pkg):
+        try:
+            return md.version(pkg)
+        except md.PackageNotFoundError:
+            return None
+
+    return {
+        "argv": list(argv) if argv is not None else None,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "versions": {p: version(p) for p in ("mi-plateau", "torch", "transformer-lens", "numpy", "safetensors")},
+        "torch_threads": torch.get_num_threads(),
+        **describe_device(device or torch.device("cpu")),
+    }
+
+
+def open_config(
+    cfg: RunConfig | None,
+    run: Run,
+    resume: bool,
+    argv: Sequence[str] | None,
+    device: torch.device | None = None,
+    *,
+    write: bool = True,
+) -> RunConfig:
+    """The config a run folder trains with; call it holding the folder's lock. A new folder
+    gets ``cfg`` (config.json and command.json written); an existing one keeps its stored config
+    (``resume`` required; a different ``cfg`` is refused unless it only raises the step cap).
+    ``write=False``: every check and the answer, nothing written (the batched trainer checks all
+    its folders before it writes into any)."""
+    check_own_folder(run.path)
+    # a run killed before its first checkpoint was committed has a config but no manifest yet
+    if run.exists() or (resume and (run.path / "config.json").exists()):
+        if not resume:
+            raise RunError(
+                f"{run.path}: a run already exists here; pass --resume to continue it or choose another --out"
+            )
+        stored = run.config()  # validated, and checked against the config the manifest records
+        recorded = run.recorded_config()
+        if cfg is not None and cfg.to_dict() != stored.to_dict():
+            if not extends(stored, cfg):
+                diff = config_diff(stored.to_dict(), cfg.to_dict())
+                raise RunError(f"{run.path / 'config.json'}: resume with a different config is refused ({diff})")
+            if not _stopped_by_rule(stored, run):  # a run its own rule stopped keeps its config
+                if write:
+                    _write_raised_cap(cfg, run, device)
+                stored = cfg
+        elif write and recorded is not None and recorded.train.max_steps != stored.train.max_steps:
+            # a raise killed between its two writes (run.config allows no other difference): finish it
+            _write_raised_cap(stored, run, device)
+        cfg = stored
+    else:
+        if cfg is None:
+            raise RunError(f"{run.path}: no run to resume here")
+        validate(cfg)
+        if not write:
+            return cfg
+        run.path.mkdir(parents=True, exist_ok=True)
+        # provenance first: config.json makes the folder a run, so a kill between the two writes
+        # leaves a folder that a rerun starts afresh, never a run without its command
+        atomic_write_json(run.path / "command.json", _provenance(argv, device))
+        atomic_write_json(run.path / "config.json", cfg.to_dict())
+    return validate(cfg)
+
+
+def _write_raised_cap(cfg: RunConfig, run: Run, device: torch.device | None) -> None:
+    """Store a raised step cap (``config.extends``): config.json, then the manifest's record of
+    the config, each written atomically. First the restore that the resume will do is done once
+    (``Member``: weights, optimizer and sampler state, checksums, dtypes), so that a resume
+    refused for a damaged file has written nothing. A kill between the two writes leaves a
+    config.json that only raises the recorded cap: the readers accept it, the next resume
+    finishes the write."""
+    if run.exists():
+        Member(cfg, run, device)  # its checks only; a folder with a manifest gets no checkpoint from it
+    atomic_write_json(run.path / "config.json", cfg.to_dict())
+    if run.exists():
+        m = run.manifest()
+        m["config"] = cfg.to_dict()
+        atomic_write_json(run.path / "manifest.json", m)
+
+
+def _stopped_by_rule(cfg: RunConfig, run: Run) -> bool:
+    """The run finished because its stopping rule said so (not at its step cap): a higher cap
+    changes nothing."""
+    if not run.exists():
+        return False
+    m = run.manifest()
+    recs = [c["record"] for c in m["checkpoints"]]
+    return m.get("status") == "finished" and bool(recs) and should_stop(cfg, recs)

@@ -1,0 +1,162 @@
+"""The run being trained (``Member``): its model, optimizer, sampler and evaluation set, restored
+from the folder's last checkpoint if it has one, counting steps and writing each checkpoint
+when the spacing rule says one is due."""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+from ..checkpoints import (
+    FORMAT_VERSION,
+    Run,
+    RunError,
+    crash_point,
+    load_state_checked,
+    load_tensors,
+    read_json,
+    remove_stale_files,
+    write_checkpoint,
+)
+from ..config import RunConfig
+from ..devices import to_cpu
+from ..metrics import eval_guard, evaluate
+from ..summaries import summarize
+from ..task import make_eval_set, make_sampler, make_task
+from .init_from import load_init
+from .rules import next_interval, should_stop
+from .step import load_optimizer, lr_at, make_optimizer, optimizer_tensors
+
+
+class Member:
+    """One run being trained: its model, optimizer, sampler and evaluation set, restored from
+    the folder's last checkpoint if it has one; ``after_step`` counts a step and writes the
+    checkpoint when one is due. The single-run trainer drives one, the batched trainer several
+    (``batched``). The caller holds the folder's lock. ``device``: where its model, optimizer
+    and evaluation live (the CPU by default)."""
+
+    def __init__(self, cfg: RunConfig, run: Run, device: torch.device | None = None):
+        from ..model import build_model
+
+        self.cfg, self.run = cfg, run
+        self.device = device or torch.device("cpu")
+        task = make_task(cfg.task)
+        self.ev = make_eval_set(task, cfg.eval).on(self.device)
+        self.model = build_model(cfg)  # on the CPU; moved before the optimizer, which holds the parameters
+        if self.device.type != "cpu":  # (TransformerBridge.to prints a line even for a no-op move)
+            self.model = self.model.to(self.device)
+        self.opt = make_optimizer(cfg, self.model)
+        self.sampler = make_sampler(task, cfg.train.batching, cfg.train.batch_size, cfg.train.batch_seed)
+        self.done = False
+        if run.exists():
+            self._restore()
+        else:
+            self.wall_before = 0.0
+            self.manifest = {"format_version": FORMAT_VERSION, "status": "running", "checkpoints": [], "resume": None}
+            remove_stale_files(run, self.manifest)  # leftovers of an attempt killed before its first commit
+            self.step = 0
+            if cfg.train.init_from:
+                self.manifest["init"] = load_init(cfg, run, self.model)
+        self.records = [c["record"] for c in self.manifest["checkpoints"]]
+        self.t0 = time.perf_counter() - self.wall_before
+        self.running, self.n_run, self.norms = 0.0, 0, []
+        if not self.done:
+            if self.step == 0 and not self.records:
+                self.checkpoint(0, None)
+            self.next_ckpt = self.step + next_interval(cfg, self.records)
+        self.model.train()
+
+    def _restore(self) -> None:
+        cfg, run = self.cfg, self.run
+        manifest = self.manifest = run.manifest()
+        remove_stale_files(run, manifest)  # we hold the lock: any temporary file is a dead writer's
+        ckpts = manifest["checkpoints"]
+        if manifest.get("status") == "finished":
+            recs = [c["record"] for c in ckpts]
+            if should_stop(cfg, recs) or recs[-1]["step"] >= cfg.train.max_steps:
+                self.done, self.step, self.wall_before = True, recs[-1]["step"], 0.0
+                return
+            manifest["status"] = "running"  # finished at a cap that `extends` has raised
+            manifest.pop("summary", None)
+        if not ckpts or not manifest.get("resume"):
+            raise RunError(f"{run.path / 'manifest.json'}: names no checkpoint and resume state to continue from")
+        last = ckpts[-1]
+        wpath = run.inside(last["weights"])
+        load_state_checked(self.model, load_tensors(wpath, last.get("sha256")), wpath)
+        spath = run.inside(manifest["resume"])
+        state = load_tensors(spath, manifest.get("resume_sha256"))
+        load_optimizer(self.opt, state, spath)
+        try:
+            self.sampler.load_state(state)
+        except (KeyError, TypeError, RuntimeError, ValueError) as e:
+            raise RunError(f"{spath}: the sampler state is missing or does not fit this run ({e})") from None
+        self.step = last["step"]
+        try:  # wall_s counts training time across resumes
+            self.wall_before = float(read_json(run.inside(last["record_file"])).get("wall_s", 0.0))
+        except (ValueError, KeyError, TypeError, AttributeError, RunError):
+            self.wall_before = 0.0
+
+    def checkpoint(self, step: int, train_loss: float | None, norms: dict[str, float] | None = None) -> None:
+        cfg, model = self.cfg, self.model
+        wall = time.perf_counter() - self.t0 if step else 0.0
+        model.eval()
+        history = [r["metrics"].get("L_seq") for r in self.records]  # what the guard's thresholds retire on
+        metrics = evaluate(
+            model, self.ev, seq_groups=cfg.eval.seq_groups(cfg.task.K), guard=eval_guard(cfg, self.ev, step, history)
+        )
+        model.train()
+        record = {
+            "step": step,
+            "examples_seen": cfg.examples_seen(step),
+            "lr": lr_at(cfg, max(step - 1, 0)) if step else 0.0,
+            "train_loss": train_loss,
+            # the gradient's norm before clipping over the steps since the last checkpoint: mean,
+            # max, and the share of steps that clipping shortened (None without clipping)
+            "grad_norm_mean": norms["mean"] if norms else None,
+            "grad_norm_max": norms["max"] if norms else None,
+            "clipped_frac": norms["clipped"] if norms and cfg.train.grad_clip > 0 else None,
+            # the mean squared norm over the same steps (Table 11's dissipation Q reads it)
+            "grad_norm_sq_mean": norms["sq_mean"] if norms else None,
+            "device": str(self.device),
+            "metrics": metrics,
+        }
+        self.records.append(record)
+        self.done = should_stop(cfg, self.records) or step >= cfg.train.max_steps
+        write_checkpoint(
+            self.run.path,
+            self.manifest,
+            record,
+            wall,
+            to_cpu(model.state_dict()),
+            to_cpu({**optimizer_tensors(self.opt), **self.sampler.state()}),
+            summarize(cfg, self.records) if self.done else None,
+        )
+
+    def after_step(self, loss: float, grad_norm: float | None = None) -> bool:
+        """Count the step just taken (its loss and gradient norm); checkpoint if one is due.
+        True if it did."""
+        self.running += loss
+        self.step += 1
+        self.n_run += 1
+        if grad_norm is not None:
+            self.norms.append(grad_norm)
+        crash_point("step")
+        if self.step >= self.next_ckpt or self.step >= self.cfg.train.max_steps:
+            n = self.norms
+            clip = self.cfg.train.grad_clip
+            norms = (
+                {
+                    "mean": sum(n) / len(n),
+                    "max": max(n),
+                    "clipped": sum(x > clip for x in n) / len(n),
+                    "sq_mean": sum(x * x for x in n) / len(n),
+                }
+                if n
+                else None
+            )
+            self.checkpoint(self.step, self.running / self.n_run, norms)
+            self.running, self.n_run, self.norms = 0.0, 0, []
+            self.next_ckpt = self.step + next_interval(self.cfg, self.records)
+            return True
+        return False
