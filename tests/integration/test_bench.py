@@ -6,6 +6,7 @@ import math
 import pytest
 
 
+@pytest.mark.long
 def test_bench_smoke(tiny_cfg, tiny_run, tmp_path):
     from mi_plateau import bench
 

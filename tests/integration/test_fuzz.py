@@ -242,6 +242,7 @@ def _fuzz(base, tmp_path, n: int, seed: int, inspect_every: int = 0, heavy_every
     return counts
 
 
+@pytest.mark.long
 def test_fuzz_default_tier(base, tmp_path):
     counts = _fuzz(base, tmp_path, 240, seed=0)
     print(f"\nfuzz default tier: {dict(sorted(counts.items()))}")

@@ -51,6 +51,7 @@ def test_replayed_estimator_on_a_run(tiny_run):
         assert sampled_tau(run, every=every, draws=400, n_sample=8, seed=1)["taus"] != out["taus"]
 
 
+@pytest.mark.long
 def test_cli_sampled_tau(tiny_run, run_cli):
     every = tiny_run.steps()[1]
     p = run_cli("summary", str(tiny_run.path), "--sampled-tau", "--every", str(every), "--draws", "50", "--json")

@@ -354,6 +354,7 @@ seed = [0, 1]
 """
 
 
+@pytest.mark.long
 def test_width_builders_report_each_runs_own_width(tmp_path):
     """The phase boundary's and the lr sweep's tables read each run's width off its own records
     (the same numbers ``summaries.transition_width`` gives), and write every table and figure."""

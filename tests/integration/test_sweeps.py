@@ -59,6 +59,7 @@ def local_grid(tmp_path_factory):
     return sweep, root, table, alone
 
 
+@pytest.mark.long
 def test_local_grid_equals_training_each_point_alone(local_grid):
     sweep, root, table, alone = local_grid
     assert len(table) == 4 and set(table["status"]) == {"finished"} and table["error"].isna().all()
@@ -79,6 +80,7 @@ def test_local_grid_equals_training_each_point_alone(local_grid):
         assert r["steps"] < 400 and r["steps"] >= 1.2 * max(r["tau_paper"], r["tau_first_token"])
 
 
+@pytest.mark.long
 def test_rerun_skips_finished_runs_and_refuses_a_changed_point(local_grid, tmp_path):
     sweep, root, _, _ = local_grid
     folder = root / "local" / "grid"
@@ -91,6 +93,7 @@ def test_rerun_skips_finished_runs_and_refuses_a_changed_point(local_grid, tmp_p
         run_sweep(changed, root=root / "local", progress=False)
 
 
+@pytest.mark.long
 def test_a_sweep_file_that_raises_the_cap_continues_its_runs(tmp_path):
     """Runs that stopped at the sweep's max_steps before their tau continue, the same runs, when
     the sweep file raises the cap; a run its own rule stopped stays as it is."""
