@@ -16,6 +16,7 @@ from typing import Any
 from .. import figures, paper
 from ..sweeps import Sweep
 from .records import FAMILY_KEYS, Collected
+from .seeds import lr_figure
 from .writer import Built, Plot, Table
 
 FAMILIES = tuple(FAMILY_KEYS)
@@ -163,27 +164,14 @@ def run_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def widths_figure(runs: list[dict[str, Any]]):
     """Each seed's paper-family transition width against lr, one series per K (runs with no escape
     drawn open at the step they stopped), the paper's mean widths as crosses."""
-    widths = {
-        f"K={K}": {
-            "x": [r["lr"] for r in rs],
-            "tau": [r["tau_width_paper"] for r in rs],
-            "reached": [r["steps"] if r["outcome"] == "no escape" else None for r in rs],
-            "label": [f"{r['run']} ({r['outcome']})" for r in rs],
-        }
-        for K in sorted({r["K"] for r in runs})
-        for rs in [[r for r in runs if r["K"] == K]]
-    }
-    ref = [(lr, m) for (_, _, lr), (m, _) in paper.TABLE4.items()]
-    return figures.tau_power_law(
-        widths,
-        {},
-        x_label="learning rate (n_b = 1000)",
-        x_symbol="lr",
-        y_label="transition width (steps)",
-        dodge=1.04,
-        reference={"x": [a for a, _ in ref], "tau": [b for _, b in ref]},
-        title="Table 4: each seed's transition width (L_seq) against lr<br><sup>crosses: the paper's mean widths; "
+    return lr_figure(
+        runs,
+        lambda r: r["tau_width_paper"],
+        lambda r: r["steps"] if r["outcome"] == "no escape" else None,
+        lambda r: f"{r['run']} ({r['outcome']})",
+        "Table 4: each seed's transition width (L_seq) against lr<br><sup>crosses: the paper's mean widths; "
         "open markers: no escape by that step</sup>",
+        y_label="transition width (steps)",
     )
 
 

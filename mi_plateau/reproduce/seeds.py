@@ -111,28 +111,42 @@ def phase_boundary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def seeds_figure(rows: list[dict[str, Any]], name: str):
-    """Every seed's paper-family tau against lr, one series per K (runs without a tau drawn as
-    lower bounds at their last step), the paper's Table 4 means as crosses."""
+def lr_figure(rows: list[dict[str, Any]], y, reached, label, title: str, y_label: str = "tau (steps)"):
+    """One value per seed against lr, one series per K (``y``, ``reached`` and ``label`` read a
+    row; ``reached``: the step a run without a value is drawn open at), Table 4's paper means as
+    crosses, each K drawn a little left or right of its lr. Shared by Table 4's two clocks."""
     pts = {
         f"K={K}": {
             "x": [r["lr"] for r in rs],
-            "tau": [r["tau_paper"] for r in rs],
-            "reached": [r["steps"] for r in rs],
-            "label": [f"{r['run']} ({r['status']})" for r in rs],
+            "tau": [y(r) for r in rs],
+            "reached": [reached(r) for r in rs],
+            "label": [label(r) for r in rs],
         }
         for K in sorted({r["K"] for r in rows})
         for rs in [[r for r in rows if r["K"] == K]]
     }
-    ref = [(lr, m) for (D, K, lr), (m, _) in paper.TABLE4.items()]
+    ref = [(lr, m) for (_, _, lr), (m, _) in paper.TABLE4.items()]
     return figures.tau_power_law(
         pts,
         {},
         x_label="learning rate (n_b = 1000)",
         x_symbol="lr",
+        y_label=y_label,
         dodge=1.04,
         reference={"x": [a for a, _ in ref], "tau": [b for _, b in ref]},
-        title=f"Table 4 ({name}): each seed's tau (L_seq) against lr<br><sup>crosses: the paper's "
+        title=title,
+    )
+
+
+def seeds_figure(rows: list[dict[str, Any]], name: str):
+    """Every seed's paper-family tau against lr (runs without a tau drawn as lower bounds at
+    their last step), the paper's Table 4 means as crosses."""
+    return lr_figure(
+        rows,
+        lambda r: r["tau_paper"],
+        lambda r: r["steps"],
+        lambda r: f"{r['run']} ({r['status']})",
+        f"Table 4 ({name}): each seed's tau (L_seq) against lr<br><sup>crosses: the paper's "
         "means per condition (K = 5 below, K = 10 above); each K drawn a little "
         "left or right of its lr</sup>",
     )
