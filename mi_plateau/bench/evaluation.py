@@ -67,10 +67,3 @@ def bench_eval_share(
             }
         )
     return rows
-
-
-def run_share(row: dict[str, Any], share_scored: float) -> float:
-    """The evaluation's share over a whole run whose paper family scored ``share_scored`` of the
-    groups full scoring would (``passes.guard.guard_check`` measures it on a run): the first-token
-    family at every checkpoint, and that share of the paper family's cost."""
-    return row["first_token_share"] + share_scored * (row["full_share"] - row["first_token_share"])

@@ -3,8 +3,12 @@
 ``load_sweep`` reads and validates a sweep file; ``run_sweep`` trains it on a local process pool
 or on Ray and returns its table; ``sweep_table`` reads the table of a sweep folder."""
 
-from .runner import BACKENDS, plan, run_row, run_sweep, select, status, sweep_table, train_local, train_ray, train_wall
+from .pool import train_local
+from .ray_tasks import train_ray
+from .runner import BACKENDS, run_sweep
+from .schedule import plan, select, status
 from .spec import Point, Sweep, load_sweep, parse_sweep
+from .table import run_row, sweep_table, train_wall
 
 __all__ = [
     "BACKENDS",

@@ -29,25 +29,10 @@ from ..tabular import write_table
 from .pool import train_local
 from .ray_tasks import train_ray
 from .schedule import plan, select, status, waves
-from .schedule import work_units as _units  # noqa: F401  (imported from here by the tests)
 from .spec import Sweep
-from .table import run_row, sweep_table, train_wall
+from .table import sweep_table
 
-__all__ = [
-    "BACKENDS",
-    "GPU_BATCH_RUNS",
-    "auto_batch_runs",
-    "plan",
-    "run_row",
-    "run_sweep",
-    "select",
-    "status",
-    "sweep_table",
-    "train_local",
-    "train_ray",
-    "train_wall",
-    "waves",
-]
+__all__ = ["BACKENDS", "GPU_BATCH_RUNS", "auto_batch_runs", "run_sweep"]
 
 BACKENDS = ("local", "ray")
 

@@ -14,7 +14,7 @@ import torch
 from mi_plateau.checkpoints import Run, RunError
 from mi_plateau.config import ConfigError
 from mi_plateau.sweeps import load_sweep, parse_sweep, run_sweep
-from mi_plateau.sweeps.runner import status
+from mi_plateau.sweeps.schedule import status
 from mi_plateau.train import train
 
 GRID = """
@@ -252,7 +252,7 @@ def test_bad_sweep_files_fail_in_one_line_before_any_work(tmp_path, body, messag
 def test_runs_start_longest_first_or_in_the_listed_order(tmp_path):
     """The pool's units: largest D first by default (ties keep the file's order); a sweep file's
     ``order = "listed"`` keeps the file's order."""
-    from mi_plateau.sweeps.runner import _units
+    from mi_plateau.sweeps.schedule import work_units as _units
 
     text = 'name = "o"\npreset = "tiny"\n' + "".join(
         f"[[points]]\nK = {k}\nseed = {s}\n" for k, s in [(3, 0), (5, 0), (4, 0), (5, 1)]
