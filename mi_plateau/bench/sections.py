@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from ..checkpoints import FORMAT_VERSION
 from ..config import RunConfig, layout_for
 from ..task import make_eval_set, make_sampler, make_task
 from .fast import make_candidate
@@ -161,7 +162,7 @@ def bench_overhead(cfg: RunConfig, *, reps: int, n_records: int = 100) -> dict[s
     with tempfile.TemporaryDirectory() as d:
         root = Path(d)
         manifest = {
-            "format_version": 1,
+            "format_version": FORMAT_VERSION,
             "status": "running",
             "resume": None,
             "checkpoints": [

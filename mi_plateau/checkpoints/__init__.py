@@ -13,7 +13,8 @@ Every file is written atomically (write to a temporary name, fsync, rename), and
 is written last: a checkpoint exists once the manifest names it. Nothing is unpickled: weights
 are safetensors, everything else JSON. Paths in a manifest must stay inside the run folder.
 The manifest stores the SHA-256 of every safetensors file it names and the config the run was
-trained with; loading checks both (an edited config.json is refused).
+trained with, and is sealed by a digest of its own content; loading checks all three (an edited
+config.json or an edited record is refused).
 See docs/reliability.md.
 """
 
@@ -28,9 +29,11 @@ from .files import (
     atomic_write_text,
     crash_point,
     load_tensors,
+    manifest_digest,
     one_line,
     read_json,
     save_tensors,
+    write_manifest,
 )
 from .run import Run, check_manifest, load_state_checked
 from .writer import RunLock, check_own_folder, refuse_inside_run, remove_stale_files, write_checkpoint
@@ -51,10 +54,12 @@ __all__ = [
     "crash_point",
     "load_state_checked",
     "load_tensors",
+    "manifest_digest",
     "one_line",
     "read_json",
     "refuse_inside_run",
     "remove_stale_files",
     "save_tensors",
     "write_checkpoint",
+    "write_manifest",
 ]

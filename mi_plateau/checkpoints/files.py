@@ -13,7 +13,10 @@ from typing import Any
 
 from ..summaries import nan_to_none
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+# From this format version on a manifest carries ``digest``, the SHA-256 of the rest of it
+# (``manifest_digest``): an in-range edit of a record or of the config it vouches for is refused.
+SEALED_FROM = 2
 TMP_MARK = ".tmp"  # temporary files are ".<name>.tmp<pid>" beside their target
 TMP_NAME = re.compile(r"\..+\.tmp\d+")
 
@@ -71,6 +74,21 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 def atomic_write_json(path: Path, obj: Any) -> None:
     atomic_write_bytes(path, (json.dumps(nan_to_none(obj), indent=1, sort_keys=True) + "\n").encode())
+
+
+def manifest_digest(manifest: dict[str, Any]) -> str:
+    """SHA-256 of a manifest without its ``digest``, over its canonical JSON (sorted keys, no
+    spaces, NaN as null: what a reader sees after a round trip through the file)."""
+    body = {k: v for k, v in nan_to_none(manifest).items() if k != "digest"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def write_manifest(root: Path, manifest: dict[str, Any]) -> None:
+    """Commit ``manifest`` as ``root/manifest.json``, sealed: the current format version and its
+    digest are set on the dict (in place) before the atomic write."""
+    manifest["format_version"] = FORMAT_VERSION
+    manifest["digest"] = manifest_digest(manifest)
+    atomic_write_json(Path(root) / "manifest.json", manifest)
 
 
 def one_line(e: BaseException) -> str:

@@ -11,7 +11,17 @@ from typing import Any
 
 from ..config import ConfigError, RunConfig, config_diff, extends, validate
 from ..summaries import nan_to_none, nearest, summarize
-from .files import FORMAT_VERSION, LEGACY_DEFAULTS, RunError, file_sha256, load_tensors, one_line, read_json
+from .files import (
+    FORMAT_VERSION,
+    LEGACY_DEFAULTS,
+    SEALED_FROM,
+    RunError,
+    file_sha256,
+    load_tensors,
+    manifest_digest,
+    one_line,
+    read_json,
+)
 
 # What a record's numbers may be: every metric and these record fields are a finite number or
 # null; losses (cross-entropies, nats) and counts are never negative; accuracies are shares.
@@ -111,6 +121,8 @@ def check_manifest(m: Any, path: Path) -> None:
         check_record(rec, f"checkpoints[{i}].record", bad)
     if "config" in m and not isinstance(m["config"], dict):
         raise bad("config is not an object")
+    if v >= SEALED_FROM and m.get("digest") != manifest_digest(m):
+        raise bad("its content does not match its digest: edited or damaged after it was written")
 
 
 class Run:

@@ -8,7 +8,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from .files import TMP_NAME, RunError, atomic_write_json, one_line, read_json, save_tensors
+from .files import TMP_NAME, RunError, atomic_write_json, one_line, read_json, save_tensors, write_manifest
 from .run import Run
 
 
@@ -54,7 +54,7 @@ def write_checkpoint(
     if summary is not None:
         manifest["status"] = "finished"
         manifest["summary"] = summary
-    atomic_write_json(root / "manifest.json", manifest)  # the commit point (crash hook: "manifest")
+    write_manifest(root, manifest)  # the commit point (crash hook: "manifest")
     if old_resume and old_resume != resume_rel:
         (root / old_resume).unlink(missing_ok=True)
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from ..checkpoints import Run, RunError, atomic_write_json, check_own_folder
+from ..checkpoints import Run, RunError, atomic_write_json, check_own_folder, write_manifest
 from ..config import RunConfig, config_diff, extends, validate
 from ..devices import describe as describe_device
 from .member import Member
@@ -99,7 +99,7 @@ def _write_raised_cap(cfg: RunConfig, run: Run, device: torch.device | None) -> 
     if run.exists():
         m = run.manifest()
         m["config"] = cfg.to_dict()
-        atomic_write_json(run.path / "manifest.json", m)
+        write_manifest(run.path, m)
 
 
 def _stopped_by_rule(cfg: RunConfig, run: Run) -> bool:

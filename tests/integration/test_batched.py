@@ -54,6 +54,7 @@ def test_batched_losses_match_single_runs(tmp_path, one_thread):
         assert Run(tmp_path / f"b{i}").config() == c  # an ordinary run folder
 
 
+@pytest.mark.long  # kills a process / trains a sweep of several runs: CI's second step
 def test_killed_batched_run_resumes_bit_identically(tmp_path, run_cli, one_thread):
     cfgs = _cfgs()
     ref = [tmp_path / "ref0", tmp_path / "ref1"]

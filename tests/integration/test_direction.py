@@ -78,6 +78,7 @@ def test_init_from_refuses_what_it_cannot_start_from(tiny_run, tiny_cfg, tmp_pat
     assert Run(tmp_path / "from_sibling").manifest()["init"]["step"] == 40
 
 
+@pytest.mark.long  # kills a process / trains a sweep of several runs: CI's second step
 def test_sweep_trains_a_transfer_run_after_its_source(tmp_path):
     sweep = parse_sweep(
         {

@@ -1,12 +1,13 @@
 """A seeded fuzzer of damage to a small run folder (issue "Reliability", part 3).
 
 Each case copies a tiny finished run, applies one random damage to one of its files (truncation,
-bit flips, inserted bytes, a JSON value of another type or value, a deleted key, a deleted or
-duplicated file, a symlink, a FIFO, a directory in its place) and runs the readers and resume on
-it in-process under a time limit. Every case must end in a correct result (the same answer as
-the undamaged run where the damaged file is not one the reader needs) or a one-line RunError /
-ConfigError that names a file of the folder; never another exception, a hang, or a change to
-anything outside the folder (a sentinel folder beside it is hashed before and after).
+bit flips, inserted bytes, a JSON value of another type or value, a deleted key, an in-range edit
+of a number or a flag in a JSON file, a deleted or duplicated file, a symlink, a FIFO, a directory
+in its place) and runs the readers and resume on it in-process under a time limit. Every case must
+end in the undamaged run's answer (its summary, records and weights; for resume, the records it
+leaves) or in a one-line RunError / ConfigError that names a file of the folder; never another
+answer (a silent wrong one), another exception, a hang, or a change to anything outside the
+folder (a sentinel folder beside it is hashed before and after).
 
 Default tier: 240 cases (summary, records, load_model, resume); the slow tier runs 2000 more
 (another seed) and adds inspect on every 20th case, analyze and report on every 50th. The counts are printed
@@ -60,7 +61,23 @@ def _cfg():
 def base(tmp_path_factory):
     root = tmp_path_factory.mktemp("fuzz")
     run = train(_cfg(), root / "base", progress=False)
-    return run, {"summary": run.summary(), "records": run.records()}
+    return run, {name: _answer(name, None, run.path) for name in ("summary", "records", "load_model", "resume")}
+
+
+def _answer(name: str, value, folder: Path):
+    """What a command's result says, in a form compared across cases: the summary without the
+    folder's path, the records, the weights' bytes, and for resume the records it leaves."""
+    run = Run(folder)
+    if name == "summary":
+        return {k: v for k, v in (value or run.summary()).items() if k != "run"}
+    if name == "records":
+        return value if value is not None else run.records()
+    if name == "load_model":
+        sd = (value or run.load_model()).state_dict()
+        return {k: hashlib.sha256(v.cpu().numpy().tobytes()).hexdigest() for k, v in sd.items()}
+    if name == "resume":
+        return run.records()
+    return None  # inspect, analyze, report: a clean result is enough
 
 
 def _tree_digest(folder: Path) -> dict[str, str]:
@@ -98,9 +115,42 @@ def _mutate_json(obj, rng: random.Random):
     return obj
 
 
-def damage(folder: Path, outside: Path, rng: random.Random) -> tuple[str, str]:
-    """Apply one random damage; returns (kind, file relative to the folder)."""
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.name != ".lock")
+def _nudge_json(obj, rng: random.Random):
+    """An in-range edit: one number moved a little (an integer by one, a float by 0.1% or 10%) or
+    one flag flipped, anywhere in the document. The result is a plausible file: only a check of
+    the run's identity (the manifest's record of its config, its digest) tells it from the real one."""
+    leaves = []
+
+    def walk(o, path):
+        if isinstance(o, dict):
+            for k, v in o.items():
+                walk(v, path + [k])
+        elif isinstance(o, list):
+            for i, v in enumerate(o):
+                walk(v, path + [i])
+        elif isinstance(o, (int, float)):
+            leaves.append(path)
+
+    walk(obj, [])
+    if not leaves:
+        return obj
+    path = rng.choice(leaves)
+    parent = obj
+    for k in path[:-1]:
+        parent = parent[k]
+    v = parent[path[-1]]
+    if isinstance(v, bool):
+        parent[path[-1]] = not v
+    elif isinstance(v, int):
+        parent[path[-1]] = v + rng.choice((1, -1)) if v > 0 else v + 1
+    else:
+        parent[path[-1]] = v * (1 + rng.choice((1e-3, -1e-3, 0.1, -0.1))) if v else 1e-3
+    return obj
+
+
+def damage(folder: Path, outside: Path, rng: random.Random, only: str | None = None) -> tuple[str, str]:
+    """Apply one random damage (to the file ``only`` if given); returns (kind, file relative to the folder)."""
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.name != ".lock" and only in (None, p.name))
     f = rng.choice(files)
     rel = str(f.relative_to(folder))
     kinds = [
@@ -116,7 +166,7 @@ def damage(folder: Path, outside: Path, rng: random.Random) -> tuple[str, str]:
         "empty",
     ]
     if f.suffix == ".json":
-        kinds += ["json"] * 6
+        kinds += ["json"] * 6 + ["in_range"] * 6
     kind = rng.choice(kinds)
     data = f.read_bytes()
     if kind == "truncate":
@@ -156,6 +206,8 @@ def damage(folder: Path, outside: Path, rng: random.Random) -> tuple[str, str]:
         except ValueError:
             obj = {}
         f.write_text(json.dumps(_mutate_json(obj, rng)))
+    elif kind == "in_range":
+        f.write_text(json.dumps(_nudge_json(json.loads(data), rng), indent=1, sort_keys=True) + "\n")
     return kind, rel
 
 
@@ -179,7 +231,9 @@ def _call(fn, limit: int = 20):
         signal.signal(signal.SIGALRM, old)
 
 
-def _fuzz(base, tmp_path, n: int, seed: int, inspect_every: int = 0, heavy_every: int = 0, limit: int = 20) -> Counter:
+def _fuzz(
+    base, tmp_path, n: int, seed: int, inspect_every: int = 0, heavy_every: int = 0, limit: int = 20, only=None
+) -> Counter:
     run0, want = base
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -189,7 +243,7 @@ def _fuzz(base, tmp_path, n: int, seed: int, inspect_every: int = 0, heavy_every
     for case in range(n):
         folder = tmp_path / f"case{case}"
         shutil.copytree(run0.path, folder)
-        kind, rel = damage(folder, outside, rng)
+        kind, rel = damage(folder, outside, rng, only)
         before = _tree_digest(outside)
         where = f"case {case} (seed {seed}): {kind} of {rel}"
         ops = [
@@ -228,10 +282,9 @@ def _fuzz(base, tmp_path, n: int, seed: int, inspect_every: int = 0, heavy_every
                 counts["clean error"] += 1
             else:
                 counts["correct result"] += 1
-                if name in ("summary", "records") and rel not in ("manifest.json", "config.json"):
-                    got = value if name == "records" else {k: v for k, v in value.items() if k != "run"}
-                    exp = want[name] if name == "records" else {k: v for k, v in want["summary"].items() if k != "run"}
-                    assert got == exp, f"{where}: {name} changed though its files were not damaged"
+                assert _answer(name, value, folder) == want.get(name, _answer(name, value, folder)), (
+                    f"{where}: {name} gave another answer than the undamaged run's without an error (silent wrong)"
+                )
         assert _tree_digest(outside) == before and sorted(p.name for p in outside.iterdir()) == ["victim.bin"], (
             f"{where}: something outside the run folder changed"
         )
@@ -264,3 +317,13 @@ def test_the_fuzzer_catches_a_planted_reader_bug(base, tmp_path, monkeypatch):
     monkeypatch.setattr(run_module, "read_json", lambda p: json.loads(Path(p).read_text()))
     with pytest.raises(pytest.fail.Exception):
         _fuzz(base, tmp_path, 60, seed=0, limit=3)
+
+
+def test_the_fuzzer_catches_a_silent_wrong_answer(base, tmp_path, monkeypatch):
+    """The same-answer check can fail: with the manifest's digest no longer checked (as before it
+    was sealed), an in-range edit of a record is served, and the fuzzer reports the case."""
+    import mi_plateau.checkpoints.run as run_module
+
+    monkeypatch.setattr(run_module, "SEALED_FROM", 10**9)
+    with pytest.raises(AssertionError, match="silent wrong"):
+        _fuzz(base, tmp_path, 40, seed=0, only="manifest.json")

@@ -50,6 +50,18 @@ def _edit(path: Path, fn) -> None:
     path.write_text(json.dumps(d))
 
 
+def _sealed(fn):
+    """An edit of the manifest followed by a fresh digest: a manifest as a writer would have
+    committed it, so that a check behind the digest is what the test reaches."""
+    from mi_plateau.checkpoints import manifest_digest
+
+    def edit(m):
+        fn(m)
+        m["digest"] = manifest_digest(m)
+
+    return edit
+
+
 def _set(section: str, key: str, value):
     return lambda d: d[section].__setitem__(key, value)
 
@@ -145,13 +157,60 @@ def test_a_lowered_cap_or_a_raise_with_another_change_is_refused(run_copy):
     _one_line(e, "config.json", "eval.alpha")
 
 
+def _format_1(m: dict) -> None:
+    """What a manifest written before format version 2 looks like: no digest."""
+    m.pop("digest", None)
+    m["format_version"] = 1
+
+
 def test_a_run_written_before_the_record_loads_as_before(run_copy):
     """A manifest without the record (older runs) loads as it always did, and the next commit of
     a resume records the config."""
-    _edit(run_copy.path / "manifest.json", lambda m: m.pop("config", None))
+    _edit(run_copy.path / "manifest.json", lambda m: (m.pop("config", None), _format_1(m)))
     assert run_copy.config() == _cfg() and run_copy.summary()["last_step"] == STEPS
     train(_cfg(max_steps=60), run_copy.path, resume=True, progress=False)
     assert run_copy.manifest()["config"] == _cfg(max_steps=60).to_dict()
+
+
+def _nudge_L_seq(m: dict) -> None:
+    metrics = m["checkpoints"][1]["record"]["metrics"]
+    metrics["L_seq"] = metrics["L_seq"] * 0.999
+
+
+IN_RANGE = {
+    "a record's L_seq by 0.1%": _nudge_L_seq,
+    "the recorded config's K": lambda m: m["config"]["task"].update(K=5),
+    "a checkpoint's checksum for another's": lambda m: m["checkpoints"][0].update(sha256=m["checkpoints"][1]["sha256"]),
+    "the digest deleted": lambda m: m.pop("digest"),
+}
+
+
+@pytest.mark.parametrize("name", list(IN_RANGE))
+def test_an_in_range_edit_of_the_manifest_is_refused_by_every_reader_and_by_resume(run_copy, name):
+    """A well-formed manifest with every value in range but one changed: the readers served the
+    edited record (a silent wrong answer: another tau, another log K) until the manifest was
+    sealed by a digest of its content. Refused in one line, before anything is written."""
+    path = run_copy.path / "manifest.json"
+    _edit(path, IN_RANGE[name])
+    before = _digest(run_copy.path)
+    reads = (run_copy.summary, run_copy.records, run_copy.load_model, run_copy.config)
+    for read in reads + (lambda: train(None, run_copy.path, resume=True, progress=False),):
+        with pytest.raises(RunError) as e:
+            read()
+        _one_line(e, str(path), "digest")
+    assert _digest(run_copy.path) == before
+
+
+def test_every_commit_seals_the_manifest_and_a_legacy_one_is_sealed_by_its_resume(run_copy):
+    from mi_plateau.checkpoints import FORMAT_VERSION, manifest_digest
+
+    m = run_copy.manifest()
+    assert m["format_version"] == FORMAT_VERSION == 2 and m["digest"] == manifest_digest(m)
+    _edit(run_copy.path / "manifest.json", lambda d: (_format_1(d), _nudge_L_seq(d)))
+    assert run_copy.summary()["last_step"] == STEPS  # format 1: no digest to check, loads as before
+    train(_cfg(max_steps=60), run_copy.path, resume=True, progress=False)
+    m = run_copy.manifest()
+    assert m["format_version"] == 2 and m["digest"] == manifest_digest(m) and m["checkpoints"][-1]["step"] == 60
 
 
 def test_a_damaged_record_of_the_config_names_the_manifest(run_copy):
@@ -185,8 +244,10 @@ def test_a_huge_value_in_config_json_is_one_line_not_a_traceback(run_copy, run_c
     """model.n_heads = 1e308 in config.json made `train --resume` die in a torch traceback."""
     _edit(run_copy.path / "config.json", lambda d: d["model"].update(n_heads=1e308))
     # the record too, so that the validation is what refuses
-    _edit(run_copy.path / "manifest.json", lambda m: (m.get("config") or {"model": {}})["model"].update(n_heads=1e308))
-    _edit(run_copy.path / "manifest.json", lambda m: m.update(status="running"))
+    _edit(
+        run_copy.path / "manifest.json",
+        _sealed(lambda m: (m["config"]["model"].update(n_heads=1e308), m.update(status="running"))),
+    )
     before = _digest(run_copy.path)
     with pytest.raises(RunError) as e:
         run_copy.summary()
@@ -294,7 +355,7 @@ def test_a_resume_state_of_another_dtype_is_refused(run_copy):
     tensors = load((run_copy.path / STATE).read_bytes())
     tensors = {k: v.half() if v.is_floating_point() else v for k, v in tensors.items()}
     digest = save_tensors(run_copy.path / STATE, tensors)
-    _edit(run_copy.path / "manifest.json", lambda m: m.update(resume_sha256=digest, status="running"))
+    _edit(run_copy.path / "manifest.json", _sealed(lambda m: m.update(resume_sha256=digest, status="running")))
     with pytest.raises(RunError) as e:
         train(None, run_copy.path, resume=True, progress=False)
     _one_line(e, str(run_copy.path / STATE), "has dtype torch.float16")
@@ -324,7 +385,7 @@ def test_the_pass_cache_serves_only_the_weights_it_was_made_from(tmp_path):
 
     runs = [train(_cfg(max_steps=20, **{"train.batch_seed": s}), tmp_path / f"r{s}", progress=False) for s in (0, 1)]
     for r in runs:
-        _edit(r.path / "manifest.json", lambda m: [c.pop("sha256") for c in m["checkpoints"]])
+        _edit(r.path / "manifest.json", lambda m: ([c.pop("sha256") for c in m["checkpoints"]], _format_1(m)))
     shared = tmp_path / "analyses" / "same_name"
     kw = dict(steps=[20], progress=False, device="cpu")
     analyze_run(runs[0], shared, **kw)

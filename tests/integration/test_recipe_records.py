@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from mi_plateau.checkpoints import RunError
+from mi_plateau.checkpoints import RunError, manifest_digest
 from mi_plateau.reproduce import dry_run, run_sweep_recipe
 from mi_plateau.reproduce.records import collect
 from mi_plateau.sweeps import load_sweep, run_sweep
@@ -112,6 +112,7 @@ def test_a_record_with_another_config_is_ignored_and_a_further_run_wins(recorded
     shutil.copytree(root / "ck" / sweep.name / "K5", part)
     m = json.loads((part / "manifest.json").read_text())
     m["status"], m["checkpoints"] = "running", m["checkpoints"][:2]
+    m["digest"] = manifest_digest(m)  # as its writer would have committed it at that step
     (part / "manifest.json").write_text(json.dumps(m))
     rows = {r["run"]: r for r in collect(sweep, tmp_path / "part", docs)[0]}
     assert rows["K5"]["source"] == "recorded" and rows["K5"]["status"] == "finished"
@@ -236,6 +237,7 @@ def test_a_partial_run_here_counts_its_steps_against_a_shorter_partial_record(re
     shutil.copytree(root / "ck" / sweep.name / "K4", part)
     m = json.loads((part / "manifest.json").read_text())
     m["status"], m["checkpoints"] = "running", m["checkpoints"][:3]
+    m["digest"] = manifest_digest(m)
     (part / "manifest.json").write_text(json.dumps(m))
     path = docs / f"{sweep.name}_log.json"
     log = json.loads(path.read_text())

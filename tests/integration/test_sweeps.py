@@ -190,6 +190,57 @@ def test_a_ray_task_lost_past_its_retries_fails_the_sweep(tmp_path, monkeypatch)
     assert status(tmp_path / "ray" / "grid" / "K4_seed1") != "finished"
 
 
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.long
+def test_a_worker_killed_on_a_real_ray_cluster_is_retried_to_the_same_runs(local_grid, tmp_path):
+    """A Ray cluster started as a user starts one (``ray start --head`` on loopback) and the sweep
+    attached to it with ``--address``: one worker (``ray::_ray_train``) gets kill -9 once its run
+    has a committed checkpoint. Ray retries the task, the run resumes from that checkpoint, the
+    sweep exits 0, and every run equals the uninterrupted one bit for bit."""
+    sweep, _, _, alone = local_grid
+    ray_bin = os.path.join(os.path.dirname(sys.executable), "ray")
+    if not os.path.exists(ray_bin):
+        pytest.skip("the ray command is not installed (pip install 'mi-plateau[ray]')")
+    env = {k: v for k, v in os.environ.items() if k != "MI_PLATEAU_CRASH"}
+    port = _free_port()
+    head = [ray_bin, "start", "--head", f"--port={port}", "--node-ip-address=127.0.0.1", "--num-cpus=2"]
+    subprocess.run(head + ["--include-dashboard=false"], env=env, check=True, capture_output=True, timeout=180)
+    try:
+        f = tmp_path / "s.toml"
+        f.write_text(GRID)
+        root = tmp_path / "root"
+        cmd = [sys.executable, "-m", "mi_plateau", "sweep", str(f), "--root", str(root), "--quiet"]
+        p = subprocess.Popen(
+            cmd + ["--backend", "ray", "--address", f"127.0.0.1:{port}"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        killed, deadline = None, time.time() + 300
+        while killed is None and p.poll() is None and time.time() < deadline:
+            running = [d.parent for d in (root / "grid").glob("*/manifest.json") if status(d.parent) == "running"]
+            pids = subprocess.run(["pgrep", "-f", "ray::_ray_train"], capture_output=True, text=True).stdout.split()
+            if running and pids:
+                os.kill(int(pids[0]), signal.SIGKILL)
+                killed = int(pids[0])
+            time.sleep(0.05)
+        _, err = p.communicate(timeout=600)
+    finally:
+        subprocess.run([ray_bin, "stop", "--force"], env=env, capture_output=True, timeout=120)
+    assert killed is not None, "no worker was caught mid-run"
+    assert p.returncode == 0, err
+    for pt in sweep.points:
+        _same_run(Run(root / "grid" / pt.name), alone[pt.name])
+
+
 @pytest.mark.long
 @pytest.mark.parametrize("delay", [1.5, 4.0])
 def test_a_killed_sweep_reruns_to_the_same_runs(local_grid, tmp_path, run_cli, delay):
@@ -272,11 +323,11 @@ def test_sweep_names_are_checked():
         parse_sweep({"name": "../x", "grid": {"K": [3]}})
 
 
-def test_cli_dry_run_and_status(local_grid, run_cli, tmp_path):
-    sweep, root, _, _ = local_grid
+def test_cli_dry_run_and_status(run_cli, tmp_path):
     f = tmp_path / "s.toml"
-    f.write_text(GRID)
-    p = run_cli("sweep", str(f), "--root", str(root / "local"), "--dry-run")
-    assert p.returncode == 0 and "4 runs; 4 finished" in p.stdout
-    p = run_cli("sweep", "status", str(root / "local" / "grid"))
-    assert p.returncode == 0 and p.stdout.count("finished") == 4 and "tau_paper" in p.stdout
+    f.write_text(GRID.replace("max_steps = 400", "max_steps = 40").replace("seed = [0, 1]", "seed = [0]"))
+    run_sweep(load_sweep(f), root=tmp_path / "root", jobs=1, progress=False)
+    p = run_cli("sweep", str(f), "--root", str(tmp_path / "root"), "--dry-run")
+    assert p.returncode == 0 and "2 runs; 2 finished" in p.stdout
+    p = run_cli("sweep", "status", str(tmp_path / "root" / "grid"))
+    assert p.returncode == 0 and p.stdout.count("finished") == 2 and "tau_paper" in p.stdout

@@ -249,7 +249,8 @@ def test_runs_written_before_impl_existed_resume_with_the_bridge(tmp_path, tiny_
     del d["train"]["impl"], d["train"]["compile"]
     (run.path / "config.json").write_text(json.dumps(d))
     m = json.loads((run.path / "manifest.json").read_text())  # runs of that time had no config record
-    m.pop("config")
+    m.pop("config"), m.pop("digest")  # ... and no digest (format version 1)
+    m["format_version"] = 1
     (run.path / "manifest.json").write_text(json.dumps(m))
     assert Run(run.path).config().train.impl == "bridge"
     with pytest.raises(RunError, match="train.impl: stored 'bridge', given 'standard'"):

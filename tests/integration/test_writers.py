@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from mi_plateau.checkpoints import Run, RunError
+from mi_plateau.checkpoints import Run, RunError, manifest_digest
 from mi_plateau.config import with_overrides
 from mi_plateau.train import train
 
@@ -69,6 +69,7 @@ def test_resume_of_a_missing_run_says_there_is_nothing_to_resume(tmp_path, run_c
 def test_a_run_without_checkpoints_gives_one_line(partial, tmp_path, run_cli):
     m = json.loads((partial.path / "manifest.json").read_text())
     m["checkpoints"] = []
+    m["digest"] = manifest_digest(m)
     (partial.path / "manifest.json").write_text(json.dumps(m))
     p = run_cli("analyze", str(partial.path), "--out", str(tmp_path / "an"), "--quiet")
     assert p.returncode == 2 and "no checkpoints" in p.stderr and "Traceback" not in p.stderr
