@@ -208,10 +208,16 @@ def test_a_worker_killed_on_a_real_ray_cluster_is_retried_to_the_same_runs(local
     ray_bin = os.path.join(os.path.dirname(sys.executable), "ray")
     if not os.path.exists(ray_bin):
         pytest.skip("the ray command is not installed (pip install 'mi-plateau[ray]')")
+    import secrets
+
+    # Ray >= 2.59 starts clusters with token authentication: the head, every node and the driver
+    # share one token (docs/sweeps.md)
     env = {k: v for k, v in os.environ.items() if k != "MI_PLATEAU_CRASH"}
+    env.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(32))
     port = _free_port()
     head = [ray_bin, "start", "--head", f"--port={port}", "--node-ip-address=127.0.0.1", "--num-cpus=2"]
-    subprocess.run(head + ["--include-dashboard=false"], env=env, check=True, capture_output=True, timeout=180)
+    flags = ["--include-dashboard=false", "--disable-usage-stats"]
+    subprocess.run(head + flags, env=env, check=True, capture_output=True, timeout=180)
     try:
         f = tmp_path / "s.toml"
         f.write_text(GRID)
