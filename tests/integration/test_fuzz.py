@@ -295,17 +295,41 @@ def _fuzz(
     return counts
 
 
+def _report(tier: str, seed: int, counts: Counter) -> None:
+    """Print the counts; with MI_PLATEAU_FUZZ_COUNTS=FOLDER also write them, with the commit and
+    the date, to FOLDER/fuzz_<tier>.json (docs/reliability.md quotes the committed ones)."""
+    print(f"\nfuzz {tier} tier: {dict(sorted(counts.items()))}")
+    folder = os.environ.get("MI_PLATEAU_FUZZ_COUNTS")
+    if folder:
+        import datetime as dt
+        import subprocess
+
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+        out = {
+            "tier": tier,
+            "seed": seed,
+            "date": dt.date.today().isoformat(),
+            "commit": commit,
+            "command": 'MI_PLATEAU_FUZZ_COUNTS=docs/reliability python -m pytest -m "long or slow" -s '
+            "tests/integration/test_fuzz.py",
+            "counts": dict(sorted(counts.items())),
+            "silent_wrong": 0,  # a silent wrong answer fails the test: counts are written only when there is none
+        }
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        (Path(folder) / f"fuzz_{tier}.json").write_text(json.dumps(out, indent=1) + "\n")
+
+
 @pytest.mark.long
 def test_fuzz_default_tier(base, tmp_path):
     counts = _fuzz(base, tmp_path, 240, seed=0)
-    print(f"\nfuzz default tier: {dict(sorted(counts.items()))}")
+    _report("default", 0, counts)
     assert counts["cases"] == 240 and counts["clean error"] > 0 and counts["correct result"] > 0
 
 
 @pytest.mark.slow
 def test_fuzz_slow_tier(base, tmp_path):
     counts = _fuzz(base, tmp_path, 2000, seed=1, inspect_every=20, heavy_every=50)
-    print(f"\nfuzz slow tier: {dict(sorted(counts.items()))}")
+    _report("slow", 1, counts)
     assert counts["cases"] == 2000
 
 

@@ -465,6 +465,7 @@ K = [3, 4]
 """
 
 
+@pytest.mark.long  # trains a sweep in worker processes: CI's second step
 def test_a_sweep_with_a_failed_run_exits_non_zero_and_names_it(tmp_path, run_cli):
     f = tmp_path / "s.toml"
     f.write_text(SWEEP)
@@ -477,6 +478,7 @@ def test_a_sweep_with_a_failed_run_exits_non_zero_and_names_it(tmp_path, run_cli
     assert Run(tmp_path / "ck" / "fails" / "K3").manifest()["status"] == "finished"
 
 
+@pytest.mark.long  # trains a sweep in worker processes: CI's second step
 def test_a_sweep_whose_run_is_killed_past_its_retries_exits_non_zero(tmp_path, run_cli):
     """A run killed more often than the retries allow was left 'running' and the sweep exited 0."""
     f = tmp_path / "s.toml"

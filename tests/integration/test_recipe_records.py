@@ -249,6 +249,7 @@ def test_a_partial_run_here_counts_its_steps_against_a_shorter_partial_record(re
     assert cost["K4"]["steps_done"] == m["checkpoints"][2]["step"]
 
 
+@pytest.mark.long  # trains a sweep in worker processes: CI's second step
 def test_the_log_is_written_after_every_run(tmp_path):
     f = tmp_path / "s.toml"
     f.write_text(TINY)
