@@ -332,7 +332,10 @@ def test_sweep_names_are_checked():
 def test_cli_dry_run_and_status(run_cli, tmp_path):
     f = tmp_path / "s.toml"
     f.write_text(GRID.replace("max_steps = 400", "max_steps = 40").replace("seed = [0, 1]", "seed = [0]"))
-    run_sweep(load_sweep(f), root=tmp_path / "root", jobs=1, progress=False)
+    sweep = load_sweep(f)
+    for pt in sweep.points:  # trained here, in-process: the sweep then finds them finished
+        train(pt.cfg, tmp_path / "root" / "grid" / pt.name, progress=False)
+    run_sweep(sweep, root=tmp_path / "root", jobs=1, progress=False)
     p = run_cli("sweep", str(f), "--root", str(tmp_path / "root"), "--dry-run")
     assert p.returncode == 0 and "2 runs; 2 finished" in p.stdout
     p = run_cli("sweep", "status", str(tmp_path / "root" / "grid"))
