@@ -3,10 +3,13 @@ checkpoint, and Table 10's row."""
 
 import math
 
+import pytest
+
 from mi_plateau.checkpoints import Run
 from mi_plateau.passes.hessian import hessian_pass, plateau_checkpoints, table10
 
 
+@pytest.mark.long  # Lanczos to 1e-6 at five checkpoints: CI's second step
 def test_hessian_pass_on_a_tiny_run(tiny_run):
     run = Run(tiny_run) if not isinstance(tiny_run, Run) else tiny_run
     tau = run.summary()["definitions"]["paper"]["tau"]

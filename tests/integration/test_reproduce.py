@@ -62,6 +62,7 @@ def test_recipe_resumes_a_started_run_only_if_it_is_the_recipes(tmp_path):
 
 
 @pytest.mark.browser
+@pytest.mark.long  # static figure export through Chromium: CI's second step
 def test_write_assets_builds_the_docs_tables_and_figures(tiny_run, tmp_path):
     """The recipe's docs assets from analysed runs: tables.md with both definitions, Figure 1 of
     the paper-preset runs and Figure 3 (exported SVG)."""
