@@ -182,6 +182,7 @@ IN_RANGE = {
     "the recorded config's K": lambda m: m["config"]["task"].update(K=5),
     "a checkpoint's checksum for another's": lambda m: m["checkpoints"][0].update(sha256=m["checkpoints"][1]["sha256"]),
     "the digest deleted": lambda m: m.pop("digest"),
+    "the version moved back to 1": lambda m: (m.update(format_version=1), _nudge_L_seq(m)),
 }
 
 

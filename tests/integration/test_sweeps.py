@@ -201,8 +201,9 @@ def _free_port() -> int:
 @pytest.mark.long
 def test_a_worker_killed_on_a_real_ray_cluster_is_retried_to_the_same_runs(local_grid, tmp_path):
     """A Ray cluster started as a user starts one (``ray start --head`` on loopback) and the sweep
-    attached to it with ``--address``: one worker (``ray::_ray_train``) gets kill -9 once its run
-    has a committed checkpoint. Ray retries the task, the run resumes from that checkpoint, the
+    attached to it with ``--address``: one worker (``ray::_ray_train``) gets kill -9 once a run of
+    the sweep has a committed checkpoint (the test kills a Ray worker of this machine's user: run
+    it where no other Ray cluster runs). Ray retries the task, the run resumes from that checkpoint, the
     sweep exits 0, and every run equals the uninterrupted one bit for bit."""
     sweep, _, _, alone = local_grid
     ray_bin = os.path.join(os.path.dirname(sys.executable), "ray")
