@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..checkpoints import Run, RunError, read_json
+from ..checkpoints import Run, RunError
 from ..config import RunConfig, config_diff, extends
 from .spec import ORDERS, Sweep
 
@@ -25,12 +25,17 @@ def select(sweep: Sweep, only: Sequence[str]) -> list[str]:
 
 
 def status(path: Path) -> str:
-    """finished / running (a partial run) / not started, from the run folder's manifest."""
-    try:
-        m = read_json(Path(path) / "manifest.json")
-    except RunError:
+    """finished / running (a partial run) / not started, from the run folder's manifest, read
+    with every check a reader makes (``Run.manifest``); "damaged" where those checks refuse it,
+    so that a sweep retries the run (whose resume then names the damage) instead of counting an
+    edited manifest that says "finished" as done."""
+    f = Path(path) / "manifest.json"
+    if not (f.exists() or f.is_symlink()):
         return "not started"
-    return m.get("status", "?") if isinstance(m, dict) else "?"
+    try:
+        return Run(path).manifest()["status"]
+    except RunError:
+        return "damaged"
 
 
 def plan(sweep: Sweep, root: str | Path = "checkpoints") -> list[tuple[Path, RunConfig]]:

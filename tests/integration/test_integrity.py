@@ -495,3 +495,21 @@ def test_an_edited_preset_name_is_not_a_change_of_the_run(run_copy):
     """The preset names the recipe a config started from; the four sections are the run."""
     _edit(run_copy.path / "config.json", lambda d: d.update(preset="renamed"))
     assert run_copy.config().preset == "renamed" and run_copy.summary()["last_step"] == STEPS
+
+
+def test_a_sweep_does_not_count_an_edited_finished_run_as_done(run_copy, tmp_path):
+    """A finished run whose manifest was edited in range: the sweep refuses before any work (its
+    plan reads every run's config through the manifest), naming the damage; its status, which
+    read only the manifest's "status", is "damaged" rather than "finished"."""
+    from mi_plateau.sweeps import parse_sweep
+    from mi_plateau.sweeps.schedule import plan, status, work_units
+
+    sweep = parse_sweep({"name": "s", "preset": "tiny", "overrides": {"max_steps": STEPS}, "points": [{"K": 4}]})
+    folder = sweep.folder(tmp_path) / sweep.points[0].name
+    shutil.copytree(run_copy.path, folder)
+    assert status(folder) == "finished" and work_units(plan(sweep, tmp_path), 1) == []
+    _edit(folder / "manifest.json", _nudge_L_seq)
+    assert status(folder) == "damaged"
+    with pytest.raises(RunError) as e:
+        plan(sweep, tmp_path)
+    _one_line(e, str(folder / "manifest.json"), "digest")
