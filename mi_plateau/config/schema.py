@@ -273,7 +273,8 @@ class EvalConfig:
         help="the paper family (L_seq) on a seeded first stage of this many groups at each checkpoint, then on "
         "growing stages up to every group while the estimate lies within seq_guard standard errors of a threshold "
         "the run still reports or acts on (metrics.guard: each tau, width and stop stays the full-set one); the "
-        "first-token family always on every group; 0 scores every group at every checkpoint",
+        "first-token losses (Lc, L1, the swap gap) always on every group, exact match and the full target loss on the "
+        "stages' groups; 0 scores every group at every checkpoint",
     )
     seq_guard: float = setting(
         5.0, help="the guard's margin, in standard errors", bounds=Bounds(gt=0), note="standard errors"

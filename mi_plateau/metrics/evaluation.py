@@ -136,8 +136,8 @@ def evaluate(
     """Cheap per-checkpoint metrics on the evaluation set: the means over its examples of what
     ``example_losses`` computes per example (see there). ``seq_groups``: the paper family over
     the first that many groups only (the older ``eval.seq_max_strings`` cap); ``guard``: the
-    paper family over the guard's stages of groups, as far as its thresholds need (``EvalGuard``),
-    the first-token family over every group."""
+    paper family, exact match and the full target loss over the guard's stages of groups, as far
+    as its thresholds need (``EvalGuard``), the first-token losses over every group."""
     W = _weights(model)
     ev = ev.on(W.W_U.device)  # the evaluation runs where the model is
     N, K = len(ev.tokens), ev.task.cfg.K
@@ -148,29 +148,48 @@ def evaluate(
 
 
 def _guarded(W: Weights, ev: EvalSet, batch: int, guard: EvalGuard) -> dict[str, Any]:
-    """``evaluate`` with a guard: the first stage's rows scored in the pass that computes the
-    first-token family on every group, each later stage's new groups as an evaluation set of
-    their own (``EvalSet.subset``, cached), until the guard is decided."""
+    """``evaluate`` with a guard. Every row's first-token losses (Lc, L1, the candidate mass, the
+    swap gap) come from the packs' nodes up to the position that predicts A1 (``_first_token``);
+    the paper family, and what reads the whole target (exact match, the full target loss), run
+    on the guard's stages of groups, each stage's new groups as an evaluation set of their own
+    (``EvalSet.subset``, cached), until the guard is decided."""
     K, N_groups = ev.task.cfg.K, ev.n_groups
-    stages = guard.stages()
-    out = list(_per_example(W, ev, _packing(ev), batch, np.isin(ev.g, guard.order[: stages[0]]), True))
-    scores = out[-1]
-    own = torch.as_tensor(ev.s, device=scores.device)
-    done, se = stages[0], float("inf")
-    for i, n in enumerate(stages):
-        if i:
-            new = ev.subset(guard.order[done:n])
-            rows = torch.as_tensor(np.isin(ev.g, new.groups), device=scores.device)
-            scores[rows] = _per_example(W, new, _packing(new), batch, np.ones(len(new.tokens), dtype=bool), True)[-1]
-            done = n
-        scored = ~scores.isnan().any(1)
-        per_group = group_means(sequence_losses(scores[scored], own[scored])[0], K).double().cpu().numpy()
-        est, se = guard.estimate(per_group, N_groups)
+    Lc, L1, mass, swap = _first_token(W, ev, _packing(ev), batch)
+    correct, full, rows, scores, own = [], 0.0, 0, [], []
+    done, se = 0, float("inf")
+    for n in guard.stages():
+        new = ev.subset(guard.order[done:n])
+        out = _per_example(W, new, _packing(new), batch, np.ones(len(new.tokens), dtype=bool), True)
+        full += out[3] * len(new.tokens)
+        rows += len(new.tokens)
+        correct.append(out[4])
+        scores.append(out[-1])
+        own.append(torch.as_tensor(new.s, device=out[-1].device))
+        done = n
+        seq = sequence_losses(torch.cat(scores), torch.cat(own))
+        est, se = guard.estimate(group_means(seq[0], K).double().cpu().numpy(), N_groups)
         if done >= N_groups or not guard.undecided(est, se):
             break
-    m = _metrics(*out)
+    m = _metrics(Lc, L1, mass, full / rows, torch.cat(correct), swap, K, seq)
     m.update({"groups_scored": done, "L_seq_se": se})
     return m
+
+
+def _first_token(W: Weights, ev: EvalSet, pk, batch: int):
+    """Per row (Lc, L1, candidate mass, swapped Lc or None): only the packs' nodes up to the
+    position that predicts A1 run (``Packing.width``; they come first in every pack), and a
+    swapped row's logits there are a node of its pack like a clean row's."""
+    N, fp = len(ev.tokens), ev.task.layout.first_pred
+    w = pk.width(fp + 1)
+    at_fp = torch.empty(pk.n_seqs, W.W_U.shape[1], device=W.W_U.device)
+    for c, seqs in pk.chunks(batch):
+        read, where = pk.rows(seqs, fp)
+        lg, _ = run_packed(W, pk.tokens[c, :w], pk.positions[c, :w], pk.blocked_for(c, w), read)
+        at_fp[seqs] = lg[pk.pack[seqs] - c.start, where]
+    Lc, mass = candidate_losses(at_fp[:N], ev.candidates, ev.cand_index)
+    L1 = F.cross_entropy(at_fp[:N], ev.target_first, reduction="none")
+    swap = candidate_losses(at_fp[N:], ev.candidates, ev.cand_index)[0] if pk.n_seqs > N else None
+    return Lc, L1, mass, swap
 
 
 def _packing(ev: EvalSet):

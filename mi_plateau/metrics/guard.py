@@ -1,13 +1,14 @@
 """Which groups the paper family scores at a checkpoint: exact where it matters, cheap elsewhere.
 
-The first-token family (Lc, L1, the swap gap, accuracy) is cheap and is computed on every group
-at every checkpoint. The paper family's L_seq costs K (K - 1) continuation strings per group, so a
-guarded run (``eval.seq_subset = n``) scores it in stages over a seeded order of the groups: the
-first n, then 2.5 times as many, and so on up to all of them, stopping at the first stage whose
-estimate of the full-set mean lies more than ``eval.seq_guard`` standard errors from every L_seq
-threshold that can still change what the run reports or does. So every tau, transition width,
-stop and spacing decision read off the records is the full-set one (the error bound is in
-``EvalGuard``'s docstring), and a checkpoint far from every threshold costs n groups.
+The first-token losses (Lc, L1, the candidate mass, the swap gap) read only the position that
+predicts A1 and are computed on every group at every checkpoint. The paper family's L_seq costs
+K (K - 1) continuation strings per group, so a guarded run (``eval.seq_subset = n``) scores it
+in stages over a seeded order of the groups: the first n, then 2.5 times as many, and so on up
+to all of them, stopping at the first stage whose estimate of the full-set mean lies more than
+``eval.seq_guard`` standard errors from every L_seq threshold that can still change what the run
+reports or does. So every tau, transition width, stop and spacing decision read off the records
+is the full-set one (the error bound is in ``EvalGuard``'s docstring), and a checkpoint far from
+every threshold costs n groups.
 
 A threshold stops mattering once the run's record has settled it (``active_thresholds``): tau at
 a fraction is the first evaluation below it, so after that first crossing no later checkpoint can
@@ -42,8 +43,9 @@ class EvalGuard:
     estimate is off by more than z se: under the normal approximation of a subset mean, a chance of
     at most 2 Phi(-z) per look (z = 5: 5.7e-7), at most ``len(stages)`` looks per checkpoint. The
     records say how many groups were scored (``groups_scored``) and the standard error
-    (``L_seq_se``, 0 where every group was scored). What a partial L_seq feeds without a threshold
-    (the curves drawn, the paper family's accuracy shares) is an estimate there.
+    (``L_seq_se``, 0 where every group was scored). What is scored on the stages and feeds no
+    threshold (the L_seq curve drawn, both families' accuracy shares, the full target loss) is
+    an estimate there; the analysis passes score every group.
     """
 
     order: np.ndarray  # every evaluation group, in the order the stages score them

@@ -1,7 +1,8 @@
 """The paper family over stages of groups with a guard (``metrics.EvalGuard``): the stages and
 the decision rule on hand-built numbers, which thresholds a run's record retires, and ``evaluate``
-with a guard against the plain full scoring on a real model: the first-token family always over
-every group, L_seq over the stages the guard needed (all of them where it must)."""
+with a guard against the plain full scoring on a real model: the first-token losses always over
+every group, L_seq and what reads the whole target over the stages the guard needed (all of them
+where it must)."""
 
 import math
 
@@ -76,13 +77,18 @@ def test_guard_scores_stages_until_decided_and_every_group_where_it_must(model_a
     assert g.first == 10 and sorted(g.order) == sorted(ev.groups)
     assert np.array_equal(g.order, eval_guard(cfg, ev, step=20_000).order)  # the same order at every checkpoint
     inside = np.isin(ev.groups, g.groups)
-    # no active threshold: the first stage only; the first-token family over every group
+    # no active threshold: the first stage only; the first-token losses over every group, what
+    # reads the whole target (exact match, the full target loss) over the first stage's groups
     m = evaluate(model, ev, guard=EvalGuard(g.order, 10, (), z=5.0))
     assert m["groups_scored"] == 10
     assert m["L_seq"] == pytest.approx(per[inside].mean(), rel=1e-5, abs=1e-6)
     assert m["L_seq_se"] == pytest.approx(EvalGuard.estimate(per[inside], 40)[1], rel=1e-4, abs=1e-9)
-    for k in ("Lc", "L1", "swap_gap", "full_loss", "acc_mean"):
+    for k in ("Lc", "L1", "swap_gap", "cand_mass"):
         assert m[k] == pytest.approx(first[k], rel=1e-5, abs=1e-7), k
+    stage = evaluate(model, ev.subset(g.groups))
+    for k in ("full_loss", "acc_mean", "groups_ge80", "cand_acc", "cand_groups_ge80"):
+        assert m[k] == pytest.approx(stage[k], rel=1e-5, abs=1e-7), k
+    assert m["full_loss"] != pytest.approx(full["full_loss"], rel=1e-3)  # a subset's value, not the full set's
     # a threshold at the full-set L_seq: every stage up to every group, equal to the plain full scoring
     m2 = evaluate(model, ev, guard=EvalGuard(g.order, 10, (float(per.mean()),), z=5.0))
     assert m2["groups_scored"] == 40 and m2["L_seq_se"] == 0.0
