@@ -6,9 +6,12 @@ when every group is scored; with ``eval.seq_subset`` (``metrics.EvalGuard``) a c
 L_seq on a first stage of groups, and more stages only where a threshold the run reads is near.
 This section times, on the paper model at each K, alternated with the training step (ABBA, medians): the step; the
 evaluation with every group scored ("full"); with the subset where the guard stays quiet
-("subset"); where it goes to the last stage ("fired": every group); and the first-token
-family alone. Each is reported as a share of the training between two checkpoints (``every``
-steps), the issue's measure: seconds of evaluation / (every x seconds per step).
+("subset"); where it goes to the last stage ("fired": every group); the first-token
+family alone (every position of every group, what an unguarded checkpoint computes besides
+L_seq); and the first-token losses alone ("losses_A1": the packs up to the position that predicts
+A1, what a guarded checkpoint computes on every group). Each is reported as a share of the
+training between two checkpoints (``every`` steps), the issue's measure: seconds of evaluation /
+(every x seconds per step).
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from ..config import preset, with_overrides
 from .fast import make_candidate
 from .timing import alternate
 
+KINDS = ("full", "subset", "fired", "first_token", "losses_A1")
+
 
 def bench_eval_share(
     Ks=(10, 20, 36), subset: int = 20, every: int = 50, reps: int = 3, device: str = "cpu"
@@ -27,7 +32,7 @@ def bench_eval_share(
     """One row per K: seconds per step and per evaluation of each kind, and each kind's share."""
     import torch
 
-    from ..metrics import EvalGuard, eval_guard, evaluate
+    from ..metrics import EvalGuard, eval_guard, evaluate, first_token_losses
     from ..model import build_model
     from ..task import make_eval_set, make_task
 
@@ -52,6 +57,7 @@ def bench_eval_share(
             "subset": lambda: evaluate(model, ev, guard=quiet),
             "fired": lambda: evaluate(model, ev, guard=fired),
             "first_token": lambda: evaluate(model, ev, sequence=False),
+            "losses_A1": lambda: first_token_losses(model, ev),
         }
         t = {k: statistics.median(v) for k, v in alternate(cands, reps, 1).items()}
         between = every * t["step"]
@@ -62,8 +68,8 @@ def bench_eval_share(
                 "subset": subset,
                 "strings_full": ev.n_groups * K * (K - 1),
                 "s_per_step": t["step"],
-                **{f"{k}_s": t[k] for k in ("full", "subset", "fired", "first_token")},
-                **{f"{k}_share": t[k] / between for k in ("full", "subset", "fired", "first_token")},
+                **{f"{k}_s": t[k] for k in KINDS},
+                **{f"{k}_share": t[k] / between for k in KINDS},
             }
         )
     return rows

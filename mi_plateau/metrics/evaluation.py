@@ -175,6 +175,18 @@ def _guarded(W: Weights, ev: EvalSet, batch: int, guard: EvalGuard) -> dict[str,
     return m
 
 
+@torch.no_grad()
+def first_token_losses(model, ev: EvalSet, batch: int = 256) -> dict[str, float]:
+    """The means of the first-token losses over every row (Lc, L1, the candidate mass, the
+    swap gap), from the positions up to the one that predicts A1 only: what a guarded checkpoint
+    computes on every group."""
+    W = _weights(model)
+    ev = ev.on(W.W_U.device)
+    Lc, L1, mass, swap = _first_token(W, ev, _packing(ev), batch)
+    gap = swap.mean().item() - Lc.mean().item() if swap is not None else float("nan")
+    return {"Lc": Lc.mean().item(), "L1": L1.mean().item(), "cand_mass": mass.mean().item(), "swap_gap": gap}
+
+
 def _first_token(W: Weights, ev: EvalSet, pk, batch: int):
     """Per row (Lc, L1, candidate mass, swapped Lc or None): only the packs' nodes up to the
     position that predicts A1 run (``Packing.width``; they come first in every pack), and a

@@ -60,3 +60,17 @@ def test_bench_sweep_section_on_tiny():
             r["vs_single_1_thread"], r["run_steps_per_s"] / rows["single run, 1 thread"]["run_steps_per_s"]
         )
     assert len(sweep_lines(res)) == 5 + len(res["rows"])  # blank, title, blank, header, rule, rows
+
+
+def test_eval_share_section_on_a_small_K():
+    """The evaluation-share section at one small K: every kind timed, shares positive, the
+    guarded checkpoint's first-token losses cheaper than the whole first-token family."""
+    from mi_plateau.bench.evaluation import KINDS, bench_eval_share
+    from mi_plateau.bench.runner import _eval_lines
+
+    rows = bench_eval_share(Ks=(3,), subset=5, reps=1)
+    (r,) = rows
+    assert r["K"] == 3 and r["strings_full"] == 200 * 3 * 2
+    assert all(r[f"{k}_share"] > 0 for k in KINDS)
+    text = "\n".join(_eval_lines(rows))
+    assert "first-token losses (A1 only)" in text and text.count("|") > 20

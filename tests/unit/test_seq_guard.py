@@ -107,3 +107,14 @@ def test_subset_and_cap_are_exclusive():
     with pytest.raises(ConfigError, match="choose one"):
         validate(with_overrides(preset("paper"), {"eval.seq_max_strings": 18000}))  # the paper preset guards
     validate(with_overrides(preset("paper"), {"eval.seq_subset": 0, "eval.seq_max_strings": 18000}))
+
+
+def test_first_token_losses_equal_the_full_evaluation(model_and_set):
+    """What a guarded checkpoint computes on every group (the packs up to the position that
+    predicts A1) equals the full evaluation's first-token losses."""
+    from mi_plateau.metrics import first_token_losses
+
+    _, model, ev = model_and_set
+    a, b = first_token_losses(model, ev), evaluate(model, ev)
+    for k in ("Lc", "L1", "cand_mass", "swap_gap"):
+        assert a[k] == pytest.approx(b[k], rel=1e-5, abs=1e-7), k
