@@ -2,7 +2,7 @@
 
 The pass scores every example of the evaluation set at each checkpoint (the full-set values, what
 a run without a subset records), and replays, on the same per-group numbers, what a run with
-``eval.seq_subset = n`` and ``eval.seq_guard = z`` would have recorded: the first-token family
+``eval.seq_subset = n`` and ``eval.seq_guard = z`` would have recorded: the first-token losses
 over every group, L_seq over the guard's stages as far as they go given the thresholds the
 replayed record leaves active (``metrics.guard``). Both give every crossing the run reports
 (``RunConfig.seq_thresholds``: tau at Table 5's alphas, the width's ends, the floor stop, the
@@ -31,9 +31,9 @@ FAMILY_KEYS = {"paper": "L_seq", "first_token": "Lc"}
 
 
 def _row(step: int, per_group: dict[str, np.ndarray], g: EvalGuard, groups: np.ndarray) -> dict[str, Any]:
-    """One checkpoint: the full-set means, what the guarded run records (the first-token family
-    over every group; L_seq over the guard's stages as far as they go), and how many groups the
-    paper family scored there."""
+    """One checkpoint: the full-set means, what the guarded run records (the first-token losses
+    over every group; L_seq over the guard's stages as far as they go), how many groups the
+    paper family scored there, and the standard deviation of the full set's group means of L_seq."""
     row: dict[str, Any] = {"step": step}
     for k, v in per_group.items():
         row[f"{k}_full"] = row[f"{k}_guarded"] = float(v.mean())
@@ -44,6 +44,7 @@ def _row(step: int, per_group: dict[str, np.ndarray], g: EvalGuard, groups: np.n
         if n >= len(groups) or not g.undecided(est, se):
             break
     row.update({"L_seq_guarded": est, "L_seq_se": se, "groups_scored": n, "scored_all": n >= len(groups)})
+    row["L_seq_group_sd"] = float(v.std(ddof=1)) if len(v) > 1 else None  # the spread a subset samples from
     return row
 
 
