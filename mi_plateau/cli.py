@@ -247,7 +247,9 @@ def add_bench(sub) -> None:
         help="run one section alone (sweep: the batched trainer against single runs; eval: the "
         "evaluation's share of training at K = 10, 20, 36)",
     )
-    bench.add_argument("--out", default=None, help="also write the Markdown table here")
+    bench.add_argument(
+        "--out", default=None, help="also write the Markdown table here (with --json, the numbers beside it: X.json)"
+    )
     _add_device(bench)
 
 

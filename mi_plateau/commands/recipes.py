@@ -20,9 +20,12 @@ def cmd_bench(args) -> int:
 
     res = run_benchmarks(quick=args.quick, only=args.only, device=str(resolve(args.device)))
     md = bench_markdown(res)
-    if args.out:
+    text = json.dumps(nan_to_none(res), indent=2) + "\n"
+    if args.out:  # the Markdown, and with --json the numbers beside it (X.md -> X.json)
         atomic_write_text(Path(args.out), md)
-    print(json.dumps(nan_to_none(res), indent=2) if args.json else md)
+        if args.json:
+            atomic_write_text(Path(args.out).with_suffix(".json"), text)
+    print(text if args.json else md, end="" if args.json else "\n")
     return 0
 
 

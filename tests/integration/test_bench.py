@@ -74,3 +74,23 @@ def test_eval_share_section_on_a_small_K():
     assert all(r[f"{k}_share"] > 0 for k in KINDS)
     text = "\n".join(_eval_lines(rows))
     assert "first-token losses (A1 only)" in text and text.count("|") > 20
+
+
+def test_bench_command_writes_the_markdown_and_with_json_the_numbers_beside_it(tmp_path, monkeypatch, capsys):
+    import argparse
+    import json
+
+    from mi_plateau import bench
+    from mi_plateau.commands.recipes import cmd_bench
+
+    monkeypatch.setattr(bench, "run_benchmarks", lambda **kw: {"only": kw["only"], "x": float("nan")})
+    monkeypatch.setattr(bench, "to_markdown", lambda res: "| table |")
+    out = tmp_path / "eval.md"
+    args = argparse.Namespace(quick=False, only="eval", device="cpu", out=str(out), json=True)
+    assert cmd_bench(args) == 0
+    assert out.read_text() == "| table |"
+    assert json.loads(out.with_suffix(".json").read_text()) == {"only": "eval", "x": None}
+    assert json.loads(capsys.readouterr().out) == {"only": "eval", "x": None}
+    (tmp_path / "eval.json").unlink()
+    assert cmd_bench(argparse.Namespace(**{**vars(args), "json": False})) == 0
+    assert not (tmp_path / "eval.json").exists() and "| table |" in capsys.readouterr().out
