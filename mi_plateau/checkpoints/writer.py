@@ -20,6 +20,7 @@ def write_checkpoint(
     weights: dict,
     resume: dict,
     summary: dict[str, Any] | None = None,
+    eval_s: float | None = None,
 ) -> None:
     """Write one checkpoint into the run folder ``root`` and commit it (the trainer's writer,
     the bench times the same function): the weights and the record beside them, the resume
@@ -29,14 +30,19 @@ def write_checkpoint(
 
     The first commit also records the folder's ``config.json`` in the manifest (``config``): the
     config the weights are trained with is then vouched for by the commit point, and the readers
-    refuse a config.json edited afterwards (``Run.config``)."""
+    refuse a config.json edited afterwards (``Run.config``).
+
+    The record file beside the weights also holds the costs: ``wall_s``, the training wall time
+    up to this checkpoint across resumes (earlier checkpoints' evaluations included), and
+    ``eval_s``, the seconds this checkpoint's evaluation took (``sweeps.table.run_costs``)."""
     root = Path(root)
     if "config" not in manifest and (root / "config.json").is_file():
         manifest["config"] = read_json(root / "config.json")
     step = record["step"]
     name = f"step_{step:06d}"
     digest = save_tensors(root / "ckpt" / f"{name}.safetensors", weights, {"step": str(step)})
-    atomic_write_json(root / "ckpt" / f"{name}.json", {**record, "wall_s": wall_s})
+    costs = {"wall_s": wall_s} if eval_s is None else {"wall_s": wall_s, "eval_s": eval_s}
+    atomic_write_json(root / "ckpt" / f"{name}.json", {**record, **costs})
     resume_rel = f"resume/state_{step:06d}.safetensors"
     resume_digest = save_tensors(root / resume_rel, resume)
     old_resume = manifest.get("resume")

@@ -63,6 +63,17 @@ def print_summary(s: dict) -> None:
             print(f"  {k:>18}: {with_unit(k, v)}")
 
 
+def print_costs(c: dict) -> None:
+    """Where the run's wall time went (``sweeps.table.run_costs``), one line."""
+    if c["wall_s"] is None:
+        return
+    line = f"  {'wall time':>18}: {c['wall_s']:.0f} s over {c['checkpoints']} checkpoints"
+    if c["eval_s"] is not None:
+        share = f"{100 * c['eval_share']:.1f}%" if c["eval_share"] is not None else "—"
+        line += f", of which evaluation {c['eval_s']:.0f} s ({share} of the rest)"
+    print(line)
+
+
 def lead(ro: dict, key: str) -> str:
     """A routing number with its bootstrap interval, e.g. ``0.83 [0.78, 0.85]``."""
     lo, hi = ro.get(f"{key}_lo"), ro.get(f"{key}_hi")

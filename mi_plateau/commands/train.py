@@ -12,7 +12,7 @@ from typing import Any
 
 from ..config import ConfigError
 from ..tabular import cell
-from .text import print_summary
+from .text import print_costs, print_summary
 
 
 def train_config(args) -> Any:
@@ -120,11 +120,16 @@ def cmd_summary(args) -> int:
         from ..api import sampled_tau
 
         t = sampled_tau(args.run, **given, progress=not args.json and sys.stderr.isatty())
+    from ..checkpoints import Run
+    from ..sweeps.table import run_costs
+
+    costs = run_costs(Run(args.run))
     if args.json:
-        print(json.dumps(s | ({"sampled_tau": t} if t else {}), indent=2))
+        print(json.dumps(s | {"costs": costs} | ({"sampled_tau": t} if t else {}), indent=2))
         return 0
     print(f"run: {args.run}")
     print_summary(s)
+    print_costs(costs)
     if t:
         print_sampled_tau(t)
     return 0

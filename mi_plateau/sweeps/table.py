@@ -70,3 +70,23 @@ def train_wall(run: Run) -> float | None:
         return float(read_json(run.inside(last["record_file"])).get("wall_s"))
     except (ValueError, KeyError, IndexError, TypeError, AttributeError, RunError):
         return None
+
+
+def run_costs(run: Run) -> dict[str, float | int | None]:
+    """Where a run's wall time went, from its checkpoint records: ``wall_s`` (training, across
+    resumes, up to the last checkpoint), ``eval_s`` (the evaluations of every checkpoint),
+    ``eval_share`` (evaluation over the rest of the wall time: checkpoint N's ``wall_s`` holds
+    the evaluations before N) and ``checkpoints``. ``eval_s`` and ``eval_share`` are None
+    where a record lacks ``eval_s`` (runs written before it was recorded)."""
+    out: dict[str, float | int | None] = {"wall_s": None, "eval_s": None, "eval_share": None, "checkpoints": 0}
+    try:
+        files = [read_json(run.inside(c["record_file"])) for c in run.manifest()["checkpoints"]]
+        out["checkpoints"] = len(files)
+        out["wall_s"] = float(files[-1]["wall_s"])
+        ev = [float(f["eval_s"]) for f in files]
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError, RunError):
+        return out
+    rest = out["wall_s"] - sum(ev[:-1])
+    out["eval_s"] = sum(ev)
+    out["eval_share"] = sum(ev) / rest if rest > 0 else None
+    return out

@@ -102,9 +102,11 @@ class Member:
         wall = time.perf_counter() - self.t0 if step else 0.0
         model.eval()
         history = [r["metrics"].get("L_seq") for r in self.records]  # what the guard's thresholds retire on
+        t_eval = time.perf_counter()
         metrics = evaluate(
             model, self.ev, seq_groups=cfg.eval.seq_groups(cfg.task.K), guard=eval_guard(cfg, self.ev, step, history)
         )
+        eval_s = time.perf_counter() - t_eval
         model.train()
         record = {
             "step": step,
@@ -131,6 +133,7 @@ class Member:
             to_cpu(model.state_dict()),
             to_cpu({**optimizer_tensors(self.opt), **self.sampler.state()}),
             summarize(cfg, self.records) if self.done else None,
+            eval_s=eval_s,
         )
 
     def after_step(self, loss: float, grad_norm: float | None = None) -> bool:

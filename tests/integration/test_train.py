@@ -139,6 +139,20 @@ def test_cli_train_and_summary(run_cli, tmp_path):
     for key in ("K", "log_K", "plateau_Lc", "plateau_ratio", "tau", "alpha", "converged", "last_step", "n_checkpoints"):
         assert key in s
     assert s["K"] == 4 and s["last_step"] == 40 and s["log_K"] == pytest.approx(math.log(4))
+    # where the wall time went, from the checkpoint record files: a plain sum over them
+    files = [json.loads(f.read_text()) for f in sorted((out / "ckpt").glob("step_*.json"))]
+    c = s["costs"]
+    assert c["checkpoints"] == s["n_checkpoints"] == len(files) and c["wall_s"] == files[-1]["wall_s"]
+    assert c["eval_s"] == pytest.approx(sum(f["eval_s"] for f in files)) and c["eval_s"] > 0
+    assert c["eval_share"] == pytest.approx(c["eval_s"] / (c["wall_s"] - sum(f["eval_s"] for f in files[:-1])))
+    text = run_cli("summary", str(out)).stdout
+    assert f"over {len(files)} checkpoints, of which evaluation" in text
+    for f in (out / "ckpt").glob("step_*.json"):  # a run written before eval_s was recorded
+        d = json.loads(f.read_text())
+        del d["eval_s"]
+        f.write_text(json.dumps(d))
+    c = json.loads(run_cli("summary", str(out), "--json").stdout)["costs"]
+    assert c["eval_s"] is None and c["eval_share"] is None and c["wall_s"] == files[-1]["wall_s"]
 
 
 @pytest.mark.parametrize(
