@@ -22,7 +22,10 @@ and thread count: bit-identical), so a record and a folder of the same point agr
 they share; which one a row came from is provenance, kept in ``source`` and ``trained_at`` (the
 UTC date of the run's last checkpoint). Rewriting the log never drops a record: one no point
 uses any more (a changed config, a removed point) stays in the log under its name, or, where a
-new run of that name replaces it, in ``superseded``.
+new run of that name replaces it, in ``superseded``. A run retrained here because its record kept
+no curves replaces the record and is checked against it (``same_run``; the result stays in the
+log's ``retrained``, and ``reproduce`` names every difference): training is deterministic, so the
+retrained run's taus and steps must equal the record's.
 """
 
 from __future__ import annotations
@@ -207,6 +210,7 @@ def collect(sweep: Sweep, root: str | Path, docs: str | Path) -> Collected:
     legacy_ok = log.get("settings") in (None, settings(sweep))
     records = dict(old)
     superseded = list(log.get("superseded") or [])
+    retrained = dict(log.get("retrained") or {})
     rows, curves = [], {}
     for p in sweep.points:
         here = _local(sweep.folder(root) / p.name)
@@ -216,6 +220,8 @@ def collect(sweep: Sweep, root: str | Path, docs: str | Path) -> Collected:
             row, curve, source = here["row"], here["curve"], "here"
             if isinstance(rec, dict) and seen is None:
                 superseded.append({"run": p.name, **rec})  # another config's run of this name: kept aside
+            elif seen is not None and not rec.get("curve") and p.name not in retrained:
+                retrained[p.name] = same_run(seen, here["row"])  # retrained for its curves: the check
             records[p.name] = here
         elif seen is not None:
             row, curve, source = seen, rec.get("curve"), "recorded"
@@ -243,7 +249,29 @@ def collect(sweep: Sweep, root: str | Path, docs: str | Path) -> Collected:
         )
         if source is not None and curve is not None:
             curves[p.name] = curve
-    return Collected(rows, curves, {"settings": settings(sweep), "records": records, "superseded": superseded})
+    kept = {"settings": settings(sweep), "records": records, "superseded": superseded}
+    return Collected(rows, curves, kept | ({"retrained": retrained} if retrained else {}))
+
+
+EXACT_KEYS = ("status", "steps", "tau_paper", "tau_first_token")
+CLOSE_KEYS = ("plateau_paper", "plateau_ratio_paper", "plateau_first_token", "plateau_ratio_first_token")
+CLOSE_REL = 1e-4  # evaluation arithmetic (packing, summation order) moves a plateau mean in the 5th digit
+
+
+def same_run(recorded: dict[str, Any], here: dict[str, Any]) -> dict[str, Any]:
+    """Does a run retrained here (its curves were not recorded) equal its recorded row? Training
+    is deterministic, so the status, steps and both families' taus must be equal; the plateau
+    heights, means of evaluated losses, within a relative ``CLOSE_REL`` (the evaluation's
+    arithmetic may have changed since). Returns ``equal`` and the ``differences`` (key: [recorded,
+    here]); a record that got to another step than the retrained run is not compared."""
+    if _int(recorded.get("steps")) != _int(here.get("steps")):
+        return {"equal": None, "differences": {"steps": [recorded.get("steps"), here.get("steps")]}}
+    diff = {k: [recorded.get(k), here.get(k)] for k in EXACT_KEYS if recorded.get(k) != here.get(k)}
+    for k in CLOSE_KEYS:
+        a, b = num(recorded.get(k)), num(here.get(k))
+        if (a == a or b == b) and not abs(a - b) <= CLOSE_REL * max(abs(a), abs(b)):
+            diff[k] = [recorded.get(k), here.get(k)]
+    return {"equal": not diff, "differences": diff}
 
 
 def write_log(

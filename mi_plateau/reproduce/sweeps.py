@@ -207,6 +207,9 @@ def run_sweep_recipe(
             f"({', '.join(log['without_curves'])}): tables that read curves leave them out",
             file=sys.stderr,
         )
+    differ = {run: c["differences"] for run, c in (log.get("retrained") or {}).items() if c.get("equal") is False}
+    if differ:  # a run retrained for its curves does not equal its record: training should be deterministic
+        print(f"{sweep.name}: retrained runs differ from their records: {differ}", file=sys.stderr)
     if failed:
         raise RunError(f"{sweep.name}: runs failed: {failed}")
     return nan_to_none({k: v for k, v in log.items() if k not in ("records", "superseded")})

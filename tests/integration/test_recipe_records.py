@@ -322,3 +322,29 @@ def test_a_failed_figure_export_leaves_every_table_written(tmp_path, monkeypatch
     assert all(
         (docs / f"{stem}.{ext}").exists() for stem in ("table4", "table4_boundary") for ext in ("json", "md", "csv")
     )
+
+
+def test_a_run_retrained_for_its_curves_is_checked_against_its_record(recorded, tmp_path):
+    """Records kept without curves are replaced by runs retrained here; the log keeps the check:
+    equal where the taus and steps are and the plateaus agree to 1e-4, the difference named
+    where they do not; a record that got to another step is not compared."""
+    from mi_plateau.reproduce.records import same_run
+
+    sweep, empty, docs = _without_folders(recorded, tmp_path)
+    path = docs / f"{sweep.name}_log.json"
+    log = json.loads(path.read_text())
+    for name in ("K3", "K4"):
+        log["records"][name]["curve"] = None  # recorded before the logs kept curves
+    log["records"]["K3"]["row"]["plateau_paper"] *= 1 + 3e-5  # evaluation rounding: still the same run
+    log["records"]["K4"]["row"]["tau_paper"] += 25  # not the same run
+    path.write_text(json.dumps(log))
+    sweep, root, _ = recorded
+    _, curves, kept = collect(sweep, root / "ck", docs)
+    assert {"K3", "K4", "K5"} <= set(curves)  # the runs here, with their curves, replace the records
+    assert kept["retrained"]["K3"] == {"equal": True, "differences": {}}
+    (k4,) = kept["retrained"]["K4"]["differences"].items()
+    assert kept["retrained"]["K4"]["equal"] is False and k4[0] == "tau_paper" and k4[1][0] == k4[1][1] + 25
+    assert "K5" not in kept["retrained"]  # its record had curves: nothing to check
+    row = log["records"]["K5"]["row"]
+    assert same_run(row, {**row, "steps": row["steps"] + 50})["equal"] is None
+    assert same_run(row, {**row, "plateau_first_token": None})["equal"] is False
