@@ -18,6 +18,10 @@ def cmd_bench(args) -> int:
     from ..devices import resolve
     from ..summaries import nan_to_none
 
+    if args.out and args.json and Path(args.out).suffix == ".json":
+        raise ValueError(
+            f"--out {args.out}: --out names the Markdown file; with --json the numbers go beside it (.json)"
+        )
     res = run_benchmarks(quick=args.quick, only=args.only, device=str(resolve(args.device)))
     md = bench_markdown(res)
     text = json.dumps(nan_to_none(res), indent=2) + "\n"

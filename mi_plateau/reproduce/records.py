@@ -218,10 +218,14 @@ def collect(sweep: Sweep, root: str | Path, docs: str | Path) -> Collected:
         seen = _as_point_row(rec, p, legacy_ok) if isinstance(rec, dict) else None
         if here is not None and (seen is None or _rank(here["row"]) >= _rank(seen)):
             row, curve, source = here["row"], here["curve"], "here"
+            pending = retrained.get(p.name)
             if isinstance(rec, dict) and seen is None:
                 superseded.append({"run": p.name, **rec})  # another config's run of this name: kept aside
-            elif seen is not None and not rec.get("curve") and p.name not in retrained:
+                retrained.pop(p.name, None)  # a check of that run no longer applies
+            elif seen is not None and not rec.get("curve") and pending is None:
                 retrained[p.name] = same_run(seen, here["row"])  # retrained for its curves: the check
+            elif isinstance(pending, dict) and pending.get("equal") is None and "recorded" in pending:
+                retrained[p.name] = same_run(pending["recorded"], here["row"])  # not comparable yet: again
             records[p.name] = here
         elif seen is not None:
             row, curve, source = seen, rec.get("curve"), "recorded"
@@ -253,19 +257,24 @@ def collect(sweep: Sweep, root: str | Path, docs: str | Path) -> Collected:
     return Collected(rows, curves, kept | ({"retrained": retrained} if retrained else {}))
 
 
-EXACT_KEYS = ("status", "steps", "tau_paper", "tau_first_token")
+EXACT_KEYS = ("steps", "tau_paper", "tau_first_token")
 CLOSE_KEYS = ("plateau_paper", "plateau_ratio_paper", "plateau_first_token", "plateau_ratio_first_token")
 CLOSE_REL = 1e-4  # evaluation arithmetic (packing, summation order) moves a plateau mean in the 5th digit
 
 
 def same_run(recorded: dict[str, Any], here: dict[str, Any]) -> dict[str, Any]:
     """Does a run retrained here (its curves were not recorded) equal its recorded row? Training
-    is deterministic, so the status, steps and both families' taus must be equal; the plateau
-    heights, means of evaluated losses, within a relative ``CLOSE_REL`` (the evaluation's
-    arithmetic may have changed since). Returns ``equal`` and the ``differences`` (key: [recorded,
-    here]); a record that got to another step than the retrained run is not compared."""
+    is deterministic, so the steps and both families' taus must be equal; the plateau heights,
+    means of evaluated losses, within a relative ``CLOSE_REL`` (the evaluation's arithmetic may
+    have changed since). Returns ``equal`` and the ``differences`` (key: [recorded, here]). Two
+    finished runs that stopped at different steps differ; where either is still running at
+    another step than the other, ``equal`` is None and the recorded row is kept (``recorded``)
+    for the next build to compare again."""
     if _int(recorded.get("steps")) != _int(here.get("steps")):
-        return {"equal": None, "differences": {"steps": [recorded.get("steps"), here.get("steps")]}}
+        steps = {"steps": [recorded.get("steps"), here.get("steps")]}
+        if recorded.get("status") == here.get("status") == "finished":
+            return {"equal": False, "differences": steps}
+        return {"equal": None, "differences": steps, "recorded": recorded}
     diff = {k: [recorded.get(k), here.get(k)] for k in EXACT_KEYS if recorded.get(k) != here.get(k)}
     for k in CLOSE_KEYS:
         a, b = num(recorded.get(k)), num(here.get(k))

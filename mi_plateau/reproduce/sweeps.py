@@ -208,7 +208,9 @@ def run_sweep_recipe(
             file=sys.stderr,
         )
     differ = {run: c["differences"] for run, c in (log.get("retrained") or {}).items() if c.get("equal") is False}
-    if differ:  # a run retrained for its curves does not equal its record: training should be deterministic
+    if (
+        differ and progress
+    ):  # a run retrained for its curves does not equal its record: training should be deterministic
         print(f"{sweep.name}: retrained runs differ from their records: {differ}", file=sys.stderr)
     if failed:
         raise RunError(f"{sweep.name}: runs failed: {failed}")

@@ -77,7 +77,8 @@ def run_costs(run: Run) -> dict[str, float | int | None]:
     resumes, up to the last checkpoint), ``eval_s`` (the evaluations of every checkpoint),
     ``eval_share`` (evaluation over the rest of the wall time: checkpoint N's ``wall_s`` holds
     the evaluations before N) and ``checkpoints``. ``eval_s`` and ``eval_share`` are None
-    where a record lacks ``eval_s`` (runs written before it was recorded)."""
+    where a record lacks ``eval_s`` (runs written before it was recorded). A run of the batched
+    trainer shares its process's wall time with the other runs in it, so its share reads low."""
     out: dict[str, float | int | None] = {"wall_s": None, "eval_s": None, "eval_share": None, "checkpoints": 0}
     try:
         files = [read_json(run.inside(c["record_file"])) for c in run.manifest()["checkpoints"]]

@@ -92,8 +92,9 @@ class Member:
         except (KeyError, TypeError, RuntimeError, ValueError) as e:
             raise RunError(f"{spath}: the sampler state is missing or does not fit this run ({e})") from None
         self.step = last["step"]
-        try:  # wall_s counts training time across resumes
-            self.wall_before = float(read_json(run.inside(last["record_file"])).get("wall_s", 0.0))
+        try:  # wall_s counts training time across resumes, with every evaluation before the checkpoint
+            rec = read_json(run.inside(last["record_file"]))
+            self.wall_before = float(rec.get("wall_s", 0.0)) + float(rec.get("eval_s") or 0.0)
         except (ValueError, KeyError, TypeError, AttributeError, RunError):
             self.wall_before = 0.0
 

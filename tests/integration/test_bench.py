@@ -94,3 +94,5 @@ def test_bench_command_writes_the_markdown_and_with_json_the_numbers_beside_it(t
     (tmp_path / "eval.json").unlink()
     assert cmd_bench(argparse.Namespace(**{**vars(args), "json": False})) == 0
     assert not (tmp_path / "eval.json").exists() and "| table |" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="names the Markdown file"):  # the JSON would overwrite it
+        cmd_bench(argparse.Namespace(**{**vars(args), "out": str(out.with_suffix(".json"))}))

@@ -346,5 +346,16 @@ def test_a_run_retrained_for_its_curves_is_checked_against_its_record(recorded, 
     assert kept["retrained"]["K4"]["equal"] is False and k4[0] == "tau_paper" and k4[1][0] == k4[1][1] + 25
     assert "K5" not in kept["retrained"]  # its record had curves: nothing to check
     row = log["records"]["K5"]["row"]
-    assert same_run(row, {**row, "steps": row["steps"] + 50})["equal"] is None
     assert same_run(row, {**row, "plateau_first_token": None})["equal"] is False
+    # two finished runs that stopped at different steps differ; a run still going is compared later
+    assert same_run(row, {**row, "steps": row["steps"] + 50}) == {
+        "equal": False,
+        "differences": {"steps": [row["steps"], row["steps"] + 50]},
+    }
+    pending = same_run(row, {**row, "status": "running", "steps": row["steps"] - 50})
+    assert pending["equal"] is None and pending["recorded"] == row
+    log["records"]["K5"]["curve"] = None
+    log["retrained"] = {"K5": pending}  # written while the run here was still short of the record
+    path.write_text(json.dumps(log))
+    _, _, kept = collect(sweep, root / "ck", docs)
+    assert kept["retrained"]["K5"] == {"equal": True, "differences": {}}  # compared again, now at its steps

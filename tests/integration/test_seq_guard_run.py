@@ -32,6 +32,16 @@ def test_guarded_run_equals_the_full_run_at_every_reported_crossing(tmp_path, ti
     # the replay scores the stages the guarded run scored, checkpoint by checkpoint
     scored = {r["step"]: r["metrics"]["groups_scored"] for r in recs}
     assert all(row["groups_scored"] == scored[row["step"]] for row in check["rows"])
+    # the spread of the full set's group means of L_seq, against a plain computation at one checkpoint
+    import numpy as np
+
+    from mi_plateau.metrics import example_losses
+
+    row = check["rows"][3]
+    run = Run(tiny_run.path)
+    model = run.load_model(row["step"])
+    per_group = example_losses(model, run.eval_set())["L_seq"].reshape(-1, cfg.task.K).mean(1)
+    assert row["L_seq_group_sd"] == pytest.approx(float(np.std(per_group, ddof=1)), rel=1e-5)
     assert {(c["definition"], c["fraction"]) for c in check["crossings"]} == {
         (f, x) for f in ("paper", "first_token") for x in cfg.seq_thresholds()
     }

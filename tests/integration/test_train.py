@@ -377,3 +377,20 @@ def test_reading_the_gradient_norm_leaves_the_update_unchanged(tmp_path, tiny_cf
     wa, wb = a.weights(40), b.weights(40)
     assert all(torch.equal(wa[k], wb[k]) for k in wa)
     assert b.records()[-1]["grad_norm_mean"] == 0.0 and a.records()[-1]["grad_norm_mean"] > 0
+
+
+def test_costs_count_every_evaluation_across_a_resume(tmp_path, tiny_cfg):
+    """A resumed run's wall time starts after the last checkpoint's evaluation, so the
+    evaluation share over the run is every eval_s over the wall time less the evaluations in it."""
+    from mi_plateau.sweeps.table import run_costs
+
+    cfg = with_overrides(tiny_cfg, {"max_steps": 20, "train.stop": "budget"})
+    train(cfg, tmp_path / "r", progress=False)
+    run = train(with_overrides(cfg, {"max_steps": 40}), tmp_path / "r", resume=True, progress=False)
+    files = [json.loads(f.read_text()) for f in sorted((run.path / "ckpt").glob("step_*.json"))]
+    i = next(i for i, f in enumerate(files) if f["step"] > 20)
+    assert files[i]["wall_s"] >= files[i - 1]["wall_s"] + files[i - 1]["eval_s"]
+    c = run_costs(run)
+    ev = [f["eval_s"] for f in files]
+    assert c["eval_s"] == pytest.approx(sum(ev)) and c["checkpoints"] == len(files)
+    assert c["eval_share"] == pytest.approx(sum(ev) / (files[-1]["wall_s"] - sum(ev[:-1])))
