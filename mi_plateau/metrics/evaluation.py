@@ -158,7 +158,7 @@ def _guarded(W: Weights, ev: EvalSet, batch: int, guard: EvalGuard) -> dict[str,
     correct, full, rows, scores, own = [], 0.0, 0, [], []
     done, se = 0, float("inf")
     for n in guard.stages():
-        new = ev.subset(guard.order[done:n])
+        new = ev if n - done == N_groups else ev.subset(guard.order[done:n])  # all at once: the set itself
         out = _per_example(W, new, _packing(new), batch, np.ones(len(new.tokens), dtype=bool), True)
         full += out[3] * len(new.tokens)
         rows += len(new.tokens)

@@ -94,6 +94,11 @@ def test_guard_scores_stages_until_decided_and_every_group_where_it_must(model_a
     assert m2["groups_scored"] == 40 and m2["L_seq_se"] == 0.0
     for k, v in full.items():
         assert m2[k] == pytest.approx(v, rel=1e-5, abs=1e-7), k
+    # forced (Table 7's window): every group in one stage, the evaluation set itself
+    m4 = evaluate(model, ev, guard=EvalGuard(g.order, 10, (), 5.0, force=True))
+    assert m4["groups_scored"] == 40
+    for k, v in full.items():
+        assert m4[k] == pytest.approx(v, rel=1e-5, abs=1e-7), k
     # a threshold far away at the second stage's resolution: it stops there, on the second stage's groups
     second = np.isin(ev.groups, g.order[:25])
     est, se = EvalGuard.estimate(per[second], 40)
