@@ -44,6 +44,7 @@ TABLES = {
     "lr_sweep": ("lr_sweep", "lr_sweep_ratio"),
     "direction": ("table2",),
     "phase_boundary": ("phase_boundary_runs", "phase_boundary_table4", "phase_boundary_table8"),
+    "dissipation": ("table11",),
 }
 # the other recipes whose logs a rebuild reads: seeds_init sets the fixed-init runs beside its own
 ALSO_READS = {"seeds_init": ("seeds_warmup",)}
