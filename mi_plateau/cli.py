@@ -53,6 +53,7 @@ RECIPE_NAMES = (
     "dissipation",
     "label_noise",
     "direction",
+    "hessian",
 )
 
 RECIPE_HELP = (
@@ -60,7 +61,8 @@ RECIPE_HELP = (
     "fixed_d, fixed_d_noclip: Figure 5; len_z: Table 7; batch_size: Table 1; seeds: Table 4 and Table 8's phase "
     "boundary; seeds_init: Table 4 with the init varied (and the warm-up); seeds_warmup: Table 4 with 500 warm-up "
     "steps; lr_sweep: the learning-rate sweep by the transition width; phase_boundary: Tables 4 and 8 as the "
-    "original ran them, by the transition width; dissipation: Table 11; label_noise: Figure 2b; direction: Table 2)"
+    "original ran them, by the transition width; dissipation: Table 11; label_noise: Figure 2b; direction: Table 2; "
+    "hessian: Table 10, the Hessian pass over the K sweep's seed-0 runs)"
 )
 
 
@@ -303,7 +305,10 @@ def add_reproduce(sub) -> None:
         help="sweep recipes: up to M runs per process, batched (auto: batched on a GPU, one per process on a CPU)",
     )
     rep.add_argument(
-        "--only", default=None, metavar="RUN[,RUN...]", help="sweep recipes: train only these points (run names)"
+        "--only",
+        default=None,
+        metavar="RUN[,RUN...]",
+        help="sweep recipes: train only these points (run names); hessian: train and pass over only these runs",
     )
     rep.add_argument(
         "--skip-recorded",

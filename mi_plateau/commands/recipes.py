@@ -39,6 +39,8 @@ def cmd_reproduce(args) -> int:
     only = [n.strip() for n in args.only.split(",") if n.strip()] if args.only is not None else None
     if args.recipe in SWEEP_RECIPES:
         return reproduce_sweep(args, only)
+    if args.recipe == "hessian":
+        return reproduce_hessian(args, only)
     if only is not None or args.skip_recorded or args.max_steps:
         raise ValueError(
             f"reproduce {args.recipe}: --only, --skip-recorded and --max-steps apply to the sweep recipes only"
@@ -63,6 +65,31 @@ def cmd_reproduce(args) -> int:
             f"lead (tau - t_r)/tau attention {lead(ro, 'routing_lead_sel_attn')}, "
             f"causal {lead(ro, 'routing_lead_swap_contrib')}"
         )
+    print(f"wrote {', '.join(log['written'])}")
+    return 0
+
+
+def reproduce_hessian(args, only: list[str] | None) -> int:
+    """``reproduce hessian``: its dry run (the runs, whether they are here and whether the log
+    holds their rows), or the runs trained, the pass run and Table 10 written."""
+    from ..reproduce.hessian import dry_run_rows, run_hessian_recipe
+
+    if args.skip_recorded or args.max_steps or args.batch_runs not in (1, "1", None):
+        raise ValueError("reproduce hessian: --skip-recorded, --max-steps and --batch-runs apply to the sweep recipes")
+    if args.dry_run:
+        print(to_markdown(dry_run_rows(only, args.root, args.docs)))
+        return 0
+    log = run_hessian_recipe(
+        train=not args.no_train,
+        only=only,
+        jobs=args.jobs,
+        progress=not args.quiet,
+        root=args.root,
+        docs=args.docs,
+        device=args.device,
+    )
+    for title, rows in log["tables"].items():
+        print(f"## {title}\n{to_markdown(rows)}")
     print(f"wrote {', '.join(log['written'])}")
     return 0
 

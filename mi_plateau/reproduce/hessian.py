@@ -1,0 +1,316 @@
+"""Table 10 as a recipe: ``mi-plateau reproduce hessian`` runs the Hessian pass
+(``passes.hessian``: the original code's power iteration and converged Lanczos) over the K sweep's
+seed-0 runs, the run folders of the ``k_sweep`` recipe (training them, where they are missing,
+goes through that recipe), and writes Table 10 beside the paper's, every checkpoint's row, and the
+spectrum's extremes across each run as a figure.
+
+Per run (finished, with a paper-family tau): both estimators at the original's five plateau
+checkpoints (``plateau_checkpoints``: evenly spaced in [max(100, 0.2 tau), 0.8 tau], snapped),
+which are Table 10's; Lanczos alone at the first checkpoint, at tau and at the last checkpoint
+(the K sweep stops at 1.2 tau), which with the plateau ones make the figure.
+
+The pass costs hundreds of Hessian-vector products per checkpoint, so its rows are kept in the
+recipe's log (``docs/reproduction/paper_hessian_log.json``) with the pass's settings and the
+checksums of the weights they came from. A run whose rows the log holds for the same settings and
+weights is not recomputed; a rebuild without the run folders (``--no-train``, another machine)
+writes the same tables from the log alone; a run trained here with other weights is recomputed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .. import paper
+from ..checkpoints import Run, RunError, atomic_write_json, read_json
+from ..frames import records
+from ..passes.hessian import hessian_pass, plateau_checkpoints, table10
+from ..summaries import nan_to_none, nearest
+from .writer import Built, Plot, Table, write_built
+
+READS = "k_sweep"  # the recipe whose runs the pass reads
+LOG = "paper_hessian_log.json"
+K_VALUES = (3, 5, 10, 20, 36)  # the paper's Table 10 rows
+# the pass's settings (hessian_pass's keywords); float32 as the original ran it: a float32 product
+# differs from the float64 one by < 1e-6 of its norm (docs/mechanisms.md), far below tol
+SETTINGS: dict[str, Any] = {"n_examples": 512, "seed": 0, "k": 3, "tol": 1e-4, "dtype": "float32", "maxiter": 200}
+ACROSS = (0.0, 1.0)  # Lanczos-only checkpoints as fractions of tau, besides the last one
+CHECKPOINT_KEYS = (
+    "run",
+    "K",
+    "tau",
+    "step",
+    "t_over_tau",
+    "role",
+    "loss",
+    "estimator",
+    "lambda_max",
+    "lambda_min",
+    "anisotropy",
+    "residual_max",
+    "residual_min",
+    "converged",
+    "n_hvp",
+    "seconds",
+)
+
+
+def run_names(only: list[str] | None = None) -> list[str]:
+    """The K sweep's runs the recipe reads (``K{K}_seed0``), or those of ``only``."""
+    names = [f"K{K}_seed0" for K in K_VALUES]
+    if only is None:
+        return names
+    unknown = [n for n in only if n not in names]
+    if unknown:
+        raise RunError(f"reproduce hessian --only {','.join(unknown)}: not a run of Table 10 ({', '.join(names)})")
+    return [n for n in names if n in only]
+
+
+def pass_steps(steps: list[int], tau: int) -> tuple[list[int], list[int]]:
+    """The plateau checkpoints (Table 10's, both estimators) and the other checkpoints the figure
+    reads (Lanczos only: the checkpoints nearest 0 and tau, and the last), each once."""
+    plateau = plateau_checkpoints(steps, tau)
+    across = {nearest(steps, f * tau) for f in ACROSS} | {steps[-1]}
+    return plateau, sorted(across - set(plateau))
+
+
+def _pass_kwargs(settings: dict[str, Any]) -> dict[str, Any]:
+    return {**settings, "dtype": getattr(torch, settings["dtype"])}
+
+
+def _target(path: Path) -> tuple[Run, int, list[int], list[int]] | None:
+    """The run here and its checkpoints for the pass, or None where it is not ready: not
+    started, unreadable, not finished, or without a paper-family tau."""
+    run = Run(path)
+    try:
+        s = run.summary()
+        steps = run.steps()
+    except RunError:
+        return None
+    tau = s["definitions"]["paper"]["tau"]
+    if s["status"] != "finished" or tau is None:
+        return None
+    return (run, tau, *pass_steps(steps, tau))
+
+
+def compute_entry(
+    run: Run, tau: int, plateau: list[int], across: list[int], settings: dict[str, Any], progress: bool = False
+) -> dict[str, Any]:
+    """The pass over one run: its rows (``role`` "plateau" or "across"), with what they came from."""
+    kw = _pass_kwargs(settings)
+    rows = [{**r, "role": "plateau"} for r in records(hessian_pass(run, plateau, progress=progress, **kw))]
+    if across:
+        extra = hessian_pass(run, across, estimators=("lanczos",), progress=progress, **kw)
+        rows += [{**r, "role": "across"} for r in records(extra)]
+    sha = run.weights_sha256(plateau + across)
+    entry = {
+        "settings": settings,
+        "tau": tau,
+        "weights_sha256": {str(s): sha[s] for s in sorted(sha)},
+        "rows": sorted(rows, key=lambda r: (r["step"], r["estimator"])),
+    }
+    return json.loads(json.dumps(nan_to_none(entry)))  # as the log holds it: a rebuild from the log is the same
+
+
+def _current(entry: Any, run: Run, tau: int, steps: list[int], settings: dict[str, Any]) -> bool:
+    """Does the log's entry hold this run's rows: the same settings, tau and weights?"""
+    if not isinstance(entry, dict) or entry.get("settings") != settings or entry.get("tau") != tau:
+        return False
+    sha = run.weights_sha256(steps)
+    return entry.get("weights_sha256") == {str(s): sha[s] for s in sorted(sha)}
+
+
+def table10_rows(entries: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per K of Table 10: ``passes.hessian.table10`` over the plateau rows of each run
+    the log holds (both estimators), "not computed" where it holds none; the paper's beside."""
+    rows = []
+    for K, name in zip(K_VALUES, run_names()):
+        entry = entries.get(name)
+        plateau = [  # the log's None (JSON's NaN, inf: an unconverged pair) back to NaN for the means
+            {k: math.nan if v is None else v for k, v in r.items()}
+            for r in (entry or {}).get("rows", [])
+            if r.get("role") == "plateau"
+        ]
+        if plateau:
+            row = records(table10(plateau))[0]
+            row["steps"] = list(row["steps"])
+            rows.append({**row, "status": "computed"})
+        else:
+            ref = paper.TABLE10.get(K, (None, None))
+            rows.append(
+                {"run": name, "K": K, "status": "not computed", "paper_anisotropy": ref[0], "paper_lambda_max": ref[1]}
+            )
+    return rows
+
+
+def checkpoint_rows(entries: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every checkpoint's row (both roles, both estimators), by K, step and estimator."""
+    rows = [{k: r.get(k) for k in CHECKPOINT_KEYS} for e in entries.values() for r in e.get("rows", [])]
+    return sorted(rows, key=lambda r: (r["K"], r["step"], r["estimator"]))
+
+
+def spectrum_figure(rows: list[dict[str, Any]]):
+    """Lanczos's lambda_max (solid) and lambda_min (dashed) against t / tau, one colour per K; the
+    original estimator's lambda_max and lambda_min at the plateau checkpoints as crosses."""
+    import plotly.graph_objects as go
+
+    from ..figures import PALETTE
+
+    fig = go.Figure()
+    for i, K in enumerate(sorted({r["K"] for r in rows})):
+        c = PALETTE[i % len(PALETTE)]
+        for est, dash, mode in (("lanczos", None, "lines+markers"), ("original_power", None, "markers")):
+            rs = sorted((r for r in rows if r["K"] == K and r["estimator"] == est), key=lambda r: r["step"])
+            if not rs:
+                continue
+            x = [r["t_over_tau"] for r in rs]
+            for key, d in (("lambda_max", dash), ("lambda_min", "dash")):
+                fig.add_trace(
+                    go.Scatter(
+                        x=x,
+                        y=[r[key] for r in rs],
+                        mode=mode,
+                        name=f"K={K} {key} ({est})",
+                        line={"color": c, "dash": d},
+                        marker={"symbol": "x" if est == "original_power" else "circle", "size": 7},
+                        legendgroup=f"K{K}",
+                    )
+                )
+    fig.add_vrect(x0=0.2, x1=0.8, fillcolor="#dddddd", opacity=0.4, line_width=0)
+    fig.update_layout(
+        title="Hessian extremes across each run (Lanczos; crosses: the original's power iteration)<br>"
+        "<sup>shaded: the plateau checkpoints of Table 10, 0.2-0.8 tau; dashed: lambda_min</sup>",
+        xaxis_title="t / tau (paper family)",
+        yaxis_title="eigenvalue of the Hessian (nats per unit parameter squared)",
+        template="plotly_white",
+        width=900,
+        height=560,
+    )
+    return fig
+
+
+def build_hessian(entries: dict[str, Any], settings: dict[str, Any]) -> Built:
+    """Table 10 (per K, both estimators, beside the paper's), every checkpoint's row, the figure."""
+    s = settings
+    note = (
+        f"Hessian of the target positions' cross-entropy on {s['n_examples']} training examples (seed {s['seed']}), "
+        f"every parameter, {s['dtype']}; original = the original code's power iteration (the mean over the plateau "
+        f"checkpoints of |lambda_max| / max(|lambda_min|, 1e-10)); lanczos = ARPACK's Lanczos, the {s['k']} largest "
+        f"and smallest eigenvalues, converged when every pair's relative residual is <= {s['tol']}. Checkpoints: 5 "
+        "evenly spaced in [max(100, 0.2 tau), 0.8 tau] of the K sweep's seed-0 runs."
+    )
+    cps = checkpoint_rows(entries)
+    tables = {
+        "Table 10": Table("table10", table10_rows(entries), "Table 10: Hessian anisotropy on the plateau", note),
+        "Table 10 checkpoints": Table(
+            "table10_checkpoints",
+            cps,
+            "Table 10 per checkpoint (plateau: Table 10's; across: Lanczos at the first checkpoint, tau and the last)",
+            note,
+        ),
+    }
+    figures = {"Hessian extremes": Plot("hessian_spectrum", spectrum_figure(cps))} if cps else {}
+    return Built(tables, figures)
+
+
+def dry_run_rows(only: list[str] | None, root: str | Path, docs: str | Path) -> list[dict[str, Any]]:
+    """Per run of Table 10: whether its folder is here and ready for the pass, its checkpoints,
+    and whether the log holds its rows for them (``computed``), would compute them
+    (``to compute``), or waits for training (``needs training``)."""
+    from .sweeps import recipe_sweep
+
+    path = Path(docs) / LOG
+    entries = (read_json(path).get("runs") or {}) if path.exists() else {}
+    out = []
+    for name in run_names(only):
+        target = _target(recipe_sweep(READS).folder(root) / name)
+        row: dict[str, Any] = {"run": name, "tau": None, "plateau_steps": None, "also_steps": None}
+        if target is None:
+            row["pass"] = "computed (log)" if name in entries else "needs training"
+        else:
+            run, tau, plateau, across = target
+            row |= {"tau": tau, "plateau_steps": plateau, "also_steps": across}
+            current = _current(entries.get(name), run, tau, plateau + across, SETTINGS)
+            row["pass"] = "computed" if current else "to compute"
+        out.append(row)
+    return out
+
+
+def _read(path: Path) -> dict[str, Any]:
+    """The recipe's log, {} where there is none; one that is not an object with a table of runs
+    is refused (it may hold the only copy of rows computed elsewhere)."""
+    log = read_json(path) if path.exists() else {}
+    if not isinstance(log, dict) or not isinstance(log.get("runs", {}), dict):
+        raise RunError(f"{path}: not the Hessian recipe's log (expected an object with a table of runs)")
+    return log
+
+
+def run_hessian_recipe(
+    *,
+    train: bool = True,
+    only: list[str] | None = None,
+    jobs: int | None = None,
+    progress: bool = True,
+    root: str | Path = "checkpoints",
+    docs: str | Path = "docs/reproduction",
+    analyses: str | Path = "analyses",
+    device: str = "auto",
+    settings: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Train the K sweep's runs Table 10 reads (``only``: these; unless ``train=False``; through the
+    ``k_sweep`` recipe, which also rewrites its own tables), run the pass over every finished one
+    here (of ``only``) whose rows the log does not hold (two processes may share the log, each
+    passing over other runs), then write Table 10, its checkpoint rows, the figure and the log.
+    ``settings``: the pass's (default ``SETTINGS``; a smaller pass for tests). Returns the log."""
+    from .sweeps import recipe_sweep, run_sweep_recipe
+
+    settings = dict(SETTINGS if settings is None else settings)
+    names = run_names(only)
+    if train:
+        run_sweep_recipe(
+            READS, only=names, jobs=jobs, progress=progress, root=root, docs=docs, analyses=analyses, device=device
+        )
+    root, docs = Path(root), Path(docs)
+    path = docs / LOG
+    entries = dict(_read(path).get("runs") or {})
+    mine: dict[str, Any] = {}  # computed here: merged into the log as it is on disk at each write
+    folder = recipe_sweep(READS).folder(root)
+    for name in names:
+        target = _target(folder / name)
+        if target is None:
+            continue
+        run, tau, plateau, across = target
+        if _current(entries.get(name), run, tau, plateau + across, settings):
+            continue
+        if progress:
+            print(f"hessian {name}: plateau checkpoints {plateau}, also {across} (tau {tau})", file=sys.stderr)
+        mine[name] = compute_entry(run, tau, plateau, across, settings, progress)
+        log = _read(path)  # another process may have added runs since: keep them
+        entries = {**(log.get("runs") or {}), **mine}
+        docs.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(path, nan_to_none({**log, "recipe": "hessian", "reads": READS, "runs": entries}))
+    entries = {**(_read(path).get("runs") or {}), **mine}
+    if not entries:
+        raise RunError(
+            f"{folder}: no finished run of Table 10 here and none in {path}; run `mi-plateau reproduce hessian` first"
+        )
+    built = build_hessian(entries, settings)
+    docs.mkdir(parents=True, exist_ok=True)
+    written = write_built(docs, built)
+    seconds = sum(r["seconds"] or 0.0 for e in entries.values() for r in e["rows"])
+    log = {
+        "recipe": "hessian",
+        "reads": READS,
+        "settings": settings,
+        "runs": entries,
+        "tables": built.rows(),
+        "pass_seconds": seconds,
+        "written": [str(w) for w in written],
+    }
+    atomic_write_json(path, nan_to_none(log))
+    return nan_to_none(log)
