@@ -53,6 +53,7 @@ RECIPE_NAMES = (
     "dissipation",
     "label_noise",
     "direction",
+    "selector_groups",
     "hessian",
 )
 
@@ -62,7 +63,8 @@ RECIPE_HELP = (
     "boundary; seeds_init: Table 4 with the init varied (and the warm-up); seeds_warmup: Table 4 with 500 warm-up "
     "steps; lr_sweep: the learning-rate sweep by the transition width; phase_boundary: Tables 4 and 8 as the "
     "original ran them, by the transition width; dissipation: Table 11; label_noise: Figure 2b; direction: Table 2; "
-    "hessian: Table 10, the Hessian pass over the K sweep's seed-0 runs)"
+    "selector_groups: Table 12's gradient cancellation; hessian: Table 10, the Hessian pass over the K sweep's "
+    "seed-0 runs)"
 )
 
 

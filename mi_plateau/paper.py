@@ -76,3 +76,5 @@ TABLE11 = {
 LR_SWEEP = {3e-4: 2100, 5e-4: 2200, 1e-3: 3400, 2e-3: 7550}
 LR_RATIO = 3.6
 LABEL_NOISE_DELAY = 16.0  # Figure 2b: the delay in tokens at p = 0.2
+# Table 12, gradient cancellation: the slope of log(mean duration + 1) against log(n_b / G)
+CANCELLATION_BETA = 0.02

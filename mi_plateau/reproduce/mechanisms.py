@@ -1,9 +1,13 @@
 """The recipes behind the paper's mechanism tables: ``dissipation`` (Table 11, the gradient
-dissipation Q during the transition). Data in, tables out, as in ``boundary``."""
+dissipation Q during the transition), ``label_noise`` (Figure 2b) and ``selector_groups``
+(Table 12's gradient-cancellation control). Data in, tables out, as in ``boundary``."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
+
+import numpy as np
 
 from .. import paper
 from ..sweeps import Sweep
@@ -68,3 +72,81 @@ def build_label_noise(collected: Collected, sweep: Sweep, n_boot: int, seed: int
     )
     title = "Figure 2b: tau against fixed label noise"
     return Built({"Figure 2b": Table("label_noise", noise_delays(collected.rows), title, note)})
+
+
+HALF_NAT = 0.5  # the duration's end: L_seq below this many nats (absolute)
+
+
+def first_below(steps: list[int], values: list[float | None], threshold: float) -> int | None:
+    """The first step whose value is below ``threshold`` (None: never, or no curve)."""
+    return next((s for s, v in zip(steps, values) if v is not None and v == v and v < threshold), None)
+
+
+def cancellation_runs(rows: list[dict[str, Any]], curves: dict[str, dict]) -> list[dict[str, Any]]:
+    """Per run of the selector-groups sweep: G, seed, the first step with L_seq below log K
+    (``t_below_log_K``), the first below 0.5 nats (``t_half_nat``) and the duration between them
+    (None until both are reached)."""
+    out = []
+    for r in rows:
+        c = curves.get(r["run"])
+        lo = first_below(c["step"], c["L_seq"], math.log(r["K"])) if c else None
+        hi = first_below(c["step"], c["L_seq"], HALF_NAT) if c else None
+        out.append(
+            {
+                "run": r["run"],
+                "G": r["task.selector_groups"],
+                "seed": r["seed"],
+                "n_b": r["n_b"],
+                "t_below_log_K": lo,
+                "t_half_nat": hi,
+                "duration": hi - lo if lo is not None and hi is not None else None,
+                "status": r["status"],
+                "steps": r["steps"],
+            }
+        )
+    return sorted(out, key=lambda r: (r["G"], r["seed"]))
+
+
+def cancellation_beta(runs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Per G: the runs with a duration, their mean and std (ddof 0), n_b / G; and beta, the
+    least-squares slope of log(mean duration + 1) against log(n_b / G) over the G that have a
+    mean (None below two), beside the paper's."""
+    per_g = []
+    for G in sorted({r["G"] for r in runs}):
+        mine = [r for r in runs if r["G"] == G]
+        d = [r["duration"] for r in mine if r["duration"] is not None]
+        per_g.append(
+            {
+                "G": G,
+                "n_b_over_G": mine[0]["n_b"] / G,
+                "runs": len(mine),
+                "with_duration": len(d),
+                "mean_duration": float(np.mean(d)) if d else None,
+                "std_duration": float(np.std(d)) if d else None,
+            }
+        )
+    pts = [
+        (math.log(g["n_b_over_G"]), math.log(g["mean_duration"] + 1)) for g in per_g if g["mean_duration"] is not None
+    ]
+    beta = float(np.polyfit(*zip(*pts), 1)[0]) if len({x for x, _ in pts}) >= 2 else None
+    fit = [{"beta": beta, "n_G": len(pts), "paper_beta": paper.CANCELLATION_BETA}]
+    return per_g, fit
+
+
+def build_selector_groups(collected: Collected, sweep: Sweep, n_boot: int, seed: int) -> Built:
+    """Table 12's gradient cancellation: the plateau's duration per run and per number of selector
+    sets G, and beta, the slope of log(mean duration + 1) against log(n_b / G)."""
+    runs = cancellation_runs(collected.rows, collected.curves)
+    per_g, fit = cancellation_beta(runs)
+    note = (
+        "duration = the first checkpoint with L_seq < 0.5 nats minus the first with L_seq < log K (steps; every "
+        "group scored at every checkpoint); G selector sets shared by the groups (group g uses set g mod G); "
+        "beta = least-squares slope of log(mean duration + 1) against log(n_b / G) over the G with a duration."
+    )
+    return Built(
+        {
+            "Table 12 cancellation runs": Table("table12_cancellation_runs", runs, "Table 12: durations per run", note),
+            "Table 12 cancellation": Table("table12_cancellation", per_g, "Table 12: durations per G", note),
+            "Table 12 beta": Table("table12_beta", fit, "Table 12: gradient cancellation, beta", note),
+        }
+    )

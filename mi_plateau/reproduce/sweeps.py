@@ -32,7 +32,7 @@ from ..summaries import nan_to_none, num
 from ..sweeps import Sweep, load_sweep, parse_sweep, plan, run_sweep, select
 from .boundary import build_lr_width, build_phase_boundary
 from .direction import build_direction
-from .mechanisms import build_dissipation, build_label_noise
+from .mechanisms import build_dissipation, build_label_noise, build_selector_groups
 from .records import Collected, collect, log_path, read_log, write_log
 from .scaling import build_batch_size, build_fixed_d, build_k_sweep, build_len_z
 from .seeds import build_seeds, build_seeds_init, compare_seed_stats, phase_boundary, seed_stats
@@ -52,6 +52,7 @@ __all__ = [  # the builders and their table functions, importable from here as b
     "build_phase_boundary",
     "build_seeds",
     "build_seeds_init",
+    "build_selector_groups",
     "compare_seed_stats",
     "phase_boundary",
     "recipe_file",
@@ -76,6 +77,7 @@ BUILDERS: dict[str, Callable[..., Built]] = {
     "dissipation": build_dissipation,
     "label_noise": build_label_noise,
     "direction": build_direction,
+    "selector_groups": build_selector_groups,
 }
 # recipe -> {keyword: another recipe whose runs its builder also reads}: seeds_init sets the
 # fixed-init runs (seeds_warmup's) beside its own

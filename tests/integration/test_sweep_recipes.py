@@ -1,6 +1,8 @@
 """The paper's sweep recipes: every shipped recipe parses and validates; the builders turn a
 tiny sweep's runs into tables whose numbers are the runs' own, and one page that renders."""
 
+import math
+
 import pandas as pd
 import pytest
 
@@ -48,12 +50,13 @@ def built(builder, sweep, root, docs, n_boot, seed):
 
 
 def test_every_recipe_parses_and_the_cli_lists_them():
-    assert RECIPE_NAMES == ("core", *SWEEP_RECIPES)
+    assert RECIPE_NAMES == ("core", *SWEEP_RECIPES, "hessian")
     for name in SWEEP_RECIPES:
         sw = recipe_sweep(name)
-        # the crossing recipes stop soon after tau; the width recipes once L_seq is below a floor
-        # Table 2's forward runs go the whole 20,000 steps (their weights seed the transfer runs)
-        want = "floor" if name in ("phase_boundary", "lr_sweep") else "tau"
+        # the crossing recipes stop soon after tau; the width and duration recipes once L_seq is
+        # below a floor; Table 2's forward runs go the whole 20,000 steps (their weights seed the
+        # transfer runs)
+        want = "floor" if name in ("phase_boundary", "lr_sweep", "selector_groups") else "tau"
         assert sw.points and all(
             p.cfg.train.stop == ("budget" if p.cfg.task.direction == "az_b" else want) for p in sw.points
         ), name
@@ -139,6 +142,18 @@ def test_every_recipe_parses_and_the_cli_lists_them():
         )
         for p in pb.points
     } == {(42, 200000, 0, 0.0, 0.01, "paper")}
+    # Table 12's cancellation control: K = 20, G in five values x five seeds, the original's
+    # warm-up, cosine schedule, clipping and budget; stops once L_seq is below 0.5 nats
+    sg = recipe_sweep("selector_groups")
+    assert {(p.cfg.task.selector_groups, p.cfg.task.data_seed) for p in sg.points} == {
+        (G, s) for G in (10, 50, 100, 500, 1000) for s in range(5)
+    }
+    assert {
+        (p.cfg.task.K, p.cfg.task.len_z, p.cfg.train.warmup_steps, p.cfg.train.schedule, p.cfg.train.grad_clip)
+        for p in sg.points
+    } == {(20, 3, 500, "cosine", 1.0)}
+    assert {(p.cfg.train.max_steps, p.cfg.eval.seq_subset) for p in sg.points} == {(30000, 0)}
+    assert all(abs(p.cfg.train.stop_floor * p.cfg.task.log_K - 0.5) < 1e-12 for p in sg.points)
 
 
 def test_dry_run_estimates_cost_without_training(tmp_path):
@@ -418,3 +433,39 @@ def test_label_noise_delay_is_over_the_same_K_without_noise():
     assert out[(10, 0.2)]["delay"] == 2.5 and out[(10, 0.0)]["delay"] == 1.0
     assert out[(10, 0.1)]["delay"] is None and out[(10, 0.1)]["no_escape_by"] == 20000
     assert out[(20, 0.2)]["delay"] is None  # no p = 0 run at K = 20 yet
+
+
+def test_cancellation_durations_and_beta_known_answers():
+    from mi_plateau.reproduce.mechanisms import cancellation_beta, cancellation_runs
+
+    lk = math.log(20)
+    rows = [
+        {
+            "run": f"g{G}_s{s}",
+            "task.selector_groups": G,
+            "seed": s,
+            "n_b": 1000,
+            "K": 20,
+            "status": "finished",
+            "steps": 900,
+        }
+        for G, s in ((10, 0), (10, 1), (1000, 0), (100, 0))
+    ]
+    steps = [0, 100, 200, 300, 400, 500]
+    curves = {
+        "g10_s0": {"step": steps, "L_seq": [3.2, lk - 0.01, 2.0, 0.49, 0.2, 0.1]},  # 100 -> 300: 200
+        "g10_s1": {"step": steps, "L_seq": [3.2, 3.1, None, lk - 0.5, 0.3, 0.1]},  # 300 -> 400: 100
+        "g1000_s0": {"step": steps, "L_seq": [3.2, 3.1, lk - 0.1, 1.0, 0.6, 0.4]},  # 200 -> 500: 300
+        "g100_s0": {"step": steps, "L_seq": [3.2, 3.1, lk, 2.9, 2.0, 1.0]},  # never below 0.5 nats
+    }
+    runs = {r["run"]: r for r in cancellation_runs(rows, curves)}
+    assert [runs[n]["duration"] for n in ("g10_s0", "g10_s1", "g1000_s0")] == [200, 100, 300]
+    assert runs["g100_s0"]["t_below_log_K"] == 300 and runs["g100_s0"]["duration"] is None  # log K itself is not below
+    per_g, (fit,) = cancellation_beta(list(runs.values()))
+    by = {g["G"]: g for g in per_g}
+    assert by[10]["mean_duration"] == 150 and by[10]["std_duration"] == 50 and by[100]["mean_duration"] is None
+    # two points: n_b / G = 100 (mean 150) and 1 (mean 300)
+    assert math.isclose(fit["beta"], (math.log(151) - math.log(301)) / math.log(100))
+    assert fit["n_G"] == 2 and fit["paper_beta"] == 0.02
+    _, (one,) = cancellation_beta([runs["g10_s0"]])
+    assert one["beta"] is None  # one G: no slope
