@@ -24,8 +24,12 @@ UTC date of the run's last checkpoint). Rewriting the log never drops a record: 
 uses any more (a changed config, a removed point) stays in the log under its name, or, where a
 new run of that name replaces it, in ``superseded``. A run retrained here because its record kept
 no curves replaces the record and is checked against it (``same_run``; the result stays in the
-log's ``retrained``, and ``reproduce`` names every difference): training is deterministic, so the
-retrained run's taus and steps must equal the record's.
+log's ``retrained`` with both runs' torch thread counts, and ``reproduce`` names every
+difference): training is deterministic for a given thread count, so the retrained run's taus and
+steps must equal the record's where the counts agree. Another count rounds the reductions
+differently, and the difference grows through training (docs/reproduction_sweeps.md), so a run
+retrained on another count, or against a record whose count is unknown (the logs of 2026-12-01
+and earlier), may differ.
 """
 
 from __future__ import annotations
@@ -105,6 +109,14 @@ def _rank(row: dict[str, Any]) -> tuple[bool, int]:
     return row.get("status") == "finished", _int(row.get("steps")) or 0
 
 
+def _for_curves(here: dict[str, Any], seen: dict[str, Any] | None, rec: Any) -> bool:
+    """A finished run here retrained for the curves its finished record lacks: it replaces the
+    record even where it stopped earlier (another thread count, another stop), and the check
+    names the difference."""
+    finished = here["row"].get("status") == "finished" and (seen or {}).get("status") == "finished"
+    return finished and isinstance(rec, dict) and not rec.get("curve")
+
+
 class _ReadOnce(Run):
     """A run folder whose manifest and config are read at first use and kept: its status,
     records, summary and recorded config all come from those reads."""
@@ -146,7 +158,17 @@ def _local(path: Path) -> dict[str, Any] | None:
     when = dt.datetime.fromtimestamp((path / "manifest.json").stat().st_mtime, dt.timezone.utc).date().isoformat()
     row = {k: row.get(k) for k in ROW_KEYS} | {"trained_at": when}
     curve = {"step": [r["step"] for r in recs]} | {k: [r["metrics"].get(k) for r in recs] for k in CURVE_KEYS}
-    return {"row": row, "config": cfg.to_dict(), "curve": curve}
+    return {"row": row, "config": cfg.to_dict(), "curve": curve, "threads": _threads(run)}
+
+
+def _threads(run: Run) -> int | None:
+    """The torch thread count the run's last training call ran with (``command.json``), None
+    where it is not recorded: the same config trains bit-identically only on the same count."""
+    try:
+        cmd = read_json(run.own_file("command.json"))
+    except (RunError, OSError, ValueError):
+        return None
+    return _int(cmd.get("torch_threads")) if isinstance(cmd, dict) else None
 
 
 def _as_point_row(rec: dict[str, Any], p: Point, legacy_ok: bool) -> dict[str, Any] | None:
@@ -216,16 +238,17 @@ def collect(sweep: Sweep, root: str | Path, docs: str | Path) -> Collected:
         here = _local(sweep.folder(root) / p.name)
         rec = old.get(p.name)
         seen = _as_point_row(rec, p, legacy_ok) if isinstance(rec, dict) else None
-        if here is not None and (seen is None or _rank(here["row"]) >= _rank(seen)):
+        if here is not None and (seen is None or _rank(here["row"]) >= _rank(seen) or _for_curves(here, seen, rec)):
             row, curve, source = here["row"], here["curve"], "here"
             pending = retrained.get(p.name)
             if isinstance(rec, dict) and seen is None:
                 superseded.append({"run": p.name, **rec})  # another config's run of this name: kept aside
                 retrained.pop(p.name, None)  # a check of that run no longer applies
-            elif seen is not None and not rec.get("curve") and pending is None:
-                retrained[p.name] = same_run(seen, here["row"])  # retrained for its curves: the check
+            elif seen is not None and not rec.get("curve") and pending is None:  # retrained for its curves
+                retrained[p.name] = same_run(seen, here["row"]) | {"threads": [rec.get("threads"), here["threads"]]}
             elif isinstance(pending, dict) and pending.get("equal") is None and "recorded" in pending:
-                retrained[p.name] = same_run(pending["recorded"], here["row"])  # not comparable yet: again
+                threads = [(pending.get("threads") or [None])[0], here["threads"]]  # not comparable yet: again
+                retrained[p.name] = same_run(pending["recorded"], here["row"]) | {"threads": threads}
             records[p.name] = here
         elif seen is not None:
             row, curve, source = seen, rec.get("curve"), "recorded"
@@ -264,22 +287,22 @@ CLOSE_REL = 1e-4  # evaluation arithmetic (packing, summation order) moves a pla
 
 def same_run(recorded: dict[str, Any], here: dict[str, Any]) -> dict[str, Any]:
     """Does a run retrained here (its curves were not recorded) equal its recorded row? Training
-    is deterministic, so the steps and both families' taus must be equal; the plateau heights,
+    is deterministic for a given thread count, so there the steps and both families' taus must be
+    equal; the plateau heights,
     means of evaluated losses, within a relative ``CLOSE_REL`` (the evaluation's arithmetic may
     have changed since). Returns ``equal`` and the ``differences`` (key: [recorded, here]). Two
     finished runs that stopped at different steps differ; where either is still running at
     another step than the other, ``equal`` is None and the recorded row is kept (``recorded``)
     for the next build to compare again."""
-    if _int(recorded.get("steps")) != _int(here.get("steps")):
-        steps = {"steps": [recorded.get("steps"), here.get("steps")]}
-        if recorded.get("status") == here.get("status") == "finished":
-            return {"equal": False, "differences": steps}
-        return {"equal": None, "differences": steps, "recorded": recorded}
     diff = {k: [recorded.get(k), here.get(k)] for k in EXACT_KEYS if recorded.get(k) != here.get(k)}
     for k in CLOSE_KEYS:
         a, b = num(recorded.get(k)), num(here.get(k))
         if (a == a or b == b) and not abs(a - b) <= CLOSE_REL * max(abs(a), abs(b)):
             diff[k] = [recorded.get(k), here.get(k)]
+    if _int(recorded.get("steps")) != _int(here.get("steps")) and not (
+        recorded.get("status") == here.get("status") == "finished"
+    ):
+        return {"equal": None, "differences": {"steps": diff["steps"]}, "recorded": recorded}
     return {"equal": not diff, "differences": diff}
 
 

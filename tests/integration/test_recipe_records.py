@@ -336,14 +336,18 @@ def test_a_run_retrained_for_its_curves_is_checked_against_its_record(recorded, 
     for name in ("K3", "K4"):
         log["records"][name]["curve"] = None  # recorded before the logs kept curves
     log["records"]["K3"]["row"]["plateau_paper"] *= 1 + 3e-5  # evaluation rounding: still the same run
-    log["records"]["K4"]["row"]["tau_paper"] += 25  # not the same run
+    log["records"]["K4"]["row"]["tau_paper"] += 25  # not the same run, and it stopped later:
+    log["records"]["K4"]["row"]["steps"] += 50  # the run here still replaces it (it has the curves)
     path.write_text(json.dumps(log))
     sweep, root, _ = recorded
     _, curves, kept = collect(sweep, root / "ck", docs)
     assert {"K3", "K4", "K5"} <= set(curves)  # the runs here, with their curves, replace the records
-    assert kept["retrained"]["K3"] == {"equal": True, "differences": {}}
-    (k4,) = kept["retrained"]["K4"]["differences"].items()
-    assert kept["retrained"]["K4"]["equal"] is False and k4[0] == "tau_paper" and k4[1][0] == k4[1][1] + 25
+    n = json.loads((root / "ck" / sweep.name / "K3" / "command.json").read_text())["torch_threads"]
+    threads = [n, n]  # the run's own count (command.json), kept with the record
+    assert kept["retrained"]["K3"] == {"equal": True, "differences": {}, "threads": threads}
+    k4 = kept["retrained"]["K4"]["differences"]
+    assert kept["retrained"]["K4"]["equal"] is False and set(k4) == {"tau_paper", "steps"}
+    assert k4["tau_paper"][0] == k4["tau_paper"][1] + 25 and k4["steps"][0] == k4["steps"][1] + 50
     assert "K5" not in kept["retrained"]  # its record had curves: nothing to check
     row = log["records"]["K5"]["row"]
     assert same_run(row, {**row, "plateau_first_token": None})["equal"] is False
@@ -358,4 +362,4 @@ def test_a_run_retrained_for_its_curves_is_checked_against_its_record(recorded, 
     log["retrained"] = {"K5": pending}  # written while the run here was still short of the record
     path.write_text(json.dumps(log))
     _, _, kept = collect(sweep, root / "ck", docs)
-    assert kept["retrained"]["K5"] == {"equal": True, "differences": {}}  # compared again, now at its steps
+    assert kept["retrained"]["K5"] == {"equal": True, "differences": {}, "threads": [None, threads[1]]}  # again
