@@ -1,8 +1,8 @@
 """Table 10 as a recipe: ``mi-plateau reproduce hessian`` runs the Hessian pass
 (``passes.hessian``: the original code's power iteration and converged Lanczos) over the K sweep's
-seed-0 runs, the run folders of the ``k_sweep`` recipe (training them, where they are missing,
-goes through that recipe), and writes Table 10 beside the paper's, every checkpoint's row, and the
-spectrum's extremes across each run as a figure.
+runs at Table 10's K (3, 5, 10, 20, 36), the run folders of the ``k_sweep`` recipe (training
+them, where they are missing, goes through that recipe), and writes Table 10 beside the paper's,
+every checkpoint's row, and the spectrum's extremes across each run as a figure.
 
 Per run (finished, with a paper-family tau): both estimators at the original's five plateau
 checkpoints (``plateau_checkpoints``: evenly spaced in [max(100, 0.2 tau), 0.8 tau], snapped),
@@ -21,8 +21,9 @@ from __future__ import annotations
 import json
 import math
 import sys
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -83,57 +84,78 @@ def _pass_kwargs(settings: dict[str, Any]) -> dict[str, Any]:
     return {**settings, "dtype": getattr(torch, settings["dtype"])}
 
 
-def _target(path: Path) -> tuple[Run, int, list[int], list[int]] | None:
-    """The run here and its checkpoints for the pass, or None where it is not ready: not
-    started, unreadable, not finished, or without a paper-family tau."""
+class Target(NamedTuple):
+    """A finished run here, ready for the pass: its tau, the plateau checkpoints, the other
+    checkpoints the figure reads, and the checksums of all their weights (taken before the pass)."""
+
+    run: Run
+    tau: int
+    plateau: list[int]
+    across: list[int]
+    sha: dict[str, str]
+
+
+def _target(path: Path) -> Target | str:
+    """The run here ready for the pass, or why not: "not here" (not started), "unreadable",
+    "running", "no tau" (finished without a paper-family tau)."""
     run = Run(path)
+    if not (path / "manifest.json").exists():
+        return "not here"
     try:
         s = run.summary()
         steps = run.steps()
-    except RunError:
-        return None
-    tau = s["definitions"]["paper"]["tau"]
-    if s["status"] != "finished" or tau is None:
-        return None
-    return (run, tau, *pass_steps(steps, tau))
+        tau = s["definitions"]["paper"]["tau"]
+        if s["status"] != "finished":
+            return "running"
+        if tau is None:
+            return "no tau"
+        plateau, across = pass_steps(steps, tau)
+        sha = run.weights_sha256(plateau + across)
+    except (RunError, OSError):
+        return "unreadable"
+    return Target(run, tau, plateau, across, {str(k): sha[k] for k in sorted(sha)})
 
 
-def compute_entry(
-    run: Run, tau: int, plateau: list[int], across: list[int], settings: dict[str, Any], progress: bool = False
-) -> dict[str, Any]:
+def compute_entry(t: Target, settings: dict[str, Any], progress: bool = False) -> dict[str, Any]:
     """The pass over one run: its rows (``role`` "plateau" or "across"), with what they came from."""
     kw = _pass_kwargs(settings)
-    rows = [{**r, "role": "plateau"} for r in records(hessian_pass(run, plateau, progress=progress, **kw))]
-    if across:
-        extra = hessian_pass(run, across, estimators=("lanczos",), progress=progress, **kw)
+    rows = [{**r, "role": "plateau"} for r in records(hessian_pass(t.run, t.plateau, progress=progress, **kw))]
+    if t.across:
+        extra = hessian_pass(t.run, t.across, estimators=("lanczos",), progress=progress, **kw)
         rows += [{**r, "role": "across"} for r in records(extra)]
-    sha = run.weights_sha256(plateau + across)
     entry = {
         "settings": settings,
-        "tau": tau,
-        "weights_sha256": {str(s): sha[s] for s in sorted(sha)},
+        "tau": t.tau,
+        "weights_sha256": t.sha,
         "rows": sorted(rows, key=lambda r: (r["step"], r["estimator"])),
     }
     return json.loads(json.dumps(nan_to_none(entry)))  # as the log holds it: a rebuild from the log is the same
 
 
-def _current(entry: Any, run: Run, tau: int, steps: list[int], settings: dict[str, Any]) -> bool:
+def _current(entry: Any, t: Target, settings: dict[str, Any]) -> bool:
     """Does the log's entry hold this run's rows: the same settings, tau and weights?"""
-    if not isinstance(entry, dict) or entry.get("settings") != settings or entry.get("tau") != tau:
-        return False
-    sha = run.weights_sha256(steps)
-    return entry.get("weights_sha256") == {str(s): sha[s] for s in sorted(sha)}
+    return (
+        isinstance(entry, dict)
+        and entry.get("settings") == settings
+        and entry.get("tau") == t.tau
+        and entry.get("weights_sha256") == t.sha
+    )
 
 
-def table10_rows(entries: dict[str, Any]) -> list[dict[str, Any]]:
+NUMERIC = ("lambda_max", "lambda_min", "anisotropy", "residual_max", "residual_min", "loss", "seconds")
+
+
+def table10_rows(entries: dict[str, Any], settings: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per K of Table 10: ``passes.hessian.table10`` over the plateau rows of each run
-    the log holds (both estimators), "not computed" where it holds none; the paper's beside."""
+    the log holds for ``settings`` (both estimators); "not computed" where it holds none, "other
+    settings" where its rows came from another pass (left out); the paper's beside."""
     rows = []
     for K, name in zip(K_VALUES, run_names()):
         entry = entries.get(name)
-        plateau = [  # the log's None (JSON's NaN, inf: an unconverged pair) back to NaN for the means
-            {k: math.nan if v is None else v for k, v in r.items()}
-            for r in (entry or {}).get("rows", [])
+        ours = entry is not None and entry["settings"] == settings
+        plateau = [  # the log's None (JSON's NaN; inf: an unconverged pair) back to NaN for the means
+            {**r, **{k: math.nan if r.get(k) is None else r[k] for k in NUMERIC}}
+            for r in (entry["rows"] if ours else [])
             if r.get("role") == "plateau"
         ]
         if plateau:
@@ -142,15 +164,17 @@ def table10_rows(entries: dict[str, Any]) -> list[dict[str, Any]]:
             rows.append({**row, "status": "computed"})
         else:
             ref = paper.TABLE10.get(K, (None, None))
-            rows.append(
-                {"run": name, "K": K, "status": "not computed", "paper_anisotropy": ref[0], "paper_lambda_max": ref[1]}
-            )
+            status = "other settings" if entry is not None else "not computed"
+            rows.append({"run": name, "K": K, "status": status, "paper_anisotropy": ref[0], "paper_lambda_max": ref[1]})
     return rows
 
 
-def checkpoint_rows(entries: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every checkpoint's row (both roles, both estimators), by K, step and estimator."""
-    rows = [{k: r.get(k) for k in CHECKPOINT_KEYS} for e in entries.values() for r in e.get("rows", [])]
+def checkpoint_rows(entries: dict[str, Any], settings: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every checkpoint's row (both roles, both estimators) of the runs computed with
+    ``settings``, by K, step and estimator."""
+    rows = [
+        {k: r.get(k) for k in CHECKPOINT_KEYS} for e in entries.values() if e["settings"] == settings for r in e["rows"]
+    ]
     return sorted(rows, key=lambda r: (r["K"], r["step"], r["estimator"]))
 
 
@@ -202,11 +226,13 @@ def build_hessian(entries: dict[str, Any], settings: dict[str, Any]) -> Built:
         f"every parameter, {s['dtype']}; original = the original code's power iteration (the mean over the plateau "
         f"checkpoints of |lambda_max| / max(|lambda_min|, 1e-10)); lanczos = ARPACK's Lanczos, the {s['k']} largest "
         f"and smallest eigenvalues, converged when every pair's relative residual is <= {s['tol']}. Checkpoints: 5 "
-        "evenly spaced in [max(100, 0.2 tau), 0.8 tau] of the K sweep's seed-0 runs."
+        "evenly spaced in [max(100, 0.2 tau), 0.8 tau] of the K sweep's runs (seed 0)."
     )
-    cps = checkpoint_rows(entries)
+    cps = checkpoint_rows(entries, settings)
     tables = {
-        "Table 10": Table("table10", table10_rows(entries), "Table 10: Hessian anisotropy on the plateau", note),
+        "Table 10": Table(
+            "table10", table10_rows(entries, settings), "Table 10: Hessian anisotropy on the plateau", note
+        ),
         "Table 10 checkpoints": Table(
             "table10_checkpoints",
             cps,
@@ -219,35 +245,53 @@ def build_hessian(entries: dict[str, Any], settings: dict[str, Any]) -> Built:
 
 
 def dry_run_rows(only: list[str] | None, root: str | Path, docs: str | Path) -> list[dict[str, Any]]:
-    """Per run of Table 10: whether its folder is here and ready for the pass, its checkpoints,
-    and whether the log holds its rows for them (``computed``), would compute them
-    (``to compute``), or waits for training (``needs training``)."""
+    """Per run of Table 10: its tau and checkpoints where it is ready here, and ``pass``: its rows
+    are in the log for them ("computed"), would be computed ("to compute"), are in the log from a
+    run elsewhere ("computed (log)"), or the run is not ready here ("not here", "running", "no
+    tau", "unreadable")."""
     from .sweeps import recipe_sweep
 
-    path = Path(docs) / LOG
-    entries = (read_json(path).get("runs") or {}) if path.exists() else {}
+    entries = _read(Path(docs) / LOG).get("runs") or {}
     out = []
     for name in run_names(only):
-        target = _target(recipe_sweep(READS).folder(root) / name)
+        t = _target(recipe_sweep(READS).folder(root) / name)
         row: dict[str, Any] = {"run": name, "tau": None, "plateau_steps": None, "also_steps": None}
-        if target is None:
-            row["pass"] = "computed (log)" if name in entries else "needs training"
+        if isinstance(t, str):
+            row["pass"] = "computed (log)" if t == "not here" and name in entries else t
         else:
-            run, tau, plateau, across = target
-            row |= {"tau": tau, "plateau_steps": plateau, "also_steps": across}
-            current = _current(entries.get(name), run, tau, plateau + across, SETTINGS)
-            row["pass"] = "computed" if current else "to compute"
+            row |= {"tau": t.tau, "plateau_steps": t.plateau, "also_steps": t.across}
+            row["pass"] = "computed" if _current(entries.get(name), t, SETTINGS) else "to compute"
         out.append(row)
     return out
 
 
 def _read(path: Path) -> dict[str, Any]:
-    """The recipe's log, {} where there is none; one that is not an object with a table of runs
-    is refused (it may hold the only copy of rows computed elsewhere)."""
+    """The recipe's log, {} where there is none; one that is not an object whose runs each hold
+    their settings and a list of rows is refused (it may hold the only copy of rows computed
+    elsewhere)."""
     log = read_json(path) if path.exists() else {}
-    if not isinstance(log, dict) or not isinstance(log.get("runs", {}), dict):
-        raise RunError(f"{path}: not the Hessian recipe's log (expected an object with a table of runs)")
+    runs = log.get("runs", {}) if isinstance(log, dict) else None
+    if not isinstance(runs, dict) or not all(
+        isinstance(e, dict) and isinstance(e.get("settings"), dict) and isinstance(e.get("rows"), list)
+        for e in runs.values()
+    ):
+        raise RunError(f"{path}: not the Hessian recipe's log (expected an object with a table of runs and their rows)")
     return log
+
+
+@contextmanager
+def _locked(path: Path):
+    """An exclusive lock (``fcntl``, waiting for it) on ``<log>.lock`` beside the log, held around
+    each read-merge-write, so two processes sharing the log never drop each other's rows."""
+    import fcntl
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def run_hessian_recipe(
@@ -262,15 +306,19 @@ def run_hessian_recipe(
     device: str = "auto",
     settings: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Train the K sweep's runs Table 10 reads (``only``: these; unless ``train=False``; through the
-    ``k_sweep`` recipe, which also rewrites its own tables), run the pass over every finished one
-    here (of ``only``) whose rows the log does not hold (two processes may share the log, each
-    passing over other runs), then write Table 10, its checkpoint rows, the figure and the log.
-    ``settings``: the pass's (default ``SETTINGS``; a smaller pass for tests). Returns the log."""
+    """Train the runs Table 10 reads, the K sweep's K = 3, 5, 10, 20 and 36 (``only``: these;
+    unless ``train=False``; through the ``k_sweep`` recipe, which also rewrites its own tables),
+    run the pass over every finished one here (of ``only``) whose rows the log does not hold for
+    ``settings``, then write Table 10, its checkpoint rows, the figure and the log. Two processes
+    may share the log (each read-merge-write holds a lock); nothing stops both from computing the
+    same run, so give each its own ``only``. ``settings``: the pass's (default ``SETTINGS``; a
+    smaller pass for tests); the tables read only the runs computed with them. Returns the log."""
     from .sweeps import recipe_sweep, run_sweep_recipe
 
     settings = dict(SETTINGS if settings is None else settings)
     names = run_names(only)
+    if only is not None and not names:
+        raise RunError("reproduce hessian --only: no run named")
     if train:
         run_sweep_recipe(
             READS, only=names, jobs=jobs, progress=progress, root=root, docs=docs, analyses=analyses, device=device
@@ -278,39 +326,36 @@ def run_hessian_recipe(
     root, docs = Path(root), Path(docs)
     path = docs / LOG
     entries = dict(_read(path).get("runs") or {})
-    mine: dict[str, Any] = {}  # computed here: merged into the log as it is on disk at each write
     folder = recipe_sweep(READS).folder(root)
     for name in names:
-        target = _target(folder / name)
-        if target is None:
-            continue
-        run, tau, plateau, across = target
-        if _current(entries.get(name), run, tau, plateau + across, settings):
+        t = _target(folder / name)
+        if isinstance(t, str) or _current(entries.get(name), t, settings):
             continue
         if progress:
-            print(f"hessian {name}: plateau checkpoints {plateau}, also {across} (tau {tau})", file=sys.stderr)
-        mine[name] = compute_entry(run, tau, plateau, across, settings, progress)
-        log = _read(path)  # another process may have added runs since: keep them
-        entries = {**(log.get("runs") or {}), **mine}
-        docs.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(path, nan_to_none({**log, "recipe": "hessian", "reads": READS, "runs": entries}))
-    entries = {**(_read(path).get("runs") or {}), **mine}
-    if not entries:
-        raise RunError(
-            f"{folder}: no finished run of Table 10 here and none in {path}; run `mi-plateau reproduce hessian` first"
-        )
-    built = build_hessian(entries, settings)
-    docs.mkdir(parents=True, exist_ok=True)
-    written = write_built(docs, built)
-    seconds = sum(r["seconds"] or 0.0 for e in entries.values() for r in e["rows"])
-    log = {
-        "recipe": "hessian",
-        "reads": READS,
-        "settings": settings,
-        "runs": entries,
-        "tables": built.rows(),
-        "pass_seconds": seconds,
-        "written": [str(w) for w in written],
-    }
-    atomic_write_json(path, nan_to_none(log))
+            print(f"hessian {name}: plateau checkpoints {t.plateau}, also {t.across} (tau {t.tau})", file=sys.stderr)
+        entry = compute_entry(t, settings, progress)
+        with _locked(path):  # another process may have added runs since: keep them
+            log = _read(path)
+            entries = {**(log.get("runs") or {}), name: entry}
+            atomic_write_json(path, nan_to_none({**log, "recipe": "hessian", "reads": READS, "runs": entries}))
+    with _locked(path):
+        entries = dict(_read(path).get("runs") or {})
+        if not entries:
+            raise RunError(
+                f"{folder}: no finished run of Table 10 here and none in {path}; "
+                "run `mi-plateau reproduce hessian` first"
+            )
+        built = build_hessian(entries, settings)
+        written = write_built(docs, built)
+        seconds = sum(r.get("seconds") or 0.0 for e in entries.values() if e["settings"] == settings for r in e["rows"])
+        log = {
+            "recipe": "hessian",
+            "reads": READS,
+            "settings": settings,
+            "runs": entries,
+            "tables": built.rows(),
+            "pass_seconds": seconds,
+            "written": [str(w) for w in written],
+        }
+        atomic_write_json(path, nan_to_none(log))
     return nan_to_none(log)

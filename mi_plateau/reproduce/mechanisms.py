@@ -108,28 +108,34 @@ def cancellation_runs(rows: list[dict[str, Any]], curves: dict[str, dict]) -> li
 
 
 def cancellation_beta(runs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Per G: the runs with a duration, their mean and std (ddof 0), n_b / G; and beta, the
-    least-squares slope of log(mean duration + 1) against log(n_b / G) over the G that have a
-    mean (None below two), beside the paper's."""
+    """Per G: its runs (points), how many started, finished with a duration, and finished without
+    one (``censored``: no 0.5 nats by the budget), the mean and std (ddof 0) of the durations, and
+    ``in_beta``: every started run finished with a duration (a G with a run still going, or a
+    censored one, would bias its mean down). beta: the least-squares slope of log(mean duration + 1)
+    against log(n_b / G) over the G in beta (None below two), beside the paper's."""
     per_g = []
     for G in sorted({r["G"] for r in runs}):
         mine = [r for r in runs if r["G"] == G]
-        d = [r["duration"] for r in mine if r["duration"] is not None]
+        started = [r for r in mine if r["status"] in ("finished", "running")]
+        d = [r["duration"] for r in started if r["status"] == "finished" and r["duration"] is not None]
+        censored = sum(r["status"] == "finished" and r["duration"] is None for r in started)
         per_g.append(
             {
                 "G": G,
                 "n_b_over_G": mine[0]["n_b"] / G,
                 "runs": len(mine),
+                "started": len(started),
                 "with_duration": len(d),
+                "censored": censored,
                 "mean_duration": float(np.mean(d)) if d else None,
                 "std_duration": float(np.std(d)) if d else None,
+                "in_beta": bool(d) and len(d) == len(started),
             }
         )
-    pts = [
-        (math.log(g["n_b_over_G"]), math.log(g["mean_duration"] + 1)) for g in per_g if g["mean_duration"] is not None
-    ]
+    pts = [(math.log(g["n_b_over_G"]), math.log(g["mean_duration"] + 1)) for g in per_g if g["in_beta"]]
     beta = float(np.polyfit(*zip(*pts), 1)[0]) if len({x for x, _ in pts}) >= 2 else None
-    fit = [{"beta": beta, "n_G": len(pts), "paper_beta": paper.CANCELLATION_BETA}]
+    n_runs = sum(g["with_duration"] for g in per_g if g["in_beta"])
+    fit = [{"beta": beta, "n_G": len(pts), "n_runs": n_runs, "paper_beta": paper.CANCELLATION_BETA}]
     return per_g, fit
 
 
@@ -141,7 +147,8 @@ def build_selector_groups(collected: Collected, sweep: Sweep, n_boot: int, seed:
     note = (
         "duration = the first checkpoint with L_seq < 0.5 nats minus the first with L_seq < log K (steps; every "
         "group scored at every checkpoint); G selector sets shared by the groups (group g uses set g mod G); "
-        "beta = least-squares slope of log(mean duration + 1) against log(n_b / G) over the G with a duration."
+        "beta = least-squares slope of log(mean duration + 1) against log(n_b / G) over the G whose started runs "
+        "all have a duration (in_beta)."
     )
     return Built(
         {

@@ -111,6 +111,33 @@ def test_the_pass_is_kept_in_the_log_and_rebuilt_from_it(placed, tmp_path, monke
         recipe.run_hessian_recipe(train=False, progress=False, root=root, docs=docs, settings={**SMALL, "seed": 1})
 
 
+def test_rows_another_process_wrote_are_kept_and_other_settings_are_left_out(placed):
+    root, docs = placed
+    recipe.run_hessian_recipe(train=False, progress=False, root=root, docs=docs, settings=SMALL)
+    log = json.loads((docs / recipe.LOG).read_text())
+    k3 = log["runs"]["K3_seed0"]
+    # another process's run (its rows, renamed), and a run computed with other settings
+    log["runs"]["K5_seed0"] = {**k3, "rows": [{**r, "run": "K5_seed0", "K": 5} for r in k3["rows"]]}
+    log["runs"]["K10_seed0"] = {**k3, "settings": {**SMALL, "seed": 7}, "rows": [{**r, "K": 10} for r in k3["rows"]]}
+    (docs / recipe.LOG).write_text(json.dumps(log))
+    out = recipe.run_hessian_recipe(train=False, progress=False, root=root, docs=docs, settings=SMALL)
+    t10 = {r["run"]: r for r in out["tables"]["Table 10"]}
+    assert t10["K5_seed0"]["status"] == "computed" and t10["K5_seed0"]["K"] == 5
+    assert t10["K10_seed0"]["status"] == "other settings" and "anisotropy_lanczos" not in t10["K10_seed0"]
+    assert {r["K"] for r in out["tables"]["Table 10 checkpoints"]} == {4, 5}  # not the other settings' rows
+    assert set(json.loads((docs / recipe.LOG).read_text())["runs"]) == {"K3_seed0", "K5_seed0", "K10_seed0"}
+
+
+def test_a_log_without_rows_is_refused_and_left_as_it_was(placed):
+    root, docs = placed
+    docs.mkdir()
+    bad = {"runs": {"K3_seed0": {"settings": SMALL}}}  # an entry without its rows
+    (docs / recipe.LOG).write_text(json.dumps(bad))
+    with pytest.raises(RunError, match="not the Hessian recipe's log"):
+        recipe.run_hessian_recipe(train=False, progress=False, root=root, docs=docs, settings=SMALL)
+    assert json.loads((docs / recipe.LOG).read_text()) == bad
+
+
 def test_a_rebuild_with_nothing_to_read_and_an_unknown_run_are_refused(tmp_path):
     with pytest.raises(RunError, match="no finished run of Table 10"):
         recipe.run_hessian_recipe(train=False, progress=False, root=tmp_path / "c", docs=tmp_path / "d")

@@ -449,14 +449,17 @@ def test_cancellation_durations_and_beta_known_answers():
             "status": "finished",
             "steps": 900,
         }
-        for G, s in ((10, 0), (10, 1), (1000, 0), (100, 0))
+        for G, s in ((10, 0), (10, 1), (1000, 0), (100, 0), (50, 0), (50, 1))
     ]
+    rows[-1]["status"] = "running"  # G = 50: one run with a duration, one still going
     steps = [0, 100, 200, 300, 400, 500]
     curves = {
         "g10_s0": {"step": steps, "L_seq": [3.2, lk - 0.01, 2.0, 0.49, 0.2, 0.1]},  # 100 -> 300: 200
         "g10_s1": {"step": steps, "L_seq": [3.2, 3.1, None, lk - 0.5, 0.3, 0.1]},  # 300 -> 400: 100
         "g1000_s0": {"step": steps, "L_seq": [3.2, 3.1, lk - 0.1, 1.0, 0.6, 0.4]},  # 200 -> 500: 300
         "g100_s0": {"step": steps, "L_seq": [3.2, 3.1, lk, 2.9, 2.0, 1.0]},  # never below 0.5 nats
+        "g50_s0": {"step": steps, "L_seq": [3.2, 2.0, 1.0, 0.4, 0.2, 0.1]},
+        "g50_s1": {"step": steps, "L_seq": [3.2, 3.1, 3.0, 2.9, 2.0, 1.0]},
     }
     runs = {r["run"]: r for r in cancellation_runs(rows, curves)}
     assert [runs[n]["duration"] for n in ("g10_s0", "g10_s1", "g1000_s0")] == [200, 100, 300]
@@ -464,8 +467,10 @@ def test_cancellation_durations_and_beta_known_answers():
     per_g, (fit,) = cancellation_beta(list(runs.values()))
     by = {g["G"]: g for g in per_g}
     assert by[10]["mean_duration"] == 150 and by[10]["std_duration"] == 50 and by[100]["mean_duration"] is None
+    assert by[100]["censored"] == 1 and not by[100]["in_beta"]
+    assert by[50]["mean_duration"] == 200 and by[50]["started"] == 2 and not by[50]["in_beta"]  # a run still going
     # two points: n_b / G = 100 (mean 150) and 1 (mean 300)
     assert math.isclose(fit["beta"], (math.log(151) - math.log(301)) / math.log(100))
-    assert fit["n_G"] == 2 and fit["paper_beta"] == 0.02
+    assert fit["n_G"] == 2 and fit["n_runs"] == 3 and fit["paper_beta"] == 0.02
     _, (one,) = cancellation_beta([runs["g10_s0"]])
     assert one["beta"] is None  # one G: no slope
