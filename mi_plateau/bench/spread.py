@@ -1,0 +1,97 @@
+"""How the paper family's L_seq spreads over the evaluation set, checkpoint by checkpoint: what
+decides how many groups the guarded evaluation (``metrics.guard``) must score.
+
+Per checkpoint of a run, from every row of the evaluation set (``metrics.example_losses``):
+
+- ``sd_row``, ``sd_group``: the standard deviation of L_seq over rows, and over the groups' means;
+- ``design_effect`` = K sd_group^2 / sd_row^2: the variance of a mean over n whole groups against
+  that over the same number of rows (n K) drawn one by one. Below 1, scoring whole groups (the
+  guard's unit) is the better sample for the strings it costs; about 1, the two are equal;
+- ``cv_factor_row``, ``cv_factor_group``: Var(L_seq - Lc) / Var(L_seq) over rows and over group
+  means. The first-token loss Lc is known on every row at every checkpoint, so a difference
+  estimator (mean Lc over all rows plus the subset's mean of L_seq - Lc) would cut the guard's
+  variance by this factor.
+
+``python -m mi_plateau.bench.spread RUN [--every N] [--out FILE]`` writes the rows and a summary
+as JSON (with the commit and the date).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def spread_row(seq: np.ndarray, lc: np.ndarray, K: int) -> dict[str, float]:
+    """The spread statistics of one checkpoint from its rows' L_seq and Lc (group-major, K rows
+    per group)."""
+    d = seq - lc
+
+    def var(x: np.ndarray) -> float:
+        return float(np.var(x, ddof=1))
+
+    def groups(x: np.ndarray) -> np.ndarray:
+        return x.reshape(-1, K).mean(axis=1)
+
+    sd_row, sd_group = var(seq) ** 0.5, var(groups(seq)) ** 0.5
+    return {
+        "L_seq": float(seq.mean()),
+        "Lc": float(lc.mean()),
+        "sd_row": sd_row,
+        "sd_group": sd_group,
+        "design_effect": K * sd_group**2 / sd_row**2,
+        "cv_factor_row": var(d) / var(seq),
+        "cv_factor_group": var(groups(d)) / var(groups(seq)),
+    }
+
+
+def run_spread(path: str | Path, every: int = 1) -> dict[str, Any]:
+    """``spread_row`` at every ``every``-th checkpoint of the run, and the medians over them."""
+    import torch
+
+    from ..checkpoints import Run
+    from ..metrics.evaluation import example_losses
+
+    run = Run(path)
+    K, ev = run.config().task.K, run.eval_set()
+    rows = []
+    with torch.no_grad():
+        for step in run.steps()[::every]:
+            e = example_losses(run.load_model(step), ev)
+            rows.append({"step": step, **spread_row(e["L_seq"], e["Lc"], K)})
+    keys = ("design_effect", "cv_factor_row", "cv_factor_group")
+    return {
+        "run": str(path),
+        "K": K,
+        "rows": rows,
+        "median": {k: float(np.median([r[k] for r in rows])) for k in keys},
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m mi_plateau.bench.spread", description=__doc__.split("\n\n")[0])
+    ap.add_argument("run")
+    ap.add_argument("--every", type=int, default=1, help="every N-th checkpoint")
+    ap.add_argument("--out", default=None, help="write the JSON here (else stdout)")
+    a = ap.parse_args(argv)
+    out = run_spread(a.run, a.every)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    out |= {"command": " ".join(["python -m mi_plateau.bench.spread", *sys.argv[1:]]), "commit": commit}
+    out["date"] = dt.datetime.now(dt.timezone.utc).date().isoformat()
+    text = json.dumps(out, indent=1) + "\n"
+    if a.out:
+        Path(a.out).write_text(text)
+    else:
+        print(text, end="")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
