@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+import mi_plateau.reproduce.hessian as hessian
 import mi_plateau.reproduce.writer as writer
 from mi_plateau.reproduce import recipe_sweep, run_sweep_recipe
 
@@ -46,6 +47,8 @@ TABLES = {
     "phase_boundary": ("phase_boundary_runs", "phase_boundary_table4", "phase_boundary_table8"),
     "dissipation": ("table11",),
 }
+# pass recipes (a pass over another recipe's runs, its rows kept in a log of its own) -> their tables
+PASS_TABLES = {"hessian": ("table10", "table10_checkpoints")}
 # the other recipes whose logs a rebuild reads: seeds_init sets the fixed-init runs beside its own
 ALSO_READS = {"seeds_init": ("seeds_warmup",)}
 
@@ -57,6 +60,7 @@ NOT_FROM_LOGS = {
     "llc_K10": "`python -m mi_plateau.passes.llc RUN --n 6 --out FILE`: samples a run's checkpoints",
     "guard_check_K10": "`mi-plateau summary RUN --guard-check 20 --json`: scores a run's checkpoints",
     "guard_check_direction_bwd_K5": "`mi-plateau summary RUN --guard-check 20 --json`: scores a run's checkpoints",
+    "threads_K5": "two trainings of one config on one and two threads (the commands are in the file)",
 }
 # committed logs that no table here is rebuilt from, and why
 LOGS_WITHOUT_TABLES = {
@@ -132,6 +136,25 @@ def test_every_committed_table_and_log_is_accounted_for():
     """Each committed table is compared with its rebuild or named in NOT_FROM_LOGS; each
     committed log is read by a rebuild here or named in LOGS_WITHOUT_TABLES."""
     tables = {p.stem for p in DOCS.iterdir() if p.suffix in TABLE_SUFFIXES and not p.name.endswith("_log.json")}
-    assert tables == {s for stems in TABLES.values() for s in stems} | set(NOT_FROM_LOGS)
+    rebuilt = {s for stems in (*TABLES.values(), *PASS_TABLES.values()) for s in stems}
+    assert tables == rebuilt | set(NOT_FROM_LOGS)
     logs = {p.name for p in DOCS.glob("*_log.json")}
-    assert logs - {_log(r).name for r in TABLES} == set(LOGS_WITHOUT_TABLES)
+    assert logs - {_log(r).name for r in TABLES} - {hessian.LOG} == set(LOGS_WITHOUT_TABLES)
+
+
+def test_the_hessian_tables_equal_their_rebuild_from_the_log(tmp_path, monkeypatch):
+    """Table 10 from its committed log alone (no run folders): no pass is computed, every table
+    equals the committed one."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    shutil.copy(DOCS / hessian.LOG, docs)
+    monkeypatch.setattr(writer, "write_figure", lambda path, fig, **kw: Path(path))
+    monkeypatch.setattr(hessian, "hessian_pass", None)  # calling it would fail: the rebuild computes nothing
+    hessian.run_hessian_recipe(train=False, progress=False, root=tmp_path / "checkpoints", docs=docs)
+    for stem in PASS_TABLES["hessian"]:
+        for suffix in TABLE_SUFFIXES:
+            ours, committed = (docs / f"{stem}{suffix}").read_text(), (DOCS / f"{stem}{suffix}").read_text()
+            if suffix == ".json":
+                assert json.loads(ours) == json.loads(committed), f"{stem}{suffix}: the rebuild's rows differ"
+            else:
+                assert ours == committed, f"{stem}{suffix}: the rebuild differs from the committed file"
