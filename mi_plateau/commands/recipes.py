@@ -69,6 +69,14 @@ def cmd_reproduce(args) -> int:
     return 0
 
 
+def print_tables(log: dict) -> int:
+    """A recipe's tables as Markdown, then the files it wrote."""
+    for title, rows in log["tables"].items():
+        print(f"## {title}\n{to_markdown(rows)}")
+    print(f"wrote {', '.join(log['written'])}")
+    return 0
+
+
 def reproduce_hessian(args, only: list[str] | None) -> int:
     """``reproduce hessian``: its dry run (the runs, whether they are here and whether the log
     holds their rows), or the runs trained, the pass run and Table 10 written."""
@@ -88,10 +96,7 @@ def reproduce_hessian(args, only: list[str] | None) -> int:
         docs=args.docs,
         device=args.device,
     )
-    for title, rows in log["tables"].items():
-        print(f"## {title}\n{to_markdown(rows)}")
-    print(f"wrote {', '.join(log['written'])}")
-    return 0
+    return print_tables(log)
 
 
 def reproduce_sweep(args, only: list[str] | None) -> int:
@@ -122,10 +127,7 @@ def reproduce_sweep(args, only: list[str] | None) -> int:
         max_steps=args.max_steps,
         device=args.device,
     )
-    for title, rows in log["tables"].items():
-        print(f"## {title}\n{to_markdown(rows)}")
-    print(f"wrote {', '.join(log['written'])}")
-    return 0
+    return print_tables(log)
 
 
 def cmd_sweep(args) -> int:
