@@ -291,7 +291,7 @@ def add_reproduce(sub) -> None:
     rep.add_argument(
         "--no-train",
         action="store_true",
-        help="only analyse the runs that exist (unfinished ones up to their last checkpoint)",
+        help="only analyse the runs that exist (unfinished ones up to their last checkpoint; hessian: finished)",
     )
     rep.add_argument(
         "--jobs",
