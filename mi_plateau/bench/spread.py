@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -82,8 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=None, help="write the JSON here (else stdout)")
     a = ap.parse_args(argv)
     out = run_spread(a.run, a.every)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    out |= {"command": " ".join(["python -m mi_plateau.bench.spread", *sys.argv[1:]]), "commit": commit}
+    from .runner import _commit
+
+    out |= {"command": " ".join(["python -m mi_plateau.bench.spread", *sys.argv[1:]]), "commit": _commit()}
     out["date"] = dt.datetime.now(dt.timezone.utc).date().isoformat()
     text = json.dumps(out, indent=1) + "\n"
     if a.out:

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from .. import paper
+from ..summaries import tau
 from ..sweeps import Sweep
 from .records import Collected
 from .writer import Built, Table
@@ -77,11 +78,6 @@ def build_label_noise(collected: Collected, sweep: Sweep, n_boot: int, seed: int
 HALF_NAT = 0.5  # the duration's end: L_seq below this many nats (absolute)
 
 
-def first_below(steps: list[int], values: list[float | None], threshold: float) -> int | None:
-    """The first step whose value is below ``threshold`` (None: never, or no curve)."""
-    return next((s for s, v in zip(steps, values) if v is not None and v == v and v < threshold), None)
-
-
 def cancellation_runs(rows: list[dict[str, Any]], curves: dict[str, dict]) -> list[dict[str, Any]]:
     """Per run of the selector-groups sweep: G, seed, the first step with L_seq below log K
     (``t_below_log_K``), the first below 0.5 nats (``t_half_nat``) and the duration between them
@@ -89,8 +85,8 @@ def cancellation_runs(rows: list[dict[str, Any]], curves: dict[str, dict]) -> li
     out = []
     for r in rows:
         c = curves.get(r["run"])
-        lo = first_below(c["step"], c["L_seq"], math.log(r["K"])) if c else None
-        hi = first_below(c["step"], c["L_seq"], HALF_NAT) if c else None
+        lo = tau(c["step"], c["L_seq"], math.log(r["K"]), alpha=1.0) if c else None  # first below log K
+        hi = tau(c["step"], c["L_seq"], 1.0, alpha=HALF_NAT) if c else None  # first below 0.5 nats (x 1 nat)
         out.append(
             {
                 "run": r["run"],
