@@ -184,7 +184,7 @@ def _overhead_section(cfg: RunConfig, quick: bool, train: dict[str, Any], refere
     return ov
 
 
-def _commit() -> str | None:
+def code_commit() -> str | None:
     """The git commit the bench ran at (None outside a checkout): a snapshot names its code."""
     import subprocess
 
@@ -210,7 +210,7 @@ def _commit() -> str | None:
 
 def _finish(res: dict[str, Any], t0: float) -> dict[str, Any]:
     res["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    res["commit"] = _commit()
+    res["commit"] = code_commit()
     res["load_end"] = os.getloadavg()
     res["total_s"] = time.perf_counter() - t0
     return res

@@ -81,9 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=None, help="write the JSON here (else stdout)")
     a = ap.parse_args(argv)
     out = run_spread(a.run, a.every)
-    from .runner import _commit
+    from .runner import code_commit
 
-    out |= {"command": " ".join(["python -m mi_plateau.bench.spread", *sys.argv[1:]]), "commit": _commit()}
+    out |= {"command": " ".join(["python -m mi_plateau.bench.spread", *sys.argv[1:]]), "commit": code_commit()}
     out["date"] = dt.datetime.now(dt.timezone.utc).date().isoformat()
     text = json.dumps(out, indent=1) + "\n"
     if a.out:
