@@ -41,6 +41,8 @@ def cmd_reproduce(args) -> int:
         return reproduce_sweep(args, only)
     if args.recipe == "hessian":
         return reproduce_hessian(args, only)
+    if args.recipe == "controls":
+        return reproduce_controls(args, only)
     if only is not None or args.skip_recorded or args.max_steps:
         raise ValueError(
             f"reproduce {args.recipe}: --only, --skip-recorded and --max-steps apply to the sweep recipes only"
@@ -97,6 +99,23 @@ def reproduce_hessian(args, only: list[str] | None) -> int:
         device=args.device,
     )
     return print_tables(log)
+
+
+def reproduce_controls(args, only: list[str] | None) -> int:
+    """``reproduce controls``: Table 12 from the committed tables under ``--docs`` (nothing is
+    trained); its dry run lists the artifacts it reads and whether each is there."""
+    from ..reproduce.controls import SOURCES, write_controls
+
+    if only is not None or args.skip_recorded or args.max_steps:
+        raise ValueError("reproduce controls: --only, --skip-recorded and --max-steps apply to the sweep recipes")
+    if args.dry_run:
+        docs = Path(args.docs)
+        print(to_markdown([{"artifact": s, "present": (docs / s).exists()} for s in SOURCES]))
+        return 0
+    rows, paths = write_controls(args.docs)
+    print(to_markdown(rows))
+    print(f"wrote {', '.join(str(p) for p in paths)}")
+    return 0
 
 
 def reproduce_sweep(args, only: list[str] | None) -> int:
