@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -54,21 +55,28 @@ RULES = (
 )
 
 
-def _json_rows(docs: Path, name: str) -> list[dict[str, Any]] | None:
-    """A committed table's rows, None where it has not been written; a file that is not a table
-    is refused in one line."""
+def _json_rows(docs: Path, name: str, document: bool = False) -> Any:
+    """A committed table's rows (a list of row objects; with ``document``, a JSON object such as
+    the linear control's), None where it has not been written; anything else is refused in one
+    line."""
     path = docs / name
     if not path.exists():
         return None
     try:
-        rows = json.loads(path.read_text())
+        data = json.loads(path.read_text())
     except json.JSONDecodeError as e:
         raise RunError(f"{path}: not readable as JSON ({e.msg} at line {e.lineno}); rebuild it") from None
-    if isinstance(rows, dict):
-        return rows  # type: ignore[return-value]  # the linear control's document
-    if not isinstance(rows, list):
+    if document:
+        if not isinstance(data, dict):
+            raise RunError(f"{path}: expected a JSON object")
+        return data
+    if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
         raise RunError(f"{path}: expected a table (a list of rows)")
-    return rows
+    return data
+
+
+PIPE = "\\|"  # a pipe inside a cell, as tabular.to_markdown escapes it
+UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
 
 
 def md_table(text: str, heading: str) -> list[dict[str, str]]:
@@ -87,7 +95,7 @@ def md_table(text: str, heading: str) -> list[dict[str, str]]:
             if cols is not None and rows:
                 break
             continue
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        cells = [c.strip().replace(PIPE, "|") for c in UNESCAPED_PIPE.split(line.strip()[1:-1])]
         if cols is None:
             cols = cells
         elif not all(set(c) <= {"-", ":"} for c in cells):
@@ -126,22 +134,24 @@ def barrier(docs: Path) -> dict[str, Any]:
         slower.append(ratio > 1)
     bs = [r for r in (_json_rows(docs, "table1_noclip.json") or []) if r.get("definition") == "paper"]
     escaped = [r for r in bs if _num(r.get("tau_examples_k"))]
-    if escaped:
-        big = max(escaped, key=lambda r: r["B"])  # the least noisy batch that escaped
-        ref = _num(big["tau_examples_k"])
-        small = min(bs, key=lambda r: r["B"])
-        ex = _num(small.get("tau_examples_k"))
+    small = min(bs, key=lambda r: r["B"]) if bs else None
+    big = max(escaped, key=lambda r: r["B"]) if escaped else None  # the least noisy batch that escaped
+    if small is None or big is None or small["B"] >= big["B"]:
+        parts.append("BS: not measured (no escape at a batch larger than the smallest)")
+    else:
+        ref, ex, by = _num(big["tau_examples_k"]), _num(small.get("tau_examples_k")), _num(small.get("not_reached_by"))
         vs = f"B = {small['B']} / B = {big['B']}"
         if ex is not None:
             parts.append(f"BS: examples to tau at {vs} = {ex / ref:.2f}x")  # type: ignore[operator]
             slower.append(ex / ref > 1)  # type: ignore[operator]
-        elif _num(small.get("not_reached_by")):
-            bound = _num(small["not_reached_by"]) * small["B"] / 1000 / ref  # type: ignore[operator]
-            by = int(small["not_reached_by"])
-            parts.append(f"BS: examples at {vs}: >= {bound:.2f}x (B = {small['B']}: no escape by {by} steps)")
-            slower.append(bound > 1)
-    else:
-        parts.append("BS: not measured")
+        elif by is not None and by * small["B"] / 1000 > ref:  # type: ignore[operator]
+            bound = by * small["B"] / 1000 / ref  # type: ignore[operator]
+            parts.append(f"BS: examples at {vs}: >= {bound:.2f}x (B = {small['B']}: no escape by {int(by)} steps)")
+            slower.append(True)
+        elif by is not None:  # stopped before it had seen the examples the larger batch needed
+            parts.append(f"BS: not measured (B = {small['B']}: no escape by {int(by)} steps, too few to compare)")
+        else:
+            parts.append(f"BS: not measured (B = {small['B']}: {small.get('status') or 'no tau'})")
     verdict = (
         "not measured" if not slower else "falsified" if all(slower) else "unclear" if any(slower) else "supported"
     )
@@ -186,14 +196,14 @@ def k_effect(docs: Path) -> dict[str, Any]:
 
 
 def linear(docs: Path) -> dict[str, Any]:
-    doc = _json_rows(docs, "linear_control.json")
-    rows = doc.get("table12") if isinstance(doc, dict) else None
+    doc = _json_rows(docs, "linear_control.json", document=True)
+    rows = doc.get("table12") if doc else None
     src = "linear_control.json (python -m mi_plateau.control.linear)"
-    if not rows:
+    ratios = {r.get("K"): _num(r.get("ratio_to_logK")) for r in rows or [] if isinstance(r, dict)}
+    if not ratios or any(v is None for v in ratios.values()):
         return {"ours": "not measured", "verdict": "not measured", "source": src}
-    ratios = {r["K"]: _num(r.get("ratio_to_logK")) for r in rows}
-    ours = "; ".join(f"K = {k}: {v:.4f} log K after {rows[0].get('steps')} steps" for k, v in ratios.items() if v)
-    stays = all(v is not None and v > LINEAR_STAYS for v in ratios.values())
+    ours = "; ".join(f"K = {k}: {v:.4f} log K after {rows[0].get('steps')} steps" for k, v in ratios.items())
+    stays = all(v > LINEAR_STAYS for v in ratios.values())  # type: ignore[operator]
     return {"ours": ours, "verdict": "falsified" if stays else "supported", "source": src}
 
 

@@ -12,7 +12,7 @@ import numpy as np
 from .. import paper
 from ..summaries import tau
 from ..sweeps import Sweep
-from .records import Collected
+from .records import NO_CURVES, Collected
 from .writer import Built, Table
 
 
@@ -106,13 +106,14 @@ def cancellation_runs(rows: list[dict[str, Any]], curves: dict[str, dict]) -> li
 def cancellation_beta(runs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Per G: its runs (points), how many started, finished with a duration, and finished without
     one (``censored``: no 0.5 nats by the budget), the mean and std (ddof 0) of the durations, and
-    ``in_beta``: every started run finished with a duration (a G with a run still going, or a
-    censored one, would bias its mean down). beta: the least-squares slope of log(mean duration + 1)
-    against log(n_b / G) over the G in beta (None below two), beside the paper's."""
+    ``in_beta``: every started run finished with a duration (a G with a run still going, a
+    censored one, or one recorded without its curves would bias its mean or hide a seed). beta:
+    the least-squares slope of log(mean duration + 1) against log(n_b / G) over the G in beta
+    (None below two), beside the paper's."""
     per_g = []
     for G in sorted({r["G"] for r in runs}):
         mine = [r for r in runs if r["G"] == G]
-        started = [r for r in mine if r["status"] in ("finished", "running")]
+        started = [r for r in mine if r["status"] in ("finished", "running", NO_CURVES)]  # no curves: unknown
         d = [r["duration"] for r in started if r["status"] == "finished" and r["duration"] is not None]
         censored = sum(r["status"] == "finished" and r["duration"] is None for r in started)
         per_g.append(

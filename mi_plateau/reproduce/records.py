@@ -280,6 +280,26 @@ def collect(sweep: Sweep, root: str | Path, docs: str | Path) -> Collected:
     return Collected(rows, curves, kept | ({"retrained": retrained} if retrained else {}))
 
 
+NO_CURVES = "no curves"  # the status a table shows for a recorded run whose curves the log does not keep
+IDENTITY_KEYS = ("run", "K", "n_b", "D", "lr", "batch_size", "len_z", "source", "trained_at")
+
+
+def traceable(collected: Collected, settings_keys: tuple[str, ...] = ()) -> Collected:
+    """The runs as the tables show them: a recorded run whose log keeps no curves (recorded
+    before the logs kept them) keeps its name and settings, but its measured numbers are left out
+    and its status reads ``NO_CURVES``, since nothing committed would recompute them; retraining
+    the run (``reproduce NAME --only RUN``) brings them back, checked against the record. The
+    log itself keeps every record whole (``write_log`` is given ``collected``)."""
+    keep = set(IDENTITY_KEYS) | set(settings_keys)
+    rows = [
+        r
+        if r["source"] != "recorded" or r["run"] in collected.curves
+        else {k: (v if k in keep else None) for k, v in r.items()} | {"status": NO_CURVES}
+        for r in collected.rows
+    ]
+    return Collected(rows, collected.curves, collected.kept)
+
+
 EXACT_KEYS = ("steps", "tau_paper", "tau_first_token")
 CLOSE_KEYS = ("plateau_paper", "plateau_ratio_paper", "plateau_first_token", "plateau_ratio_first_token")
 CLOSE_REL = 1e-4  # evaluation arithmetic (packing, summation order) moves a plateau mean in the 5th digit

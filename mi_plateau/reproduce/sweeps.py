@@ -33,7 +33,7 @@ from ..sweeps import Sweep, load_sweep, parse_sweep, plan, run_sweep, select
 from .boundary import build_lr_width, build_phase_boundary
 from .direction import build_direction
 from .mechanisms import build_dissipation, build_label_noise, build_selector_groups
-from .records import Collected, collect, log_path, read_log, write_log
+from .records import Collected, collect, log_path, read_log, traceable, write_log
 from .scaling import build_batch_size, build_fixed_d, build_k_sweep, build_len_z
 from .seeds import build_seeds, build_seeds_init, compare_seed_stats, phase_boundary, seed_stats
 from .writer import Built, write_built
@@ -110,8 +110,15 @@ def build(
 ) -> Built:
     """The recipe ``name``'s tables and figures from ``collected`` (``sweep``'s runs), with the
     runs of the other recipes it reads (``READS``) collected from the same ``root`` and ``docs``."""
-    others = {kw: collect(recipe_sweep(r), root, docs) for kw, r in READS.get(name, {}).items()}
-    return BUILDERS[name](collected, sweep, n_boot, seed, **others)
+    others = {kw: shown(recipe_sweep(r), collect(recipe_sweep(r), root, docs)) for kw, r in READS.get(name, {}).items()}
+    return BUILDERS[name](shown(sweep, collected), sweep, n_boot, seed, **others)
+
+
+def shown(sweep: Sweep, collected: Collected) -> Collected:
+    """``collected`` as the tables show it (``records.traceable``): a recorded run without its
+    curves keeps its name and swept settings, not its numbers."""
+    keys = tuple(k for p in sweep.points for k in p.settings)
+    return traceable(collected, tuple(dict.fromkeys(keys)))
 
 
 def page_curves(sweep: Sweep, collected: Collected) -> dict[str, dict[str, Any]]:
@@ -206,7 +213,8 @@ def run_sweep_recipe(
     if log["without_curves"] and progress:  # recorded before the logs kept curves: tau at other alphas is lost
         print(
             f"{sweep.name}: {len(log['without_curves'])} recorded runs have no loss curves in {log_path(docs, sweep)} "
-            f"({', '.join(log['without_curves'])}): tables that read curves leave them out",
+            f"({', '.join(log['without_curves'])}): the tables show them as 'no curves', without their numbers; "
+            f"retrain them with --only to bring the numbers back",
             file=sys.stderr,
         )
     differ = {run: c["differences"] for run, c in (log.get("retrained") or {}).items() if c.get("equal") is False}

@@ -216,7 +216,7 @@ def test_rows_recorded_before_configs_are_matched_by_name_while_the_recipe_is_un
     assert sorted(json.loads(path.read_text())) == ["recipe", "runs", "settings"]  # the refused rebuild wrote nothing
 
 
-def test_rebuilt_from_rows_only_the_log_names_the_runs_without_curves(recorded, tmp_path):
+def test_rebuilt_from_rows_only_the_tables_leave_the_numbers_of_runs_without_curves_out(recorded, tmp_path):
     sweep, empty, docs = _without_folders(recorded, tmp_path)
     path = docs / f"{sweep.name}_log.json"
     log = json.loads(path.read_text())
@@ -226,7 +226,14 @@ def test_rebuilt_from_rows_only_the_log_names_the_runs_without_curves(recorded, 
     )
     assert out["without_curves"] == ["K3", "K4", "K5"]
     assert [r["n"] for r in out["tables"]["Table 5"]] == [0] * 10  # no curve, no tau at another alpha
-    assert [r["tau_paper"] for r in out["tables"]["Table 3"]] == [r["tau_paper"] for r in log["runs"]]
+    # the tables leave the rows' numbers out: nothing committed would recompute them
+    assert [(r["run"], r["K"], r["status"], r["tau_paper"]) for r in out["tables"]["Table 3"]] == [
+        (r["run"], r["K"], "no curves", None) for r in log["runs"]
+    ]
+    assert {r["run"]: r["tau_paper"] for r in out["runs"]} == {r["run"]: r["tau_paper"] for r in log["runs"]}
+    assert all(r["tau_paper"] for r in log["runs"])  # the log keeps each record whole
+    kept = json.loads(path.read_text())["records"]
+    assert {n: kept[n]["row"]["tau_paper"] for n in kept} == {r["run"]: r["tau_paper"] for r in log["runs"]}
 
 
 def test_a_partial_run_here_counts_its_steps_against_a_shorter_partial_record(recorded, tmp_path):

@@ -474,3 +474,7 @@ def test_cancellation_durations_and_beta_known_answers():
     assert fit["n_G"] == 2 and fit["n_runs"] == 3 and fit["paper_beta"] == 0.02
     _, (one,) = cancellation_beta([runs["g10_s0"]])
     assert one["beta"] is None  # one G: no slope
+    hidden = {**runs["g10_s1"], "status": "no curves", "duration": None}  # a seed recorded without its curves
+    per_g, (fit,) = cancellation_beta([runs["g10_s0"], hidden, runs["g1000_s0"]])
+    assert per_g[0]["started"] == 2 and per_g[0]["censored"] == 0 and not per_g[0]["in_beta"]
+    assert fit["beta"] is None  # G = 10 left out: one G remains

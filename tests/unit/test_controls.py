@@ -154,3 +154,60 @@ def test_the_command_writes_table12(docs, capsys):
     assert "| label_noise.json | False |" in capsys.readouterr().out
     assert main(["reproduce", "controls", "--docs", str(docs), "--only", "x"]) == 2
     assert "--only, --skip-recorded and --max-steps apply to the sweep recipes" in capsys.readouterr().err
+
+
+def test_edge_cases_read_not_measured_rather_than_a_verdict(docs):
+    rows = lambda: _by_key(table12(docs))  # noqa: E731
+    # the smallest batch is the only one that escaped: nothing to compare it with
+    _write(docs, "lr_sweep_ratio.json", [])
+    _write(docs, "table1_noclip.json", [{"definition": "paper", "B": 32, "tau_examples_k": 300.0}])
+    assert rows()["barrier"]["verdict"] == "not measured"
+    # a smallest batch stopped before it saw the examples the larger batch needed: no bound
+    _write(
+        docs,
+        "table1_noclip.json",
+        [
+            {"definition": "paper", "B": 32, "tau_examples_k": None, "not_reached_by": 1000},
+            {"definition": "paper", "B": 128, "tau_examples_k": 400.0},
+        ],
+    )
+    assert rows()["barrier"]["verdict"] == "not measured"
+    assert "too few to compare" in rows()["barrier"]["ours"]
+    # a smallest batch recorded without its curves is named, not silently dropped
+    _write(
+        docs,
+        "table1_noclip.json",
+        [
+            {"definition": "paper", "B": 32, "tau_examples_k": None, "not_reached_by": None, "status": "no curves"},
+            {"definition": "paper", "B": 128, "tau_examples_k": 400.0},
+        ],
+    )
+    assert rows()["barrier"]["ours"].endswith("BS: not measured (B = 32: no curves)")
+    # a linear-control K without its ratio: no verdict
+    _write(
+        docs, "linear_control.json", {"table12": [{"K": 10, "ratio_to_logK": 1.0}, {"K": 20, "ratio_to_logK": None}]}
+    )
+    assert rows()["linear"]["verdict"] == "not measured"
+    # beta between the bands
+    _write(docs, "table12_beta.json", [{"beta": -0.3, "n_G": 3, "n_runs": 3}])
+    assert rows()["cancellation"]["verdict"] == "unclear"
+
+
+@pytest.mark.parametrize(
+    "name, text, message",
+    [
+        ("table12_beta.json", '{"beta": 0.1}', "expected a table"),
+        ("fixed_d_fit.json", "[1, 2]", "expected a table"),
+        ("linear_control.json", "[]", "expected a JSON object"),
+    ],
+)
+def test_a_file_of_the_wrong_shape_is_refused_in_one_line(docs, name, text, message):
+    (docs / name).write_text(text)
+    with pytest.raises(RunError, match=message) as e:
+        table12(docs)
+    assert name in str(e.value) and "\n" not in str(e.value)
+
+
+def test_md_table_keeps_escaped_pipes_inside_a_cell():
+    text = _table6([{"run": "a|b", "ge80_pct": 1}])
+    assert md_table(text, "Table 6: collective transition") == [{"run": "a|b", "ge80_pct": "1"}]
