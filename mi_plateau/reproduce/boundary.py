@@ -27,7 +27,7 @@ SUCCESS_FINAL, SUCCESS_MIN = 0.05, 0.01
 
 def outcome(row: dict[str, Any]) -> str:
     """ "escaped" by the original's success rule, "no escape" (the run used its whole budget
-    without), or "undecided" (still running, or not started)."""
+    without), or "undecided" (still running, not started, or recorded without its curves)."""
     log_K = math.log(row["K"])
     lo, final = row.get("min_L_seq"), row.get("final_L_seq")
     if lo is not None and lo < SUCCESS_MIN * log_K:

@@ -136,8 +136,10 @@ def barrier(docs: Path) -> dict[str, Any]:
     escaped = [r for r in bs if _num(r.get("tau_examples_k"))]
     small = min(bs, key=lambda r: r["B"]) if bs else None
     big = max(escaped, key=lambda r: r["B"]) if escaped else None  # the least noisy batch that escaped
-    if small is None or big is None or small["B"] >= big["B"]:
-        parts.append("BS: not measured (no escape at a batch larger than the smallest)")
+    if big is None:
+        parts.append("BS: not measured (no batch size with a tau)")
+    elif small["B"] >= big["B"]:  # type: ignore[index]
+        parts.append("BS: not measured (only the smallest batch has a tau)")
     else:
         ref, ex, by = _num(big["tau_examples_k"]), _num(small.get("tau_examples_k")), _num(small.get("not_reached_by"))
         vs = f"B = {small['B']} / B = {big['B']}"

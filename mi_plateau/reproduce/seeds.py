@@ -174,7 +174,7 @@ def build_seeds(collected: Collected, sweep: Sweep, n_boot: int, seed: int) -> B
                 "A run escapes when L_seq falls below 0.5 log K within its step budget (max_steps); it fails "
                 "when it finishes the budget without. max_all_succeed: the largest lr at which every seed "
                 "escaped; min_any_fail: the smallest at which one failed; eta_star: their geometric mean; "
-                "undecided: runs not yet finished and not yet escaped.",
+                "undecided: runs not yet finished and not yet escaped, or recorded without their curves.",
             ),
         },
         {"Table 4": Plot(stem, seeds_figure(rows, sweep.name))},
