@@ -197,7 +197,11 @@ def summarize(cfg: RunConfig, records: list[dict[str, Any]]) -> dict[str, Any]:
         "converged": conv is not None,
         "converged_step": conv,
         "swap_gap_0.1_step": gap_step,
-        "dissipation_Q": dissipation(records, log_K)["Q"] if cfg.task.has_selector else None,
+        **(
+            {f"dissipation_{k}": v for k, v in dissipation(records, log_K).items()}
+            if cfg.task.has_selector
+            else {"dissipation_Q": None, "dissipation_window_start": None, "dissipation_window_end": None}
+        ),
         "last_step": steps[-1] if steps else None,
         "final_Lc": Lc[-1] if Lc else None,
         "final_L_seq": num(records[-1]["metrics"].get("L_seq")) if records else None,

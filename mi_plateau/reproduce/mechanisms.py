@@ -18,13 +18,16 @@ from .writer import Built, Table
 
 def table11(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per (K, lr): our Q (``summaries.dissipation``, None where the window has not
-    closed), the run's status and steps, and the paper's Q."""
+    closed), its window (the first and last checkpoint summed), the run's status and steps, and
+    the paper's Q."""
     return [
         {
             "K": r["K"],
             "lr": r["lr"],
             "Q": r.get("dissipation_Q"),
             "paper_Q": paper.TABLE11.get((r["K"], r["lr"])),
+            "window_start": r.get("dissipation_window_start"),
+            "window_end": r.get("dissipation_window_end"),
             "tau_paper": r["tau_paper"],
             "status": r["status"],
             "steps": r["steps"],

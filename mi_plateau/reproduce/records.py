@@ -58,6 +58,8 @@ ROW_KEYS = (
     "steps",
     "wall_s",
     "dissipation_Q",
+    "dissipation_window_start",
+    "dissipation_window_end",
 )
 
 
@@ -154,7 +156,9 @@ def _local(path: Path) -> dict[str, Any] | None:
             f"plateau_{fam}": fams[fam]["plateau_Lc"],
             f"plateau_ratio_{fam}": fams[fam]["plateau_ratio"],
         }
-    row |= {"steps": s["last_step"], "wall_s": train_wall(run), "dissipation_Q": s.get("dissipation_Q")}
+    row |= {"steps": s["last_step"], "wall_s": train_wall(run)} | {
+        k: v for k, v in s.items() if k.startswith("dissipation_")
+    }
     when = dt.datetime.fromtimestamp((path / "manifest.json").stat().st_mtime, dt.timezone.utc).date().isoformat()
     row = {k: row.get(k) for k in ROW_KEYS} | {"trained_at": when}
     curve = {"step": [r["step"] for r in recs]} | {k: [r["metrics"].get(k) for r in recs] for k in CURVE_KEYS}

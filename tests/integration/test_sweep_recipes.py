@@ -412,11 +412,11 @@ def test_width_builders_report_each_runs_own_width(tmp_path):
     from mi_plateau.summaries import dissipation
 
     t11 = built(build_dissipation, sweep, tmp_path / "ck", tmp_path / "d3", 0, 0)["tables"]["Table 11"]
-    want_q = sorted(
-        (dissipation(Run(tmp_path / "ck" / sweep.name / p.name).records(), p.cfg.task.log_K)["Q"] or -1.0)
-        for p in sweep.points
-    )
+    want = [dissipation(Run(tmp_path / "ck" / sweep.name / p.name).records(), p.cfg.task.log_K) for p in sweep.points]
+    want_q = sorted(d["Q"] or -1.0 for d in want)
     assert sorted((r["Q"] or -1.0) for r in t11) == pytest.approx(want_q) and any(q > 0 for q in want_q)
+    windows = sorted((d["window_start"] or -1, d["window_end"] or -1) for d in want)
+    assert sorted((r["window_start"] or -1, r["window_end"] or -1) for r in t11) == windows  # the log keeps them
     assert (tmp_path / "d3" / "table11.md").is_file()
 
 
