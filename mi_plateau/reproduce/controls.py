@@ -35,6 +35,7 @@ from typing import Any
 
 from .. import paper
 from ..checkpoints import RunError
+from ..summaries import num
 from ..tabular import write_table
 
 STEM = "table12"
@@ -104,10 +105,8 @@ def md_table(text: str, heading: str) -> list[dict[str, str]]:
 
 
 def _num(v: Any) -> float | None:
-    try:
-        x = float(v)
-    except (TypeError, ValueError):
-        return None
+    """``summaries.num`` with None for what is not a finite number (a blank cell)."""
+    x = num(v)
     return x if math.isfinite(x) else None
 
 

@@ -284,6 +284,12 @@ def collect(sweep: Sweep, root: str | Path, docs: str | Path) -> Collected:
     return Collected(rows, curves, kept | ({"retrained": retrained} if retrained else {}))
 
 
+def without_curves(collected: Collected) -> list[str]:
+    """The runs of ``collected`` that started somewhere but whose curves no one keeps (recorded
+    before the logs kept them): the log names them, the tables show them without numbers."""
+    return [r["run"] for r in collected.rows if r["source"] and r["run"] not in collected.curves]
+
+
 NO_CURVES = "no curves"  # the status a table shows for a recorded run whose curves the log does not keep
 IDENTITY_KEYS = ("run", "K", "n_b", "D", "lr", "batch_size", "len_z", "source", "trained_at")
 
@@ -295,10 +301,9 @@ def traceable(collected: Collected, settings_keys: tuple[str, ...] = ()) -> Coll
     the run (``reproduce NAME --only RUN``) brings them back, checked against the record. The
     log itself keeps every record whole (``write_log`` is given ``collected``)."""
     keep = set(IDENTITY_KEYS) | set(settings_keys)
+    blind = set(without_curves(collected))
     rows = [
-        r
-        if r["source"] != "recorded" or r["run"] in collected.curves
-        else {k: (v if k in keep else None) for k, v in r.items()} | {"status": NO_CURVES}
+        {k: (v if k in keep else None) for k, v in r.items()} | {"status": NO_CURVES} if r["run"] in blind else r
         for r in collected.rows
     ]
     return Collected(rows, collected.curves, collected.kept)
@@ -341,8 +346,9 @@ def write_log(
     keeping the other entries of the last log unless ``extra`` gives them anew (the tables, the
     wall time)."""
     extra = extra or {}
-    rows, curves, kept = collected if collected is not None else collect(sweep, root, docs)
-    blind = [r["run"] for r in rows if r["source"] and r["run"] not in curves]
+    collected = collected if collected is not None else collect(sweep, root, docs)
+    rows, _, kept = collected
+    blind = without_curves(collected)
     log = {k: v for k, v in read_log(docs, sweep).items() if k not in ("configs", "curves")}  # drafts' keys
     log.update({"runs": rows, "without_curves": blind, **kept, **extra})
     Path(docs).mkdir(parents=True, exist_ok=True)

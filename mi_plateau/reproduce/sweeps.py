@@ -110,7 +110,8 @@ def build(
 ) -> Built:
     """The recipe ``name``'s tables and figures from ``collected`` (``sweep``'s runs), with the
     runs of the other recipes it reads (``READS``) collected from the same ``root`` and ``docs``."""
-    others = {kw: shown(recipe_sweep(r), collect(recipe_sweep(r), root, docs)) for kw, r in READS.get(name, {}).items()}
+    reads = {kw: recipe_sweep(r) for kw, r in READS.get(name, {}).items()}
+    others = {kw: shown(s, collect(s, root, docs)) for kw, s in reads.items()}
     return BUILDERS[name](shown(sweep, collected), sweep, n_boot, seed, **others)
 
 
