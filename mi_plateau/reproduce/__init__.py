@@ -3,7 +3,7 @@
 ``records.collect``, build, write).
 
 The sweep builders are data in, tables out, one module per family of tables: ``scaling`` (tau
-against D, K, len_z, B: Tables 3, 5, 7, 1), ``seeds`` (Tables 4 and 8 by the crossing tau),
+against D, K, len_z, B: Tables 3, 5, 7, 1), ``seeds`` (Tables 4 and 8 by the crossing tau, our variants),
 ``boundary`` (by the transition width), ``mechanisms`` (Table 11, Figure 2b) and ``direction``
 (Table 2). Each returns a ``writer.Built``; ``writer.write_built`` writes its tables, then its
 figures. The paper's reference numbers come from ``mi_plateau.paper``; ``cost`` estimates what a

@@ -1,6 +1,7 @@
-"""The recipes that read tau across seeds: ``seeds``, ``seeds_warmup`` and ``seeds_init`` (Table 4
-as the paper ran it, with a warm-up, with the init varied too), each also a first cut of Table 8
-(the phase boundary) from the crossing tau.
+"""The recipes that read tau across seeds by the crossing clock: ``seeds_warmup`` (Table 4's
+conditions with a 500-step warm-up, the init fixed) and ``seeds_init`` (the init varied too), each
+also a first cut of Table 8 (the phase boundary). The paper's own recipe and clock (no warm-up, the
+transition width) are ``phase_boundary`` (``boundary``).
 
 Data in, tables out, as in ``scaling``: each builder returns a ``writer.Built``, the paper's
 columns from ``mi_plateau.paper``.
@@ -156,7 +157,7 @@ def build_seeds(collected: Collected, sweep: Sweep, n_boot: int, seed: int) -> B
     """Table 4: mean, std and CV of tau over seeds at each (D, K, lr), every seed's tau against
     lr, and Table 8's phase boundary from the same runs."""
     rows = collected.rows
-    stem = "table4" if sweep.name == "paper_seeds" else sweep.name.removeprefix("paper_")
+    stem = sweep.name.removeprefix("paper_")
     return Built(
         {
             "Table 4": Table(

@@ -1,8 +1,8 @@
 """The paper's sweep tables as named recipes: ``mi-plateau reproduce k_sweep`` (Table 3, Figure 4,
 Table 5), ``fixed_d`` and ``fixed_d_noclip`` (Figure 5), ``len_z`` (Table 7), ``batch_size``
-(Table 1; builders in ``scaling``), ``seeds``, ``seeds_init`` and ``seeds_warmup`` (Table 4 as
-the paper ran it, with the init varied too, with a warm-up; each also a first cut of Table 8, the
-phase boundary; ``seeds``), ``phase_boundary`` and ``lr_sweep`` (the transition width;
+(Table 1; builders in ``scaling``), ``seeds_warmup`` and ``seeds_init`` (Table 4 by the crossing
+tau with a warm-up, with the init varied too; each also a first cut of Table 8, the phase boundary;
+``seeds``), ``phase_boundary`` and ``lr_sweep`` (the transition width;
 ``boundary``), ``dissipation`` and ``label_noise`` (Table 11, Figure 2b; ``mechanisms``) and
 ``direction`` (Table 2; ``direction``).
 
@@ -69,7 +69,6 @@ BUILDERS: dict[str, Callable[..., Built]] = {
     "len_z": build_len_z,
     "batch_size": build_batch_size,
     "batch_size_noclip": build_batch_size,
-    "seeds": build_seeds,
     "seeds_init": build_seeds_init,
     "seeds_warmup": build_seeds,
     "lr_sweep": build_lr_width,

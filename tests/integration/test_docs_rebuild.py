@@ -44,7 +44,6 @@ TABLES = {
     "fixed_d_noclip": ("fixed_d_noclip", "fixed_d_noclip_fit"),
     "len_z": ("table7",),
     "batch_size_noclip": ("table1_noclip",),
-    "seeds": ("table4", "table4_boundary"),
     "seeds_init": ("seeds_init", "seeds_init_boundary", "seeds_init_vs_fixed"),
     "seeds_warmup": ("seeds_warmup", "seeds_warmup_boundary"),
     "lr_sweep": ("lr_sweep", "lr_sweep_ratio"),

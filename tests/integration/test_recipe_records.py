@@ -321,13 +321,13 @@ def test_a_failed_figure_export_leaves_every_table_written(tmp_path, monkeypatch
     monkeypatch.setattr(writer, "write_figure", refuse)
     docs = tmp_path / "docs"
     docs.mkdir()
-    shutil.copy("docs/reproduction/paper_seeds_log.json", docs)
+    shutil.copy("docs/reproduction/paper_seeds_warmup_log.json", docs)
     with pytest.raises(RunError, match="static export failed"):
         run_sweep_recipe(
-            "seeds", train=False, root=tmp_path / "ck", docs=docs, analyses=tmp_path / "an", progress=False
+            "seeds_warmup", train=False, root=tmp_path / "ck", docs=docs, analyses=tmp_path / "an", progress=False
         )
     assert all(
-        (docs / f"{stem}.{ext}").exists() for stem in ("table4", "table4_boundary") for ext in ("json", "md", "csv")
+        (docs / f"{stem}.{ext}").exists() for stem in ("seeds_warmup", "seeds_warmup_boundary") for ext in ("json", "md", "csv")
     )
 
 

@@ -6,6 +6,7 @@ import math
 import pandas as pd
 import pytest
 
+from mi_plateau.checkpoints import RunError
 from mi_plateau.cli import RECIPE_NAMES
 from mi_plateau.fits import power_law
 from mi_plateau.report import sweep_report
@@ -74,22 +75,20 @@ def test_every_recipe_parses_and_the_cli_lists_them():
     assert sorted({p.cfg.task.K * p.cfg.task.n_b for p in fd.points}) == [10000, 20000]
     assert {p.cfg.train.grad_clip for p in fd.points} == {1.0}
     assert {p.cfg.train.grad_clip for p in recipe_sweep("fixed_d_noclip").points} == {0.0}
-    seeds, init = recipe_sweep("seeds"), recipe_sweep("seeds_init")
+    warm, init = recipe_sweep("seeds_warmup"), recipe_sweep("seeds_init")
     assert (
-        len({p.cfg.model.init_seed for p in seeds.points}) == 1
+        len({p.cfg.model.init_seed for p in warm.points}) == 1
         and len({p.cfg.model.init_seed for p in init.points}) == 3
     )
-    # Table 4's six conditions, three seeds each, and one rate past the paper's boundary per K
-    conds = {(p.cfg.task.K, p.cfg.train.lr) for p in seeds.points}
+    # Table 4's six conditions, three seeds each, and one rate past the paper's boundary per K,
+    # with 500 warm-up steps (the original's recipe without one is phase_boundary)
+    conds = {(p.cfg.task.K, p.cfg.train.lr) for p in warm.points}
     assert conds == {(5, 5e-3), (5, 7e-3), (5, 1e-2), (5, 1.5e-2), (10, 3e-3), (10, 5e-3), (10, 7e-3), (10, 1e-2)}
-    assert len(seeds.points) == 3 * len(conds) and {p.cfg.train.max_steps for p in seeds.points} == {20000}
-    # the warm-up variant: the same points, 500 warm-up steps instead of none
-    warm = recipe_sweep("seeds_warmup")
-    assert sorted(p.name for p in warm.points) == sorted(p.name for p in seeds.points)
-    assert {p.cfg.train.warmup_steps for p in warm.points} == {500} and {
-        p.cfg.train.warmup_steps for p in seeds.points
-    } == {0}
+    assert len(warm.points) == 3 * len(conds) and {p.cfg.train.max_steps for p in warm.points} == {20000}
+    assert {p.cfg.train.warmup_steps for p in warm.points} == {500}
     assert {(p.cfg.model.init_seed, p.cfg.train.schedule) for p in warm.points} == {(42, "constant")}
+    with pytest.raises(RunError, match="seeds"):
+        recipe_sweep("seeds")  # retired: phase_boundary is the no-warm-up recipe
     # init varied: the warm-up recipe's conditions and budget, each seed its own init
     assert {p.cfg.train.warmup_steps for p in init.points} == {500} and {
         p.cfg.train.max_steps for p in init.points
