@@ -59,8 +59,9 @@ RECIPE_NAMES = (
 
 RECIPE_HELP = (
     "core: the per-run reproduction; the others: the paper's sweep tables (k_sweep: Table 3, Figure 4, Table 5; "
-    "fixed_d, fixed_d_noclip: Figure 5; len_z: Table 7; batch_size: Table 1; seeds_warmup: Table 4 by the crossing tau with "
-    "500 warm-up steps; seeds_init: the same with the init varied too; lr_sweep: the learning-rate sweep by the transition width; phase_boundary: Tables 4 and 8 as the "
+    "fixed_d, fixed_d_noclip: Figure 5; len_z: Table 7; batch_size: Table 1; seeds_warmup: Table 4 by the "
+    "crossing tau with 500 warm-up steps; seeds_init: the same with the init varied too; lr_sweep: the "
+    "learning-rate sweep by the transition width; phase_boundary: Tables 4 and 8 as the "
     "original ran them, by the transition width; dissipation: Table 11; label_noise: Figure 2b; direction: Table 2; "
     "selector_groups: Table 12's gradient cancellation; hessian: Table 10, the Hessian pass over the K sweep's "
     "runs at K = 3, 5, 10, 20 and 36; controls: Table 12, every tested mechanism beside the paper's, read from the "

@@ -67,6 +67,7 @@ NOT_FROM_LOGS = {
     "llc_K10": "`python -m mi_plateau.passes.llc RUN --n 6 --out FILE`: samples a run's checkpoints",
     "guard_check_K10": "`mi-plateau summary RUN --guard-check 20 --json`: scores a run's checkpoints",
     "guard_check_direction_bwd_K5": "`mi-plateau summary RUN --guard-check 20 --json`: scores a run's checkpoints",
+    "guard_check_dissipation_K20": "`mi-plateau summary RUN --guard-check 20 --json`: scores a run's checkpoints",
     "threads_K5": "two trainings of one config on one and two threads (the commands are in the file)",
 }
 # committed logs that no table here is rebuilt from, and why

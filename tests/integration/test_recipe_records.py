@@ -327,7 +327,9 @@ def test_a_failed_figure_export_leaves_every_table_written(tmp_path, monkeypatch
             "seeds_warmup", train=False, root=tmp_path / "ck", docs=docs, analyses=tmp_path / "an", progress=False
         )
     assert all(
-        (docs / f"{stem}.{ext}").exists() for stem in ("seeds_warmup", "seeds_warmup_boundary") for ext in ("json", "md", "csv")
+        (docs / f"{stem}.{ext}").exists()
+        for stem in ("seeds_warmup", "seeds_warmup_boundary")
+        for ext in ("json", "md", "csv")
     )
 
 
