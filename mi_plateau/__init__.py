@@ -33,6 +33,7 @@ _LAZY = {
     "ablation_report": "api",
     "sampled_tau": "api",
     "guard_check": "api",
+    "spacing_check": "api",
 }
 
 __all__ = list(_LAZY)

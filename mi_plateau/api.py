@@ -55,6 +55,15 @@ def guard_check(
     return nan_to_none(check(run if isinstance(run, Run) else Run(run), subset=subset, z=z, progress=progress))
 
 
+def spacing_check(run: str | os.PathLike | Run, *, ckpt_every_max: int) -> dict[str, Any]:
+    """Would ``train.ckpt_every_max = ckpt_every_max`` have kept every tau and width of this densely
+    checkpointed run? Its records replayed under the widening spacing (``passes.spacing``)."""
+    from .passes.spacing import spacing_check as check
+    from .summaries import nan_to_none
+
+    return nan_to_none(check(run if isinstance(run, Run) else Run(run), ckpt_every_max))
+
+
 TABLE6_NOTE = (
     "definition paper: a group's accuracy = fraction of its K examples whose target string scores highest among the "
     "group's K candidate strings, at fractions of the L_seq tau; first_token: fraction whose four A tokens are all the "

@@ -180,6 +180,14 @@ def add_summary(sub) -> None:
         "evaluation groups and replay the guarded subset of N groups (eval.seq_subset) on it: are its taus "
         "and widths the full-set ones? (--json writes the whole comparison)",
     )
+    s.add_argument(
+        "--spacing-check",
+        type=_positive_int,
+        default=None,
+        metavar="MAX",
+        help="replay the widening checkpoint spacing (train.ckpt_every_max = MAX) on this densely checkpointed "
+        "run's records: are the taus and widths from the checkpoints it keeps the ones from all of them?",
+    )
 
 
 def add_analyze(sub) -> None:

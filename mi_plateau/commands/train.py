@@ -115,6 +115,8 @@ def cmd_summary(args) -> int:
     s = summary(args.run)
     if args.guard_check:
         return print_guard_check(args)
+    if args.spacing_check:
+        return print_spacing_check(args)
     t = None
     if args.sampled_tau:
         from ..api import sampled_tau
@@ -152,6 +154,33 @@ def print_guard_check(args) -> int:
         print(f"  {c['definition']} {c['fraction']:g} log K: full {c['tau_full']}, guarded {c['tau_guarded']}")
     for fam, w in g["widths"].items():
         print(f"  {fam} width (t_start, t_end, tau_width): full {w['full']}, guarded {w['guarded']}")
+    return 0
+
+
+def print_spacing_check(args) -> int:
+    """``summary --spacing-check MAX``: the taus and widths from the checkpoints a widening spacing
+    keeps against those from every checkpoint of the dense run."""
+    from ..api import spacing_check
+
+    g = spacing_check(args.run, ckpt_every_max=args.spacing_check)
+    if args.json:
+        print(json.dumps(g, indent=2))
+        return 0
+    share = "unknown" if g["eval_share_kept"] is None else f"{100 * g['eval_share_kept']:.0f}%"
+    print(
+        f"run: {args.run}: ckpt_every_max {g['ckpt_every_max']} keeps {g['kept']} of {g['checkpoints']} checkpoints "
+        f"to step {g['last_step']} ({share} of the evaluation seconds; {g['shifted']} steps read at the next dense "
+        f"record); every crossing and the width equal: {g['all_equal']}"
+    )
+    if g["lead_share"] is not None:
+        print(
+            f"  the swap gap passed its quiet level at {g['swap_gap_rise']}, L_seq left 0.95 log K at "
+            f"{g['L_seq_below_hi']}: a lead of {100 * g['lead_share']:.0f}% of that step (the spacing is at most 12.5%)"
+        )
+    for c in g["crossings"]:
+        print(f"  {c['definition']} {c['fraction']:g} log K: all {c['tau_all']}, kept {c['tau_kept']}")
+    for fam, w in g["widths"].items():
+        print(f"  {fam} width (t_start, t_end, tau_width): all {w['all']}, kept {w['kept']}")
     return 0
 
 

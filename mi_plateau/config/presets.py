@@ -133,11 +133,20 @@ def config_diff(a: dict, b: dict, prefix: str = "") -> str:
 
 
 def extends(stored: RunConfig, cfg: RunConfig) -> bool:
-    """``cfg`` is ``stored`` with a larger ``train.max_steps`` and a constant learning rate: only
-    the stopping rule differs, every step already taken stays the same, so resuming with it
-    continues the same run (also one that finished at the old cap)."""
-    same = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, max_steps=stored.train.max_steps))
-    return cfg.train.max_steps > stored.train.max_steps and stored.train.schedule == "constant" and same == stored
+    """``cfg`` continues the run ``stored`` began: it is ``stored`` with a larger ``train.max_steps``
+    (under a constant learning rate: only the stopping rule differs) and/or another
+    ``train.ckpt_every_max`` (which steps get a checkpoint from here on). Every step already
+    taken stays the same, and so do the weights of every later one: the spacing never touches
+    the training state, so a run continued under a wider spacing records a subset of the
+    checkpoints the dense run would have, with the same values (also one that finished at the
+    old cap)."""
+    t, old = cfg.train, stored.train
+    same = dataclasses.replace(
+        cfg, train=dataclasses.replace(t, max_steps=old.max_steps, ckpt_every_max=old.ckpt_every_max)
+    )
+    if same != stored or cfg == stored or t.max_steps < old.max_steps:
+        return False
+    return t.max_steps == old.max_steps or old.schedule == "constant"
 
 
 def run_name(cfg: RunConfig) -> str:

@@ -38,6 +38,8 @@ N_CHARS = 36  # the alphabet a-z0-9
 # nats of swap gap below which a plateau counts as quiet: the checkpoint spacing may widen there
 # (train.next_interval)
 QUIET_GAP = 0.02
+# a widened spacing on a quiet plateau is at most this share of the step reached (train.next_interval)
+QUIET_SPACING_FRAC = 0.125
 SPACING_HI = 0.95  # the checkpoint spacing is dense below this fraction of log K (either family)
 MAX_BATCH = 1 << 16
 A_TARGET_DIRECTIONS = ("backward", "b_a")

@@ -1,5 +1,6 @@
 """Opening a run folder to train in: a new folder gets its config and provenance (command.json),
-an existing one keeps its stored config, which a resume may only extend by a raised step cap."""
+an existing one keeps its stored config, which a resume may only extend by a raised step cap or
+another checkpoint-spacing maximum (``config.extends``)."""
 
 from __future__ import annotations
 
@@ -48,7 +49,7 @@ def open_config(
 ) -> RunConfig:
     """The config a run folder trains with; call it holding the folder's lock. A new folder
     gets ``cfg`` (config.json and command.json written); an existing one keeps its stored config
-    (``resume`` required; a different ``cfg`` is refused unless it only raises the step cap).
+    (``resume`` required; a different ``cfg`` is refused unless it only extends it: ``config.extends``).
     ``write=False``: every check and the answer, nothing written (the batched trainer checks all
     its folders before it writes into any)."""
     check_own_folder(run.path)

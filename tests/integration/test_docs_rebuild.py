@@ -68,6 +68,9 @@ NOT_FROM_LOGS = {
     "guard_check_K10": "`mi-plateau summary RUN --guard-check 20 --json`: scores a run's checkpoints",
     "guard_check_direction_bwd_K5": "`mi-plateau summary RUN --guard-check 20 --json`: scores a run's checkpoints",
     "guard_check_dissipation_K20": "`mi-plateau summary RUN --guard-check 20 --json`: scores a run's checkpoints",
+    "spacing_check_phase_boundary_K5": "`mi-plateau summary RUN --spacing-check 3200 --json`: a run's records",
+    "spacing_check_lr_sweep_K20": "`mi-plateau summary RUN --spacing-check 3200 --json`: a run's records",
+    "spacing_check_k_sweep_K17": "`mi-plateau summary RUN --spacing-check 3200 --json`: a run's records",
     "threads_K5": "two trainings of one config on one and two threads (the commands are in the file)",
 }
 # committed logs that no table here is rebuilt from, and why

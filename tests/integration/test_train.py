@@ -394,3 +394,39 @@ def test_costs_count_every_evaluation_across_a_resume(tmp_path, tiny_cfg):
     ev = [f["eval_s"] for f in files]
     assert c["eval_s"] == pytest.approx(sum(ev)) and c["checkpoints"] == len(files)
     assert c["eval_share"] == pytest.approx(sum(ev) / (files[-1]["wall_s"] - sum(ev[:-1])))
+
+
+def test_a_widening_spacing_writes_a_subset_of_the_dense_checkpoints(tmp_path, tiny_cfg, run_cli):
+    """train.ckpt_every_max decides which steps get a checkpoint, never the training state: a run
+    on a quiet plateau under a widening spacing writes fewer checkpoints, each with the dense
+    run's evaluation at that step (the training means cover the steps since the last checkpoint),
+    the same final weights, and exactly the steps the records replay
+    (``passes.spacing``) picks; a dense run resumed under the wider spacing is accepted
+    (``config.extends``) and ends with the same weights."""
+    from mi_plateau.passes.spacing import kept_records
+
+    base = {"lr": 1e-5, "max_steps": 200, "train.ckpt_every": 10, "eval.plateau_start": 20}
+    dense_cfg = with_overrides(tiny_cfg, base)
+    wide_cfg = with_overrides(tiny_cfg, {**base, "train.ckpt_every_max": 40})
+    dense = train(dense_cfg, tmp_path / "dense", progress=False)
+    wide = train(wide_cfg, tmp_path / "wide", progress=False)
+    d = {r["step"]: r["metrics"] for r in dense.records()}
+    w = wide.records()
+    assert len(w) < len(d) and w[-1]["step"] == 200 and w[-1]["step"] - w[-2]["step"] == 20
+    assert all(r["metrics"] == d[r["step"]] for r in w)
+    assert [r["step"] for r in kept_records(wide_cfg, dense.records())[0]] == [r["step"] for r in w]
+    wa, wb = dense.weights(200), wide.weights(200)
+    assert all(torch.equal(wa[k], wb[k]) for k in wa)
+    half = train(with_overrides(dense_cfg, {"max_steps": 100}), tmp_path / "half", progress=False)
+    train(wide_cfg, half.path, resume=True, progress=False)
+    cont = Run(half.path)
+    assert cont.config().train.ckpt_every_max == 40 and cont.steps()[-1] == 200
+    assert all(r["metrics"] == d[r["step"]] for r in cont.records())
+    wc = cont.weights(200)
+    assert all(torch.equal(wa[k], wc[k]) for k in wa)
+    from mi_plateau import spacing_check
+
+    g = spacing_check(dense.path, ckpt_every_max=40)
+    assert g["kept"] == len(w) and g["kept_steps"] == [r["step"] for r in w] and g["all_equal"] is True
+    p = run_cli("summary", str(wide.path), "--spacing-check", "80")
+    assert p.returncode != 0 and "already widened" in p.stderr and len(p.stderr.strip().splitlines()) == 1

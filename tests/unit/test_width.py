@@ -152,10 +152,51 @@ def test_spacing_widens_on_a_quiet_plateau_and_returns_when_the_gap_moves():
         "step": step,
         "metrics": {"Lc": frac * LOG5, "L_seq": 1.02 * LOG5, "swap_gap": gap},
     }
-    assert next_interval(cfg, [rec(100, 1.0), rec(150, 1.0)]) == 100  # doubles
-    assert next_interval(cfg, [rec(300, 1.0), rec(500, 1.0)]) == 400  # up to the maximum
-    assert next_interval(cfg, [rec(500, 1.0), rec(900, 1.0)]) == 400
-    assert next_interval(cfg, [rec(500, 1.0), rec(900, 1.0, gap=0.05)]) == 50  # the z-dependence moves: dense again
-    assert next_interval(cfg, [rec(500, 1.0), rec(900, 0.9)]) == cfg.train.ckpt_every_transition  # the loss moves
+    assert next_interval(cfg, [rec(800, 1.0), rec(850, 1.0)]) == 100  # doubles
+    assert next_interval(cfg, [rec(3000, 1.0), rec(3200, 1.0)]) == 400  # up to the maximum
+    assert next_interval(cfg, [rec(4000, 1.0), rec(4400, 1.0)]) == 400
+    # and to an eighth of the step reached, in whole ckpt_every: 1,000 / 8 = 125 -> 100
+    assert next_interval(cfg, [rec(800, 1.0), rec(1000, 1.0)]) == 100
+    assert next_interval(cfg, [rec(100, 1.0), rec(150, 1.0)]) == 50  # 150 / 8 < 50: never below ckpt_every
+    assert next_interval(cfg, [rec(4000, 1.0), rec(4400, 1.0, gap=0.05)]) == 50  # the z-dependence moves: dense
+    assert next_interval(cfg, [rec(4000, 1.0), rec(4400, 0.9)]) == cfg.train.ckpt_every_transition  # the loss moves
     off = with_overrides(cfg, {"train.ckpt_every_max": 0})
-    assert next_interval(off, [rec(300, 1.0), rec(500, 1.0)]) == 50  # the default never widens
+    assert next_interval(off, [rec(3000, 1.0), rec(3200, 1.0)]) == 50  # the default never widens
+
+
+def test_spacing_replay_keeps_the_checkpoints_a_wider_run_would_write():
+    """``kept_records`` walks dense records as the widening rule would: hand-built records with a
+    quiet plateau to 4,000, the swap gap up from 3,000, the loss down from 3,600; the kept steps
+    are the rule's, dense again from the gap's rise, so the width is the dense run's."""
+    from mi_plateau.passes.spacing import kept_records
+    from mi_plateau.summaries import transition_width
+
+    cfg = with_overrides(
+        preset("tiny"),
+        {
+            "K": 5,
+            "train.ckpt_every": 50,
+            "train.ckpt_every_transition": 50,
+            "train.ckpt_every_max": 800,
+            "eval.plateau_start": 100,
+        },
+    )
+
+    def rec(step):
+        loss = LOG5 * (1.02 if step < 3600 else max(0.01, 1.02 - (step - 3550) / 400))
+        return {"step": step, "metrics": {"Lc": loss, "L_seq": loss, "swap_gap": 0.0 if step < 3000 else 0.1}}
+
+    dense = [rec(s) for s in range(0, 5001, 50)]
+    kept, shifted = kept_records(cfg, dense)
+    steps = [r["step"] for r in kept]
+    # 50-step spacing to 800 (an eighth of the step, in whole 50s, is 50), then the eighth caps
+    # the doubling: 100 from 800, 150 from 1,200
+    assert steps[:17] == list(range(0, 801, 50))
+    assert steps[17:22] == [900, 1000, 1100, 1200, 1350]
+    assert shifted == 0 and set(steps) <= {r["step"] for r in dense}
+    gaps = [b - a for a, b in zip(steps, steps[1:])]
+    assert max(gaps) <= 800 and all(g <= max(50, a // 8) for a, g in zip(steps, gaps))
+    assert [s for s in steps if s >= 3200] == [s for s in range(3200, 5001, 50)]  # dense after the gap rose
+    assert len(kept) < len(dense)
+    curve = lambda rs: ([r["step"] for r in rs], [r["metrics"]["L_seq"] for r in rs])
+    assert transition_width(*curve(kept), LOG5) == transition_width(*curve(dense), LOG5) == (3550, 3950, 400)
