@@ -44,15 +44,17 @@ def sampled_tau(
 
 
 def guard_check(
-    run: str | os.PathLike | Run, *, subset: int = 20, z: float = 5.0, progress: bool = False
+    run: str | os.PathLike | Run, *, subset: int = 20, z: float = 5.0, progress: bool = False, first_token: bool = False
 ) -> dict[str, Any]:
     """Does the guarded evaluation subset (``eval.seq_subset``) keep every tau of this run exact?
     Every checkpoint scored in full, the subset's scheme replayed on the same numbers, each
-    reported crossing and the width from both (``passes.guard``)."""
+    reported crossing and the width from both (``passes.guard``); ``first_token``: with the
+    first-token losses on the stages too (``eval.guard_first_token``)."""
     from .passes.guard import guard_check as check
     from .summaries import nan_to_none
 
-    return nan_to_none(check(run if isinstance(run, Run) else Run(run), subset=subset, z=z, progress=progress))
+    run = run if isinstance(run, Run) else Run(run)
+    return nan_to_none(check(run, subset=subset, z=z, progress=progress, first_token=first_token))
 
 
 def spacing_check(run: str | os.PathLike | Run, *, ckpt_every_max: int) -> dict[str, Any]:

@@ -181,6 +181,11 @@ def add_summary(sub) -> None:
         "and widths the full-set ones? (--json writes the whole comparison)",
     )
     s.add_argument(
+        "--first-token",
+        action="store_true",
+        help="with --guard-check: replay eval.guard_first_token too (the first-token losses on the guard's stages)",
+    )
+    s.add_argument(
         "--spacing-check",
         type=_positive_int,
         default=None,

@@ -6,7 +6,8 @@ when every group is scored; with ``eval.seq_subset`` (``metrics.EvalGuard``) a c
 L_seq on a first stage of groups, and more stages only where a threshold the run reads is near.
 This section times, on the paper model at each K, alternated with the training step (ABBA, medians): the step; the
 evaluation with every group scored ("full"); with the subset where the guard stays quiet
-("subset"); where it goes to the last stage ("fired": every group); the first-token
+("subset"); the same with the first-token losses on the subset too ("subset_both":
+``eval.guard_first_token``); where it goes to the last stage ("fired": every group); the first-token
 family alone (every position of every group, what an unguarded checkpoint computes besides
 L_seq); and the first-token losses alone ("losses_A1": the packs up to the position that predicts
 A1, what a guarded checkpoint computes on every group). Each is reported as a share of the
@@ -23,7 +24,7 @@ from ..config import preset, with_overrides
 from .fast import make_candidate
 from .timing import alternate
 
-KINDS = ("full", "subset", "fired", "first_token", "losses_A1")
+KINDS = ("full", "subset", "subset_both", "fired", "first_token", "losses_A1")
 
 
 def bench_eval_share(
@@ -48,6 +49,7 @@ def bench_eval_share(
         ev = make_eval_set(make_task(cfg.task), cfg.eval)
         g = eval_guard(cfg, ev, cfg.eval.seq_plateau_end + 1)
         quiet = EvalGuard(g.order, g.first, (), cfg.eval.seq_guard)  # no threshold near: the first stage only
+        quiet_both = EvalGuard(g.order, g.first, (), cfg.eval.seq_guard, first_token=True)
         fired = EvalGuard(g.order, g.first, g.thresholds, cfg.eval.seq_guard, force=True)  # every group
         with torch.no_grad():
             evaluate(model, ev, guard=quiet)  # the packing is built once, outside the timing
@@ -55,6 +57,7 @@ def bench_eval_share(
             "step": step,
             "full": lambda: evaluate(model, ev),
             "subset": lambda: evaluate(model, ev, guard=quiet),
+            "subset_both": lambda: evaluate(model, ev, guard=quiet_both),
             "fired": lambda: evaluate(model, ev, guard=fired),
             "first_token": lambda: evaluate(model, ev, sequence=False),
             "losses_A1": lambda: first_token_losses(model, ev),

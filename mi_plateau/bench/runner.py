@@ -243,20 +243,25 @@ def to_markdown(res: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:.1f}%"  # a snapshot from before the column existed
+
+
 def _eval_lines(rows: list[dict[str, Any]]) -> list[str]:
     lines = [
         "",
         "**Evaluation as a share of training** (paper model; seconds of `evaluate` / (50 x seconds per step); "
         f"subset: {rows[0]['subset']} of the evaluation groups)",
         "",
-        "| K | strings (all groups) | s / step | full | subset (guard quiet) | guard fired | first token only "
-        "| first-token losses (A1 only) |",
-        "|---|---|---|---|---|---|---|---|",
+        "| K | strings (all groups) | s / step | full | subset (guard quiet) | subset, both families "
+        "(guard_first_token, quiet) | guard fired | first token only | first-token losses (A1 only) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
             f"| {r['K']} | {r['strings_full']} | {r['s_per_step']:.3f} | {100 * r['full_share']:.1f}% | "
-            f"{100 * r['subset_share']:.1f}% | {100 * r['fired_share']:.1f}% | {100 * r['first_token_share']:.1f}% | "
+            f"{100 * r['subset_share']:.1f}% | {_pct(r.get('subset_both_share'))} | {100 * r['fired_share']:.1f}% | "
+            f"{100 * r['first_token_share']:.1f}% | "
             f"{100 * r['losses_A1_share']:.1f}% |"
         )
     return lines

@@ -113,6 +113,10 @@ def cmd_summary(args) -> int:
     if given and not args.sampled_tau:
         raise ValueError(f"--{next(iter(given)).replace('_', '-')} applies to --sampled-tau only")
     s = summary(args.run)
+    if args.first_token and not args.guard_check:
+        raise ValueError("--first-token applies to --guard-check only")
+    if args.guard_check and args.spacing_check:
+        raise ValueError("--guard-check and --spacing-check are two checks: run one at a time")
     if args.guard_check:
         return print_guard_check(args)
     if args.spacing_check:
@@ -141,13 +145,15 @@ def print_guard_check(args) -> int:
     """``summary --guard-check N``: the guarded subset's taus and widths against the full set's."""
     from ..api import guard_check
 
-    g = guard_check(args.run, subset=args.guard_check, progress=not args.json and sys.stderr.isatty())
+    progress = not args.json and sys.stderr.isatty()
+    g = guard_check(args.run, subset=args.guard_check, progress=progress, first_token=args.first_token)
     if args.json:
         print(json.dumps(g, indent=2))
         return 0
+    both = ", both families" if g["first_token"] else ""
     print(
         f"run: {args.run}: {g['checkpoints']} checkpoints scored in full; the guard ({g['subset']} of "
-        f"{g['eval_groups']} groups, z = {g['z']}) scored every group at {g['scored_all']} of them "
+        f"{g['eval_groups']} groups, z = {g['z']}{both}) scored every group at {g['scored_all']} of them "
         f"({100 * g['share_scored']:.0f}% of the strings); every crossing and the width equal: {g['all_equal']}"
     )
     for c in g["crossings"]:

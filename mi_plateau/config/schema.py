@@ -281,6 +281,13 @@ class EvalConfig:
     seq_guard: float = setting(
         5.0, help="the guard's margin, in standard errors", bounds=Bounds(gt=0), note="standard errors"
     )
+    guard_first_token: bool = setting(
+        False,
+        help="with seq_subset: the first-token losses (Lc, L1, the candidate mass, the swap gap) on the guard's "
+        "stages too, which then also go on while Lc lies within seq_guard standard errors of a threshold the run "
+        "still reads (the fractions of log K of the paper family, and converge_Lc) or the swap gap within them of "
+        "QUIET_GAP or 0.1 nats (the spacing's and the dissipation window's); off: every group at every checkpoint",
+    )
     width_hi: float = setting(
         0.95,
         help="the transition width (the original's clock for Tables 4 and 8 and the learning-rate sweep): "

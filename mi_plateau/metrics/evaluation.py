@@ -154,9 +154,11 @@ def _guarded(W: Weights, ev: EvalSet, batch: int, guard: EvalGuard) -> dict[str,
     on the guard's stages of groups, each stage's new groups as an evaluation set of their own
     (``EvalSet.subset``, cached), until the guard is decided."""
     K, N_groups = ev.task.cfg.K, ev.n_groups
-    Lc, L1, mass, swap = _first_token(W, ev, _packing(ev), batch)
-    correct, full, rows, scores, own = [], 0.0, 0, [], []
+    if not guard.first_token:
+        Lc, L1, mass, swap = _first_token(W, ev, _packing(ev), batch)
+    correct, full, rows, scores, own, first = [], 0.0, 0, [], [], []
     done, se = 0, float("inf")
+    means = lambda x: group_means(x, K).double().cpu().numpy()
     for n in guard.stages():
         new = ev if n - done == N_groups else ev.subset(guard.order[done:n])  # all at once: the set itself
         out = _per_example(W, new, _packing(new), batch, np.ones(len(new.tokens), dtype=bool), True)
@@ -164,14 +166,24 @@ def _guarded(W: Weights, ev: EvalSet, batch: int, guard: EvalGuard) -> dict[str,
         rows += len(new.tokens)
         correct.append(out[4])
         scores.append(out[-1])
+        first.append((out[0], out[1], out[2], out[5]))
         own.append(torch.as_tensor(new.s, device=out[-1].device))
         done = n
         seq = sequence_losses(torch.cat(scores), torch.cat(own))
-        est, se = guard.estimate(group_means(seq[0], K).double().cpu().numpy(), N_groups)
-        if done >= N_groups or not guard.undecided(est, se):
+        est, se = guard.estimate(means(seq[0]), N_groups)
+        if guard.first_token:
+            Lc, L1, mass = (torch.cat([f[i] for f in first]) for i in range(3))
+            swap = torch.cat([f[3] for f in first]) if first[0][3] is not None else None
+            lc = guard.estimate(means(Lc), N_groups)
+            gap = guard.estimate(means(swap - Lc), N_groups) if swap is not None else None
+        if done >= N_groups or not (
+            guard.undecided(est, se) or (guard.first_token and guard.undecided_first_token(lc, gap))
+        ):
             break
     m = _metrics(Lc, L1, mass, full / rows, torch.cat(correct), swap, K, seq)
     m.update({"groups_scored": done, "L_seq_se": se})
+    if guard.first_token:
+        m.update({"Lc_se": lc[1], "swap_gap_se": gap[1] if gap is not None else None})
     return m
 
 

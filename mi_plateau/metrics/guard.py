@@ -1,7 +1,8 @@
 """Which groups the paper family scores at a checkpoint: exact where it matters, cheap elsewhere.
 
 The first-token losses (Lc, L1, the candidate mass, the swap gap) read only the position that
-predicts A1 and are computed on every group at every checkpoint. The paper family's L_seq costs
+predicts A1 and are computed on every group at every checkpoint, unless
+``eval.guard_first_token`` puts them on the stages too, guarded by their own thresholds. The paper family's L_seq costs
 K (K - 1) continuation strings per group, so a guarded run (``eval.seq_subset = n``) scores it
 in stages over a seeded order of the groups: the first n, then 2.5 times as many, and so on up
 to all of them, stopping at the first stage whose estimate of the full-set mean lies more than
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..config import RunConfig
+from ..config import QUIET_GAP, RunConfig
 
 STAGE_GROWTH = 2.5  # each escalation scores this many times the groups of the stage before
 
@@ -53,6 +54,10 @@ class EvalGuard:
     thresholds: tuple[float, ...]  # L_seq thresholds still active, in nats
     z: float
     force: bool = False
+    # eval.guard_first_token: the first-token losses on the stages too, guarded by these (nats)
+    first_token: bool = False
+    lc_thresholds: tuple[float, ...] = ()
+    gap_thresholds: tuple[float, ...] = ()
 
     @property
     def groups(self) -> np.ndarray:
@@ -79,11 +84,21 @@ class EvalGuard:
         sd = float(group_means.std(ddof=1))
         return float(group_means.mean()), sd / np.sqrt(n) * np.sqrt(1 - n / n_total)
 
-    def undecided(self, est: float, se: float) -> bool:
-        """True where the estimate cannot rule out the full-set value lying across an active threshold."""
+    def undecided(self, est: float, se: float, thresholds: tuple[float, ...] | None = None) -> bool:
+        """True where the estimate cannot rule out the full-set value lying across an active
+        threshold (``thresholds``, nats; default: L_seq's)."""
         if self.force or not (np.isfinite(se) and np.isfinite(est)):
             return True
-        return any(abs(est - t) <= self.z * se for t in self.thresholds)
+        return any(abs(est - t) <= self.z * se for t in (self.thresholds if thresholds is None else thresholds))
+
+    def undecided_first_token(self, lc: tuple[float, float], gap: tuple[float, float] | None) -> bool:
+        """With ``first_token``: Lc's (estimate, se) near one of its thresholds, or the swap gap's
+        near one of its own (``gap`` None: the task has no selector)."""
+        if not self.first_token:
+            return False
+        return self.undecided(*lc, self.lc_thresholds) or (
+            gap is not None and self.undecided(*gap, self.gap_thresholds)
+        )
 
 
 def active_thresholds(cfg: RunConfig, history: Sequence[float | None]) -> tuple[float, ...]:
@@ -108,21 +123,57 @@ def active_thresholds(cfg: RunConfig, history: Sequence[float | None]) -> tuple[
     return tuple(keep)
 
 
-def eval_guard(cfg: RunConfig, ev, step: int, history: Sequence[float | None] = ()) -> EvalGuard | None:
+# the swap gap (nats) above which the dissipation window starts (summaries: its first crossing)
+GAP_WINDOW = 0.1
+
+
+def gap_thresholds(cfg: RunConfig, gap_history: Sequence[float | None]) -> tuple[float, ...]:
+    """The swap-gap levels (nats) the run still reads: ``QUIET_GAP`` at every checkpoint where the
+    spacing can widen (``train.ckpt_every_max`` above ``ckpt_every``), and ``GAP_WINDOW`` until a
+    recorded gap is above it (a first crossing)."""
+    highest = max((v for v in gap_history if v is not None and np.isfinite(v)), default=-np.inf)
+    widens = cfg.train.ckpt_every_max > cfg.train.ckpt_every
+    return (QUIET_GAP,) * widens + (GAP_WINDOW,) * (not highest > GAP_WINDOW)
+
+
+def lc_thresholds(cfg: RunConfig, lc_history: Sequence[float | None]) -> tuple[float, ...]:
+    """Lc's active thresholds, fractions of log K: those of ``active_thresholds`` on Lc's own
+    record, and ``train.converge_Lc`` (the converge stop) until a recorded Lc is below it."""
+    out = active_thresholds(cfg, lc_history)
+    lowest = min((v for v in lc_history if v is not None and np.isfinite(v)), default=np.inf)
+    if not lowest < cfg.train.converge_Lc:
+        out = tuple(sorted({*out, cfg.train.converge_Lc / cfg.task.log_K}))
+    return out
+
+
+def eval_guard(
+    cfg: RunConfig,
+    ev,
+    step: int,
+    history: Sequence[float | None] = (),
+    lc_history: Sequence[float | None] = (),
+    gap_history: Sequence[float | None] = (),
+) -> EvalGuard | None:
     """The run's ``EvalGuard`` at a checkpoint (None where every group is scored anyway). The
     order is a permutation of the evaluation groups drawn by a generator seeded by
     ``eval.eval_seed`` (the same at every checkpoint); the first stage is ``eval.seq_subset``
     groups; Table 7's plateau window (``eval.seq_plateau_start..end``) is scored in full; the
-    thresholds are ``active_thresholds`` given the L_seq recorded before (``history``)."""
+    thresholds are ``active_thresholds`` given the L_seq recorded before (``history``), and with
+    ``eval.guard_first_token`` Lc's (``lc_thresholds`` given the Lc recorded before,
+    ``lc_history``) and the swap gap's (``gap_thresholds`` given ``gap_history``)."""
     n = cfg.eval.seq_subset
     if not n or n >= ev.n_groups:
         return None
     order = np.random.default_rng([cfg.eval.eval_seed, 0x5EB5]).permutation(ev.groups)
     log_K = cfg.task.log_K
+    first = cfg.eval.guard_first_token
     return EvalGuard(
         order,
         n,
         tuple(f * log_K for f in active_thresholds(cfg, history)),
         cfg.eval.seq_guard,
         force=cfg.eval.seq_plateau_start <= step <= cfg.eval.seq_plateau_end,
+        first_token=first,
+        lc_thresholds=tuple(f * log_K for f in lc_thresholds(cfg, lc_history)) if first else (),
+        gap_thresholds=gap_thresholds(cfg, gap_history) if first else (),
     )

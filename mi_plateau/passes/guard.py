@@ -31,29 +31,38 @@ FAMILY_KEYS = {"paper": "L_seq", "first_token": "Lc"}
 
 
 def _row(step: int, per_group: dict[str, np.ndarray], g: EvalGuard, groups: np.ndarray) -> dict[str, Any]:
-    """One checkpoint: the full-set means, what the guarded run records (the first-token losses
-    over every group; L_seq over the guard's stages as far as they go), how many groups the
-    paper family scored there, and the standard deviation of the full set's group means of L_seq."""
+    """One checkpoint: the full-set means, what the guarded run records (L_seq over the guard's
+    stages as far as they go; the first-token losses over every group, or with
+    ``EvalGuard.first_token`` over the same stages), how many groups it scored there, and the
+    standard deviation of the full set's group means of L_seq."""
     row: dict[str, Any] = {"step": step}
     for k, v in per_group.items():
         row[f"{k}_full"] = row[f"{k}_guarded"] = float(v.mean())
-    v = per_group["L_seq"]
     position = {int(x): i for i, x in enumerate(groups)}
     for n in g.stages():
-        est, se = g.estimate(v[[position[int(x)] for x in g.order[:n]]], len(groups))
-        if n >= len(groups) or not g.undecided(est, se):
+        at = [position[int(x)] for x in g.order[:n]]
+        est = {k: g.estimate(v[at], len(groups)) for k, v in per_group.items()}
+        gap = est.get("swap_gap") if "swap_gap" in per_group else None
+        if n >= len(groups) or not (g.undecided(*est["L_seq"]) or g.undecided_first_token(est["Lc"], gap)):
             break
-    row.update({"L_seq_guarded": est, "L_seq_se": se, "groups_scored": n, "scored_all": n >= len(groups)})
+    row.update({"L_seq_guarded": est["L_seq"][0], "L_seq_se": est["L_seq"][1], "groups_scored": n})
+    if g.first_token:
+        row.update({f"{k}_guarded": est[k][0] for k in ("Lc", "swap_gap") if k in est})
+    row["scored_all"] = n >= len(groups)
+    v = per_group["L_seq"]
     row["L_seq_group_sd"] = float(v.std(ddof=1)) if len(v) > 1 else None  # the spread a subset samples from
     return row
 
 
-def guard_check(run: str | Run, subset: int = 20, z: float = 5.0, progress: bool = False) -> dict[str, Any]:
+def guard_check(
+    run: str | Run, subset: int = 20, z: float = 5.0, progress: bool = False, first_token: bool = False
+) -> dict[str, Any]:
     """Per checkpoint (``rows``): each watched quantity's full-set mean, what the guarded subset
     records, whether the guard scored every group there; and (``crossings``) every reported
     threshold's tau in both families from both, with the widths. ``share_scored``: the groups a
     guarded run scores (the subset everywhere, plus every group where the guard fires) over those
-    of full scoring, on the checkpoints read."""
+    of full scoring, on the checkpoints read. ``first_token``: replay ``eval.guard_first_token``
+    (the first-token losses on the stages too, guarded by Lc's and the swap gap's thresholds)."""
     import torch
 
     from ..metrics import example_losses
@@ -64,7 +73,10 @@ def guard_check(run: str | Run, subset: int = 20, z: float = 5.0, progress: bool
         raise RunError(
             f"{run.path}: direction {cfg.task.direction!r} has no candidate strings; the paper's L_seq is undefined"
         )
-    cfg = replace(cfg, eval=replace(cfg.eval, seq_subset=subset, seq_guard=z, seq_max_strings=0))
+    cfg = replace(
+        cfg,
+        eval=replace(cfg.eval, seq_subset=subset, seq_guard=z, seq_max_strings=0, guard_first_token=first_token),
+    )
     K, log_K = cfg.task.K, cfg.task.log_K
     ev = run.eval_set()
     if subset >= ev.n_groups:
@@ -77,8 +89,8 @@ def guard_check(run: str | Run, subset: int = 20, z: float = 5.0, progress: bool
         with torch.no_grad():
             ex = example_losses(model, ev)
         per_group = {k: v.reshape(-1, K).mean(1).astype(np.float64) for k, v in ex.items() if np.isfinite(v).all()}
-        history = [r["L_seq_guarded"] for r in rows]
-        rows.append(_row(step, per_group, eval_guard(cfg, ev, step, history), ev.groups))
+        history = [[r.get(f"{k}_guarded") for r in rows] for k in ("L_seq", "Lc", "swap_gap")]
+        rows.append(_row(step, per_group, eval_guard(cfg, ev, step, *history), ev.groups))
         if progress:
             print(
                 f"\r{run.path.name}: step {step}, L_seq {rows[-1]['L_seq_full']:.3f}",
@@ -107,6 +119,7 @@ def guard_check(run: str | Run, subset: int = 20, z: float = 5.0, progress: bool
         "K": K,
         "subset": subset,
         "z": z,
+        "first_token": first_token,
         "eval_groups": ev.n_groups,
         "checkpoints": len(rows),
         "scored_all": n_all,

@@ -102,11 +102,11 @@ class Member:
         cfg, model = self.cfg, self.model
         wall = time.perf_counter() - self.t0 if step else 0.0
         model.eval()
-        history = [r["metrics"].get("L_seq") for r in self.records]  # what the guard's thresholds retire on
+        # what the guard's thresholds retire on
+        history = {k: [r["metrics"].get(k) for r in self.records] for k in ("L_seq", "Lc", "swap_gap")}
         t_eval = time.perf_counter()
-        metrics = evaluate(
-            model, self.ev, seq_groups=cfg.eval.seq_groups(cfg.task.K), guard=eval_guard(cfg, self.ev, step, history)
-        )
+        guard = eval_guard(cfg, self.ev, step, history["L_seq"], history["Lc"], history["swap_gap"])
+        metrics = evaluate(model, self.ev, seq_groups=cfg.eval.seq_groups(cfg.task.K), guard=guard)
         eval_s = time.perf_counter() - t_eval
         model.train()
         record = {

@@ -54,3 +54,27 @@ def test_summary_guard_check_on_the_command_line(tiny_run, run_cli):
     assert p.returncode == 0, p.stderr
     g = json.loads(p.stdout)
     assert g["subset"] == 12 and g["all_equal"] is True and len(g["rows"]) == g["checkpoints"]
+
+
+def test_first_token_guard_run_keeps_both_families_taus(tmp_path, tiny_cfg, tiny_run):
+    """``eval.guard_first_token``: the first-token losses on the guard's stages too. The run records
+    the same checkpoints and every tau and width of both families as the run scored in full; where
+    it scored every group its Lc equals the full run's; the replay scores the stages it scored."""
+    cfg = with_overrides(tiny_cfg, {"eval.seq_subset": 12, "eval.guard_first_token": True})
+    guarded = train(cfg, tmp_path / "both", progress=False)
+    full_recs, recs = Run(tiny_run.path).records(), guarded.records()
+    assert [r["step"] for r in recs] == [r["step"] for r in full_recs]
+    by_step = {r["step"]: r["metrics"] for r in full_recs}
+    partial = [r for r in recs if r["metrics"]["groups_scored"] < 48]
+    assert partial and any(r["metrics"]["Lc"] != pytest.approx(by_step[r["step"]]["Lc"], rel=1e-5) for r in partial)
+    for r in recs:
+        if r["metrics"]["groups_scored"] == 48:
+            assert r["metrics"]["Lc"] == pytest.approx(by_step[r["step"]]["Lc"], rel=1e-5, abs=1e-7)
+    a, b = Run(tiny_run.path).summary(), guarded.summary()
+    for fam in ("paper", "first_token"):
+        for k in ("tau", "t_start", "t_end", "tau_width"):
+            assert a["definitions"][fam][k] == b["definitions"][fam][k], (fam, k)
+    check = guard_check(tiny_run.path, subset=12, first_token=True)
+    assert check["all_equal"] and check["first_token"]
+    scored = {r["step"]: r["metrics"]["groups_scored"] for r in recs}
+    assert all(row["groups_scored"] == scored[row["step"]] for row in check["rows"])

@@ -123,3 +123,58 @@ def test_first_token_losses_equal_the_full_evaluation(model_and_set):
     a, b = first_token_losses(model, ev), evaluate(model, ev)
     for k in ("Lc", "L1", "cand_mass", "swap_gap"):
         assert a[k] == pytest.approx(b[k], rel=1e-5, abs=1e-7), k
+
+
+def test_first_token_guard_puts_both_families_on_the_stages(model_and_set):
+    """``eval.guard_first_token``: with no threshold near, Lc, L1, the candidate mass and the swap
+    gap are the first stage's means (equal to the plain evaluation of those groups), with Lc's
+    standard error; a threshold at the full set's Lc or swap gap takes every stage up to all
+    groups, where every value equals the plain full scoring."""
+    cfg, model, ev = model_and_set
+    full = evaluate(model, ev)
+    g = eval_guard(cfg, ev, step=10_000)
+    K = cfg.task.K
+    ex = example_losses(model, ev)
+    inside = np.isin(ev.groups, g.groups)
+    lc_groups = ex["Lc"].reshape(-1, K).mean(1)
+    gap_groups = ex["swap_gap"].reshape(-1, K).mean(1)
+    quiet = EvalGuard(g.order, 10, (), z=5.0, first_token=True)
+    m = evaluate(model, ev, guard=quiet)
+    stage = evaluate(model, ev.subset(g.groups))
+    assert m["groups_scored"] == 10
+    for k in ("Lc", "L1", "cand_mass", "swap_gap", "L_seq", "acc_mean"):
+        assert m[k] == pytest.approx(stage[k], rel=1e-5, abs=1e-7), k
+    assert m["Lc"] != pytest.approx(full["Lc"], rel=1e-4)  # the subset's value
+    assert m["Lc_se"] == pytest.approx(EvalGuard.estimate(lc_groups[inside], 40)[1], rel=1e-4)
+    assert m["swap_gap_se"] == pytest.approx(EvalGuard.estimate(gap_groups[inside], 40)[1], rel=1e-4)
+    for near in (
+        EvalGuard(g.order, 10, (), 5.0, first_token=True, lc_thresholds=(float(lc_groups.mean()),)),
+        EvalGuard(g.order, 10, (), 5.0, first_token=True, gap_thresholds=(float(gap_groups.mean()),)),
+    ):
+        m2 = evaluate(model, ev, guard=near)
+        assert m2["groups_scored"] == 40 and m2["Lc_se"] == 0.0
+        for k, v in full.items():  # the swap gap: a difference of two means near 2.5 nats, in float32
+            assert m2[k] == pytest.approx(v, rel=1e-5, abs=1e-6), k
+    # off (the default): the same thresholds leave the first-token losses on every group, one stage
+    off = evaluate(model, ev, guard=EvalGuard(g.order, 10, (), 5.0, lc_thresholds=(float(lc_groups.mean()),)))
+    assert off["groups_scored"] == 10 and off["Lc"] == pytest.approx(full["Lc"], rel=1e-5)
+
+
+def test_lc_thresholds_add_the_converge_level_and_retire_like_l_seq():
+    from mi_plateau.metrics.guard import lc_thresholds
+
+    cfg = with_overrides(preset("tiny"), {"K": 5})
+    lk = cfg.task.log_K
+    conv = cfg.train.converge_Lc / lk
+    assert set(lc_thresholds(cfg, [])) == set(active_thresholds(cfg, [])) | {conv}
+    assert set(lc_thresholds(cfg, [0.55 * lk])) == set(active_thresholds(cfg, [0.55 * lk])) | {conv}
+    assert conv not in lc_thresholds(cfg, [0.5 * cfg.train.converge_Lc])
+    on = with_overrides(cfg, {"eval.seq_subset": 10, "eval.guard_first_token": True, "n_b": 40, "eval.n_groups": 40})
+    ev = make_eval_set(make_task(on.task), on.eval)
+    g = eval_guard(on, ev, step=10_000, history=[], lc_history=[0.55 * lk])
+    assert g.first_token and g.gap_thresholds == (0.1,)  # the spacing never widens here: no quiet level
+    wide = with_overrides(on, {"train.ckpt_every_max": 4 * on.train.ckpt_every})
+    assert eval_guard(wide, ev, 10_000).gap_thresholds == (0.02, 0.1)
+    assert eval_guard(wide, ev, 10_000, gap_history=[0.01, 0.3]).gap_thresholds == (0.02,)  # 0.1 crossed
+    assert g.lc_thresholds == tuple(f * lk for f in lc_thresholds(on, [0.55 * lk]))
+    assert not eval_guard(with_overrides(on, {"eval.guard_first_token": False}), ev, 10_000).first_token
