@@ -60,10 +60,10 @@ def run_sweep(
     batch_runs = auto_batch_runs(device) if batch_runs == "auto" else batch_runs
     if backend not in BACKENDS:
         raise RunError(f"backend {backend!r}: choose one of {', '.join(BACKENDS)}")
-    runs = plan(sweep, root)
-    if only is not None:
-        keep = set(select(sweep, only)) if only else set()  # an empty list: nothing left to train
-        runs = [r for r, p in zip(runs, sweep.points) if p.name in keep]
+    # an empty list: nothing left to train; the points left out are not checked either (a smaller
+    # --max-steps than a finished run's own cap concerns that run only where it is selected)
+    keep = None if only is None else set(select(sweep, only)) if only else set()
+    runs = plan(sweep, root, keep)
     folder = sweep.folder(root)
     # the writers' rule: the sweep folder is a real folder of its own, not inside a run folder
     refuse_inside_run(folder, "sweep")

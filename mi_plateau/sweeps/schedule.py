@@ -5,7 +5,7 @@ run start from another run's weights."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 from ..checkpoints import Run, RunError
@@ -38,13 +38,18 @@ def status(path: Path) -> str:
         return "damaged"
 
 
-def plan(sweep: Sweep, root: str | Path = "checkpoints") -> list[tuple[Path, RunConfig]]:
-    """The run folders of the sweep's points; refuses (before any work) a point whose run folder
-    holds a different config, naming the settings that differ. A sweep file that only raises
-    ``max_steps`` (``config.extends``) continues its runs, as ``train --resume`` does."""
+def plan(
+    sweep: Sweep, root: str | Path = "checkpoints", names: Collection[str] | None = None
+) -> list[tuple[Path, RunConfig]]:
+    """The run folders of the sweep's points (of those named ``names`` only, where given, in the
+    sweep's order); refuses (before any work) a point whose run folder holds a different config,
+    naming the settings that differ. A sweep file that only raises ``max_steps`` (``config.extends``)
+    continues its runs, as ``train --resume`` does."""
     folder = sweep.folder(root)
     out, bad = [], []
     for p in sweep.points:
+        if names is not None and p.name not in names:
+            continue
         path = folder / p.name
         if (path / "config.json").exists():
             stored = Run(path).config()

@@ -372,3 +372,20 @@ def test_a_run_retrained_for_its_curves_is_checked_against_its_record(recorded, 
     path.write_text(json.dumps(log))
     _, _, kept = collect(sweep, root / "ck", docs)
     assert kept["retrained"]["K5"] == {"equal": True, "differences": {}, "threads": [None, threads[1]]}  # again
+
+
+def test_only_checks_the_named_points_a_smaller_cap_on_another_run_is_not_refused(recorded, tmp_path):
+    """``--only`` with a step cap below a finished run's own: the points left out are not checked
+    (their runs stay as they are), the named one trains; naming the other is still refused."""
+    sweep, root, _ = recorded
+    ck = tmp_path / "ck"
+    shutil.copytree(root / "ck" / sweep.name / "K3", ck / sweep.name / "K3")
+    before = (ck / sweep.name / "K3" / "manifest.json").read_bytes()
+    f = tmp_path / "s.toml"
+    f.write_text(TINY.replace("max_steps = 600", "max_steps = 40"))
+    small = load_sweep(f)
+    run_sweep(small, root=ck, only=["K4"], progress=False)
+    assert json.loads((ck / sweep.name / "K4" / "manifest.json").read_text())["status"] == "finished"
+    assert (ck / sweep.name / "K3" / "manifest.json").read_bytes() == before
+    with pytest.raises(RunError, match="K3: train.max_steps: stored 600, given 40"):
+        run_sweep(small, root=ck, only=["K3"], progress=False)
