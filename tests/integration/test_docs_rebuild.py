@@ -43,6 +43,7 @@ TABLES = {
     "fixed_d": ("fixed_d", "fixed_d_fit"),
     "fixed_d_noclip": ("fixed_d_noclip", "fixed_d_noclip_fit"),
     "len_z": ("table7",),
+    "batch_size": ("table1",),
     "batch_size_noclip": ("table1_noclip",),
     "seeds_init": ("seeds_init", "seeds_init_boundary", "seeds_init_vs_fixed"),
     "seeds_warmup": ("seeds_warmup", "seeds_warmup_boundary"),
