@@ -156,11 +156,17 @@ def print_guard_check(args) -> int:
         f"{g['eval_groups']} groups, z = {g['z']}{both}) scored every group at {g['scored_all']} of them "
         f"({100 * g['share_scored']:.0f}% of the strings); every crossing and the width equal: {g['all_equal']}"
     )
-    for c in g["crossings"]:
-        print(f"  {c['definition']} {c['fraction']:g} log K: full {c['tau_full']}, guarded {c['tau_guarded']}")
-    for fam, w in g["widths"].items():
-        print(f"  {fam} width (t_start, t_end, tau_width): full {w['full']}, guarded {w['guarded']}")
+    print_side_by_side(g, ("full", "guarded"))
     return 0
+
+
+def print_side_by_side(g: dict, sides: tuple[str, str]) -> None:
+    """A check's crossings and widths, each from both of its ``sides`` (the keys' suffixes)."""
+    a, b = sides
+    for c in g["crossings"]:
+        print(f"  {c['definition']} {c['fraction']:g} log K: {a} {c[f'tau_{a}']}, {b} {c[f'tau_{b}']}")
+    for fam, w in g["widths"].items():
+        print(f"  {fam} width (t_start, t_end, tau_width): {a} {w[a]}, {b} {w[b]}")
 
 
 def print_spacing_check(args) -> int:
@@ -183,10 +189,7 @@ def print_spacing_check(args) -> int:
             f"  the swap gap passed its quiet level at {g['swap_gap_rise']}, L_seq left 0.95 log K at "
             f"{g['L_seq_below_hi']}: a lead of {100 * g['lead_share']:.0f}% of that step (the spacing is at most 12.5%)"
         )
-    for c in g["crossings"]:
-        print(f"  {c['definition']} {c['fraction']:g} log K: all {c['tau_all']}, kept {c['tau_kept']}")
-    for fam, w in g["widths"].items():
-        print(f"  {fam} width (t_start, t_end, tau_width): all {w['all']}, kept {w['kept']}")
+    print_side_by_side(g, ("all", "kept"))
     return 0
 
 
