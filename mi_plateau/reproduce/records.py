@@ -191,7 +191,8 @@ def _as_point_row(rec: dict[str, Any], p: Point, legacy_ok: bool) -> dict[str, A
         return row
     if not extends(cfg, p.cfg):
         return None
-    if row["status"] == "finished" and (_int(row.get("steps")) or 0) >= cfg.train.max_steps:
+    raised = p.cfg.train.max_steps > cfg.train.max_steps  # not only another checkpoint spacing
+    if raised and row["status"] == "finished" and (_int(row.get("steps")) or 0) >= cfg.train.max_steps:
         row["status"] = "running"  # the old cap stopped it: under the new one it is partial
     return row
 

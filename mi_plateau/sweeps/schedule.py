@@ -68,9 +68,10 @@ def _raised_cap(path: Path, cfg: RunConfig) -> bool:
     """A finished run whose point now only has a larger ``max_steps``: the trainer continues it
     if the old cap stopped it (one its own rule stopped it leaves as it is)."""
     try:
-        return extends(Run(path).config(), cfg)
+        stored = Run(path).config()
     except RunError:
         return False
+    return extends(stored, cfg) and cfg.train.max_steps > stored.train.max_steps
 
 
 def work_units(

@@ -189,6 +189,10 @@ def test_a_raised_cap_keeps_runs_their_rule_stopped_and_reopens_runs_the_cap_sto
     assert all(r["source"] == "recorded" for r in rows.values())
     assert rows["K3"]["status"] == "finished" and rows["K4"]["status"] == "finished"  # their tau rule stopped them
     assert rows["K5"]["status"] == "running"  # the cap stopped it: the larger cap continues it
+    # another checkpoint-spacing maximum at the same cap: the same runs, each as it was recorded
+    f.write_text(TINY.replace("max_steps = 600", 'max_steps = 600\n"train.ckpt_every_max" = 400'))
+    spaced = {r["run"]: r for r in collect(load_sweep(f), empty, docs)[0]}
+    assert all(r["source"] == "recorded" and r["status"] == "finished" for r in spaced.values())
     f.write_text(TINY.replace("max_steps = 600", "max_steps = 600\nlr = 0.002"))
     other = load_sweep(f)
     assert {r["source"] for r in collect(other, empty, docs)[0]} == {None}  # another lr: not these runs
