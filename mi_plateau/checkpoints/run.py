@@ -237,6 +237,11 @@ class Run:
         check_manifest(m, path)
         return m
 
+    def record_files(self) -> list[dict[str, Any]]:
+        """Each checkpoint's record file, in step order: its record and costs (``wall_s``, the
+        training time before it; ``eval_s``, its evaluation's seconds)."""
+        return [read_json(self.inside(c["record_file"])) for c in self.manifest()["checkpoints"]]
+
     def records(self) -> list[dict[str, Any]]:
         """The checkpoint records (step, examples seen, metrics), in step order."""
         return [c["record"] for c in self.manifest()["checkpoints"]]

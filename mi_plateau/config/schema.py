@@ -201,8 +201,9 @@ class TrainConfig:
         0,
         bounds=NON_NEGATIVE,
         note="0: the spacing never widens",
-        help="on a quiet plateau the spacing doubles up to this (0: never wider than ckpt_every): a run that sits "
-        "100,000 steps on the plateau does not spend its time evaluating (train.next_interval)",
+        help="on a quiet plateau the spacing doubles up to this and to an eighth of the step reached (0: never wider "
+        "than ckpt_every): a run that sits 100,000 steps on the plateau does not spend its time evaluating "
+        "(train.next_interval; summary --spacing-check replays it on a dense run)",
     )
     converge_Lc: float = setting(0.05, help="Lc (nats) below which the run counts as converged", bounds=Bounds(gt=0))
     margin_steps: int = setting(200, help="keep training this long after convergence", bounds=NON_NEGATIVE)

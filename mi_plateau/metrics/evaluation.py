@@ -157,7 +157,7 @@ def _guarded(W: Weights, ev: EvalSet, batch: int, guard: EvalGuard) -> dict[str,
     if not guard.first_token:
         Lc, L1, mass, swap = _first_token(W, ev, _packing(ev), batch)
     correct, full, rows, scores, own, first = [], 0.0, 0, [], [], []
-    done, se = 0, float("inf")
+    done, se, lc, gap = 0, float("inf"), None, None
     means = lambda x: group_means(x, K).double().cpu().numpy()
     for n in guard.stages():
         new = ev if n - done == N_groups else ev.subset(guard.order[done:n])  # all at once: the set itself
@@ -176,9 +176,7 @@ def _guarded(W: Weights, ev: EvalSet, batch: int, guard: EvalGuard) -> dict[str,
             swap = torch.cat([f[3] for f in first]) if first[0][3] is not None else None
             lc = guard.estimate(means(Lc), N_groups)
             gap = guard.estimate(means(swap - Lc), N_groups) if swap is not None else None
-        if done >= N_groups or not (
-            guard.undecided(est, se) or (guard.first_token and guard.undecided_first_token(lc, gap))
-        ):
+        if done >= N_groups or not (guard.undecided(est, se) or guard.undecided_first_token(lc, gap)):
             break
     m = _metrics(Lc, L1, mass, full / rows, torch.cat(correct), swap, K, seq)
     m.update({"groups_scored": done, "L_seq_se": se})

@@ -42,8 +42,9 @@ def _row(step: int, per_group: dict[str, np.ndarray], g: EvalGuard, groups: np.n
     for n in g.stages():
         at = [position[int(x)] for x in g.order[:n]]
         est = {k: g.estimate(v[at], len(groups)) for k, v in per_group.items()}
-        gap = est.get("swap_gap") if "swap_gap" in per_group else None
-        if n >= len(groups) or not (g.undecided(*est["L_seq"]) or g.undecided_first_token(est["Lc"], gap)):
+        if n >= len(groups) or not (
+            g.undecided(*est["L_seq"]) or g.undecided_first_token(est["Lc"], est.get("swap_gap"))
+        ):
             break
     row.update({"L_seq_guarded": est["L_seq"][0], "L_seq_se": est["L_seq"][1], "groups_scored": n})
     if g.first_token:

@@ -2,7 +2,8 @@
 a densely checkpointed run's records.
 
 ``train.ckpt_every_max`` lets a run that sits on a quiet plateau double its spacing up to that
-maximum, and return to ``ckpt_every`` when a loss or the swap gap moves. The width's t_start is
+maximum and to an eighth of the step reached, and return to ``ckpt_every`` when a loss or the
+swap gap moves. The width's t_start is
 the last evaluation above 0.95 log K, so a spacing that is still wide when the loss leaves the
 plateau would move it. The replay walks the dense run's records as a run with the wider maximum
 would have visited them (each next checkpoint from the records it kept), and reports every
@@ -24,8 +25,7 @@ from ..checkpoints import Run, RunError
 from ..config import QUIET_GAP, SPACING_HI, RunConfig
 from ..summaries import tau, transition_width
 from ..train.rules import next_interval
-
-FAMILY_KEYS = {"paper": "L_seq", "first_token": "Lc"}
+from .guard import FAMILY_KEYS
 
 
 def kept_records(cfg: RunConfig, records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
@@ -86,7 +86,10 @@ def spacing_check(run: str | Run, ckpt_every_max: int) -> dict[str, Any]:
     # the warning the rule relies on: the swap gap's rise ahead of the loss's fall
     gap_up = next((r["step"] for r in records if (r["metrics"].get("swap_gap") or 0.0) >= QUIET_GAP), None)
     left = tau_all["paper"].get(SPACING_HI)
-    eval_s = [r.get("eval_s") for r in _record_files(run)]
+    try:
+        eval_s = [f.get("eval_s") for f in run.record_files()]
+    except (ValueError, KeyError, OSError, RunError):
+        eval_s = []
     share = None
     if eval_s and None not in eval_s and sum(eval_s) > 0:
         kept_steps = {r["step"] for r in kept}
@@ -110,13 +113,3 @@ def spacing_check(run: str | Run, ckpt_every_max: int) -> dict[str, Any]:
         and all(w["all"] == w["kept"] for w in widths.values()),
         "kept_steps": [r["step"] for r in kept],
     }
-
-
-def _record_files(run: Run) -> list[dict[str, Any]]:
-    """Each checkpoint's record file (it holds ``eval_s``); empty where one cannot be read."""
-    from ..checkpoints.files import read_json
-
-    try:
-        return [read_json(run.inside(c["record_file"])) for c in run.manifest()["checkpoints"]]
-    except (ValueError, KeyError, OSError, RunError):
-        return []

@@ -81,7 +81,7 @@ def run_costs(run: Run) -> dict[str, float | int | None]:
     trainer shares its process's wall time with the other runs in it, so its share reads low."""
     out: dict[str, float | int | None] = {"wall_s": None, "eval_s": None, "eval_share": None, "checkpoints": 0}
     try:
-        files = [read_json(run.inside(c["record_file"])) for c in run.manifest()["checkpoints"]]
+        files = run.record_files()
         out["checkpoints"] = len(files)
         out["wall_s"] = float(files[-1]["wall_s"])
         ev = [float(f["eval_s"]) for f in files]
