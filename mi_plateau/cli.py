@@ -186,6 +186,14 @@ def add_summary(sub) -> None:
         help="with --guard-check: replay eval.guard_first_token too (the first-token losses on the guard's stages)",
     )
     s.add_argument(
+        "--guard-rows",
+        type=_positive_int,
+        default=None,
+        metavar="M",
+        help="with --guard-check: replay eval.seq_rows = M too (L_seq on M seeded rows of each group on the stages "
+        "short of every group)",
+    )
+    s.add_argument(
         "--spacing-check",
         type=_positive_int,
         default=None,

@@ -47,6 +47,7 @@ NON_NEGATIVE = (
     "L_seq_se",
     "Lc_se",
     "swap_gap_se",
+    "L_seq_rows",
 )
 
 

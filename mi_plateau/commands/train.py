@@ -115,6 +115,8 @@ def cmd_summary(args) -> int:
     s = summary(args.run)
     if args.first_token and not args.guard_check:
         raise ValueError("--first-token applies to --guard-check only")
+    if args.guard_rows and not args.guard_check:
+        raise ValueError("--guard-rows applies to --guard-check only")
     if args.guard_check and args.spacing_check:
         raise ValueError("--guard-check and --spacing-check are two checks: run one at a time")
     if args.guard_check:
@@ -146,15 +148,24 @@ def print_guard_check(args) -> int:
     from ..api import guard_check
 
     progress = not args.json and sys.stderr.isatty()
-    g = guard_check(args.run, subset=args.guard_check, progress=progress, first_token=args.first_token)
+    g = guard_check(
+        args.run,
+        subset=args.guard_check,
+        progress=progress,
+        first_token=args.first_token,
+        seq_rows=args.guard_rows or 0,
+    )
     if args.json:
         print(json.dumps(g, indent=2))
         return 0
-    both = ", both families" if g["first_token"] else ""
+    both = (", both families" if g["first_token"] else "") + (
+        f", {g['seq_rows']} of {g['K']} rows per group" if g["seq_rows"] < g["K"] else ""
+    )
     print(
         f"run: {args.run}: {g['checkpoints']} checkpoints scored in full; the guard ({g['subset']} of "
         f"{g['eval_groups']} groups, z = {g['z']}{both}) scored every group at {g['scored_all']} of them "
-        f"({100 * g['share_scored']:.0f}% of the strings); every crossing and the width equal: {g['all_equal']}"
+        f"({100 * g['share_scored']:.0f}% of the groups, {100 * g['share_rows_scored']:.0f}% of the strings); "
+        f"every crossing and the width equal: {g['all_equal']}"
     )
     print_side_by_side(g, ("full", "guarded"))
     return 0

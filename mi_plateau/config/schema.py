@@ -279,6 +279,15 @@ class EvalConfig:
         "first-token losses (Lc, L1, the swap gap) always on every group, exact match and the full target loss on the "
         "stages' groups; 0 scores every group at every checkpoint",
     )
+    seq_rows: int = setting(
+        0,
+        bounds=NON_NEGATIVE,
+        note="0 = all K rows",
+        help="with seq_subset: L_seq on this many seeded rows (selectors) of each group on the guard's stages short "
+        "of every group (two-stage sampling: the standard error from the spread of the groups' row means, without "
+        "the finite-population factor, an upper bound in expectation); the last stage still scores every row of "
+        "every group; a K above it scores every row",
+    )
     seq_guard: float = setting(
         5.0, help="the guard's margin, in standard errors", bounds=Bounds(gt=0), note="standard errors"
     )

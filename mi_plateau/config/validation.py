@@ -87,6 +87,11 @@ def _check_across(cfg: RunConfig) -> None:
             f"eval.seq_plateau_start={ev.seq_plateau_start}, eval.seq_plateau_end={ev.seq_plateau_end}: "
             "need 0 <= start < end"
         )
+    if ev.seq_rows and not ev.seq_subset:
+        raise ConfigError(
+            f"eval.seq_rows={ev.seq_rows} without eval.seq_subset: the rows are sampled on the guard's stages only; "
+            "set eval.seq_subset too"
+        )
     if ev.seq_subset and ev.seq_max_strings:
         raise ConfigError(
             f"eval.seq_subset={ev.seq_subset} and eval.seq_max_strings={ev.seq_max_strings}: choose one "

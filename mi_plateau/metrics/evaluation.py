@@ -152,25 +152,33 @@ def _guarded(W: Weights, ev: EvalSet, batch: int, guard: EvalGuard) -> dict[str,
     swap gap) come from the packs' nodes up to the position that predicts A1 (``_first_token``);
     the paper family, and what reads the whole target (exact match, the full target loss), run
     on the guard's stages of groups, each stage's new groups as an evaluation set of their own
-    (``EvalSet.subset``, cached), until the guard is decided."""
+    (``EvalSet.subset``, cached), until the guard is decided. With ``EvalGuard.row_mask`` L_seq
+    scores only those rows of a stage's groups, and a stage that reaches every group scores the
+    whole set afresh (every row), so the last stage is the plain full scoring."""
     K, N_groups = ev.task.cfg.K, ev.n_groups
+    m = guard.rows_per_group or K
     if not guard.first_token:
         Lc, L1, mass, swap = _first_token(W, ev, _packing(ev), batch)
     correct, full, rows, scores, own, first = [], 0.0, 0, [], [], []
     done, se, lc, gap = 0, float("inf"), None, None
-    means = lambda x: group_means(x, K).double().cpu().numpy()
+    means = lambda x, k=K: group_means(x, k).double().cpu().numpy()
     for n in guard.stages():
-        new = ev if n - done == N_groups else ev.subset(guard.order[done:n])  # all at once: the set itself
-        out = _per_example(W, new, _packing(new), batch, np.ones(len(new.tokens), dtype=bool), True)
+        whole = n == N_groups and (n - done == N_groups or m < K)  # the set itself, every row
+        if whole:
+            correct, full, rows, scores, own, first, m = [], 0.0, 0, [], [], [], K
+        new = ev if whole else ev.subset(guard.order[done:n])
+        score = np.ones(len(new.tokens), dtype=bool) if m == K else guard.row_mask[np.isin(ev.g, new.groups)]
+        out = _per_example(W, new, _packing(new), batch, score, True)
         full += out[3] * len(new.tokens)
         rows += len(new.tokens)
         correct.append(out[4])
-        scores.append(out[-1])
+        picked = torch.as_tensor(score, device=out[-1].device)
+        scores.append(out[-1][picked])
         first.append((out[0], out[1], out[2], out[5]))
-        own.append(torch.as_tensor(new.s, device=out[-1].device))
+        own.append(torch.as_tensor(new.s[score], device=out[-1].device))
         done = n
         seq = sequence_losses(torch.cat(scores), torch.cat(own))
-        est, se = guard.estimate(means(seq[0]), N_groups)
+        est, se = guard.estimate(means(seq[0], m), N_groups, rows_sampled=m < K)
         if guard.first_token:
             Lc, L1, mass = (torch.cat([f[i] for f in first]) for i in range(3))
             swap = torch.cat([f[3] for f in first]) if first[0][3] is not None else None
@@ -178,11 +186,11 @@ def _guarded(W: Weights, ev: EvalSet, batch: int, guard: EvalGuard) -> dict[str,
             gap = guard.estimate(means(swap - Lc), N_groups) if swap is not None else None
         if done >= N_groups or not (guard.undecided(est, se) or guard.undecided_first_token(lc, gap)):
             break
-    m = _metrics(Lc, L1, mass, full / rows, torch.cat(correct), swap, K, seq)
-    m.update({"groups_scored": done, "L_seq_se": se})
+    metrics = _metrics(Lc, L1, mass, full / rows, torch.cat(correct), swap, K, seq, seq_rows=m)
+    metrics.update({"groups_scored": done, "L_seq_se": se, "L_seq_rows": int(len(seq[0]))})
     if guard.first_token:
-        m.update({"Lc_se": lc[1], "swap_gap_se": gap[1] if gap is not None else None})
-    return m
+        metrics.update({"Lc_se": lc[1], "swap_gap_se": gap[1] if gap is not None else None})
+    return metrics
 
 
 @torch.no_grad()
@@ -308,18 +316,22 @@ def prefix_kv_of(
     return [tuple(t.transpose(1, 2)[p, nodes].transpose(1, 2) for t in layer) for layer in kv]
 
 
-def _metrics(Lc, L1, mass, full, correct, swap, K, seq=None) -> dict[str, Any]:
+def _metrics(Lc, L1, mass, full, correct, swap, K, seq=None, seq_rows: int | None = None) -> dict[str, Any]:
     """The checkpoint's means. ``seq``: (per-row L_seq, candidate-correct) of the scored rows
-    (whole groups, group-major), or, straight from ``_per_example``, its score matrix with NaN
-    rows for the groups left unscored (the first n groups scored: the older cap)."""
+    (``seq_rows`` of each group, default all K, group-major), or, straight from ``_per_example``,
+    its score matrix with NaN rows for the groups left unscored (the first n groups scored: the
+    older cap). Where fewer than K rows of a group are scored the paper family's group shares
+    (>= 80%, 100%) are not estimated (NaN): a share of a few rows is not the group's."""
     if isinstance(seq, Tensor):  # a score matrix: the scored rows are a prefix of whole groups
         rows = ~seq.isnan().any(1)
         own = torch.arange(len(rows), device=seq.device) % K
         seq = sequence_losses(seq[rows], own[rows]) if rows.any() else None
     paper = {
         "L_seq": seq[0].mean().item() if seq is not None else float("nan"),
-        **accuracy_stats(group_accuracy(seq[1], K) if seq is not None else None, "paper"),
+        **accuracy_stats(group_accuracy(seq[1], K) if seq is not None and (seq_rows or K) == K else None, "paper"),
     }
+    if seq is not None and (seq_rows or K) < K:
+        paper[definition("paper").acc_mean] = seq[1].float().mean().item()
     swap_gap = (swap.mean().item() - Lc.mean().item()) if swap is not None else float("nan")
     return {
         **paper,

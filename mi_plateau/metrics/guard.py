@@ -58,6 +58,16 @@ class EvalGuard:
     first_token: bool = False
     lc_thresholds: tuple[float, ...] = ()
     gap_thresholds: tuple[float, ...] = ()
+    # eval.seq_rows: over the evaluation set's rows, those L_seq scores on the stages short of all
+    # groups (the same number in every group); None: every row
+    row_mask: np.ndarray | None = None
+
+    @property
+    def rows_per_group(self) -> int | None:
+        """Rows of each group L_seq scores on a stage short of every group (None: all of them)."""
+        if self.row_mask is None:
+            return None
+        return int(self.row_mask.sum()) // len(self.order)
 
     @property
     def groups(self) -> np.ndarray:
@@ -76,13 +86,19 @@ class EvalGuard:
         return sizes
 
     @staticmethod
-    def estimate(group_means: np.ndarray, n_total: int) -> tuple[float, float]:
-        """(mean, standard error) of the full-set mean from a subset's group means."""
+    def estimate(group_means: np.ndarray, n_total: int, rows_sampled: bool = False) -> tuple[float, float]:
+        """(mean, standard error) of the full-set mean from a subset's group means. With
+        ``rows_sampled`` each mean is over a seeded sample of the group's rows (two-stage
+        sampling): the spread of those means then carries the within-group sampling error too,
+        and the finite-population factor is left out, so the squared standard error is at least
+        the estimator's variance in expectation (Cochran's two-stage bound); a full stage is never
+        row-sampled."""
         n = len(group_means)
-        if n < 2 or n >= n_total:
+        if n < 2 or (n >= n_total and not rows_sampled):
             return float(group_means.mean()), 0.0 if n >= n_total else float("inf")
         sd = float(group_means.std(ddof=1))
-        return float(group_means.mean()), sd / np.sqrt(n) * np.sqrt(1 - n / n_total)
+        fpc = 1.0 if rows_sampled else np.sqrt(1 - n / n_total)
+        return float(group_means.mean()), sd / np.sqrt(n) * fpc
 
     def undecided(self, est: float, se: float, thresholds: tuple[float, ...] | None = None) -> bool:
         """True where the estimate cannot rule out the full-set value lying across an active
@@ -166,6 +182,13 @@ def eval_guard(
         return None
     order = np.random.default_rng([cfg.eval.eval_seed, 0x5EB5]).permutation(ev.groups)
     log_K = cfg.task.log_K
+    K, m = cfg.task.K, cfg.eval.seq_rows
+    row_mask = None
+    if 0 < m < K:  # m seeded rows of each group, drawn once per run (rows are group-major)
+        pick = np.random.default_rng([cfg.eval.eval_seed, 0x5EB5, 1]).random((ev.n_groups, K)).argsort(1)[:, :m]
+        row_mask = np.zeros((ev.n_groups, K), dtype=bool)
+        row_mask[np.arange(ev.n_groups)[:, None], pick] = True
+        row_mask = row_mask.ravel()
     first = cfg.eval.guard_first_token
     return EvalGuard(
         order,
@@ -176,4 +199,5 @@ def eval_guard(
         first_token=first,
         lc_thresholds=tuple(f * log_K for f in lc_thresholds(cfg, lc_history)) if first else (),
         gap_thresholds=gap_thresholds(cfg, gap_history) if first else (),
+        row_mask=row_mask,
     )

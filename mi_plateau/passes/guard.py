@@ -30,11 +30,15 @@ from ..summaries import tau, transition_width
 FAMILY_KEYS = {"paper": "L_seq", "first_token": "Lc"}
 
 
-def _row(step: int, per_group: dict[str, np.ndarray], g: EvalGuard, groups: np.ndarray) -> dict[str, Any]:
+def _row(
+    step: int, per_group: dict[str, np.ndarray], g: EvalGuard, groups: np.ndarray, sampled: np.ndarray | None = None
+) -> dict[str, Any]:
     """One checkpoint: the full-set means, what the guarded run records (L_seq over the guard's
     stages as far as they go; the first-token losses over every group, or with
     ``EvalGuard.first_token`` over the same stages), how many groups it scored there, and the
-    standard deviation of the full set's group means of L_seq."""
+    standard deviation of the full set's group means of L_seq. ``sampled``: each group's L_seq
+    mean over the guard's sampled rows (``EvalGuard.row_mask``), what a stage short of every
+    group reads."""
     row: dict[str, Any] = {"step": step}
     for k, v in per_group.items():
         row[f"{k}_full"] = row[f"{k}_guarded"] = float(v.mean())
@@ -42,6 +46,8 @@ def _row(step: int, per_group: dict[str, np.ndarray], g: EvalGuard, groups: np.n
     for n in g.stages():
         at = [position[int(x)] for x in g.order[:n]]
         est = {k: g.estimate(v[at], len(groups)) for k, v in per_group.items()}
+        if sampled is not None and n < len(groups):
+            est["L_seq"] = g.estimate(sampled[at], len(groups), rows_sampled=True)
         if n >= len(groups) or not (
             g.undecided(*est["L_seq"]) or g.undecided_first_token(est["Lc"], est.get("swap_gap"))
         ):
@@ -56,14 +62,21 @@ def _row(step: int, per_group: dict[str, np.ndarray], g: EvalGuard, groups: np.n
 
 
 def guard_check(
-    run: str | Run, subset: int = 20, z: float = 5.0, progress: bool = False, first_token: bool = False
+    run: str | Run,
+    subset: int = 20,
+    z: float = 5.0,
+    progress: bool = False,
+    first_token: bool = False,
+    seq_rows: int = 0,
 ) -> dict[str, Any]:
     """Per checkpoint (``rows``): each watched quantity's full-set mean, what the guarded subset
     records, whether the guard scored every group there; and (``crossings``) every reported
     threshold's tau in both families from both, with the widths. ``share_scored``: the groups a
     guarded run scores (the subset everywhere, plus every group where the guard fires) over those
     of full scoring, on the checkpoints read. ``first_token``: replay ``eval.guard_first_token``
-    (the first-token losses on the stages too, guarded by Lc's and the swap gap's thresholds)."""
+    (the first-token losses on the stages too, guarded by Lc's and the swap gap's thresholds);
+    ``seq_rows``: replay ``eval.seq_rows`` (L_seq on that many seeded rows of each group on the
+    stages short of every group)."""
     import torch
 
     from ..metrics import example_losses
@@ -76,7 +89,14 @@ def guard_check(
         )
     cfg = replace(
         cfg,
-        eval=replace(cfg.eval, seq_subset=subset, seq_guard=z, seq_max_strings=0, guard_first_token=first_token),
+        eval=replace(
+            cfg.eval,
+            seq_subset=subset,
+            seq_guard=z,
+            seq_max_strings=0,
+            guard_first_token=first_token,
+            seq_rows=seq_rows,
+        ),
     )
     K, log_K = cfg.task.K, cfg.task.log_K
     ev = run.eval_set()
@@ -91,7 +111,12 @@ def guard_check(
             ex = example_losses(model, ev)
         per_group = {k: v.reshape(-1, K).mean(1).astype(np.float64) for k, v in ex.items() if np.isfinite(v).all()}
         history = [[r.get(f"{k}_guarded") for r in rows] for k in ("L_seq", "Lc", "swap_gap")]
-        rows.append(_row(step, per_group, eval_guard(cfg, ev, step, *history), ev.groups))
+        g = eval_guard(cfg, ev, step, *history)
+        sampled = None
+        if g is not None and g.row_mask is not None:
+            mask = g.row_mask.reshape(-1, K)
+            sampled = (ex["L_seq"].reshape(-1, K) * mask).sum(1).astype(np.float64) / mask.sum(1)
+        rows.append(_row(step, per_group, g, ev.groups, sampled))
         if progress:
             print(
                 f"\r{run.path.name}: step {step}, L_seq {rows[-1]['L_seq_full']:.3f}",
@@ -121,6 +146,11 @@ def guard_check(
         "subset": subset,
         "z": z,
         "first_token": first_token,
+        "seq_rows": seq_rows if 0 < seq_rows < K else K,
+        "share_rows_scored": sum(
+            r["groups_scored"] * K if r["scored_all"] else r["groups_scored"] * min(seq_rows or K, K) for r in rows
+        )
+        / (len(rows) * ev.n_groups * K),
         "eval_groups": ev.n_groups,
         "checkpoints": len(rows),
         "scored_all": n_all,

@@ -78,3 +78,23 @@ def test_first_token_guard_run_keeps_both_families_taus(tmp_path, tiny_cfg, tiny
     assert check["all_equal"] and check["first_token"]
     scored = {r["step"]: r["metrics"]["groups_scored"] for r in recs}
     assert all(row["groups_scored"] == scored[row["step"]] for row in check["rows"])
+
+
+def test_row_sampled_guard_run_keeps_every_tau(tmp_path, tiny_cfg, tiny_run):
+    """``eval.seq_rows``: L_seq on two rows of each group on the stages short of every group. The
+    run records the same checkpoints, taus and widths as the run scored in full; the replay scores
+    the stages it scored and reads fewer strings than the groups it scored."""
+    cfg = with_overrides(tiny_cfg, {"eval.seq_subset": 12, "eval.seq_rows": 2})
+    guarded = train(cfg, tmp_path / "rows", progress=False)
+    full_recs, recs = Run(tiny_run.path).records(), guarded.records()
+    assert [r["step"] for r in recs] == [r["step"] for r in full_recs]
+    assert any(r["metrics"]["L_seq_rows"] == 24 for r in recs)  # 12 groups x 2 rows somewhere
+    a, b = Run(tiny_run.path).summary(), guarded.summary()
+    for fam in ("paper", "first_token"):
+        for k in ("tau", "t_start", "t_end", "tau_width"):
+            assert a["definitions"][fam][k] == b["definitions"][fam][k], (fam, k)
+    check = guard_check(tiny_run.path, subset=12, seq_rows=2)
+    assert check["all_equal"] and check["seq_rows"] == 2
+    assert check["share_rows_scored"] < check["share_scored"]
+    scored = {r["step"]: r["metrics"]["groups_scored"] for r in recs}
+    assert all(row["groups_scored"] == scored[row["step"]] for row in check["rows"])

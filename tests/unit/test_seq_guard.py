@@ -178,3 +178,53 @@ def test_lc_thresholds_add_the_converge_level_and_retire_like_l_seq():
     assert eval_guard(wide, ev, 10_000, gap_history=[0.01, 0.3]).gap_thresholds == (0.02,)  # 0.1 crossed
     assert g.lc_thresholds == tuple(f * lk for f in lc_thresholds(on, [0.55 * lk]))
     assert not eval_guard(with_overrides(on, {"eval.guard_first_token": False}), ev, 10_000).first_token
+
+
+def test_row_sampled_standard_error_drops_the_finite_population_factor():
+    m = np.array([1.0, 2.0, 3.0, 4.0])
+    est, se = EvalGuard.estimate(m, 8, rows_sampled=True)
+    assert est == 2.5 and se == pytest.approx(np.std(m, ddof=1) / 2)
+    # every group but only some of its rows: still an estimate, not the exact mean
+    assert EvalGuard.estimate(m, 4, rows_sampled=True)[1] == pytest.approx(np.std(m, ddof=1) / 2)
+
+
+def test_seq_rows_picks_the_same_rows_of_each_group_at_every_checkpoint():
+    cfg = with_overrides(
+        preset("tiny"), {"K": 5, "n_b": 40, "eval.n_groups": 40, "eval.seq_subset": 10, "eval.seq_rows": 2}
+    )
+    ev = make_eval_set(make_task(cfg.task), cfg.eval)
+    g = eval_guard(cfg, ev, step=10_000)
+    mask = g.row_mask.reshape(-1, 5)
+    assert g.rows_per_group == 2 and (mask.sum(1) == 2).all()
+    assert len({tuple(r) for r in mask}) > 1  # drawn per group, not the same selectors everywhere
+    assert np.array_equal(g.row_mask, eval_guard(cfg, ev, step=20_000).row_mask)
+    assert eval_guard(with_overrides(cfg, {"eval.seq_rows": 5}), ev, 10_000).row_mask is None  # all K rows
+    with pytest.raises(ConfigError, match="eval.seq_rows=3 without eval.seq_subset"):
+        validate(with_overrides(preset("tiny"), {"eval.seq_rows": 3}))
+
+
+def test_row_sampled_guard_scores_the_picked_rows_and_every_row_where_it_must(model_and_set):
+    """``eval.seq_rows``: with no threshold near, L_seq is the mean over the picked rows of the
+    first stage's groups (a plain per-row computation), its standard error the spread of those
+    groups' row means without the finite-population factor, and the paper family's group shares
+    are not estimated; a threshold at the full-set L_seq takes the stages up to all groups, where
+    every row is scored and every value equals the plain full scoring."""
+    cfg, model, ev = model_and_set
+    K = cfg.task.K
+    rows = with_overrides(cfg, {"eval.seq_rows": 2})
+    g = eval_guard(rows, ev, step=10_000)
+    ex = example_losses(model, ev)["L_seq"].reshape(-1, K)
+    mask = g.row_mask.reshape(-1, K)
+    inside = np.isin(ev.groups, g.groups)
+    picked = (ex * mask).sum(1) / 2  # each group's mean over its two picked rows
+    m = evaluate(model, ev, guard=EvalGuard(g.order, 10, (), 5.0, row_mask=g.row_mask))
+    assert m["groups_scored"] == 10 and m["L_seq_rows"] == 20
+    assert m["L_seq"] == pytest.approx(picked[inside].mean(), rel=1e-5)
+    assert m["L_seq_se"] == pytest.approx(EvalGuard.estimate(picked[inside], 40, rows_sampled=True)[1], rel=1e-4)
+    assert m["L_seq"] != pytest.approx(ex[inside].mean(), rel=1e-4)  # not the stage's every-row mean
+    assert math.isnan(m["cand_groups_ge80"]) and math.isnan(m["cand_groups_100"]) and 0 <= m["cand_acc"] <= 1
+    full = evaluate(model, ev)
+    m2 = evaluate(model, ev, guard=EvalGuard(g.order, 10, (float(ex.mean()),), 5.0, row_mask=g.row_mask))
+    assert m2["groups_scored"] == 40 and m2["L_seq_rows"] == 40 * K and m2["L_seq_se"] == 0.0
+    for k, v in full.items():
+        assert m2[k] == pytest.approx(v, rel=1e-5, abs=1e-7), k
