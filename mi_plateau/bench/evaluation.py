@@ -7,8 +7,8 @@ L_seq on a first stage of groups, and more stages only where a threshold the run
 This section times, on the paper model at each K, alternated with the training step (ABBA,
 medians): the step; the evaluation with every group scored ("full"); with the subset where the
 guard stays quiet ("subset"); the same with the first-token losses on the subset too
-("subset_both": ``eval.guard_first_token``); that with L_seq on ``rows`` seeded rows of each
-first-stage group ("subset_rows": ``eval.seq_rows``; at K <= rows every row); where it goes to the
+("subset_both": ``eval.guard_first_token``); that with L_seq on ``seq_rows`` seeded rows of each
+first-stage group ("subset_rows": ``eval.seq_rows``; at K <= seq_rows every row); where it goes to the
 last stage ("fired": every group); the first-token family alone (every position of every
 group, what an unguarded checkpoint computes besides L_seq); and the first-token losses alone
 ("losses_A1": the packs up to the position that predicts A1, what a guarded checkpoint computes
@@ -30,7 +30,7 @@ KINDS = ("full", "subset", "subset_both", "subset_rows", "fired", "first_token",
 
 
 def bench_eval_share(
-    Ks=(10, 20, 36), subset: int = 20, every: int = 50, reps: int = 3, device: str = "cpu", rows: int = 10
+    Ks=(10, 20, 36), subset: int = 20, every: int = 50, reps: int = 3, device: str = "cpu", seq_rows: int = 10
 ) -> list[dict[str, Any]]:
     """One row per K: seconds per step and per evaluation of each kind, and each kind's share."""
     import torch
@@ -42,7 +42,7 @@ def bench_eval_share(
     rows = []
     for K in Ks:
         cfg = with_overrides(
-            preset("paper"), {"K": K, "eval.seq_max_strings": 0, "eval.seq_subset": subset, "eval.seq_rows": rows}
+            preset("paper"), {"K": K, "eval.seq_max_strings": 0, "eval.seq_subset": subset, "eval.seq_rows": seq_rows}
         )
         step = make_candidate(cfg, "toolkit")
         for _ in range(2):
@@ -75,7 +75,7 @@ def bench_eval_share(
                 "K": K,
                 "groups": ev.n_groups,
                 "subset": subset,
-                "rows": min(rows, K),
+                "rows": min(seq_rows, K),
                 "strings_full": ev.n_groups * K * (K - 1),
                 "s_per_step": t["step"],
                 **{f"{k}_s": t[k] for k in KINDS},
