@@ -10,9 +10,15 @@ Per checkpoint of a run, from every row of the evaluation set (``metrics.example
 - ``cv_factor_row``, ``cv_factor_group``: Var(L_seq - Lc) / Var(L_seq) over rows and over group
   means. The first-token loss Lc is known on every row at every checkpoint, so a difference
   estimator (mean Lc over all rows plus the subset's mean of L_seq - Lc) would cut the guard's
-  variance by this factor.
+  variance by this factor;
+- ``se_groups``, ``se_rows``: the standard error the guard's first stage reports (in expectation,
+  of its square) with ``subset`` whole groups, and with ``subset`` groups of ``rows`` seeded rows
+  each (``eval.seq_rows``: two-stage sampling, Cochran's E[s_b^2] = S_1^2 + (1 - m/K) S_2^2 / m
+  with S_1 the spread of the true group means and S_2 the mean within-group spread, no
+  finite-population factor). The guard's first stage decides where 5 of them lie between L_seq
+  and every threshold it reads.
 
-``python -m mi_plateau.bench.spread RUN [--every N] [--out FILE]`` writes the rows and a summary
+``python -m mi_plateau.bench.spread RUN [--every N] [--subset n] [--rows m] [--out FILE]`` writes the rows and a summary
 as JSON (with the commit and the date).
 """
 
@@ -28,10 +34,13 @@ from typing import Any
 import numpy as np
 
 
-def spread_row(seq: np.ndarray, lc: np.ndarray, K: int) -> dict[str, float]:
+def spread_row(seq: np.ndarray, lc: np.ndarray, K: int, subset: int = 20, rows: int = 10) -> dict[str, float]:
     """The spread statistics of one checkpoint from its rows' L_seq and Lc (group-major, K rows
-    per group)."""
+    per group); ``subset`` groups and ``rows`` rows of each for the first stage's standard errors."""
     d = seq - lc
+    G, m = len(seq) // K, min(rows, K)
+    s1 = float(np.var(seq.reshape(-1, K).mean(1), ddof=1))
+    s2 = float(np.var(seq.reshape(-1, K), axis=1, ddof=1).mean()) if K > 1 else 0.0
 
     def var(x: np.ndarray) -> float:
         return float(np.var(x, ddof=1))
@@ -48,10 +57,12 @@ def spread_row(seq: np.ndarray, lc: np.ndarray, K: int) -> dict[str, float]:
         "design_effect": K * sd_group**2 / sd_row**2,
         "cv_factor_row": var(d) / var(seq),
         "cv_factor_group": var(groups(d)) / var(groups(seq)),
+        "se_groups": (max(0.0, 1 - subset / G) * s1 / subset) ** 0.5,
+        "se_rows": ((s1 + (1 - m / K) * s2 / m) / subset) ** 0.5,
     }
 
 
-def run_spread(path: str | Path, every: int = 1) -> dict[str, Any]:
+def run_spread(path: str | Path, every: int = 1, subset: int = 20, rows: int = 10) -> dict[str, Any]:
     """``spread_row`` at every ``every``-th checkpoint of the run, and the medians over them."""
     import torch
 
@@ -60,17 +71,19 @@ def run_spread(path: str | Path, every: int = 1) -> dict[str, Any]:
 
     run = Run(path)
     K, ev = run.config().task.K, run.eval_set()
-    rows = []
+    out = []
     with torch.no_grad():
         for step in run.steps()[::every]:
             e = example_losses(run.load_model(step), ev)
-            rows.append({"step": step, **spread_row(e["L_seq"], e["Lc"], K)})
+            out.append({"step": step, **spread_row(e["L_seq"], e["Lc"], K, subset, rows)})
     keys = ("design_effect", "cv_factor_row", "cv_factor_group")
     return {
         "run": str(path),
         "K": K,
-        "rows": rows,
-        "median": {k: float(np.median([r[k] for r in rows])) for k in keys},
+        "subset": subset,
+        "seq_rows": min(rows, K),
+        "rows": out,
+        "median": {k: float(np.median([r[k] for r in out])) for k in keys},
     }
 
 
@@ -78,9 +91,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m mi_plateau.bench.spread", description=__doc__.split("\n\n")[0])
     ap.add_argument("run")
     ap.add_argument("--every", type=int, default=1, help="every N-th checkpoint")
+    ap.add_argument("--subset", type=int, default=20, help="groups in the guard's first stage")
+    ap.add_argument("--rows", type=int, default=10, help="rows of each group with eval.seq_rows")
     ap.add_argument("--out", default=None, help="write the JSON here (else stdout)")
     a = ap.parse_args(argv)
-    out = run_spread(a.run, a.every)
+    out = run_spread(a.run, a.every, a.subset, a.rows)
     from .runner import code_commit
 
     out |= {"command": " ".join(["python -m mi_plateau.bench.spread", *sys.argv[1:]]), "commit": code_commit()}

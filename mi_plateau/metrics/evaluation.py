@@ -153,32 +153,39 @@ def _guarded(W: Weights, ev: EvalSet, batch: int, guard: EvalGuard) -> dict[str,
     the paper family, and what reads the whole target (exact match, the full target loss), run
     on the guard's stages of groups, each stage's new groups as an evaluation set of their own
     (``EvalSet.subset``, cached), until the guard is decided. With ``EvalGuard.row_mask`` L_seq
-    scores only those rows of a stage's groups, and a stage that reaches every group scores the
-    whole set afresh (every row), so the last stage is the plain full scoring."""
-    K, N_groups = ev.task.cfg.K, ev.n_groups
+    scores only those rows of a stage's groups, and a stage that reaches every group runs the
+    whole set and scores the rows not scored yet, so every row is scored once and the last
+    stage's numbers are the plain full scoring's."""
+    K, N_groups, N = ev.task.cfg.K, ev.n_groups, len(ev.tokens)
     m = guard.rows_per_group or K
     if not guard.first_token:
         Lc, L1, mass, swap = _first_token(W, ev, _packing(ev), batch)
-    correct, full, rows, scores, own, first = [], 0.0, 0, [], [], []
+    correct, full, rows, first = [], 0.0, 0, []
     done, se, lc, gap = 0, float("inf"), None, None
+    dev = W.W_U.device
+    scores = torch.full((N, K), float("nan"), device=dev)  # candidate scores, in the set's rows
+    scored = np.zeros(N, dtype=bool)
     means = lambda x, k=K: group_means(x, k).double().cpu().numpy()
     for n in guard.stages():
-        whole = n == N_groups and (n - done == N_groups or m < K)  # the set itself, every row
-        if whole:
-            correct, full, rows, scores, own, first, m = [], 0.0, 0, [], [], [], K
-        new = ev if whole else ev.subset(guard.order[done:n])
-        score = np.ones(len(new.tokens), dtype=bool) if m == K else guard.row_mask[np.isin(ev.g, new.groups)]
+        if n == N_groups and (n - done == N_groups or m < K):  # the set itself: every group's pack
+            new, idx, score = ev, np.arange(N), ~scored
+            correct, full, rows, first = [], 0.0, 0, []
+        else:
+            new = ev.subset(guard.order[done:n])
+            idx = np.flatnonzero(np.isin(ev.g, new.groups))
+            score = np.ones(len(idx), dtype=bool) if m == K else guard.row_mask[idx]
         out = _per_example(W, new, _packing(new), batch, score, True)
         full += out[3] * len(new.tokens)
         rows += len(new.tokens)
         correct.append(out[4])
-        picked = torch.as_tensor(score, device=out[-1].device)
-        scores.append(out[-1][picked])
         first.append((out[0], out[1], out[2], out[5]))
-        own.append(torch.as_tensor(new.s[score], device=out[-1].device))
+        picked = torch.as_tensor(score, device=dev)
+        scores[torch.as_tensor(idx[score], device=dev)] = out[-1][picked]
+        scored[idx[score]] = True
         done = n
-        seq = sequence_losses(torch.cat(scores), torch.cat(own))
-        est, se = guard.estimate(means(seq[0], m), N_groups, rows_sampled=m < K)
+        per_group = K if scored.all() else m  # rows scored in each scored group
+        seq = sequence_losses(scores[torch.as_tensor(scored, device=dev)], torch.as_tensor(ev.s[scored], device=dev))
+        est, se = guard.estimate(means(seq[0], per_group), N_groups, rows_sampled=per_group < K)
         if guard.first_token:
             Lc, L1, mass = (torch.cat([f[i] for f in first]) for i in range(3))
             swap = torch.cat([f[3] for f in first]) if first[0][3] is not None else None
@@ -186,8 +193,8 @@ def _guarded(W: Weights, ev: EvalSet, batch: int, guard: EvalGuard) -> dict[str,
             gap = guard.estimate(means(swap - Lc), N_groups) if swap is not None else None
         if done >= N_groups or not (guard.undecided(est, se) or guard.undecided_first_token(lc, gap)):
             break
-    metrics = _metrics(Lc, L1, mass, full / rows, torch.cat(correct), swap, K, seq, seq_rows=m)
-    metrics.update({"groups_scored": done, "L_seq_se": se, "L_seq_rows": int(len(seq[0]))})
+    metrics = _metrics(Lc, L1, mass, full / rows, torch.cat(correct), swap, K, seq, seq_rows=per_group)
+    metrics.update({"groups_scored": done, "L_seq_se": se, "L_seq_rows": int(scored.sum())})
     if guard.first_token:
         metrics.update({"Lc_se": lc[1], "swap_gap_se": gap[1] if gap is not None else None})
     return metrics

@@ -18,6 +18,15 @@ def test_spread_known_values():
     assert unrelated["cv_factor_row"] == 1.0 and unrelated["cv_factor_group"] == 1.0
 
 
+def test_first_stage_standard_errors_known_values():
+    # K = 4, three groups: means 2.5, 3.5, 4.5 (S_1^2 = 1), within-group variance 5/3 in each
+    seq = np.array([1.0, 2.0, 3.0, 4.0, 2.0, 3.0, 4.0, 5.0, 3.0, 4.0, 5.0, 6.0])
+    out = spread_row(seq, seq, K=4, subset=2, rows=2)
+    assert math.isclose(out["se_groups"] ** 2, (1 - 2 / 3) * 1.0 / 2)  # with the finite-population factor
+    assert math.isclose(out["se_rows"] ** 2, (1.0 + (1 - 2 / 4) * (5 / 3) / 2) / 2)
+    assert math.isclose(spread_row(seq, seq, K=4, subset=2, rows=9)["se_rows"] ** 2, 1.0 / 2)  # every row
+
+
 def test_spread_over_a_tiny_run(tiny_run):
     out = run_spread(tiny_run.path if hasattr(tiny_run, "path") else tiny_run, every=5)
     assert len(out["rows"]) >= 2 and out["rows"][0]["step"] == 0
