@@ -72,6 +72,7 @@ NOT_FROM_LOGS = {
     "guard_check_both_fixed_d_K25": "`mi-plateau summary RUN --guard-check 20 --first-token --json`: scores a run",
     "guard_check_both_dissipation_K10": "`mi-plateau summary RUN --guard-check 20 --first-token --json`: scores a run",
     "guard_check_both_seeds_warmup_K5": "`mi-plateau summary RUN --guard-check 20 --first-token --json`: scores a run",
+    "guard_check_rows_fixed_d_K25": "`mi-plateau summary RUN --guard-check 20 --first-token --guard-rows 10 --json`",
     "plateau_run_K10_lr0.007_seed42": "`mi-plateau summary RUN --json`: a run's summary and costs",
     "spacing_check_phase_boundary_K5": "`mi-plateau summary RUN --spacing-check 3200 --json`: a run's records",
     "spacing_check_lr_sweep_K20": "`mi-plateau summary RUN --spacing-check 3200 --json`: a run's records",
