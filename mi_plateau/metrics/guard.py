@@ -44,7 +44,12 @@ class EvalGuard:
     estimate is off by more than z se: under the normal approximation of a subset mean, a chance of
     at most 2 Phi(-z) per look (z = 5: 5.7e-7), at most ``len(stages)`` looks per checkpoint. The
     records say how many groups were scored (``groups_scored``) and the standard error
-    (``L_seq_se``, 0 where every group was scored). What is scored on the stages and feeds no
+    (``L_seq_se``, 0 where every group was scored). With ``row_mask`` (``eval.seq_rows``) a stage
+    short of every group reads only those rows of its groups: each group's mean is then itself a
+    sample, the standard error is the spread of those means over sqrt(n) without the
+    finite-population factor (at least the estimator's variance in expectation), the same bound
+    holds under the same approximation with a wider se, and the last stage scores every row.
+    What is scored on the stages and feeds no
     threshold (the L_seq curve drawn, both families' accuracy shares, the full target loss) is
     an estimate there; the analysis passes score every group.
     """
