@@ -169,8 +169,9 @@ def widths_figure(runs: list[dict[str, Any]]):
         lambda r: r["tau_width_paper"],
         lambda r: r["steps"] if r["outcome"] == "no escape" else None,
         lambda r: f"{r['run']} ({r['outcome']})",
-        "Table 4: each seed's transition width (L_seq) against lr<br><sup>crosses: the paper's mean widths; "
-        "open markers: no escape by that step</sup>",
+        "Table 4: each seed's transition width (L_seq) against lr<br><sup>crosses: the paper's mean widths "
+        "(K = 5 below, K = 10 above where both have the rate; 3e-3 is K = 10's only); open markers: no escape "
+        "by that step</sup>",
         y_label="transition width (steps)",
     )
 
