@@ -39,8 +39,7 @@ def spread_row(seq: np.ndarray, lc: np.ndarray, K: int, subset: int = 20, rows: 
     per group); ``subset`` groups and ``rows`` rows of each for the first stage's standard errors."""
     d = seq - lc
     G, m = len(seq) // K, min(rows, K)
-    s1 = float(np.var(seq.reshape(-1, K).mean(1), ddof=1))
-    s2 = float(np.var(seq.reshape(-1, K), axis=1, ddof=1).mean()) if K > 1 else 0.0
+    within = float(np.var(seq.reshape(-1, K), axis=1, ddof=1).mean()) if K > 1 else 0.0
 
     def var(x: np.ndarray) -> float:
         return float(np.var(x, ddof=1))
@@ -57,8 +56,8 @@ def spread_row(seq: np.ndarray, lc: np.ndarray, K: int, subset: int = 20, rows: 
         "design_effect": K * sd_group**2 / sd_row**2,
         "cv_factor_row": var(d) / var(seq),
         "cv_factor_group": var(groups(d)) / var(groups(seq)),
-        "se_groups": (max(0.0, 1 - subset / G) * s1 / subset) ** 0.5,
-        "se_rows": ((s1 + (1 - m / K) * s2 / m) / subset) ** 0.5,
+        "se_groups": (max(0.0, 1 - subset / G) * sd_group**2 / subset) ** 0.5,
+        "se_rows": ((sd_group**2 + (1 - m / K) * within / m) / subset) ** 0.5,
     }
 
 

@@ -333,11 +333,12 @@ def _metrics(Lc, L1, mass, full, correct, swap, K, seq=None, seq_rows: int | Non
         rows = ~seq.isnan().any(1)
         own = torch.arange(len(rows), device=seq.device) % K
         seq = sequence_losses(seq[rows], own[rows]) if rows.any() else None
+    whole = seq is not None and (seq_rows or K) == K  # every row of each scored group
     paper = {
         "L_seq": seq[0].mean().item() if seq is not None else float("nan"),
-        **accuracy_stats(group_accuracy(seq[1], K) if seq is not None and (seq_rows or K) == K else None, "paper"),
+        **accuracy_stats(group_accuracy(seq[1], K) if whole else None, "paper"),
     }
-    if seq is not None and (seq_rows or K) < K:
+    if seq is not None and not whole:
         paper[definition("paper").acc_mean] = seq[1].float().mean().item()
     swap_gap = (swap.mean().item() - Lc.mean().item()) if swap is not None else float("nan")
     return {

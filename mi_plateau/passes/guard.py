@@ -99,6 +99,7 @@ def guard_check(
         ),
     )
     K, log_K = cfg.task.K, cfg.task.log_K
+    m = seq_rows if 0 < seq_rows < K else K  # rows of a group L_seq reads on a partial stage
     ev = run.eval_set()
     if subset >= ev.n_groups:
         raise RunError(f"subset={subset}: the evaluation set has {ev.n_groups} groups; take fewer")
@@ -146,10 +147,8 @@ def guard_check(
         "subset": subset,
         "z": z,
         "first_token": first_token,
-        "seq_rows": seq_rows if 0 < seq_rows < K else K,
-        "share_rows_scored": sum(
-            r["groups_scored"] * K if r["scored_all"] else r["groups_scored"] * min(seq_rows or K, K) for r in rows
-        )
+        "seq_rows": m,
+        "share_rows_scored": sum(r["groups_scored"] * (K if r["scored_all"] else m) for r in rows)
         / (len(rows) * ev.n_groups * K),
         "eval_groups": ev.n_groups,
         "checkpoints": len(rows),
