@@ -4,7 +4,8 @@ Every function takes tidy rows and draws them; the only arithmetic is choosing c
 and axis ticks. By family:
 
 - ``curves``: loss against step (``loss_curves``, ``llc_curve``, Figure 1's ``figure1``);
-- ``transition``: Figure 3 against t / tau (``figure3``) and the groups' accuracy (``group_accuracy``);
+- ``transition``: Figure 3 against t / tau (``figure3``), the groups' accuracy (``group_accuracy``)
+  and the transition width read on the loss curves (``width_curves``);
 - ``circuit``: the heads and the residual stream (``head_scores_over_training``,
   ``head_grid_slider``, ``attention_pattern``, ``patching``);
 - ``sweeps``: tau against a swept quantity (``tau_power_law``), the phase diagram
@@ -16,7 +17,7 @@ from .circuit import HEAD_SCORES, attention_pattern, head_grid_slider, head_scor
 from .curves import LOSS_SERIES, METRIC_COLOURS, figure1, llc_curve, loss_curves
 from .style import PALETTE
 from .sweeps import log_ticks, phase_diagram, tau_power_law, tick_label
-from .transition import FAMILY_LABEL, figure3, group_accuracy
+from .transition import FAMILY_LABEL, figure3, group_accuracy, width_curves
 
 __all__ = [
     "FAMILY_LABEL",
@@ -37,4 +38,5 @@ __all__ = [
     "phase_diagram",
     "tau_power_law",
     "tick_label",
+    "width_curves",
 ]

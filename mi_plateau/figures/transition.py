@@ -1,5 +1,6 @@
 """The transition's signatures against time: Figure 3 (the swap gap, the loss progress and the
-groups whose loss falls, against t / tau) and the groups' accuracy against step."""
+groups whose loss falls, against t / tau), the groups' accuracy against step, and the transition
+width's two ends on the loss curves."""
 
 from __future__ import annotations
 
@@ -174,5 +175,73 @@ def group_accuracy(hist_rows: Rows, checkpoint_rows: Rows, name: str, tau: int |
     fig.update_yaxes(title_text="%", range=[0, 101], row=1, col=2)
     fig.update_layout(
         title=f"{name}: per-group accuracy over training (dashed: tau)", height=440, template="plotly_white"
+    )
+    return fig
+
+
+def width_curves(panels: dict[str, dict[str, dict]], low: float, high: float, title: str):
+    """The transition width read on the curves: loss / log K against step, one panel per
+    condition and one line per run, the width's thresholds (``high`` and ``low``, fractions of
+    log K) as dashed lines, each run's t_start (open circle) and t_end (filled) on its line.
+    ``panels`` maps a panel title -> run label -> {"steps", "y" (fraction of log K), "t_start",
+    "t_end"} (either end None where the run has none). A label keeps its colour in every panel
+    and is listed once."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    n = max(len(panels), 1)
+    cols = min(n, 2)
+    nrows = -(-n // cols)
+    fig = make_subplots(rows=nrows, cols=cols, subplot_titles=list(panels) or [""], vertical_spacing=0.3 / nrows)
+    colour: dict[str, str] = {}
+    top = 1.0
+    for i, runs in enumerate(panels.values()):
+        row, col = i // cols + 1, i % cols + 1
+        for label, c in runs.items():
+            first = label not in colour
+            colour.setdefault(label, PALETTE[len(colour) % len(PALETTE)])
+            y = [nan_none(v) for v in c["y"]]
+            top = max([top, *(v for v in y if v is not None)])
+            fig.add_trace(
+                go.Scatter(
+                    x=c["steps"],
+                    y=y,
+                    name=label,
+                    legendgroup=label,
+                    showlegend=first,
+                    mode="lines",
+                    line=dict(color=colour[label], width=1.4),
+                    connectgaps=True,
+                ),
+                row,
+                col,
+            )
+            ends = [(t, s) for t, s in ((c["t_start"], "circle-open"), (c["t_end"], "circle")) if t is not None]
+            at = {s: v for s, v in zip(c["steps"], y)}
+            fig.add_trace(
+                go.Scatter(
+                    x=[t for t, _ in ends],
+                    y=[at.get(t) for t, _ in ends],
+                    mode="markers",
+                    marker=dict(
+                        color=colour[label],
+                        symbol=[s for _, s in ends],
+                        size=9,
+                        line=dict(width=2, color=colour[label]),
+                    ),
+                    legendgroup=label,
+                    showlegend=False,
+                    hovertext=[f"{label}: {'t_start' if s == 'circle-open' else 't_end'} {t:,}" for t, s in ends],
+                    hoverinfo="text",
+                ),
+                row,
+                col,
+            )
+        for level in (high, low):
+            fig.add_hline(y=level, line=dict(color="gray", dash="dash", width=1), row=row, col=col)
+    fig.update_xaxes(title_text="step", rangemode="tozero")
+    fig.update_yaxes(title_text="L_seq / log K", range=[0, top * 1.05])
+    fig.update_layout(
+        title=title, height=80 + 340 * nrows, width=1100, template="plotly_white", legend=dict(title="run")
     )
     return fig

@@ -176,6 +176,43 @@ def widths_figure(runs: list[dict[str, Any]]):
     )
 
 
+def width_panels(rows: list[dict[str, Any]], curves: dict[str, dict], panel, label) -> dict[str, dict]:
+    """The curves ``figures.width_curves`` draws: per panel, each run with kept curves (``label``
+    reads its row) as L_seq / log K against step with its paper-family t_start and t_end; runs
+    without curves are left out. ``panel`` reads a row's panel as (name, value) pairs: the panels
+    are in the order of their values and titled "name = value, ..."."""
+    keyed: dict[tuple, dict] = {}
+    for r in rows:
+        c = curves.get(r["run"]) or {}
+        if not c.get("step"):
+            continue
+        log_K = math.log(r["K"])
+        keyed.setdefault(tuple(panel(r)), {})[label(r)] = {
+            "steps": c["step"],
+            "y": [None if v is None or v != v else v / log_K for v in c["L_seq"]],
+            "t_start": r.get("t_start_paper"),
+            "t_end": r.get("t_end_paper"),
+        }
+    return {
+        ", ".join(f"{k} = {v:g}" for k, v in key): keyed[key]
+        for key in sorted(keyed, key=lambda key: [v for _, v in key])
+    }
+
+
+def curves_figure(collected: Collected, sweep: Sweep, panel, label, title: str):
+    """Every run's L_seq / log K with its width's two ends, the thresholds of the sweep's runs."""
+    ev = sweep.points[0].cfg.eval
+    panels = width_panels(collected.rows, collected.curves, panel, label)
+    return figures.width_curves(
+        panels,
+        ev.width_lo,
+        ev.width_hi,
+        f"{title}<br><sup>dashed: {ev.width_hi:g} and "
+        f"{ev.width_lo:g} log K; open circle: t_start, filled: t_end (a run still running or without an "
+        "escape has neither)</sup>",
+    )
+
+
 def build_phase_boundary(collected: Collected, sweep: Sweep, n_boot: int, seed: int) -> Built:
     """Tables 4 and 8 as the original ran them: the transition width's mean, std (ddof 0) and CV
     over seeds per condition; eta* per K from the original's success rule; the phase diagram."""
@@ -215,6 +252,16 @@ def build_phase_boundary(collected: Collected, sweep: Sweep, n_boot: int, seed: 
         {
             "Table 4: widths": Plot("phase_boundary_widths", widths_figure(runs)),
             "Table 8: phase diagram": Plot("phase_boundary_diagram", diagram),
+            "curves": Plot(
+                "phase_boundary_curves",
+                curves_figure(
+                    collected,
+                    sweep,
+                    lambda r: (("K", r["K"]), ("lr", r["lr"])),
+                    lambda r: f"seed {r['seed']}",
+                    "The phase-boundary runs: L_seq against step per condition",
+                ),
+            ),
         },
     )
 
@@ -249,19 +296,32 @@ def lr_width_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def lr_ratio_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per family: the width at the largest lr over the width at the smallest (``rows`` from
-    ``lr_width_rows``, sorted by lr), beside the paper's 3.6x."""
+    ``lr_width_rows``, sorted by lr), beside the paper's 3.6x; while a rate at either end has no
+    width, also the ratio over the widest range of rates that have one, beside the paper's over
+    the same rates."""
     out = []
     for fam in FAMILIES:
         rs = [r for r in rows if r["definition"] == fam]
-        lo, hi = rs[0], rs[-1]
-        out.append(
-            {
-                "definition": fam,
-                "lr_range": f"{lo['lr']:g} to {hi['lr']:g}",
-                "ratio": hi["tau_width"] / lo["tau_width"] if hi["tau_width"] and lo["tau_width"] else None,
-                "paper_ratio": paper.LR_RATIO if fam == "paper" else None,
-            }
-        )
+        if not rs:
+            continue
+        have = [r for r in rs if r["tau_width"]]
+        ranges = [("all rates", rs[0], rs[-1])]
+        if len(have) >= 2 and (have[0] is not rs[0] or have[-1] is not rs[-1]):
+            ranges.append(("rates with a width", have[0], have[-1]))
+        for what, lo, hi in ranges:
+            ref = (paper.LR_SWEEP.get(lo["lr"]), paper.LR_SWEEP.get(hi["lr"]))
+            paper_ratio = None
+            if fam == "paper":
+                paper_ratio = paper.LR_RATIO if what == "all rates" else ref[1] / ref[0] if all(ref) else None
+            out.append(
+                {
+                    "definition": fam,
+                    "range": what,
+                    "lr_range": f"{lo['lr']:g} to {hi['lr']:g}",
+                    "ratio": hi["tau_width"] / lo["tau_width"] if hi["tau_width"] and lo["tau_width"] else None,
+                    "paper_ratio": paper_ratio,
+                }
+            )
     return out
 
 
@@ -307,8 +367,22 @@ def build_lr_width(collected: Collected, sweep: Sweep, n_boot: int, seed: int) -
                 "lr_sweep_ratio",
                 lr_ratio_rows(rows),
                 "The width's ratio across the lr range",
-                "The width at the largest lr over the width at the smallest (the paper: 7,550 / 2,100 = 3.6x).",
+                "The width at the largest lr over the width at the smallest (the paper: 7,550 / 2,100 = 3.6x); "
+                "where a rate at either end has no width yet, also over the widest range of rates that have one, "
+                "beside the paper's widths at the same two rates.",
             ),
         },
-        {"widths against lr": Plot("lr_sweep_widths", lr_widths_figure(rows))},
+        {
+            "widths against lr": Plot("lr_sweep_widths", lr_widths_figure(rows)),
+            "curves": Plot(
+                "lr_sweep_curves",
+                curves_figure(
+                    collected,
+                    sweep,
+                    lambda r: (("K", r["K"]),),
+                    lambda r: f"lr {r['lr']:g}",
+                    "The learning-rate sweep: L_seq against step per rate",
+                ),
+            ),
+        },
     )

@@ -400,12 +400,14 @@ def test_width_builders_report_each_runs_own_width(tmp_path):
         "phase_boundary_runs.csv",
         "phase_boundary_widths.svg",
         "phase_boundary_diagram.svg",
+        "phase_boundary_curves.svg",
     ):
         assert (tmp_path / "d" / name).is_file(), name
     lr = built(build_lr_width, sweep, tmp_path / "ck", tmp_path / "d2", 0, 0)
     rows = [r for r in lr["tables"]["widths"] if r["definition"] == "paper"]
     assert sorted((r["tau_width"] or -1) for r in rows) == sorted((w[2] or -1) for w in want.values())
     assert (tmp_path / "d2" / "lr_sweep_ratio.json").is_file() and (tmp_path / "d2" / "lr_sweep_widths.svg").is_file()
+    assert (tmp_path / "d2" / "lr_sweep_curves.svg").is_file()
     # Table 11 from the same runs: each run's Q is summaries.dissipation of its own records
     from mi_plateau.reproduce.mechanisms import build_dissipation
     from mi_plateau.summaries import dissipation

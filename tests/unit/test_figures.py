@@ -76,3 +76,18 @@ def test_dodged_series_sit_either_side_of_their_x_and_keep_it_in_the_hover():
     assert list(fig.layout.xaxis.tickvals) == [0.005, 0.007]  # ticks at the true values
     plain = figures.tau_power_law(pts, {})
     assert list(plain.data[0].x) == [0.005]
+
+
+def test_width_curves_mark_each_runs_ends_on_its_line_and_list_each_label_once():
+    run = {"steps": [0, 100, 200, 300], "y": [1.0, 0.97, 0.4, 0.02], "t_start": 100, "t_end": 300}
+    open_run = {"steps": [0, 100], "y": [1.0, 1.0], "t_start": None, "t_end": None}
+    panels = {"K = 5": {"seed 42": run, "seed 7": open_run}, "K = 10": {"seed 42": open_run}}
+    fig = figures.width_curves(panels, 0.05, 0.95, "t")
+    lines = [t for t in fig.data if t.mode == "lines"]
+    marks = [t for t in fig.data if t.mode == "markers"]
+    assert [t.name for t in lines if t.showlegend] == ["seed 42", "seed 7"]  # once each, in order
+    assert lines[0].line.color == lines[2].line.color  # seed 42 keeps its colour in both panels
+    assert list(marks[0].x) == [100, 300] and list(marks[0].y) == [0.97, 0.02]
+    assert list(marks[0].marker.symbol) == ["circle-open", "circle"]
+    assert list(marks[1].x) == [] and list(marks[2].x) == []  # no width: no ends drawn
+    assert sorted(s.y0 for s in fig.layout.shapes) == [0.05, 0.05, 0.95, 0.95]  # both thresholds, both panels

@@ -6,7 +6,7 @@ import math
 import pytest
 
 from mi_plateau.config import ConfigError, preset, validate, with_overrides
-from mi_plateau.reproduce.boundary import boundary, outcome, width_stats
+from mi_plateau.reproduce.boundary import boundary, lr_ratio_rows, outcome, width_panels, width_stats
 from mi_plateau.summaries import summarize, transition_width
 from mi_plateau.train import should_stop
 
@@ -116,6 +116,44 @@ def test_table4_uses_ddof_zero_and_table8_the_geometric_mean():
         1e-2: "some did not escape",
         2e-2: "undecided",
     }
+
+
+def _lr_row(lr, width, fam="paper"):
+    return {"definition": fam, "lr": lr, "tau_width": width}
+
+
+def test_lr_ratio_over_the_rates_with_a_width_beside_the_papers_same_rates():
+    rows = [_lr_row(3e-4, None), _lr_row(5e-4, 2000), _lr_row(1e-3, 3000), _lr_row(2e-3, None)]
+    rows += [_lr_row(r["lr"], None, "first_token") for r in rows]
+    got = lr_ratio_rows(rows)
+    paper_rows = [r for r in got if r["definition"] == "paper"]
+    assert [(r["range"], r["lr_range"], r["ratio"]) for r in paper_rows] == [
+        ("all rates", "0.0003 to 0.002", None),
+        ("rates with a width", "0.0005 to 0.001", 1.5),
+    ]
+    assert paper_rows[0]["paper_ratio"] == 3.6 and paper_rows[1]["paper_ratio"] == pytest.approx(3400 / 2200)
+    # a family with fewer than two widths has no partial range; with both ends, no second row
+    assert [r["range"] for r in got if r["definition"] == "first_token"] == ["all rates"]
+    full = lr_ratio_rows([_lr_row(3e-4, 1000), _lr_row(2e-3, 4000)])
+    assert [(r["range"], r["ratio"]) for r in full if r["definition"] == "paper"] == [("all rates", 4.0)]
+
+
+def test_width_panels_scale_by_log_K_order_by_value_and_skip_runs_without_curves():
+    rows = [
+        {"run": "a", "K": 10, "lr": 0.007, "seed": 42, "t_start_paper": None, "t_end_paper": None},
+        {"run": "b", "K": 5, "lr": 0.005, "seed": 42, "t_start_paper": 100, "t_end_paper": 200},
+        {"run": "c", "K": 5, "lr": 0.005, "seed": 7, "t_start_paper": None, "t_end_paper": None},
+    ]
+    curves = {
+        "a": {"step": [0, 100], "L_seq": [math.log(10), float("nan")]},
+        "b": {"step": [0, 100, 200], "L_seq": [LOG5, 0.96 * LOG5, 0.01 * LOG5]},
+    }
+    got = width_panels(rows, curves, lambda r: (("K", r["K"]), ("lr", r["lr"])), lambda r: f"seed {r['seed']}")
+    assert list(got) == ["K = 5, lr = 0.005", "K = 10, lr = 0.007"]  # by value, not as text
+    b = got["K = 5, lr = 0.005"]
+    assert list(b) == ["seed 42"] and (b["seed 42"]["t_start"], b["seed 42"]["t_end"]) == (100, 200)
+    assert b["seed 42"]["y"] == pytest.approx([1.0, 0.96, 0.01])
+    assert got["K = 10, lr = 0.007"]["seed 42"]["y"] == [pytest.approx(1.0), None]
 
 
 def test_dissipation_sums_lr_times_squared_norm_times_spacing_over_the_window():
