@@ -32,6 +32,7 @@ _LAZY = {
     "inspect": "api",
     "ablation_report": "api",
     "sampled_tau": "api",
+    "sampled_width": "api",
     "guard_check": "api",
     "spacing_check": "api",
 }

@@ -43,6 +43,30 @@ def sampled_tau(
     )
 
 
+def sampled_width(
+    run: str | os.PathLike | Run,
+    *,
+    n_sample: int = 32,
+    draws: int = 1000,
+    every: int = 50,
+    seed: int = 0,
+    progress: bool = False,
+) -> dict[str, Any]:
+    """The run's transition width as the original code measured it (t_start and t_end read off
+    L_seq estimated on ``n_sample`` random groups, one example each, every ``every`` steps),
+    replayed ``draws`` times on its checkpoints, beside the exact width (``passes.sampled``)."""
+    from .passes.sampled import sampled_width as replay
+
+    return replay(
+        run if isinstance(run, Run) else Run(run),
+        n_sample=n_sample,
+        draws=draws,
+        every=every,
+        seed=seed,
+        progress=progress,
+    )
+
+
 def guard_check(
     run: str | os.PathLike | Run,
     *,

@@ -163,13 +163,29 @@ def add_summary(sub) -> None:
         "groups, one example each, every 50 steps) on the run's checkpoints: the spread it adds to tau",
     )
     s.add_argument(
-        "--draws", type=_positive_int, default=None, help="with --sampled-tau: replays of the estimator (default 1000)"
+        "--sampled-width",
+        action="store_true",
+        help="also replay that estimator by the transition width's rule "
+        "(t_end: its first estimate below 0.05 log K; t_start: its last above 0.95 log K before): the width the "
+        "original would have read on this run",
     )
     s.add_argument(
-        "--n-sample", type=_positive_int, default=None, help="with --sampled-tau: groups per estimate (default 32)"
+        "--draws",
+        type=_positive_int,
+        default=None,
+        help="with --sampled-tau or --sampled-width: replays of the estimator (default 1000)",
     )
     s.add_argument(
-        "--every", type=_positive_int, default=None, help="with --sampled-tau: steps between estimates (default 50)"
+        "--n-sample",
+        type=_positive_int,
+        default=None,
+        help="with --sampled-tau or --sampled-width: groups per estimate (default 32)",
+    )
+    s.add_argument(
+        "--every",
+        type=_positive_int,
+        default=None,
+        help="with --sampled-tau or --sampled-width: steps between estimates (default 50)",
     )
     s.add_argument(
         "--guard-check",

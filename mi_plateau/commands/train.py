@@ -110,8 +110,8 @@ def cmd_summary(args) -> int:
     given = {
         k: v for k, v in (("n_sample", args.n_sample), ("draws", args.draws), ("every", args.every)) if v is not None
     }
-    if given and not args.sampled_tau:
-        raise ValueError(f"--{next(iter(given)).replace('_', '-')} applies to --sampled-tau only")
+    if given and not (args.sampled_tau or args.sampled_width):
+        raise ValueError(f"--{next(iter(given)).replace('_', '-')} applies to --sampled-tau and --sampled-width only")
     s = summary(args.run)
     if args.first_token and not args.guard_check:
         raise ValueError("--first-token applies to --guard-check only")
@@ -123,23 +123,31 @@ def cmd_summary(args) -> int:
         return print_guard_check(args)
     if args.spacing_check:
         return print_spacing_check(args)
-    t = None
+    t = w = None
+    progress = not args.json and sys.stderr.isatty()
     if args.sampled_tau:
         from ..api import sampled_tau
 
-        t = sampled_tau(args.run, **given, progress=not args.json and sys.stderr.isatty())
+        t = sampled_tau(args.run, **given, progress=progress)
+    if args.sampled_width:
+        from ..api import sampled_width
+
+        w = sampled_width(args.run, **given, progress=progress)
     from ..checkpoints import Run
     from ..sweeps.table import run_costs
 
     costs = run_costs(Run(args.run))
     if args.json:
-        print(json.dumps(s | {"costs": costs} | ({"sampled_tau": t} if t else {}), indent=2))
+        extra = ({"sampled_tau": t} if t else {}) | ({"sampled_width": w} if w else {})
+        print(json.dumps(s | {"costs": costs} | extra, indent=2))
         return 0
     print(f"run: {args.run}")
     print_summary(s)
     print_costs(costs)
     if t:
         print_sampled_tau(t)
+    if w:
+        print_sampled_width(w)
     return 0
 
 
@@ -202,6 +210,33 @@ def print_spacing_check(args) -> int:
         )
     print_side_by_side(g, ("all", "kept"))
     return 0
+
+
+def print_sampled_width(w: dict) -> None:
+    """``summary --sampled-width``: the width (and its ends) by the original's estimator, beside
+    the exact width."""
+    f = partial(cell, spec=".0f", missing="none")
+    print(
+        f"transition width by the original's estimator (L_seq on {w['n_sample']} random groups, one example "
+        f"each, every {w['every']} steps; {w['draws']} replays; {w['hi']:g} and {w['lo']:g} log K):"
+    )
+    for key in ("t_start", "t_end", "tau_width"):
+        q = w[key]
+        print(
+            f"  {key}: median {f(q['q50'])}, 5-95% [{f(q['q05'])}, {f(q['q95'])}]; mean {f(q['mean'])}, "
+            f"std {f(q['std'])}"
+        )
+    ws, wr = w["width_exact_grid"], w["width_recorded"]
+    print(
+        f"exact (t_start, t_end, width): {tuple(ws)} on that grid ({w['eval_groups']} groups), {tuple(wr)} in the "
+        f"run's records; {100 * w['tau_width']['p_none']:.1f}% of replays never fell below {w['lo']:g} log K; "
+        f"{w['checkpoints_scored']} checkpoints scored"
+    )
+    if w["t_start_before_dense"]:
+        print(
+            f"  {100 * w['t_start_before_dense']:.1f}% of the replays' t_start lie before step {w['dense_from']}, "
+            "where the checkpoints are sparser than the estimator's spacing"
+        )
 
 
 def print_sampled_tau(t: dict) -> None:

@@ -15,6 +15,12 @@ groups that shrinks the estimate's variance by a factor (n_b - 32) / (n_b - 1): 
 The spread of those taus is what the estimator alone adds to a run's tau: the measurement noise
 in a tau the paper reports, separate from the seed-to-seed spread of the runs themselves.
 
+``sampled_width`` reads the same draws by the transition width's rule (Tables 4 and 8 and the
+learning-rate sweep; ``summaries.transition_width``): each replay's t_end is its first estimate
+below 0.05 log K and its t_start its last estimate above 0.95 log K before that. A noisy estimate
+dips below the bottom line before the mean does and can sit above the top line after the mean
+has left it, so the estimator moves both ends, and the width with them.
+
 Checkpoints are scored in step order, and the scoring stops once every replay and the exact
 L_seq have crossed, so a run is read up to a little past its tau. Each checkpoint's draws come
 from a generator seeded by (seed, step), so a replay's tau does not depend on where the scoring
@@ -52,18 +58,66 @@ def replay_taus(
     per group), or a callable giving it for a step, called in step order and no further than
     the step by which every replay and the exact mean have crossed."""
     taus, exact = np.full(draws, np.nan), None
-    for step, L in zip(steps, losses) if not callable(losses) else ((s, losses(s)) for s in steps):
+    for step, L in _scored(steps, losses):
         L = np.asarray(L, dtype=np.float64).reshape(-1, K)
-        rng = np.random.default_rng([seed, step, 0x5A4])
-        g = rng.integers(0, L.shape[0], size=(draws, n_sample))
-        k = rng.integers(0, K, size=(draws, n_sample))
-        est = L[g, k].mean(-1)
+        est = estimates(L, step, n_sample, draws, seed)
         taus[np.isnan(taus) & (est < threshold)] = step
         if exact is None and L.mean() < threshold:
             exact = step
         if exact is not None and not np.isnan(taus).any():
             break
     return taus, exact
+
+
+def _scored(steps: list[int], losses):
+    """(step, per-example losses) in step order: ``losses`` a sequence beside ``steps`` or a
+    callable giving a step's, called only as far as the caller reads."""
+    return zip(steps, losses) if not callable(losses) else ((s, losses(s)) for s in steps)
+
+
+def estimates(L: np.ndarray, step: int, n_sample: int, draws: int, seed: int) -> np.ndarray:
+    """``draws`` estimates of the mean of ``L`` (groups x K per-example losses) at ``step``: each
+    the mean over ``n_sample`` groups drawn with replacement, one example of each. The generator
+    is seeded by (seed, step) only, so the tau and the width replays read the same draws."""
+    K = L.shape[1]
+    rng = np.random.default_rng([seed, step, 0x5A4])
+    g = rng.integers(0, L.shape[0], size=(draws, n_sample))
+    k = rng.integers(0, K, size=(draws, n_sample))
+    return L[g, k].mean(-1)
+
+
+def replay_widths(
+    steps: list[int],
+    losses,
+    K: int,
+    hi: float,
+    lo: float,
+    n_sample: int = ORIGINAL_N_SAMPLE,
+    draws: int = 1000,
+    seed: int = 0,
+) -> tuple[np.ndarray, np.ndarray, tuple[int | None, int | None]]:
+    """The transition width (``summaries.transition_width``, thresholds ``hi`` and ``lo`` in
+    nats) under the estimator: (each replay's t_start, each replay's t_end, NaN where it never
+    fell below ``lo``; the exact mean's (t_start, t_end) on the same steps). A replay's t_end is
+    its first estimate below ``lo``, its t_start its last estimate above ``hi`` before that (0 if
+    none). ``losses`` as in ``replay_taus``; read no further than the step by which every replay
+    and the exact mean are below ``lo``."""
+    last_hi, t_start, t_end = np.zeros(draws), np.full(draws, np.nan), np.full(draws, np.nan)
+    exact_hi, exact = 0, None
+    for step, L in _scored(steps, losses):
+        L = np.asarray(L, dtype=np.float64).reshape(-1, K)
+        est, open_ = estimates(L, step, n_sample, draws, seed), np.isnan(t_end)
+        ends = open_ & (est < lo)
+        t_start[ends], t_end[ends] = last_hi[ends], step
+        last_hi[open_ & (est > hi)] = step
+        if exact is None:
+            if L.mean() < lo:
+                exact = (exact_hi, step)
+            elif L.mean() > hi:
+                exact_hi = step
+        if exact is not None and not np.isnan(t_end).any():
+            break
+    return t_start, t_end, exact or (None, None)
 
 
 def estimator_grid(steps: list[int], every: int) -> list[int]:
@@ -133,34 +187,12 @@ def sampled_tau(
     never crossed as later than any step (None where that is the answer), ``min``; ``mean`` and
     ``std`` of the replays that crossed; ``p_none``, the share that never crossed within the
     checkpoints there are; ``taus``, each replay's tau (None where none)."""
-    import torch
-
-    from ..metrics import example_losses
-
-    run = run if isinstance(run, Run) else Run(run)
+    run = _checked_run(run, n_sample, draws, every)
     cfg = run.config()
-    if not cfg.task.targets_A:
-        raise RunError(
-            f"{run.path}: direction {cfg.task.direction!r} has no candidate strings; the paper's L_seq is undefined"
-        )
-    if n_sample < 1 or draws < 1 or every < 1:
-        raise ValueError(f"n_sample, draws and every must be positive (got {n_sample}, {draws}, {every})")
     steps = _checked_grid(run, every)
     K, alpha = cfg.task.K, cfg.eval.alpha
     threshold = alpha * math.log(K)
-    ev = run.eval_set()
-    model = run.load_model(steps[0])
-    scored: list[int] = []
-
-    def losses(step: int) -> np.ndarray:
-        load_state_checked(model, run.weights(step), run.weights_path(step))
-        with torch.no_grad():
-            L = example_losses(model, ev)["L_seq"]
-        scored.append(step)
-        if progress:
-            print(f"\r{run.path.name}: step {step}, L_seq {float(L.mean()):.3f}", end="", flush=True, file=sys.stderr)
-        return L
-
+    losses, scored, ev = _scorer(run, steps[0], progress)
     taus, grid = replay_taus(steps, losses, K, threshold, n_sample, draws, seed)
     if progress:
         print(file=sys.stderr)
@@ -181,4 +213,120 @@ def sampled_tau(
         **replay_spread(taus),
         "checkpoints_scored": len(scored),
         "taus": [None if math.isnan(t) else int(t) for t in taus],
+    }
+
+
+def _checked_run(run: str | Run, n_sample: int, draws: int, every: int) -> Run:
+    """The run, with an L_seq to estimate and positive replay settings (else a one-line error)."""
+    run = run if isinstance(run, Run) else Run(run)
+    cfg = run.config()
+    if not cfg.task.targets_A:
+        raise RunError(
+            f"{run.path}: direction {cfg.task.direction!r} has no candidate strings; the paper's L_seq is undefined"
+        )
+    if n_sample < 1 or draws < 1 or every < 1:
+        raise ValueError(f"n_sample, draws and every must be positive (got {n_sample}, {draws}, {every})")
+    return run
+
+
+def _scorer(run: Run, first: int, progress: bool):
+    """(a function giving every evaluation example's L_seq at a step, the steps it has scored,
+    the evaluation set), one model loaded once and refilled per step."""
+    import torch
+
+    from ..metrics import example_losses
+
+    ev = run.eval_set()
+    model = run.load_model(first)
+    scored: list[int] = []
+
+    def losses(step: int) -> np.ndarray:
+        load_state_checked(model, run.weights(step), run.weights_path(step))
+        with torch.no_grad():
+            L = example_losses(model, ev)["L_seq"]
+        scored.append(step)
+        if progress:
+            print(f"\r{run.path.name}: step {step}, L_seq {float(L.mean()):.3f}", end="", flush=True, file=sys.stderr)
+        return L
+
+    return losses, scored, ev
+
+
+def width_grid(run: Run, every: int) -> tuple[list[int], int]:
+    """The checkpoints the width replay reads (``estimator_grid``) and the step from which they
+    are dense enough for an estimate every ``every`` steps (no gap over 1.5 ``every``). A run
+    whose spacing widened on a quiet plateau (``train.ckpt_every_max``) is sparse before its
+    escape, where every estimate sits near log K; RunError where the grid is not dense from
+    the last recorded evaluation above the width's top threshold before the recorded L_seq
+    first fell below it, or the run never fell below it."""
+    cfg, recs = run.config(), run.records()
+    steps = estimator_grid(run.steps(), every)
+    top = cfg.eval.width_hi * cfg.task.log_K
+    seq = [(r["step"], r["metrics"].get("L_seq")) for r in recs]
+    below = next((i for i, (_, v) in enumerate(seq) if v is not None and v < top), None)
+    if below is None:
+        raise RunError(f"{run.path}: L_seq never fell below {cfg.eval.width_hi:g} log K; it has no width to replay")
+    before = [s for s, v in seq[:below] if v is not None and v > top]
+    need = before[-1] if before else 0
+    dense = steps[0]
+    for a, b in zip(steps, steps[1:]):
+        if b - a > 1.5 * every:
+            dense = b
+    if dense > need:
+        raise RunError(
+            f"{run.path}: the checkpoints are more than {1.5 * every:g} steps apart after step {need} (up to step "
+            f"{dense}), where the width's start is read; set every (--every on the command line) to the run's "
+            "checkpoint spacing"
+        )
+    return steps, dense
+
+
+def sampled_width(
+    run: str | Run,
+    *,
+    n_sample: int = ORIGINAL_N_SAMPLE,
+    draws: int = 1000,
+    every: int = ORIGINAL_EVERY,
+    seed: int = 0,
+    progress: bool = False,
+) -> dict[str, Any]:
+    """The distribution of the run's transition width under the original's estimator (the
+    draws of ``sampled_tau``: the same replays, read by the width's rule) beside its exact width.
+    ``width_recorded``: (t_start, t_end, width) from the run's records; ``width_exact_grid``: from
+    the exact L_seq over all evaluation groups on the estimator's grid. Per replay quantity
+    (``t_start``, ``t_end``, ``tau_width``): the spread of ``replay_spread``. ``dense_from``: the
+    grid is sparse before this step (a widened spacing on the plateau); ``t_start_before_dense``:
+    the share of replays whose t_start lies there, where the original read more estimates."""
+    run = _checked_run(run, n_sample, draws, every)
+    cfg = run.config()
+    steps, dense = width_grid(run, every)
+    K, log_K = cfg.task.K, cfg.task.log_K
+    hi, lo = cfg.eval.width_hi, cfg.eval.width_lo
+    losses, scored, ev = _scorer(run, steps[0], progress)
+    t_start, t_end, exact = replay_widths(steps, losses, K, hi * log_K, lo * log_K, n_sample, draws, seed)
+    if progress:
+        print(file=sys.stderr)
+    width = t_end - t_start
+    paper = run.summary()["definitions"]["paper"]
+    crossed = t_start[~np.isnan(t_start)]
+    grid_width = None if exact[1] is None else exact[1] - exact[0]
+    return {
+        "run": str(run.path),
+        "K": K,
+        "hi": hi,
+        "lo": lo,
+        "n_sample": n_sample,
+        "draws": draws,
+        "every": every,
+        "seed": seed,
+        "width_recorded": [paper[k] for k in ("t_start", "t_end", "tau_width")],
+        "width_exact_grid": [*exact, grid_width],
+        "eval_groups": len(ev.groups),
+        "dense_from": dense,
+        "t_start_before_dense": float(np.mean(crossed < dense)) if len(crossed) else 0.0,
+        "t_start": replay_spread(t_start),
+        "t_end": replay_spread(t_end),
+        "tau_width": replay_spread(width),
+        "checkpoints_scored": len(scored),
+        "widths": [None if math.isnan(w) else int(w) for w in width],
     }

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from mi_plateau.api import sampled_tau
+from mi_plateau.api import sampled_tau, sampled_width
 from mi_plateau.metrics import evaluate, example_losses, sequence_losses, sequence_scores_reference
 from mi_plateau.passes.sampled import estimator_grid
 
@@ -51,6 +51,24 @@ def test_replayed_estimator_on_a_run(tiny_run):
         assert sampled_tau(run, every=every, draws=400, n_sample=8, seed=1)["taus"] != out["taus"]
 
 
+def test_replayed_width_on_a_run(tiny_run):
+    from mi_plateau.summaries import transition_width
+
+    run = tiny_run
+    every = run.steps()[1] - run.steps()[0]
+    out = sampled_width(run, every=every, draws=300, n_sample=8)
+    grid = [r for r in run.records() if r["step"] in estimator_grid(run.steps(), every)]
+    log_K = run.config().task.log_K
+    want = transition_width([r["step"] for r in grid], [r["metrics"]["L_seq"] for r in grid], log_K)
+    assert want[2] is not None and tuple(out["width_exact_grid"]) == want  # the tiny preset scores every group
+    widths = [w for w in out["widths"] if w is not None]
+    assert len(out["widths"]) == 300 and len(widths) == 300 - round(300 * out["tau_width"]["p_none"])
+    assert out["tau_width"]["mean"] == pytest.approx(np.mean(widths))
+    assert out["t_end"]["max"] <= want[1] or out["t_end"]["q50"] <= want[1] + every  # a noisy mean ends no later
+    assert out["dense_from"] == run.steps()[0] and out["t_start_before_dense"] == 0.0
+    assert sampled_width(run, every=every, draws=300, n_sample=8)["widths"] == out["widths"]  # seeded
+
+
 @pytest.mark.long
 def test_cli_sampled_tau(tiny_run, run_cli):
     every = tiny_run.steps()[1]
@@ -60,6 +78,12 @@ def test_cli_sampled_tau(tiny_run, run_cli):
     assert s["sampled_tau"]["draws"] == 50 and s["sampled_tau"]["every"] == every and s["tau"] is not None
     p = run_cli("summary", str(tiny_run.path), "--sampled-tau", "--every", str(every), "--draws", "50")
     assert p.returncode == 0 and "tau by the original's estimator" in p.stdout and "50 replays" in p.stdout
+    p = run_cli("summary", str(tiny_run.path), "--sampled-width", "--every", str(every), "--draws", "50", "--json")
+    assert p.returncode == 0, p.stderr
+    w = json.loads(p.stdout)["sampled_width"]
+    assert w["draws"] == 50 and len(w["widths"]) == 50 and "sampled_tau" not in json.loads(p.stdout)
+    p = run_cli("summary", str(tiny_run.path), "--sampled-width", "--every", str(every), "--draws", "50")
+    assert p.returncode == 0 and "transition width by the original's estimator" in p.stdout
     p = run_cli("summary", str(tiny_run.path), "--sampled-tau", "--every", "1000000")
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "fewer than two checkpoints" in p.stderr
     steps = tiny_run.steps()
@@ -72,4 +96,4 @@ def test_cli_sampled_tau(tiny_run, run_cli):
         and f"too sparse for an estimate every {fine}" in p.stderr
     )
     p = run_cli("summary", str(tiny_run.path), "--draws", "50")
-    assert p.returncode == 2 and p.stderr.strip().endswith("--draws applies to --sampled-tau only")
+    assert p.returncode == 2 and p.stderr.strip().endswith("--draws applies to --sampled-tau and --sampled-width only")

@@ -1,11 +1,13 @@
-"""The original's tau estimator replayed on hand-built per-example losses: known answers."""
+"""The original's tau estimator, and the width read off it, replayed on hand-built per-example
+losses: known answers, and the width against a plain reading of the same draws."""
 
 import math
 
 import numpy as np
 import pytest
 
-from mi_plateau.passes.sampled import estimator_grid, replay_taus
+from mi_plateau.passes.sampled import estimates, estimator_grid, replay_taus, replay_widths
+from mi_plateau.summaries import transition_width
 
 K = 5
 THR = 0.5 * math.log(K)
@@ -77,3 +79,44 @@ def test_the_grid_keeps_checkpoints_at_least_every_steps_apart():
     assert estimator_grid(steps, 50) == [0, 50, 100, 150, 200, 275, 325]
     assert estimator_grid([0, 25, 75, 125], 50) == [0, 75, 125]
     assert estimator_grid([], 50) == []
+
+
+LOGK = math.log(K)
+
+
+def test_without_spread_every_replays_width_is_the_exact_width():
+    fracs = [1.0, 0.97, 0.9, 0.96, 0.5, 0.2, 0.04, 0.02]  # t_start 150 (0.96 after a dip), t_end 300
+    steps = [50 * i for i in range(len(fracs))]
+    t_start, t_end, exact = replay_widths(steps, [_flat(f * LOGK) for f in fracs], K, 0.95 * LOGK, 0.05 * LOGK)
+    assert exact == (150, 300) and np.all(t_start == 150) and np.all(t_end == 300)
+    assert transition_width(steps, [f * LOGK for f in fracs], LOGK)[:2] == exact
+
+
+def test_width_replay_reads_each_draw_as_the_plain_rule_would():
+    rng = np.random.default_rng(3)
+    steps = list(range(0, 1000, 50))
+    # per-example losses with a wide spread: the mean falls from log K to 0 over the run, each
+    # example's loss is that mean times an exponential factor (heavy tail, as in the transition)
+    means = np.linspace(1.05, 0.0, len(steps)) * LOGK
+    losses = [m * rng.exponential(size=200 * K) for m in means]
+    draws = 64
+    t_start, t_end, exact = replay_widths(steps, losses, K, 0.95 * LOGK, 0.05 * LOGK, n_sample=8, draws=draws)
+    est = np.stack([estimates(L.reshape(-1, K), s, 8, draws, 0) for s, L in zip(steps, losses)])
+    for d in range(draws):
+        want = transition_width(steps, list(est[:, d]), LOGK)
+        got = (None if np.isnan(t_start[d]) else int(t_start[d]), None if np.isnan(t_end[d]) else int(t_end[d]))
+        assert got == want[:2], d
+    assert exact == transition_width(steps, [float(L.mean()) for L in losses], LOGK)[:2]
+    assert np.nanmin(t_end) < exact[1]  # the noisy estimate reaches the bottom line first in some replays
+
+
+def test_width_replay_stops_scoring_once_every_replay_and_the_mean_have_ended():
+    fracs = [1.0, 0.5, 0.01, 0.01, 0.01]
+    asked = []
+
+    def losses(step):
+        asked.append(step)
+        return _flat(fracs[step // 50] * LOGK)
+
+    replay_widths([0, 50, 100, 150, 200], losses, K, 0.95 * LOGK, 0.05 * LOGK, draws=20)
+    assert asked == [0, 50, 100]
