@@ -330,3 +330,74 @@ def sampled_width(
         "checkpoints_scored": len(scored),
         "widths": [None if math.isnan(w) else int(w) for w in width],
     }
+
+
+def _mean_std_cv(xs: list[float]) -> tuple[float, float, float]:
+    """Mean, standard deviation with ddof 0 (Table 4's) and CV = std / mean."""
+    a = np.asarray(xs, dtype=np.float64)
+    return float(a.mean()), float(a.std()), float(a.std() / a.mean())
+
+
+def condition_spread(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """One Table 4 condition as the original's estimator would have read its seeds: for each
+    replay index, the mean, std (ddof 0) and CV of the seeds' widths in that replay (``results``:
+    ``sampled_width`` of each seed, with the same draws; a replay where a seed never ended is
+    left out), and their spread over the replays (``replay_spread``) beside the exact widths'
+    mean, std and CV from the runs' records."""
+    if len(results) < 2 or len({r["draws"] for r in results}) != 1:
+        raise ValueError("a condition needs two or more sampled_width results with the same number of draws")
+    exact = [r["width_recorded"][2] for r in results]
+    per = [[r["widths"][d] for r in results] for d in range(results[0]["draws"])]
+    stats = np.array([_mean_std_cv(ws) for ws in per if None not in ws]).reshape(-1, 3)
+    return {
+        "runs": [r["run"] for r in results],
+        "exact_widths": exact,
+        "exact": dict(zip(("mean", "std", "cv"), _mean_std_cv(exact))) if None not in exact else None,
+        "replays_with_every_seed": len(stats),
+        **{k: replay_spread(stats[:, i]) if len(stats) else None for i, k in enumerate(("mean", "std", "cv"))},
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m mi_plateau.passes.sampled RUN_OR_JSON ... --out FILE``: the width replay of each
+    seed of one condition (a run folder is replayed here; a JSON file written by ``mi-plateau
+    summary RUN --sampled-width --json`` is read) and the condition's mean, std and CV under the
+    estimator (``condition_spread``)."""
+    import argparse
+    import datetime as dt
+    import json
+    from pathlib import Path
+
+    ap = argparse.ArgumentParser(prog="python -m mi_plateau.passes.sampled", description=main.__doc__.split("\n\n")[0])
+    ap.add_argument("runs", nargs="+", help="run folders, or JSON files from summary --sampled-width --json")
+    ap.add_argument("--out", default=None, help="write the JSON here (else stdout)")
+    a = ap.parse_args(argv)
+    results = []
+    for src in a.runs:
+        if src.endswith(".json"):
+            got = json.loads(Path(src).read_text()).get("sampled_width")
+            if not got:
+                raise SystemExit(
+                    f"{src}: no sampled_width in it (write it with mi-plateau summary RUN --sampled-width --json)"
+                )
+            results.append(got)
+        else:
+            results.append(sampled_width(src))
+    from ..bench.runner import code_commit
+
+    out = {
+        "condition": condition_spread(results),
+        "command": " ".join(["python -m mi_plateau.passes.sampled", *(argv if argv is not None else sys.argv[1:])]),
+        "commit": code_commit(),
+        "date": dt.datetime.now(dt.timezone.utc).date().isoformat(),
+    }
+    text = json.dumps(out, indent=1) + "\n"
+    if a.out:
+        Path(a.out).write_text(text)
+    else:
+        print(text, end="")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from mi_plateau.passes.sampled import estimates, estimator_grid, replay_taus, replay_widths
+from mi_plateau.passes.sampled import condition_spread, estimates, estimator_grid, replay_taus, replay_widths
 from mi_plateau.summaries import transition_width
 
 K = 5
@@ -120,3 +120,19 @@ def test_width_replay_stops_scoring_once_every_replay_and_the_mean_have_ended():
 
     replay_widths([0, 50, 100, 150, 200], losses, K, 0.95 * LOGK, 0.05 * LOGK, draws=20)
     assert asked == [0, 50, 100]
+
+
+def _result(run, recorded, widths):
+    return {"run": run, "draws": len(widths), "width_recorded": [0, recorded, recorded], "widths": widths}
+
+
+def test_a_conditions_mean_and_cv_per_replay_pair_the_seeds_replays():
+    got = condition_spread([_result("a", 1000, [100, 200, None]), _result("b", 3000, [300, 200, 400])])
+    assert got["exact"] == {"mean": 2000.0, "std": 1000.0, "cv": 0.5}  # ddof 0
+    assert got["replays_with_every_seed"] == 2  # the third replay has a seed that never ended
+    assert (got["mean"]["min"], got["mean"]["max"]) == (200.0, 200.0)
+    assert (got["cv"]["min"], got["cv"]["max"]) == (0.0, 0.5) and got["std"]["mean"] == 50.0
+    none = condition_spread([_result("a", 1, [None]), _result("b", 1, [5])])
+    assert none["replays_with_every_seed"] == 0 and none["mean"] is None
+    with pytest.raises(ValueError, match="same number of draws"):
+        condition_spread([_result("a", 1, [1]), _result("b", 1, [1, 2])])
