@@ -77,6 +77,10 @@ NOT_FROM_LOGS = {
     "spacing_check_phase_boundary_K5": "`mi-plateau summary RUN --spacing-check 3200 --json`: a run's records",
     "spacing_check_lr_sweep_K20": "`mi-plateau summary RUN --spacing-check 3200 --json`: a run's records",
     "spacing_check_k_sweep_K17": "`mi-plateau summary RUN --spacing-check 3200 --json`: a run's records",
+    "sampled_width_phase_boundary_K5_seed42": "`mi-plateau summary RUN --sampled-width --json`: scores a run",
+    "sampled_width_phase_boundary_K5_seed123": "`mi-plateau summary RUN --sampled-width --json`: scores a run",
+    "sampled_width_phase_boundary_K5_seed7": "`mi-plateau summary RUN --sampled-width --json`: scores a run",
+    "sampled_width_phase_boundary_K5": "`python -m mi_plateau.passes.sampled FILES --out FILE` (the three above)",
     "threads_K5": "two trainings of one config on one and two threads (the commands are in the file)",
 }
 # committed logs that no table here is rebuilt from, and why
