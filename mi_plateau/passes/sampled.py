@@ -261,6 +261,8 @@ def width_grid(run: Run, every: int) -> tuple[list[int], int]:
     first fell below it, or the run never fell below it."""
     cfg, recs = run.config(), run.records()
     steps = estimator_grid(run.steps(), every)
+    if len(steps) < 2:
+        raise RunError(f"{run.path}: fewer than two checkpoints {every} steps apart; set every to the run's spacing")
     top = cfg.eval.width_hi * cfg.task.log_K
     seq = [(r["step"], r["metrics"].get("L_seq")) for r in recs]
     below = next((i for i, (_, v) in enumerate(seq) if v is not None and v < top), None)

@@ -95,5 +95,9 @@ def test_cli_sampled_tau(tiny_run, run_cli):
         and len(p.stderr.strip().splitlines()) == 1
         and f"too sparse for an estimate every {fine}" in p.stderr
     )
+    p = run_cli("summary", str(tiny_run.path), "--sampled-width", "--every", str(fine))
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "where the width's start" in p.stderr
+    p = run_cli("summary", str(tiny_run.path), "--sampled-width", "--every", "1000000")
+    assert p.returncode == 2 and "fewer than two checkpoints" in p.stderr
     p = run_cli("summary", str(tiny_run.path), "--draws", "50")
     assert p.returncode == 2 and p.stderr.strip().endswith("--draws applies to --sampled-tau and --sampled-width only")
