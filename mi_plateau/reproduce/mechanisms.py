@@ -9,11 +9,11 @@ from typing import Any
 
 import numpy as np
 
-from .. import paper
+from .. import figures, paper
 from ..summaries import tau
 from ..sweeps import Sweep
 from .records import NO_CURVES, Collected
-from .writer import Built, Table
+from .writer import Built, Plot, Table
 
 
 def table11(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -75,7 +75,41 @@ def build_label_noise(collected: Collected, sweep: Sweep, n_boot: int, seed: int
         "without a tau, the step its budget ended at. The paper: a 16x delay at p = 0.2."
     )
     title = "Figure 2b: tau against fixed label noise"
-    return Built({"Figure 2b": Table("label_noise", noise_delays(collected.rows), title, note)})
+    rows = noise_delays(collected.rows)
+    return Built(
+        {"Figure 2b": Table("label_noise", rows, title, note)},
+        {"Figure 2b": Plot("label_noise", noise_figure(rows))},
+    )
+
+
+def noise_figure(rows: list[dict[str, Any]]):
+    """Figure 2b as a picture: the delay tau(p) / tau(0) against p, one series per K; a run
+    without a tau (finished or still running) drawn open at the step it got to over tau(0), a
+    lower bound; the paper's 16x at p = 0.2 as a cross."""
+    base = {r["K"]: r["tau_paper"] for r in rows if r["label_noise"] == 0 and r["tau_paper"]}
+    pts = {
+        f"K={K}": {
+            "x": [r["label_noise"] for r in rs],
+            "tau": [r["delay"] for r in rs],
+            "reached": [r["steps"] / base[K] if r["delay"] is None and r["steps"] and K in base else None for r in rs],
+            "label": [f"K={K}, p={r['label_noise']:g} ({r['status']})" for r in rs],
+        }
+        for K in sorted({r["K"] for r in rows})
+        for rs in [[r for r in rows if r["K"] == K]]
+    }
+    fig = figures.tau_power_law(
+        pts,
+        {},
+        x_label="label noise p (a fixed share of the training examples relabelled once)",
+        x_symbol="p",
+        y_label="delay: tau(p) / tau(0) at the same K",
+        reference={"x": [0.2], "tau": [paper.LABEL_NOISE_DELAY]},
+        log_x=False,
+        title="Figure 2b: the delay label noise adds<br><sup>cross: the paper's 16x at p = 0.2; open triangle: "
+        "no tau yet, drawn at the step reached over tau(0) (a lower bound)</sup>",
+    )
+    fig.update_xaxes(dtick=0.05, range=[-0.01, 0.21])
+    return fig
 
 
 HALF_NAT = 0.5  # the duration's end: L_seq below this many nats (absolute)

@@ -51,6 +51,7 @@ TABLES = {
     "direction": ("table2",),
     "phase_boundary": ("phase_boundary_runs", "phase_boundary_table4", "phase_boundary_table8"),
     "dissipation": ("table11",),
+    "label_noise": ("label_noise",),
     "selector_groups": ("table12_cancellation_runs", "table12_cancellation", "table12_beta"),
 }
 # pass recipes (a pass over another recipe's runs, its rows kept in a log of its own) -> their tables

@@ -434,6 +434,15 @@ def test_label_noise_delay_is_over_the_same_K_without_noise():
     assert out[(10, 0.2)]["delay"] == 2.5 and out[(10, 0.0)]["delay"] == 1.0
     assert out[(10, 0.1)]["delay"] is None and out[(10, 0.1)]["no_escape_by"] == 20000
     assert out[(20, 0.2)]["delay"] is None  # no p = 0 run at K = 20 yet
+    # the figure: delays as points, the p = 0.1 run as a lower bound at its last step over tau(0)
+    from mi_plateau.reproduce.mechanisms import noise_figure
+
+    tr = {t.name: t for t in noise_figure(noise_delays(rows)).data}
+    assert list(tr["K=10"].x) == [0.0, 0.2] and list(tr["K=10"].y) == [1.0, 2.5]
+    bound = tr["K=10: no tau by this step (tau is above)"]
+    assert list(bound.x) == [0.1] and list(bound.y) == [10.0]
+    assert "K=20" not in tr or not [y for y in tr["K=20"].y if y is not None]  # no tau(0): no delay drawn
+    assert list(tr["the paper's values"].x) == [0.2] and list(tr["the paper's values"].y) == [16]
 
 
 def test_cancellation_durations_and_beta_known_answers():
