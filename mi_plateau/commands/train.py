@@ -229,9 +229,13 @@ def print_sampled_width(w: dict) -> None:
     ws, wr = w["width_exact_grid"], w["width_recorded"]
     print(
         f"exact (t_start, t_end, width): {tuple(ws)} on that grid ({w['eval_groups']} groups), {tuple(wr)} in the "
-        f"run's records; {100 * w['tau_width']['p_none']:.1f}% of replays never fell below {w['lo']:g} log K; "
-        f"{w['checkpoints_scored']} checkpoints scored"
+        f"run's records; {w['checkpoints_scored']} checkpoints scored"
     )
+    if w["tau_width"]["p_none"]:
+        print(
+            f"  {100 * w['tau_width']['p_none']:.1f}% of the replays never fell below {w['lo']:g} log K by the run's "
+            "last checkpoint: the means and std cover the others only (a run stopped at that line reads short)"
+        )
     if w["t_start_before_dense"]:
         print(
             f"  {100 * w['t_start_before_dense']:.1f}% of the replays' t_start lie before step {w['dense_from']}, "

@@ -121,14 +121,19 @@ def replay_widths(
 
 
 def estimator_grid(steps: list[int], every: int) -> list[int]:
-    """The checkpoints the estimator reads: the first, then each next one at least ``every``
-    steps after the last kept. On a run checkpointed every 50 steps (every 25 through the
-    transition, which may move the lattice by 25) that is a 50-step grid with an occasional
-    75-step gap, the original's cadence up to that shift."""
+    """The checkpoints the estimator reads: for each multiple of ``every`` (the original
+    evaluated at the steps its spacing divides), the run's checkpoint at it, or else its first
+    checkpoint after it and before the next multiple (none where the run has none there). A run
+    checkpointed every 50 steps, and every 25 through the transition, gives the 50-step lattice
+    itself; a stretch where the 25-step spacing left it is read 25 steps late."""
+    have = sorted(steps)
     out: list[int] = []
-    for s in steps:
-        if not out or s - out[-1] >= every:
-            out.append(s)
+    i = 0
+    for m in range(have[0] - have[0] % every, have[-1] + 1, every) if have else ():
+        while have[i] < m:
+            i += 1
+        if have[i] < m + every and (not out or have[i] != out[-1]):
+            out.append(have[i])
     return out
 
 
@@ -298,7 +303,10 @@ def sampled_width(
     the exact L_seq over all evaluation groups on the estimator's grid. Per replay quantity
     (``t_start``, ``t_end``, ``tau_width``): the spread of ``replay_spread``. ``dense_from``: the
     grid is sparse before this step (a widened spacing on the plateau); ``t_start_before_dense``:
-    the share of replays whose t_start lies there, where the original read more estimates."""
+    the share of the replays that ended whose t_start lies there, where the original read more
+    estimates. A replay that has not fallen below the bottom line by the run's last checkpoint
+    has no width (``p_none``): on a run stopped at that line (a floor at ``lo``) the spread then
+    covers only the replays that ended early, and reads short."""
     run = _checked_run(run, n_sample, draws, every)
     cfg = run.config()
     steps, dense = width_grid(run, every)
@@ -335,26 +343,42 @@ def sampled_width(
 
 
 def _mean_std_cv(xs: list[float]) -> tuple[float, float, float]:
-    """Mean, standard deviation with ddof 0 (Table 4's) and CV = std / mean."""
+    """Mean, standard deviation with ddof 0 (Table 4's) and CV = std / mean (NaN for a zero mean)."""
     a = np.asarray(xs, dtype=np.float64)
-    return float(a.mean()), float(a.std()), float(a.std() / a.mean())
+    mean, std = float(a.mean()), float(a.std())
+    return mean, std, std / mean if mean else float("nan")
+
+
+SAME_SETTINGS = ("draws", "n_sample", "every", "seed", "hi", "lo")  # what paired replays must share
 
 
 def condition_spread(results: list[dict[str, Any]]) -> dict[str, Any]:
     """One Table 4 condition as the original's estimator would have read its seeds: for each
     replay index, the mean, std (ddof 0) and CV of the seeds' widths in that replay (``results``:
-    ``sampled_width`` of each seed, with the same draws; a replay where a seed never ended is
-    left out), and their spread over the replays (``replay_spread``) beside the exact widths'
-    mean, std and CV from the runs' records."""
-    if len(results) < 2 or len({r["draws"] for r in results}) != 1:
-        raise ValueError("a condition needs two or more sampled_width results with the same number of draws")
-    exact = [r["width_recorded"][2] for r in results]
+    ``sampled_width`` of each seed with the same settings, so replay d of every seed used the
+    same draws), and their spread over the replays (``replay_spread``), beside the exact widths'
+    mean, std and CV, read on every checkpoint (``exact``) and on the estimator's grid
+    (``exact_grid``). A replay where a seed never ended is left out of the spread
+    (``replays_with_every_seed`` counts the rest); an exact mean needs every seed's width."""
+    if len(results) < 2:
+        raise ValueError("a condition needs two or more sampled_width results")
+    for key in SAME_SETTINGS:
+        if len({r[key] for r in results}) != 1:
+            raise ValueError(f"the results differ in {key} ({sorted({r[key] for r in results})}): replay them alike")
     per = [[r["widths"][d] for r in results] for d in range(results[0]["draws"])]
     stats = np.array([_mean_std_cv(ws) for ws in per if None not in ws]).reshape(-1, 3)
+
+    def exact(key: str) -> dict[str, float] | None:
+        ws = [r[key][2] for r in results]
+        return None if None in ws else dict(zip(("mean", "std", "cv"), _mean_std_cv(ws)))
+
     return {
         "runs": [r["run"] for r in results],
-        "exact_widths": exact,
-        "exact": dict(zip(("mean", "std", "cv"), _mean_std_cv(exact))) if None not in exact else None,
+        **{k: results[0][k] for k in SAME_SETTINGS},
+        "exact_widths": [r["width_recorded"][2] for r in results],
+        "exact": exact("width_recorded"),
+        "exact_grid_widths": [r["width_exact_grid"][2] for r in results],
+        "exact_grid": exact("width_exact_grid"),
         "replays_with_every_seed": len(stats),
         **{k: replay_spread(stats[:, i]) if len(stats) else None for i, k in enumerate(("mean", "std", "cv"))},
     }
@@ -372,23 +396,29 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = argparse.ArgumentParser(prog="python -m mi_plateau.passes.sampled", description=main.__doc__.split("\n\n")[0])
     ap.add_argument("runs", nargs="+", help="run folders, or JSON files from summary --sampled-width --json")
+    ap.add_argument("--draws", type=int, default=1000, help="replays per run folder (default 1000)")
+    ap.add_argument("--n-sample", type=int, default=ORIGINAL_N_SAMPLE, help="groups per estimate (default 32)")
+    ap.add_argument("--every", type=int, default=ORIGINAL_EVERY, help="steps between estimates (default 50)")
+    ap.add_argument("--seed", type=int, default=0, help="the draws' seed (default 0)")
     ap.add_argument("--out", default=None, help="write the JSON here (else stdout)")
     a = ap.parse_args(argv)
-    results = []
-    for src in a.runs:
-        if src.endswith(".json"):
-            got = json.loads(Path(src).read_text()).get("sampled_width")
-            if not got:
-                raise SystemExit(
-                    f"{src}: no sampled_width in it (write it with mi-plateau summary RUN --sampled-width --json)"
-                )
-            results.append(got)
-        else:
-            results.append(sampled_width(src))
+    try:
+        results = []
+        for src in a.runs:
+            if src.endswith(".json"):
+                got = json.loads(Path(src).read_text()).get("sampled_width")
+                if not got:
+                    raise ValueError(f"{src}: no sampled_width in it (mi-plateau summary RUN --sampled-width --json)")
+                results.append(got)
+            else:
+                results.append(sampled_width(src, n_sample=a.n_sample, draws=a.draws, every=a.every, seed=a.seed))
+        condition = condition_spread(results)
+    except (OSError, RunError, ValueError) as e:
+        raise SystemExit(f"python -m mi_plateau.passes.sampled: error: {e}") from None
     from ..bench.runner import code_commit
 
     out = {
-        "condition": condition_spread(results),
+        "condition": condition,
         "command": " ".join(["python -m mi_plateau.passes.sampled", *(argv if argv is not None else sys.argv[1:])]),
         "commit": code_commit(),
         "date": dt.datetime.now(dt.timezone.utc).date().isoformat(),

@@ -108,7 +108,7 @@ def noise_figure(rows: list[dict[str, Any]]):
         title="Figure 2b: the delay label noise adds<br><sup>cross: the paper's 16x at p = 0.2; open triangle: "
         "no tau yet, drawn at the step reached over tau(0) (a lower bound)</sup>",
     )
-    fig.update_xaxes(dtick=0.05, range=[-0.01, 0.21])
+    fig.update_xaxes(dtick=0.05, range=[-0.01, max([0.2, *(r["label_noise"] for r in rows)]) + 0.01])
     return fig
 
 

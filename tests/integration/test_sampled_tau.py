@@ -51,6 +51,10 @@ def test_replayed_estimator_on_a_run(tiny_run):
         assert sampled_tau(run, every=every, draws=400, n_sample=8, seed=1)["taus"] != out["taus"]
 
 
+def out_steps(records):
+    return [r["step"] for r in records]
+
+
 def test_replayed_width_on_a_run(tiny_run):
     from mi_plateau.summaries import transition_width
 
@@ -62,9 +66,9 @@ def test_replayed_width_on_a_run(tiny_run):
     want = transition_width([r["step"] for r in grid], [r["metrics"]["L_seq"] for r in grid], log_K)
     assert want[2] is not None and tuple(out["width_exact_grid"]) == want  # the tiny preset scores every group
     widths = [w for w in out["widths"] if w is not None]
-    assert len(out["widths"]) == 300 and len(widths) == 300 - round(300 * out["tau_width"]["p_none"])
-    assert out["tau_width"]["mean"] == pytest.approx(np.mean(widths))
-    assert out["t_end"]["max"] <= want[1] or out["t_end"]["q50"] <= want[1] + every  # a noisy mean ends no later
+    assert len(out["widths"]) == 300 and widths and out["tau_width"]["mean"] == pytest.approx(np.mean(widths))
+    assert set(widths) <= {b - a for a in [0, *out_steps(grid)] for b in out_steps(grid)}  # grid differences
+    assert out["t_end"]["min"] <= want[1]  # some noisy estimate is below the line no later than the mean
     assert out["dense_from"] == run.steps()[0] and out["t_start_before_dense"] == 0.0
     assert sampled_width(run, every=every, draws=300, n_sample=8)["widths"] == out["widths"]  # seeded
 

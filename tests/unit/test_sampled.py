@@ -73,12 +73,17 @@ def test_scoring_goes_on_until_the_exact_mean_has_crossed_too():
     assert taus[0] == 50
 
 
-def test_the_grid_keeps_checkpoints_at_least_every_steps_apart():
-    # every 50, then every 25 through a transition that starts off the 50-step lattice
+def test_the_grid_is_the_lattice_of_every_where_the_run_has_it():
+    # every 50, then every 25 through a transition, then every 50 off the 50-step lattice
     steps = [0, 50, 100, 125, 150, 175, 200, 225, 275, 325]
     assert estimator_grid(steps, 50) == [0, 50, 100, 150, 200, 275, 325]
     assert estimator_grid([0, 25, 75, 125], 50) == [0, 75, 125]
     assert estimator_grid([], 50) == []
+    # back on the lattice as soon as the run is: 125 -> 175 skipped 150, then 200 is kept
+    assert estimator_grid([0, 50, 100, 125, 175, 200, 250], 50) == [0, 50, 100, 175, 200, 250]
+    # a widened spacing keeps its own checkpoints, no step twice
+    assert estimator_grid([0, 50, 100, 200, 400, 800, 825, 850], 50) == [0, 50, 100, 200, 400, 800, 850]
+    assert estimator_grid([30, 60, 90, 120], 50) == [30, 60, 120]
 
 
 LOGK = math.log(K)
@@ -122,17 +127,51 @@ def test_width_replay_stops_scoring_once_every_replay_and_the_mean_have_ended():
     assert asked == [0, 50, 100]
 
 
-def _result(run, recorded, widths):
-    return {"run": run, "draws": len(widths), "width_recorded": [0, recorded, recorded], "widths": widths}
+def _result(run, recorded, widths, grid=None, **settings):
+    return {
+        "run": run,
+        "draws": len(widths),
+        "width_recorded": [0, recorded, recorded],
+        "width_exact_grid": [0, grid or recorded, grid or recorded],
+        "widths": widths,
+        **{"n_sample": 32, "every": 50, "seed": 0, "hi": 0.95, "lo": 0.05} | settings,
+    }
 
 
 def test_a_conditions_mean_and_cv_per_replay_pair_the_seeds_replays():
-    got = condition_spread([_result("a", 1000, [100, 200, None]), _result("b", 3000, [300, 200, 400])])
+    got = condition_spread([_result("a", 1000, [100, 200, None], 2000), _result("b", 3000, [300, 200, 400])])
     assert got["exact"] == {"mean": 2000.0, "std": 1000.0, "cv": 0.5}  # ddof 0
+    assert got["exact_grid"] == {"mean": 2500.0, "std": 500.0, "cv": 0.2} and got["every"] == 50
     assert got["replays_with_every_seed"] == 2  # the third replay has a seed that never ended
     assert (got["mean"]["min"], got["mean"]["max"]) == (200.0, 200.0)
     assert (got["cv"]["min"], got["cv"]["max"]) == (0.0, 0.5) and got["std"]["mean"] == 50.0
     none = condition_spread([_result("a", 1, [None]), _result("b", 1, [5])])
     assert none["replays_with_every_seed"] == 0 and none["mean"] is None
-    with pytest.raises(ValueError, match="same number of draws"):
+    with pytest.raises(ValueError, match="differ in draws"):
         condition_spread([_result("a", 1, [1]), _result("b", 1, [1, 2])])
+    with pytest.raises(ValueError, match="differ in every"):
+        condition_spread([_result("a", 1, [1]), _result("b", 1, [1], every=25)])
+    with pytest.raises(ValueError, match="two or more"):
+        condition_spread([_result("a", 1, [1])])
+
+
+def test_width_replays_do_not_depend_on_where_the_scoring_stopped():
+    rng = np.random.default_rng(1)
+    means = [1.05, 1.0, 0.9, 0.6, 0.3, 0.1, 0.06, 0.04, 0.02, 0.01, 0.01, 0.01]
+    losses = [m * LOGK * rng.exponential(size=200 * K) for m in means]
+    steps = [50 * i for i in range(len(means))]
+    called = []
+
+    def lazily(step):
+        called.append(step)
+        return losses[steps.index(step)]
+
+    args = (K, 0.95 * LOGK, 0.05 * LOGK)
+    eager = replay_widths(steps, losses, *args, n_sample=8, draws=300, seed=5)
+    lazy = replay_widths(steps, lazily, *args, n_sample=8, draws=300, seed=5)
+    for a, b in zip(eager[:2], lazy[:2]):
+        np.testing.assert_array_equal(a, b)
+    assert eager[2] == lazy[2] == (50, 350)
+    ends = lazy[1]
+    assert not np.isnan(ends).any() and ends.max() > 350  # some replays end after the mean does
+    assert called == steps[: steps.index(int(ends.max())) + 1]  # read until the last replay ended
