@@ -241,6 +241,8 @@ def collect(sweep: Sweep, root: str | Path, docs: str | Path) -> Collected:
     rows, curves = [], {}
     for p in sweep.points:
         here = _local(sweep.folder(root) / p.name)
+        if here is not None and (mine := _as_point_row(here, p, legacy_ok)) is not None:
+            here = here | {"row": mine}  # a folder the old cap stopped reads as partial, as its record would
         rec = old.get(p.name)
         seen = _as_point_row(rec, p, legacy_ok) if isinstance(rec, dict) else None
         if here is not None and (seen is None or _rank(here["row"]) >= _rank(seen) or _for_curves(here, seen, rec)):

@@ -198,6 +198,17 @@ def test_a_raised_cap_keeps_runs_their_rule_stopped_and_reopens_runs_the_cap_sto
     assert {r["source"] for r in collect(other, empty, docs)[0]} == {None}  # another lr: not these runs
 
 
+def test_a_folder_the_old_cap_stopped_reads_as_partial_under_a_raised_cap(tmp_path):
+    f = tmp_path / "s.toml"
+    f.write_text(TINY.replace("max_steps = 600", "max_steps = 60").split("[[points]]\nK = 4")[0])
+    capped = load_sweep(f)
+    run_sweep(capped, root=tmp_path / "ck", jobs=1, progress=False)
+    assert collect(capped, tmp_path / "ck", tmp_path / "docs")[0][0]["status"] == "finished"  # its own cap
+    f.write_text(TINY.replace("max_steps = 600", "max_steps = 1200").split("[[points]]\nK = 4")[0])
+    (row,) = collect(load_sweep(f), tmp_path / "ck", tmp_path / "docs")[0]
+    assert (row["source"], row["status"], row["steps"]) == ("here", "running", 60)  # the raised cap continues it
+
+
 def test_rows_recorded_before_configs_are_matched_by_name_while_the_recipe_is_unchanged(recorded, tmp_path):
     sweep, empty, docs = _without_folders(recorded, tmp_path)
     path = docs / f"{sweep.name}_log.json"
