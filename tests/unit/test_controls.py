@@ -162,6 +162,16 @@ def test_edge_cases_read_not_measured_rather_than_a_verdict(docs):
     _write(docs, "lr_sweep_ratio.json", [])
     _write(docs, "table1_noclip.json", [{"definition": "paper", "B": 32, "tau_examples_k": 300.0}])
     assert rows()["barrier"]["verdict"] == "not measured"
+    # no width at an end of the lr range: the rates that have one decide, and say so
+    partial = [
+        {"definition": "paper", "range": "all rates", "lr_range": "0.0003 to 0.002", "ratio": None},
+        {"definition": "paper", "range": "rates with a width", "lr_range": "0.001 to 0.002", "ratio": 1.5},
+    ]
+    _write(docs, "lr_sweep_ratio.json", partial)
+    got = rows()["barrier"]
+    assert got["verdict"] == "falsified" and "(0.001 and 0.002) = 1.50x" in got["ours"]
+    _write(docs, "lr_sweep_ratio.json", partial[:1])
+    assert rows()["barrier"]["verdict"] == "not measured"
     # a smallest batch stopped before it saw the examples the larger batch needed: no bound
     _write(
         docs,
