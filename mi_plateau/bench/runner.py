@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from ..checkpoints import Run
+from ..checkpoints.files import code_commit
 from ..config import RunConfig, preset
 from .sections import E2E_RUN, bench_end_to_end, bench_overhead, bench_passes, bench_threads, bench_train
 from .timing import machine, matmul_peak_gflops
@@ -182,30 +183,6 @@ def _overhead_section(cfg: RunConfig, quick: bool, train: dict[str, Any], refere
         ov["share_reference_run"] = ck / (ov["mean_interval_reference_run"] * step_s + ck)
     ov["train_steps_between_ckpts_s"] = cfg.train.ckpt_every * step_s
     return ov
-
-
-def code_commit() -> str | None:
-    """The git commit the bench ran at (None outside a checkout): a snapshot names its code."""
-    import subprocess
-
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            cwd=Path(__file__).parent,
-        )
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            cwd=Path(__file__).parent,
-        ).stdout.strip()
-        return (out.stdout.strip() + ("+changes" if dirty else "")) or None if out.returncode == 0 else None
-    except (OSError, subprocess.SubprocessError):
-        return None
 
 
 def _finish(res: dict[str, Any], t0: float) -> dict[str, Any]:

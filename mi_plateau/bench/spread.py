@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=None, help="write the JSON here (else stdout)")
     a = ap.parse_args(argv)
     out = run_spread(a.run, a.every, a.subset, a.rows)
-    from .runner import code_commit
+    from ..checkpoints.files import code_commit
 
     out |= {"command": " ".join(["python -m mi_plateau.bench.spread", *sys.argv[1:]]), "commit": code_commit()}
     out["date"] = dt.datetime.now(dt.timezone.utc).date().isoformat()

@@ -242,3 +242,28 @@ def read_json(path: Path) -> Any:
         raise RunError(f"{path}: not valid JSON ({one_line(e)})") from None
     except RecursionError:
         raise RunError(f"{path}: not valid JSON (nested too deeply)") from None
+
+
+def code_commit() -> str | None:
+    """The git commit of the code here (None outside a checkout; "+changes" where tracked files
+    differ from it): what a snapshot or a replay written to docs names as its code."""
+    import subprocess
+
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            cwd=Path(__file__).parent,
+        )
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            cwd=Path(__file__).parent,
+        ).stdout.strip()
+        return (out.stdout.strip() + ("+changes" if dirty else "")) or None if out.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError):
+        return None

@@ -415,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
         condition = condition_spread(results)
     except (OSError, RunError, ValueError) as e:
         raise SystemExit(f"python -m mi_plateau.passes.sampled: error: {e}") from None
-    from ..bench.runner import code_commit
+    from ..checkpoints.files import code_commit
 
     out = {
         "condition": condition,
