@@ -27,10 +27,12 @@ def sampled_tau(
     every: int = 50,
     seed: int = 0,
     progress: bool = False,
+    shared=None,
 ) -> dict[str, Any]:
     """The run's tau as the original code measured it (L_seq on ``n_sample`` random groups, one
     example each, every ``every`` steps), replayed ``draws`` times on its checkpoints: the spread
-    that estimator adds to tau, beside the exact tau (``passes.sampled``)."""
+    that estimator adds to tau, beside the exact tau (``passes.sampled``). ``shared``: a
+    ``passes.sampled.ExampleLosses`` of the run, to score each checkpoint once for both replays."""
     from .passes.sampled import sampled_tau as replay
 
     return replay(
@@ -40,6 +42,7 @@ def sampled_tau(
         every=every,
         seed=seed,
         progress=progress,
+        shared=shared,
     )
 
 
@@ -51,10 +54,12 @@ def sampled_width(
     every: int = 50,
     seed: int = 0,
     progress: bool = False,
+    shared=None,
 ) -> dict[str, Any]:
     """The run's transition width as the original code measured it (t_start and t_end read off
     L_seq estimated on ``n_sample`` random groups, one example each, every ``every`` steps),
-    replayed ``draws`` times on its checkpoints, beside the exact width (``passes.sampled``)."""
+    replayed ``draws`` times on its checkpoints, beside the exact width (``passes.sampled``).
+    ``shared`` as in ``sampled_tau``."""
     from .passes.sampled import sampled_width as replay
 
     return replay(
@@ -64,6 +69,7 @@ def sampled_width(
         every=every,
         seed=seed,
         progress=progress,
+        shared=shared,
     )
 
 

@@ -123,8 +123,14 @@ def cmd_summary(args) -> int:
         return print_guard_check(args)
     if args.spacing_check:
         return print_spacing_check(args)
+    from ..checkpoints import Run
+
     t = w = None
     progress = not args.json and sys.stderr.isatty()
+    if args.sampled_tau or args.sampled_width:
+        from ..passes.sampled import ExampleLosses
+
+        given["shared"] = ExampleLosses(Run(args.run), progress)  # one scoring per checkpoint for both
     if args.sampled_tau:
         from ..api import sampled_tau
 
@@ -133,7 +139,6 @@ def cmd_summary(args) -> int:
         from ..api import sampled_width
 
         w = sampled_width(args.run, **given, progress=progress)
-    from ..checkpoints import Run
     from ..sweeps.table import run_costs
 
     costs = run_costs(Run(args.run))

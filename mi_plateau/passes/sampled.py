@@ -183,6 +183,7 @@ def sampled_tau(
     every: int = ORIGINAL_EVERY,
     seed: int = 0,
     progress: bool = False,
+    shared: ExampleLosses | None = None,
 ) -> dict[str, Any]:
     """The distribution of the run's tau under the original's estimator (module docstring)
     beside its exact tau. ``tau_recorded``: the run's tau from its checkpoint records (every
@@ -191,13 +192,14 @@ def sampled_tau(
     estimator's grid. Over the replays: ``q05``, ``q50``, ``q95``, ``max`` counting a replay that
     never crossed as later than any step (None where that is the answer), ``min``; ``mean`` and
     ``std`` of the replays that crossed; ``p_none``, the share that never crossed within the
-    checkpoints there are; ``taus``, each replay's tau (None where none)."""
+    checkpoints there are; ``taus``, each replay's tau (None where none). ``shared``: an
+    ``ExampleLosses`` of this run to score through (and keep the scores for another replay)."""
     run = _checked_run(run, n_sample, draws, every)
     cfg = run.config()
     steps = _checked_grid(run, every)
     K, alpha = cfg.task.K, cfg.eval.alpha
     threshold = alpha * math.log(K)
-    losses, scored, ev = _scorer(run, steps[0], progress)
+    losses, scored, ev = _scorer(run, shared, progress)
     taus, grid = replay_taus(steps, losses, K, threshold, n_sample, draws, seed)
     if progress:
         print(file=sys.stderr)
@@ -234,27 +236,53 @@ def _checked_run(run: str | Run, n_sample: int, draws: int, every: int) -> Run:
     return run
 
 
-def _scorer(run: Run, first: int, progress: bool):
-    """(a function giving every evaluation example's L_seq at a step, the steps it has scored,
-    the evaluation set), one model loaded once and refilled per step."""
-    import torch
+class ExampleLosses:
+    """Every evaluation example's L_seq at a run's checkpoints, one model loaded once and refilled
+    per step, each step scored once and kept: hand one to ``sampled_tau`` and ``sampled_width``
+    and the two replays of a run share their scoring (``summary --sampled-tau --sampled-width``).
+    ``scored``: the steps scored, in order."""
 
-    from ..metrics import example_losses
+    def __init__(self, run: Run, progress: bool = False):
+        self.run, self.progress = run, progress
+        self.ev = run.eval_set()
+        self.scored: list[int] = []
+        self._kept: dict[int, np.ndarray] = {}
+        self._model = None
 
-    ev = run.eval_set()
-    model = run.load_model(first)
-    scored: list[int] = []
+    def __call__(self, step: int) -> np.ndarray:
+        if step in self._kept:
+            return self._kept[step]
+        import torch
 
-    def losses(step: int) -> np.ndarray:
-        load_state_checked(model, run.weights(step), run.weights_path(step))
+        from ..metrics import example_losses
+
+        if self._model is None:
+            self._model = self.run.load_model(step)
+        load_state_checked(self._model, self.run.weights(step), self.run.weights_path(step))
         with torch.no_grad():
-            L = example_losses(model, ev)["L_seq"]
-        scored.append(step)
-        if progress:
-            print(f"\r{run.path.name}: step {step}, L_seq {float(L.mean()):.3f}", end="", flush=True, file=sys.stderr)
+            L = np.asarray(example_losses(self._model, self.ev)["L_seq"], dtype=np.float64)
+        self._kept[step] = L
+        self.scored.append(step)
+        if self.progress:
+            print(f"\r{self.run.path.name}: step {step}, L_seq {L.mean():.3f}", end="", flush=True, file=sys.stderr)
         return L
 
-    return losses, scored, ev
+
+def _scorer(run: Run, shared: ExampleLosses | None, progress: bool):
+    """(a function giving every evaluation example's L_seq at a step, the steps this replay
+    read, the evaluation set): ``shared`` where given (one scoring per step across replays),
+    else a fresh ``ExampleLosses``."""
+    if shared is None:
+        shared = ExampleLosses(run, progress)
+    elif shared.run.path.resolve() != run.path.resolve():
+        raise ValueError(f"the shared losses belong to {shared.run.path}, not {run.path}")
+    read: list[int] = []
+
+    def losses(step: int) -> np.ndarray:
+        read.append(step)
+        return shared(step)
+
+    return losses, read, shared.ev
 
 
 def width_grid(run: Run, every: int) -> tuple[list[int], int]:
@@ -296,6 +324,7 @@ def sampled_width(
     every: int = ORIGINAL_EVERY,
     seed: int = 0,
     progress: bool = False,
+    shared: ExampleLosses | None = None,
 ) -> dict[str, Any]:
     """The distribution of the run's transition width under the original's estimator (the
     draws of ``sampled_tau``: the same replays, read by the width's rule) beside its exact width.
@@ -306,13 +335,13 @@ def sampled_width(
     the share of the replays that ended whose t_start lies there, where the original read more
     estimates. A replay that has not fallen below the bottom line by the run's last checkpoint
     has no width (``p_none``): on a run stopped at that line (a floor at ``lo``) the spread then
-    covers only the replays that ended early, and reads short."""
+    covers only the replays that ended early, and reads short. ``shared`` as in ``sampled_tau``."""
     run = _checked_run(run, n_sample, draws, every)
     cfg = run.config()
     steps, dense = width_grid(run, every)
     K, log_K = cfg.task.K, cfg.task.log_K
     hi, lo = cfg.eval.width_hi, cfg.eval.width_lo
-    losses, scored, ev = _scorer(run, steps[0], progress)
+    losses, scored, ev = _scorer(run, shared, progress)
     t_start, t_end, exact = replay_widths(steps, losses, K, hi * log_K, lo * log_K, n_sample, draws, seed)
     if progress:
         print(file=sys.stderr)

@@ -3,6 +3,7 @@ to the checkpoint records' L_seq, its exact tau on the grid is the records', and
 
 import json
 import math
+import shutil
 
 import numpy as np
 import pytest
@@ -73,6 +74,27 @@ def test_replayed_width_on_a_run(tiny_run):
     assert sampled_width(run, every=every, draws=300, n_sample=8)["widths"] == out["widths"]  # seeded
 
 
+def test_shared_losses_score_each_checkpoint_once_and_change_nothing(tiny_run, tmp_path):
+    from mi_plateau.checkpoints import Run
+    from mi_plateau.passes.sampled import ExampleLosses
+
+    run = tiny_run
+    every = run.steps()[1] - run.steps()[0]
+    settings = {"every": every, "draws": 200, "n_sample": 8}
+    alone = sampled_tau(run, **settings), sampled_width(run, **settings)
+    shared = ExampleLosses(run)
+    both = sampled_tau(run, **settings, shared=shared), sampled_width(run, **settings, shared=shared)
+    assert both[0]["taus"] == alone[0]["taus"] and both[1]["widths"] == alone[1]["widths"]
+    for a, b in zip(alone, both):
+        assert a["checkpoints_scored"] == b["checkpoints_scored"]  # what each replay read
+    assert len(shared.scored) == len(set(shared.scored))  # no step scored twice
+    read = max(b["checkpoints_scored"] for b in both)
+    assert len(shared.scored) == read < alone[0]["checkpoints_scored"] + alone[1]["checkpoints_scored"]
+    copy = Run(shutil.copytree(run.path, tmp_path / "copy"))
+    with pytest.raises(ValueError, match="the shared losses belong to"):
+        sampled_tau(copy, **settings, shared=shared)  # another run's losses are refused
+
+
 @pytest.mark.long
 def test_cli_sampled_tau(tiny_run, run_cli):
     every = tiny_run.steps()[1]
@@ -88,6 +110,20 @@ def test_cli_sampled_tau(tiny_run, run_cli):
     assert w["draws"] == 50 and len(w["widths"]) == 50 and "sampled_tau" not in json.loads(p.stdout)
     p = run_cli("summary", str(tiny_run.path), "--sampled-width", "--every", str(every), "--draws", "50")
     assert p.returncode == 0 and "transition width by the original's estimator" in p.stdout
+    p = run_cli(
+        "summary",
+        str(tiny_run.path),
+        "--sampled-tau",
+        "--sampled-width",
+        "--every",
+        str(every),
+        "--draws",
+        "50",
+        "--json",
+    )
+    assert p.returncode == 0, p.stderr
+    both = json.loads(p.stdout)  # one scoring serves both replays, and changes neither
+    assert both["sampled_tau"]["taus"] == s["sampled_tau"]["taus"] and both["sampled_width"]["widths"] == w["widths"]
     p = run_cli("summary", str(tiny_run.path), "--sampled-tau", "--every", "1000000")
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "fewer than two checkpoints" in p.stderr
     steps = tiny_run.steps()
