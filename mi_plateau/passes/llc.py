@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import subprocess
 import sys
 import tempfile
 import time
@@ -54,6 +53,7 @@ from jaxtyping import Float, Int
 from torch import Tensor, nn
 
 from ..checkpoints import Run, atomic_write_json
+from ..checkpoints.files import code_commit
 from ..config import RunConfig, layout_for
 from ..devices import resolve
 from ..frames import frame, records
@@ -350,12 +350,11 @@ def calibrate(
 
 
 def _stamp(run: Run, out: str | Path, command: list[str], rows: list[dict[str, Any]]) -> dict[str, Any]:
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     doc = {
         "run": str(run.path),
         "tau": summarize(run.config(), run.records())["tau"],
         "date": date.today().isoformat(),
-        "commit": commit or None,
+        "commit": code_commit(),
         "command": " ".join(["python -m mi_plateau.passes.llc", str(run.path), "--out", str(out), *command]),
         "rows": rows,
     }

@@ -336,3 +336,14 @@ def test_passes_equal_the_transformer_lens_loop(overrides):
     out, ref = checkpoint_passes(W, ev, chunk=40), loop_passes(model, ev, batch=50)
     assert abs(out["checkpoint"][0]["swap_gap"]) > 0.005 and max(abs(r["dLc"]) for r in out["heads"]) > 0.01
     assert max_diff(out, ref) < 1e-4
+
+
+def test_llc_record_names_its_run_command_and_code(tiny_run, tmp_path):
+    from mi_plateau.checkpoints.files import code_commit
+    from mi_plateau.passes.llc import _stamp
+
+    out = tmp_path / "llc.json"
+    doc = _stamp(tiny_run, out, ["--n", "2"], [{"step": 0, "llc": float("nan")}])
+    assert json.loads(out.read_text()) == doc
+    assert doc["commit"] == code_commit() and doc["run"] == str(tiny_run.path)
+    assert doc["command"].endswith(f"{tiny_run.path} --out {out} --n 2") and doc["rows"] == [{"step": 0, "llc": None}]
