@@ -137,20 +137,27 @@ def estimator_grid(steps: list[int], every: int) -> list[int]:
     return out
 
 
-def _checked_grid(run: Run, every: int) -> list[int]:
+_SPACING_HINT = "set every (--every on the command line) to the run's checkpoint spacing"
+
+
+def _grid_of(run: Run, every: int) -> list[int]:
     """The run's checkpoints on the estimator's grid (``estimator_grid``); RunError where they
-    are fewer than two or too sparse (a gap over 1.5 ``every``) for an estimate every ``every``
-    steps."""
-    own = run.steps()
-    steps = estimator_grid(own, every)
-    hint = "set every (--every on the command line) to the run's checkpoint spacing"
+    are fewer than two."""
+    steps = estimator_grid(run.steps(), every)
     if len(steps) < 2:
-        raise RunError(f"{run.path}: fewer than two checkpoints {every} steps apart; {hint}")
+        raise RunError(f"{run.path}: fewer than two checkpoints {every} steps apart; {_SPACING_HINT}")
+    return steps
+
+
+def _checked_grid(run: Run, every: int) -> list[int]:
+    """``_grid_of``, and RunError where it is too sparse (a gap over 1.5 ``every``) for an
+    estimate every ``every`` steps."""
+    own, steps = run.steps(), _grid_of(run, every)
     widest = max(b - a for a, b in zip(steps, steps[1:]))
     if widest > 1.5 * every:
         raise RunError(
             f"{run.path}: too sparse for an estimate every {every} steps: the checkpoints it would read are up "
-            f"to {widest} steps apart (the run's own up to {max(b - a for a, b in zip(own, own[1:]))}); {hint}"
+            f"to {widest} steps apart (the run's own up to {max(b - a for a, b in zip(own, own[1:]))}); {_SPACING_HINT}"
         )
     return steps
 
@@ -293,9 +300,7 @@ def width_grid(run: Run, every: int) -> tuple[list[int], int]:
     the last recorded evaluation above the width's top threshold before the recorded L_seq
     first fell below it, or the run never fell below it."""
     cfg, recs = run.config(), run.records()
-    steps = estimator_grid(run.steps(), every)
-    if len(steps) < 2:
-        raise RunError(f"{run.path}: fewer than two checkpoints {every} steps apart; set every to the run's spacing")
+    steps = _grid_of(run, every)
     top = cfg.eval.width_hi * cfg.task.log_K
     seq = [(r["step"], r["metrics"].get("L_seq")) for r in recs]
     below = next((i for i, (_, v) in enumerate(seq) if v is not None and v < top), None)
@@ -310,8 +315,7 @@ def width_grid(run: Run, every: int) -> tuple[list[int], int]:
     if dense > need:
         raise RunError(
             f"{run.path}: the checkpoints are more than {1.5 * every:g} steps apart after step {need} (up to step "
-            f"{dense}), where the width's start is read; set every (--every on the command line) to the run's "
-            "checkpoint spacing"
+            f"{dense}), where the width's start is read; {_SPACING_HINT}"
         )
     return steps, dense
 
