@@ -113,9 +113,11 @@ def noise_split(run: str | Run, every: int = 1, progress: bool = False) -> dict[
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m mi_plateau.passes.noise RUN ... --out FILE``: each label-noise run's clean
-    L_seq split into the examples its noise left alone and the ones it flipped, with the kept
-    examples' tau and width (``noise_split``)."""
+    """``python -m mi_plateau.passes.noise RUN_OR_JSON ... --out FILE``: each label-noise run's
+    clean L_seq split into the examples its noise left alone and the ones it flipped, with the
+    kept examples' tau and width (``noise_split``). A run folder is scored here; a JSON file this
+    command wrote is read, its runs kept as they are (each names the command, commit and date that
+    scored it), so a new run joins a file without the others being scored again."""
     import argparse
     import datetime as dt
     import json
@@ -125,21 +127,27 @@ def main(argv: list[str] | None = None) -> int:
     from ..summaries import nan_to_none
 
     ap = argparse.ArgumentParser(prog="python -m mi_plateau.passes.noise", description=main.__doc__.split("\n\n")[0])
-    ap.add_argument("runs", nargs="+", help="run folders")
+    ap.add_argument("runs", nargs="+", help="run folders, or JSON files this command wrote")
     ap.add_argument("--every", type=int, default=1, help="score every N-th checkpoint (default 1: all)")
     ap.add_argument("--out", default=None, help="write the JSON here (else stdout)")
     a = ap.parse_args(argv)
+    command = " ".join(["python -m mi_plateau.passes.noise", *(argv if argv is not None else sys.argv[1:])])
+    stamp = {"command": command, "commit": code_commit(), "date": dt.datetime.now(dt.timezone.utc).date().isoformat()}
     try:
-        results = [noise_split(r, every=a.every, progress=sys.stderr.isatty()) for r in a.runs]
+        results: dict[str, dict[str, Any]] = {}
+        for src in a.runs:
+            if src.endswith(".json"):
+                got = json.loads(Path(src).read_text()).get("runs")
+                if not isinstance(got, list) or not all(isinstance(r, dict) and "run" in r for r in got):
+                    raise ValueError(f"{src}: no runs in it (python -m mi_plateau.passes.noise RUN --out FILE)")
+                results.update({r["run"]: r for r in got})
+            else:
+                r = noise_split(src, every=a.every, progress=sys.stderr.isatty())
+                results[r["run"]] = r | {"scored": stamp}
     except (OSError, RunError, ValueError) as e:
         raise SystemExit(f"python -m mi_plateau.passes.noise: error: {e}") from None
-    out = {
-        "runs": results,
-        "command": " ".join(["python -m mi_plateau.passes.noise", *(argv if argv is not None else sys.argv[1:])]),
-        "commit": code_commit(),
-        "date": dt.datetime.now(dt.timezone.utc).date().isoformat(),
-    }
-    text = json.dumps(nan_to_none(out), indent=1) + "\n"
+    runs = sorted(results.values(), key=lambda r: (r["K"], r["label_noise"], r["run"]))
+    text = json.dumps(nan_to_none({"runs": runs, **stamp}), indent=1) + "\n"
     if a.out:
         Path(a.out).write_text(text)
     else:

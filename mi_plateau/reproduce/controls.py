@@ -52,7 +52,9 @@ RULES = (
     f"incremental coverage falsified when no analysed run has more than {COVERAGE_MAX_PCT:g}% of its groups >= 80% "
     f"at tau / 2; K drives duration falsified when the 95% interval of delta lies inside (-{DELTA_FLAT}, "
     f"{DELTA_FLAT}); linear networks falsified when every K stays above {LINEAR_STAYS} log K. 'not measured': the "
-    "artifact holds no measurement yet (the source column names the command). Label noise: delay only."
+    "artifact holds no measurement yet (the source column names the command). Label noise: falsified when, on the "
+    "examples the noise left alone, p = 0.2 crosses no earlier than p = 0 at the same K (supported when earlier); "
+    "'delay only' where only the all-examples delay exists."
 )
 
 
@@ -187,10 +189,38 @@ def coverage(docs: Path) -> dict[str, Any]:
 def label_noise(docs: Path) -> dict[str, Any]:
     rows = _json_rows(docs, "label_noise.json") or []
     at = [r for r in rows if r.get("label_noise") == 0.2 and _num(r.get("delay"))]
-    if not at:
-        return {"ours": "not measured", "verdict": "not measured", "source": "label_noise.json (reproduce label_noise)"}
-    ours = "; ".join(f"K = {r['K']}: {r['delay']:.2f}x at p = 0.2" for r in at)
-    return {"ours": ours, "verdict": "delay only", "source": "label_noise.json (reproduce label_noise)"}
+    parts = [f"K = {r['K']}: {r['delay']:.2f}x at p = 0.2" for r in at]
+    kept, slower = _kept_delays(docs)
+    if kept:
+        parts.append(f"on the examples the noise left alone: {kept}")
+    source = "label_noise.json (reproduce label_noise), label_noise_split.json (python -m mi_plateau.passes.noise)"
+    if not parts:
+        return {"ours": "not measured", "verdict": "not measured", "source": source}
+    verdict = "delay only" if not slower else "falsified" if all(slower) else "unclear" if any(slower) else "supported"
+    return {"ours": "; ".join(parts), "verdict": verdict, "source": source}
+
+
+def _kept_delays(docs: Path) -> tuple[str, list[bool]]:
+    """The kept examples' tau at each p over the same K's without noise (``passes.noise``): the
+    text, and per K with a p = 0.2 run, whether it crossed no earlier than without noise (a run
+    with no kept tau counts as later, by its last step)."""
+    doc = _json_rows(docs, "label_noise_split.json", document=True)
+    runs = [r for r in (doc or {}).get("runs", []) if isinstance(r, dict) and isinstance(r.get("kept"), dict)]
+    base = {r["K"]: r["kept"]["tau"] for r in runs if r.get("label_noise") == 0 and r["kept"].get("tau")}
+    parts, slower = [], []
+    for r in sorted(runs, key=lambda r: (r["K"], r["label_noise"])):
+        ref = base.get(r["K"])
+        if not r.get("label_noise") or not ref:
+            continue
+        t, p, last = r["kept"].get("tau"), r["label_noise"], r["last_step"]
+        parts.append(
+            f"K = {r['K']}: {t / ref:.2f}x at p = {p:g}"
+            if t
+            else f"K = {r['K']}: >= {last / ref:.2f}x at p = {p:g} (no tau by {last})"
+        )
+        if r["label_noise"] == 0.2:
+            slower.append(not t or t >= ref)
+    return ", ".join(parts), slower
 
 
 def k_effect(docs: Path) -> dict[str, Any]:
@@ -223,6 +253,7 @@ SOURCES = (
     "table1_noclip.json",
     "tables.md",
     "label_noise.json",
+    "label_noise_split.json",
     "fixed_d_fit.json",
     "linear_control.json",
 )

@@ -62,6 +62,14 @@ def test_main_writes_json_and_refuses_bad_input_in_one_line(noisy_run, tmp_path,
     assert main([str(noisy_run.path), "--every", "5", "--out", str(dest)]) == 0
     doc = json.loads(dest.read_text())
     assert doc["runs"][0]["every"] == 5 and doc["command"].endswith(f"--every 5 --out {dest}")
+    assert doc["runs"][0]["scored"]["command"] == doc["command"]
+    # a written file is read back, its runs as they were scored, without scoring them again
+    again = tmp_path / "again.json"
+    assert main([str(dest), "--out", str(again)]) == 0
+    assert json.loads(again.read_text())["runs"] == doc["runs"]
+    (tmp_path / "bad.json").write_text('{"rows": []}')
+    with pytest.raises(SystemExit, match="bad.json: no runs in it"):
+        main([str(tmp_path / "bad.json")])
     with pytest.raises(SystemExit) as e:
         main([str(tmp_path / "nowhere")])
     assert str(e.value).startswith("python -m mi_plateau.passes.noise: error:") and "\n" not in str(e.value)

@@ -112,11 +112,36 @@ def test_verdicts_follow_the_numbers(docs):
     assert rows["coverage"]["verdict"] == "unclear"
     assert rows["k_effect"]["verdict"] == "supported"
     assert rows["linear"]["verdict"] == "supported"
+    source = "label_noise.json (reproduce label_noise), label_noise_split.json (python -m mi_plateau.passes.noise)"
     assert {k: rows["label_noise"][k] for k in ("ours", "verdict", "source")} == {
         "ours": "K = 10: 3.00x at p = 0.2",
         "verdict": "delay only",
-        "source": "label_noise.json (reproduce label_noise)",
+        "source": source,
     }
+    # the kept examples' clock decides: at K = 10 p = 0.2 crosses earlier than p = 0, at K = 20 never
+    split = [
+        {"K": 10, "label_noise": 0.0, "last_step": 2200, "kept": {"tau": 2000}},
+        {"K": 10, "label_noise": 0.05, "last_step": 8000, "kept": {"tau": 2100}},
+        {"K": 10, "label_noise": 0.2, "last_step": 6000, "kept": {"tau": 1500}},
+        {"K": 20, "label_noise": 0.2, "last_step": 9000, "kept": {"tau": None}},
+    ]
+    _write(docs, "label_noise_split.json", {"runs": split})
+    row = _by_key(table12(docs))["label_noise"]
+    assert row["ours"] == (
+        "K = 10: 3.00x at p = 0.2; on the examples the noise left alone: K = 10: 1.05x at p = 0.05, "
+        "K = 10: 0.75x at p = 0.2"
+    )  # K = 20 has no run without noise to compare with
+    assert row["verdict"] == "supported"
+    _write(
+        docs,
+        "label_noise_split.json",
+        {"runs": [*split, {"K": 20, "label_noise": 0.0, "last_step": 3000, "kept": {"tau": 2500}}]},
+    )
+    row = _by_key(table12(docs))["label_noise"]
+    assert row["ours"].endswith("K = 20: >= 3.60x at p = 0.2 (no tau by 9000)") and row["verdict"] == "unclear"
+    split[2]["kept"]["tau"] = 2000  # as late as without noise: no speed-up
+    _write(docs, "label_noise_split.json", {"runs": split})
+    assert _by_key(table12(docs))["label_noise"]["verdict"] == "falsified"
     _write(docs, "table12_beta.json", [{"beta": 0.0, "n_G": 1, "n_runs": 1}])  # one G: no slope
     assert _by_key(table12(docs))["cancellation"]["verdict"] == "not measured"
 
