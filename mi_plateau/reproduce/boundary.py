@@ -49,7 +49,8 @@ def _stats(xs: list[float]) -> tuple[float | None, float | None, float | None]:
 def width_stats(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Table 4 by the width: per (D, K, lr) and family, the runs, how many escaped, every escaped
     seed's width, their mean, std (ddof 0) and CV, the crossing tau's mean beside, the budgets of
-    the runs that did not escape, and the paper's mean, std and CV (paper family only)."""
+    the runs that did not escape, the widths of undecided runs that have one (final once t_end is
+    reached; not in the mean), and the paper's mean, std and CV (paper family only)."""
     by: dict[tuple, list[dict]] = {}
     for r in rows:
         by.setdefault((r["D"], r["K"], r["lr"]), []).append(r)
@@ -77,6 +78,11 @@ def width_stats(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     "mean_tau_crossing": sum(taus) / len(taus) if taus else None,
                     "no_escape_by": [r["steps"] for r in rs if outcome(r) == "no escape"],
                     "undecided": sum(outcome(r) == "undecided" for r in rs),
+                    "widths_undecided": [
+                        r[f"tau_width_{fam}"]
+                        for r in rs
+                        if outcome(r) == "undecided" and r.get(f"tau_width_{fam}") is not None
+                    ],
                     "paper_mean": ref[0] if ref and fam == "paper" else None,
                     "paper_std": ref[1] if ref and fam == "paper" else None,
                     "paper_cv": ref[1] / ref[0] if ref and fam == "paper" else None,
@@ -232,7 +238,9 @@ def build_phase_boundary(collected: Collected, sweep: Sweep, n_boot: int, seed: 
                 "width = t_end - t_start (L_seq < 0.05 log K; the last evaluation before with L_seq > 0.95 "
                 "log K, 0 if none); std with ddof 0, CV = std / mean, over the seeds that escaped. "
                 "mean_tau_crossing: the 0.5 log K crossing of the same seeds. no_escape_by: the step budgets "
-                "of seeds that did not escape (a budget below the original's 200,000 says nothing past it).",
+                "of seeds that did not escape (a budget below the original's 200,000 says nothing past it). "
+                "widths_undecided: the widths of seeds not yet escaped by the success rule (still running) that "
+                "have one; a width is final once t_end is reached, but these are not in the mean.",
             ),
             "Table 8": Table(
                 "phase_boundary_table8",

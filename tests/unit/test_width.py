@@ -102,7 +102,12 @@ def test_table4_uses_ddof_zero_and_table8_the_geometric_mean():
     rows = [_row(5, 5e-3, w, seed=s) for s, w in enumerate((1000, 2000, 3000))]
     rows += [_row(5, 1e-2, 500, seed=0), _row(5, 1e-2, None, final=1.0, low=0.9, steps=20000, seed=1)]
     rows += [_row(5, 2e-2, None, status="running", final=1.0, low=1.0, seed=0)]
+    rows += [_row(5, 2e-2, 4000, status="running", final=0.06, low=0.02, seed=1)]  # in its tail: a width, undecided
     t4 = {(r["lr"], r["definition"]): r for r in width_stats(rows)}
+    c = t4[(2e-2, "paper")]
+    assert c["escaped"] == 0 and c["widths"] == [] and c["mean_width"] is None
+    assert c["undecided"] == 2 and c["widths_undecided"] == [4000]  # shown, not in the mean
+    assert t4[(5e-3, "paper")]["widths_undecided"] == []
     a = t4[(5e-3, "paper")]
     assert a["mean_width"] == 2000 and a["std_width"] == pytest.approx(math.sqrt(2e6 / 3))  # ddof 0
     assert a["cv_width"] == pytest.approx(math.sqrt(2e6 / 3) / 2000) and a["paper_mean"] == 2850
@@ -110,7 +115,7 @@ def test_table4_uses_ddof_zero_and_table8_the_geometric_mean():
     assert b["escaped"] == 1 and b["widths"] == [500] and b["no_escape_by"] == [20000] and b["std_width"] == 0
     (t8,), cells = boundary(rows)
     assert (t8["max_all_succeed"], t8["min_any_fail"], t8["no_escape_by"]) == (5e-3, 1e-2, 20000)
-    assert t8["eta_star"] == pytest.approx(math.sqrt(5e-3 * 1e-2)) and t8["undecided"] == [0, 0, 1]
+    assert t8["eta_star"] == pytest.approx(math.sqrt(5e-3 * 1e-2)) and t8["undecided"] == [0, 0, 2]
     assert {c["lr"]: c["outcome"] for c in cells} == {
         5e-3: "all escaped",
         1e-2: "some did not escape",
