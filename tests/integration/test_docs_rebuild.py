@@ -81,6 +81,7 @@ NOT_FROM_LOGS = {
     "sampled_width_phase_boundary_K5_seed42": "`mi-plateau summary RUN --sampled-width --json`: scores a run",
     "sampled_width_phase_boundary_K5_seed123": "`mi-plateau summary RUN --sampled-width --json`: scores a run",
     "sampled_width_phase_boundary_K5_seed7": "`mi-plateau summary RUN --sampled-width --json`: scores a run",
+    "sampled_width_phase_boundary_K10_lr0.003_seed42": "`mi-plateau summary RUN --sampled-width --json`: scores a run",
     "sampled_width_phase_boundary_K5": "`python -m mi_plateau.passes.sampled FILES --out FILE` (the three above)",
     "label_noise_split": "`python -m mi_plateau.passes.noise RUNS --out FILE`: scores the label-noise runs",
     "threads_K5": "two trainings of one config on one and two threads (the commands are in the file)",
