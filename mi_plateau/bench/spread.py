@@ -25,9 +25,6 @@ as JSON (with the commit and the date).
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -95,15 +92,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=None, help="write the JSON here (else stdout)")
     a = ap.parse_args(argv)
     out = run_spread(a.run, a.every, a.subset, a.rows)
-    from ..checkpoints.files import code_commit
+    from ..checkpoints.files import emit_json, provenance
 
-    out |= {"command": " ".join(["python -m mi_plateau.bench.spread", *sys.argv[1:]]), "commit": code_commit()}
-    out["date"] = dt.datetime.now(dt.timezone.utc).date().isoformat()
-    text = json.dumps(out, indent=1) + "\n"
-    if a.out:
-        Path(a.out).write_text(text)
-    else:
-        print(text, end="")
+    emit_json(out | provenance("python -m mi_plateau.bench.spread", argv), a.out)
     return 0
 
 

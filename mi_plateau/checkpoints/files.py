@@ -244,6 +244,30 @@ def read_json(path: Path) -> Any:
         raise RunError(f"{path}: not valid JSON (nested too deeply)") from None
 
 
+def provenance(prog: str, argv: list[str] | None = None) -> dict[str, Any]:
+    """What a record written for docs names as its origin: ``command`` (``prog`` and its
+    arguments, ``argv`` or else the process's own), the code's ``commit`` (``code_commit``) and
+    the UTC ``date``."""
+    import datetime as dt
+    import sys
+
+    args = argv if argv is not None else sys.argv[1:]
+    return {
+        "command": " ".join([prog, *args]),
+        "commit": code_commit(),
+        "date": dt.datetime.now(dt.timezone.utc).date().isoformat(),
+    }
+
+
+def emit_json(doc: Any, out: str | os.PathLike | None) -> None:
+    """``doc`` as indented JSON (NaN as null) into the file ``out``, or onto stdout."""
+    text = json.dumps(nan_to_none(doc), indent=1) + "\n"
+    if out:
+        Path(out).write_text(text)
+    else:
+        print(text, end="")
+
+
 def code_commit() -> str | None:
     """The git commit of the code here (None outside a checkout; "+changes" where tracked files
     differ from it): what a snapshot or a replay written to docs names as its code."""

@@ -119,20 +119,17 @@ def main(argv: list[str] | None = None) -> int:
     command wrote is read, its runs kept as they are (each names the command, commit and date that
     scored it), so a new run joins a file without the others being scored again."""
     import argparse
-    import datetime as dt
     import json
     from pathlib import Path
 
-    from ..checkpoints.files import code_commit
-    from ..summaries import nan_to_none
+    from ..checkpoints.files import emit_json, provenance
 
     ap = argparse.ArgumentParser(prog="python -m mi_plateau.passes.noise", description=main.__doc__.split("\n\n")[0])
     ap.add_argument("runs", nargs="+", help="run folders, or JSON files this command wrote")
     ap.add_argument("--every", type=int, default=1, help="score every N-th checkpoint (default 1: all)")
     ap.add_argument("--out", default=None, help="write the JSON here (else stdout)")
     a = ap.parse_args(argv)
-    command = " ".join(["python -m mi_plateau.passes.noise", *(argv if argv is not None else sys.argv[1:])])
-    stamp = {"command": command, "commit": code_commit(), "date": dt.datetime.now(dt.timezone.utc).date().isoformat()}
+    stamp = provenance("python -m mi_plateau.passes.noise", argv)
     try:
         results: dict[str, dict[str, Any]] = {}
         for src in a.runs:
@@ -147,11 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, RunError, ValueError) as e:
         raise SystemExit(f"python -m mi_plateau.passes.noise: error: {e}") from None
     runs = sorted(results.values(), key=lambda r: (r["K"], r["label_noise"], r["run"]))
-    text = json.dumps(nan_to_none({"runs": runs, **stamp}), indent=1) + "\n"
-    if a.out:
-        Path(a.out).write_text(text)
-    else:
-        print(text, end="")
+    emit_json({"runs": runs, **stamp}, a.out)
     return 0
 
 

@@ -423,7 +423,6 @@ def main(argv: list[str] | None = None) -> int:
     summary RUN --sampled-width --json`` is read) and the condition's mean, std and CV under the
     estimator (``condition_spread``)."""
     import argparse
-    import datetime as dt
     import json
     from pathlib import Path
 
@@ -448,19 +447,9 @@ def main(argv: list[str] | None = None) -> int:
         condition = condition_spread(results)
     except (OSError, RunError, ValueError) as e:
         raise SystemExit(f"python -m mi_plateau.passes.sampled: error: {e}") from None
-    from ..checkpoints.files import code_commit
+    from ..checkpoints.files import emit_json, provenance
 
-    out = {
-        "condition": condition,
-        "command": " ".join(["python -m mi_plateau.passes.sampled", *(argv if argv is not None else sys.argv[1:])]),
-        "commit": code_commit(),
-        "date": dt.datetime.now(dt.timezone.utc).date().isoformat(),
-    }
-    text = json.dumps(out, indent=1) + "\n"
-    if a.out:
-        Path(a.out).write_text(text)
-    else:
-        print(text, end="")
+    emit_json({"condition": condition, **provenance("python -m mi_plateau.passes.sampled", argv)}, a.out)
     return 0
 
 
