@@ -273,21 +273,12 @@ def code_commit() -> str | None:
     differ from it): what a snapshot or a replay written to docs names as its code."""
     import subprocess
 
+    def git(*args: str):
+        return subprocess.run(["git", *args], capture_output=True, text=True, timeout=10, cwd=Path(__file__).parent)
+
     try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            cwd=Path(__file__).parent,
-        )
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            cwd=Path(__file__).parent,
-        ).stdout.strip()
+        out = git("rev-parse", "--short", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no").stdout.strip()
         return (out.stdout.strip() + ("+changes" if dirty else "")) or None if out.returncode == 0 else None
     except (OSError, subprocess.SubprocessError):
         return None

@@ -125,12 +125,13 @@ def cmd_summary(args) -> int:
         return print_spacing_check(args)
     from ..checkpoints import Run
 
+    run = Run(args.run)
     t = w = None
     progress = not args.json and sys.stderr.isatty()
     if args.sampled_tau or args.sampled_width:
         from ..passes.sampled import ExampleLosses
 
-        given["shared"] = ExampleLosses(Run(args.run), progress)  # one scoring per checkpoint for both
+        given["shared"] = ExampleLosses(run, progress)  # one scoring per checkpoint for both
     if args.sampled_tau:
         from ..api import sampled_tau
 
@@ -141,7 +142,7 @@ def cmd_summary(args) -> int:
         w = sampled_width(args.run, **given, progress=progress)
     from ..sweeps.table import run_costs
 
-    costs = run_costs(Run(args.run))
+    costs = run_costs(run)
     if args.json:
         extra = ({"sampled_tau": t} if t else {}) | ({"sampled_width": w} if w else {})
         print(json.dumps(s | {"costs": costs} | extra, indent=2))

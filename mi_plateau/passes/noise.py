@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..checkpoints import Run, RunError, load_state_checked
+from ..checkpoints import Run, RunError
 from ..summaries import tau, transition_width
 
 
@@ -45,9 +45,7 @@ def noise_split(run: str | Run, every: int = 1, progress: bool = False) -> dict[
     mean clean L_seq and Lc over all examples, the kept ones and the flipped ones (``rows``);
     the kept examples' crossing tau (L_seq < alpha log K, the run's alpha) and transition width
     (the run's thresholds) beside the same over all examples; ``n_kept``, ``n_flipped``."""
-    import torch
-
-    from ..metrics import example_losses
+    from .sampled import ExampleLosses
 
     run = run if isinstance(run, Run) else Run(run)
     if every < 1:
@@ -58,27 +56,17 @@ def noise_split(run: str | Run, every: int = 1, progress: bool = False) -> dict[
     steps = run.steps()[::every]
     if not steps:
         raise RunError(f"{run.path}: no checkpoints")
-    ev = run.eval_set()
-    flipped = flipped_rows(ev)
-    model = run.load_model(steps[0])
+    losses = ExampleLosses(run, progress)
+    flipped = flipped_rows(losses.ev)
     rows = []
     for step in steps:
-        load_state_checked(model, run.weights(step), run.weights_path(step))
-        with torch.no_grad():
-            out = example_losses(model, ev)
+        out = losses.at(step)
         row: dict[str, Any] = {"step": step}
         for name, pick in (("all", slice(None)), ("kept", ~flipped), ("flipped", flipped)):
             for m in ("L_seq", "Lc"):
-                vals = np.asarray(out[m], dtype=np.float64)[pick]
+                vals = out[m][pick]
                 row[f"{m}_{name}"] = float(vals.mean()) if len(vals) else math.nan
         rows.append(row)
-        if progress:
-            print(
-                f"\r{run.path.name}: step {step}, kept L_seq {row['L_seq_kept']:.3f}",
-                end="",
-                flush=True,
-                file=sys.stderr,
-            )
     if progress:
         print(file=sys.stderr)
     log_K, alpha = cfg.task.log_K, cfg.eval.alpha

@@ -253,10 +253,15 @@ class ExampleLosses:
         self.run, self.progress = run, progress
         self.ev = run.eval_set()
         self.scored: list[int] = []
-        self._kept: dict[int, np.ndarray] = {}
+        self._kept: dict[int, dict[str, np.ndarray]] = {}
         self._model = None
 
     def __call__(self, step: int) -> np.ndarray:
+        return self.at(step)["L_seq"]
+
+    def at(self, step: int) -> dict[str, np.ndarray]:
+        """Every example's ``L_seq``, ``Lc`` and ``swap_gap`` at ``step`` (``metrics.example_losses``,
+        as float64), scored on the first call for the step and kept."""
         if step in self._kept:
             return self._kept[step]
         import torch
@@ -267,12 +272,13 @@ class ExampleLosses:
             self._model = self.run.load_model(step)
         load_state_checked(self._model, self.run.weights(step), self.run.weights_path(step))
         with torch.no_grad():
-            L = np.asarray(example_losses(self._model, self.ev)["L_seq"], dtype=np.float64)
-        self._kept[step] = L
+            out = {k: np.asarray(v, dtype=np.float64) for k, v in example_losses(self._model, self.ev).items()}
+        self._kept[step] = out
         self.scored.append(step)
         if self.progress:
-            print(f"\r{self.run.path.name}: step {step}, L_seq {L.mean():.3f}", end="", flush=True, file=sys.stderr)
-        return L
+            L = out["L_seq"].mean()
+            print(f"\r{self.run.path.name}: step {step}, L_seq {L:.3f}", end="", flush=True, file=sys.stderr)
+        return out
 
 
 def _scorer(run: Run, shared: ExampleLosses | None, progress: bool):
