@@ -134,7 +134,7 @@ def analyze(
     from pathlib import Path
 
     from .frames import records
-    from .passes.analyze import PassConfig, analyze_run, run_outputs
+    from .passes.analyze import PassConfig, analyze_run, figure3_paper, run_outputs
     from .summaries import nan_to_none
     from .tabular import write_comparison, write_run_analysis
 
@@ -157,15 +157,21 @@ def analyze(
         folder = out / name
         tables = analyze_run(run, folder, pc, progress=progress, device=device)
         o = run_outputs(name, cfg, s, tables, pc)
+        o["figure3_paper"] = figure3_paper(run, tables["checkpoint"], pc.delta)
+        if o["figure3_paper"]["b_error"] and progress:
+            print(f"Figure 3(b): {o['figure3_paper']['b_error']}", file=sys.stderr)
         paths = write_run_analysis(folder, name, tables, o, TABLE6_NOTE, TABLE9_NOTE)
         result["runs"][name] = {
             "summary": s,
             "routing": o["routing"],
             "folder": str(folder),
             "files": [str(p) for p in paths],
+            "figure3_onsets": o["figure3_paper"]["onsets"],  # the paper's Figure 3(a): the lead
+            "figure3_windows": o["figure3_paper"]["windows"],  # its (b): the displacement cosine by window
         }
         if with_figure3:  # the data behind figure3.html, for callers that plot it again
             result["runs"][name]["figure3"] = o["figure3"]
+            result["runs"][name]["figure3_paper"] = o["figure3_paper"]
         all_t6 += records(o["table6"])
         all_t9 += records(o["table9"])
         all_f3[name] = o["figure3"]

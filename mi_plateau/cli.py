@@ -256,6 +256,11 @@ def add_ablate(sub) -> None:
     _add_device(b)
 
 
+def _add_static(p, help: str) -> None:
+    # store_const: None (not given) keeps "where a browser is found" apart from an explicit ask
+    p.add_argument("--static", action="store_const", const=True, default=None, help=help)
+
+
 def add_report(sub) -> None:
     r = sub.add_parser("report", help="one self-contained interactive HTML report")
     r.add_argument("runs", nargs="+")
@@ -273,6 +278,11 @@ def add_report(sub) -> None:
         default=[],
         metavar="FILE",
         help="an LLC curve recorded by python -m mi_plateau.passes.llc (JSON), drawn beside its run's loss; repeatable",
+    )
+    _add_static(
+        r,
+        "also export every figure of the page as a static SVG (a Chromium is needed: without one, "
+        "a one-line error before any work) into <report>_figures/ beside the page",
     )
     r.add_argument("--quiet", action="store_true")
     _add_device(r)
@@ -371,6 +381,11 @@ def add_reproduce(sub) -> None:
         "--docs",
         default="docs/reproduction",
         help="where tables, figures and the recipe's log go (default: docs/reproduction/)",
+    )
+    _add_static(
+        rep,
+        "export the static figures (.svg) or fail; default: export them where a Chromium is found, "
+        "else write every table and say in one line that the figures need one",
     )
     rep.add_argument("--quiet", action="store_true")
     _add_device(rep)

@@ -123,13 +123,31 @@ def write_table(
 
 STATIC_FORMATS = ("svg", "png", "pdf", "jpeg", "jpg", "webp")
 EXPORT_TRIES = 3
+# What a user without a browser is told, in one line, wherever a static figure is skipped or refused.
+STATIC_NEEDS = (
+    "static figures (.svg) need a Chromium for kaleido: install one (Debian: apt-get install chromium; "
+    "any OS: plotly_get_chrome) or set BROWSER_PATH to one"
+)
+
+
+def chromium() -> str | None:
+    """The Chromium kaleido would start for a static export (its own lookup: ``BROWSER_PATH``,
+    then the usual names on ``PATH``, then the usual install paths), or None when there is none
+    that can run. ``BROWSER_PATH=/nonexistent`` hides every browser from both."""
+    import os
+
+    from choreographer.browsers.chromium import Chromium
+
+    path = Chromium.find_browser(skip_local=False)
+    return path if path and os.path.isfile(path) and os.access(path, os.X_OK) else None
 
 
 def write_figure(
     path: Path, fig, *, width: int | None = None, height: int | None = None, tries: int = EXPORT_TRIES
 ) -> Path:
     """A plotly figure as a static image (format from the suffix: .svg, .png), exported by
-    kaleido with the system's Chromium; the same figure object the HTML report shows.
+    kaleido with the system's Chromium; the same figure object the HTML report shows. Without a
+    Chromium (``chromium()``), a one-line RunError that says how to get one, before any work.
 
     kaleido drives a headless Chromium page, and under load that page sometimes fails before
     its scripts are ready (``JavascriptError: ReferenceError: kaleido_scopes is not defined``);
@@ -146,6 +164,8 @@ def write_figure(
     fmt = path.suffix.lstrip(".").lower()
     if fmt not in STATIC_FORMATS:
         raise RunError(f"{path}: a static figure is one of {', '.join('.' + f for f in STATIC_FORMATS)}")
+    if chromium() is None:
+        raise RunError(f"{path}: no browser found: {STATIC_NEEDS}")
     size = {"width": width or fig.layout.width or 1100, "height": height or fig.layout.height or 480}
     for attempt in range(1, tries + 1):
         try:
@@ -159,6 +179,18 @@ def write_figure(
             time.sleep(0.5 * attempt)
     atomic_write_bytes(path, data)
     return path
+
+
+def write_figures(figures: Sequence[tuple[Path, Any, dict]], static: bool | None = None) -> tuple[list[Path], str]:
+    """Static exports of ``(path, figure, size keywords)``: ``static`` True exports them all (no
+    browser: the one-line RunError of ``write_figure``), False none, None (the default) all where
+    a browser is found and none otherwise. Returns the paths written and, where figures were
+    skipped for want of a browser, the one line that says so (else "")."""
+    if not figures or static is False:
+        return [], ""
+    if static is None and chromium() is None:
+        return [], f"skipped {len(figures)} static figure(s): {STATIC_NEEDS} (--static makes this an error)"
+    return [write_figure(path, fig, **size) for path, fig, size in figures], ""
 
 
 def read_json_rows(path: Path) -> Rows:
@@ -195,7 +227,12 @@ def plotly_script(mode: str, page: Path, root: Path | None = None) -> str:
 
 def figure_html(fig, path: Path, root: Path | None = None) -> str:
     """A whole HTML page of one figure that links the shared ``plotly.min.js`` in ``root``."""
-    body = fig.to_html(include_plotlyjs=False, full_html=False)
+    return figures_html([fig], path, root)
+
+
+def figures_html(figs, path: Path, root: Path | None = None) -> str:
+    """A whole HTML page of figures, one below the other, that links the shared ``plotly.min.js``."""
+    body = "".join(f.to_html(include_plotlyjs=False, full_html=False) for f in figs)
     return (
         f"<!DOCTYPE html><html><head><meta charset='utf-8'>{plotly_script('directory', path, root)}</head>"
         f"<body>{body}</body></html>"
@@ -206,7 +243,9 @@ def write_run_analysis(
     folder: Path, name: str, tables: dict, outputs: dict, note6: str = "", note9: str = ""
 ) -> list[Path]:
     """What ``mi-plateau analyze`` writes for one run: the pass tables, Tables 6 and 9, the
-    routing summary (JSON) and Figure 3 (HTML)."""
+    routing summary (JSON), and Figure 3: ``figure3.json`` (``paper``: the panels as the paper
+    computed them, the lead and the displacement cosine; ``ours``: our variants, both families)
+    and ``figure3.html`` (both)."""
     from . import figures
     from .checkpoints import atomic_write_json, atomic_write_text
 
@@ -219,9 +258,24 @@ def write_run_analysis(
     )
     paths += write_table(folder / "table9", outputs["table9"], title=f"Table 9 (head ablation): {name}", note=note9)
     atomic_write_json(folder / "routing.json", outputs["routing"])
+    from .summaries import nan_to_none
+
+    paper = outputs["figure3_paper"]
+    ours = outputs["figure3"]
+    atomic_write_json(
+        folder / "figure3.json",
+        nan_to_none(
+            {
+                "paper": {k: records(v) if k in ("a", "b") else v for k, v in paper.items()},
+                "ours": {f: {p: records(rows) for p, rows in d.items()} for f, d in ours.items()},
+            }
+        ),
+    )
     f3 = folder / "figure3.html"
-    atomic_write_text(f3, figure_html(figures.figure3({name: outputs["figure3"]}), f3, folder.parent))
-    return paths + [folder / "routing.json", f3]
+    atomic_write_text(
+        f3, figures_html([figures.figure3_paper({name: paper}), figures.figure3({name: ours})], f3, folder.parent)
+    )
+    return paths + [folder / "routing.json", folder / "figure3.json", f3]
 
 
 def write_comparison(

@@ -40,6 +40,13 @@ def cmd_analyze(args) -> int:
             f"causal {lead(ro, 'routing_lead_swap_contrib')}; "
             f"swap gap > 0.1 at {lead(ro, 'swap_gap_0.1_frac_tau')} tau (95% intervals over groups)"
         )
+        on, w = r["figure3_onsets"], r["figure3_windows"]
+        print(
+            f"  Figure 3 (the paper's): loss onset {on['loss_onset']}, z onset {on['z_onset_0.1']}, "
+            f"lead fraction {cell(on['lead_frac_0.1'], '.2f')}; displacement cosine plateau "
+            f"{cell(w.get('cos_plateau'), '.2f')}, pre {cell(w.get('cos_pre'), '.2f')}, "
+            f"post {cell(w.get('cos_post'), '.2f')}"
+        )
     if "comparison" in res:
         print(f"comparison -> {res['comparison']}/")
     return 0
@@ -86,5 +93,14 @@ def cmd_ablate(args) -> int:
 def cmd_report(args) -> int:
     from ..report import report
 
-    print(report(args.runs, args.out, progress=not args.quiet, plotly=args.plotly, device=args.device, llc=args.llc))
+    out = report(
+        args.runs,
+        args.out,
+        progress=not args.quiet,
+        plotly=args.plotly,
+        device=args.device,
+        llc=args.llc,
+        static=bool(args.static),
+    )
+    print(out)
     return 0

@@ -37,6 +37,13 @@ def cmd_reproduce(args) -> int:
     from ..reproduce import SWEEP_RECIPES
 
     only = [n.strip() for n in args.only.split(",") if n.strip()] if args.only is not None else None
+    if args.static and args.recipe == "controls":
+        raise ValueError("reproduce controls: --static: Table 12 has no figure")
+    if args.static and not args.dry_run:  # before any training: the figures come last
+        from ..tabular import STATIC_NEEDS, chromium
+
+        if chromium() is None:
+            raise ValueError(f"--static: no browser found: {STATIC_NEEDS}")
     if args.recipe in SWEEP_RECIPES:
         return reproduce_sweep(args, only)
     if args.recipe == "hessian":
@@ -55,7 +62,13 @@ def cmd_reproduce(args) -> int:
             print(f"{p}  preset={c.preset} K={c.task.K} seed={c.task.data_seed}  {status(p)}")
         return 0
     log = run_recipe(
-        args.recipe, jobs=args.jobs, progress=not args.quiet, train=not args.no_train, root=args.root, docs=args.docs
+        args.recipe,
+        jobs=args.jobs,
+        progress=not args.quiet,
+        train=not args.no_train,
+        root=args.root,
+        docs=args.docs,
+        static=args.static,
     )
     for name, s in log["summaries"].items():
         ro, fam = log["routing"][name], s["definitions"]
@@ -68,7 +81,14 @@ def cmd_reproduce(args) -> int:
             f"causal {lead(ro, 'routing_lead_swap_contrib')}"
         )
     print(f"wrote {', '.join(log['written'])}")
+    static_note(log)
     return 0
+
+
+def static_note(log: dict) -> None:
+    """The one line that says a recipe's static figures were skipped (no browser), on stderr."""
+    if log.get("static_note"):
+        print(f"mi-plateau reproduce: {log['static_note']}", file=sys.stderr)
 
 
 def print_tables(log: dict) -> int:
@@ -76,6 +96,7 @@ def print_tables(log: dict) -> int:
     for title, rows in log["tables"].items():
         print(f"## {title}\n{to_markdown(rows)}")
     print(f"wrote {', '.join(log['written'])}")
+    static_note(log)
     return 0
 
 
@@ -97,6 +118,7 @@ def reproduce_hessian(args, only: list[str] | None) -> int:
         root=args.root,
         docs=args.docs,
         device=args.device,
+        static=args.static,
     )
     return print_tables(log)
 
@@ -145,6 +167,7 @@ def reproduce_sweep(args, only: list[str] | None) -> int:
         docs=args.docs,
         max_steps=args.max_steps,
         device=args.device,
+        static=args.static,
     )
     return print_tables(log)
 

@@ -4,7 +4,8 @@ Every function takes tidy rows and draws them; the only arithmetic is choosing c
 and axis ticks. By family:
 
 - ``curves``: loss against step (``loss_curves``, ``llc_curve``, Figure 1's ``figure1``);
-- ``transition``: Figure 3 against t / tau (``figure3``), the groups' accuracy (``group_accuracy``)
+- ``descent``: Figure 3 as the paper drew it (``figure3_paper``: the lead, the displacement cosine);
+- ``transition``: our Figure 3 variants against t / tau (``figure3``), the groups' accuracy (``group_accuracy``)
   and the transition width read on the loss curves (``width_curves``);
 - ``circuit``: the heads and the residual stream (``head_scores_over_training``,
   ``head_grid_slider``, ``attention_pattern``, ``patching``);
@@ -15,6 +16,7 @@ and axis ticks. By family:
 
 from .circuit import HEAD_SCORES, attention_pattern, head_grid_slider, head_scores_over_training, patching
 from .curves import LOSS_SERIES, METRIC_COLOURS, figure1, llc_curve, loss_curves
+from .descent import figure3_paper
 from .style import PALETTE
 from .sweeps import log_ticks, phase_diagram, tau_power_law, tick_label
 from .transition import FAMILY_LABEL, figure3, group_accuracy, width_curves
@@ -28,6 +30,7 @@ __all__ = [
     "attention_pattern",
     "figure1",
     "figure3",
+    "figure3_paper",
     "group_accuracy",
     "head_grid_slider",
     "head_scores_over_training",

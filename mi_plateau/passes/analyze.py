@@ -32,6 +32,7 @@ class PassConfig:
     min_gap: float = 0.05
     n_boot: int = 1000  # bootstrap resamples over groups for the tables' intervals (0: none)
     boot_seed: int = 0
+    delta: int = 200  # Figure 3(b)'s displacement grid (steps; a multiple of the checkpoint spacing)
 
     def key(self) -> str:
         # v3: the ablation pass also keeps per-group deltas ("head_groups", Table 9's intervals);
@@ -139,9 +140,11 @@ def analyze_run(
     progress: bool = True,
     steps: list[int] | None = None,
     device: str | None = "auto",
+    heavy: bool = True,
 ) -> dict[str, list[dict[str, Any]]]:
     """All passes over a run, on ``device`` (``devices.resolve``); returns the tidy tables and
-    writes per-checkpoint caches.
+    writes per-checkpoint caches. ``heavy=False``: the cheap passes only (no per-head passes,
+    no paper family), at every checkpoint.
 
     Tables (pandas DataFrames): "checkpoint" (one row per checkpoint, with the swap gaps' 95%
     bootstrap intervals over groups), "heads" (checkpoint x head), "groups" (checkpoint x
@@ -163,7 +166,7 @@ def analyze_run(
     if cfg.task.has_selector and any(s % K == 0 for s in pc.shifts):
         raise RunError(f"shifts {list(pc.shifts)}: a shift that is a multiple of K={K} replaces a selector by itself")
     fams = summarize(cfg, records)["definitions"]
-    heavy = set(head_checkpoints(all_steps, [f["tau"] for f in fams.values()], pc))
+    heavy = set(head_checkpoints(all_steps, [f["tau"] for f in fams.values()], pc)) if heavy else set()
     from ..devices import resolve as resolve_device  # torch: imported when the passes run
 
     dev = resolve_device(device)
@@ -281,3 +284,21 @@ def run_outputs(name: str, cfg, s: dict, tables: dict, pc: PassConfig | None = N
         ),
         "figure3": {f: figure3_data(name, K, t, tables["checkpoint"], tables["groups"], f) for f, t in taus.items()},
     }
+
+
+def figure3_paper(run: Run, checkpoint_rows, delta: int = 200) -> dict[str, Any]:
+    """Figure 3 as the paper computed it, for one run: (a) the curves and the onsets of
+    ``passes.lead`` from the passes' checkpoint rows; (b) the displacement rows and the cosine's
+    windows of ``passes.descent`` from the weights. Where (b) cannot be read (too few checkpoints
+    for ``delta``, a grid step missing) its rows are empty and ``b_error`` says why in one line."""
+    from .descent import coherent_descent, windows
+    from .lead import curve_rows, z_onsets
+
+    K = run.config().task.K
+    out: dict[str, Any] = {"a": curve_rows(checkpoint_rows, K), "onsets": z_onsets(checkpoint_rows, K)}
+    try:
+        b = coherent_descent(run, delta)
+    except RunError as e:
+        return {**out, "b": [], "windows": {}, "b_error": str(e)}
+    tau = b["tau_first_token"].iloc[0] if len(b) else None
+    return {**out, "b": b, "windows": windows(b, None if tau is None or tau != tau else int(tau)), "b_error": None}

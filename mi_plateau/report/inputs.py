@@ -28,7 +28,7 @@ def gather(run: Run, analyses: Path, pc, progress: bool, device: str | None = "a
     """What the page shows of one run: its config, summary, command line, the passes' tables
     (computed on ``device``, or read from their cache under ``<analyses>/<run name>/passes/``)
     and the outputs made from them (Tables 6 and 9, routing, Figure 3 panels)."""
-    from ..passes.analyze import analyze_run, run_outputs
+    from ..passes.analyze import analyze_run, figure3_paper, run_outputs
 
     cfg = run.config()
     s = run.summary()
@@ -41,6 +41,7 @@ def gather(run: Run, analyses: Path, pc, progress: bool, device: str | None = "a
         "summary": s,
         "tables": tables,
         "command": read_command(run),
+        "figure3_paper": figure3_paper(run, tables["checkpoint"], pc.delta),
         **out,
     }
 

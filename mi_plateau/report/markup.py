@@ -87,6 +87,7 @@ class Page:
 
     def __init__(self):
         self.parts: list[str] = []
+        self.figures: list[tuple[str, object]] = []  # (div id, figure): what a static export writes
         self.n_figs = 0
 
     def add(self, s: str) -> None:
@@ -95,6 +96,7 @@ class Page:
     def fig(self, fig, div_id: str | None = None) -> str:
         self.n_figs += 1
         div_id = div_id or f"fig{self.n_figs}"
+        self.figures.append((div_id, fig))
         self.add(
             "<div class='fig'>"
             + fig.to_html(

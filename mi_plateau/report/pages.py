@@ -10,9 +10,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..checkpoints import Run, atomic_write_text, refuse_inside_run
+from ..checkpoints import Run, RunError, atomic_write_text, refuse_inside_run
 from ..config import compare_name
-from ..tabular import PLOTLY_MODES, plotly_script
+from ..tabular import PLOTLY_MODES, STATIC_NEEDS, chromium, plotly_script, write_figures
 from .inputs import gather, read_llc
 from .markup import Html, Page, fill, nav_links, script, template_text
 from .runs import llc_section, run_sections
@@ -61,10 +61,13 @@ def report(
     plotly: str = "inline",
     device: str | None = "auto",
     llc: Sequence[str | os.PathLike] = (),
+    static: bool = False,
 ) -> Path:
     """Write the interactive report of one or several runs (the passes on ``device``); returns
     the HTML path. ``llc``: learning-coefficient curves recorded by ``python -m
-    mi_plateau.passes.llc`` (JSON), each drawn beside the loss of the run it names.
+    mi_plateau.passes.llc`` (JSON), each drawn beside the loss of the run it names. ``static``:
+    also every figure of the page as ``<report stem>_figures/<figure id>.svg`` (a Chromium is
+    needed; without one, a one-line error before any work).
 
     Default path: ``<analyses>/<run name>/report.html`` for one run,
     ``<analyses>/compare_<names>/report.html`` for several. The passes' per-checkpoint caches
@@ -87,6 +90,8 @@ def report(
     refuse_inside_run(out, "report")  # before any work
     if plotly not in PLOTLY_MODES:
         raise ValueError(f"--plotly {plotly!r}: choose one of {', '.join(PLOTLY_MODES)}")
+    if static and chromium() is None:
+        raise RunError(f"--static: no browser found: {STATIC_NEEDS}")
     curves = read_llc(llc, runs)  # before any work: a bad file is refused at once
     data = [gather(r, analyses, pc, progress, device) for r in runs]
 
@@ -107,6 +112,10 @@ def report(
             title, nav_links(run_nav([d["name"] for d in data], [d["name"] in curves for d in data])), page, out, plotly
         ),
     )
+    if static:
+        figs = out.parent / f"{out.stem}_figures"
+        figs.mkdir(parents=True, exist_ok=True)
+        write_figures([(figs / f"{div_id}.svg", fig, {}) for div_id, fig in page.figures], static=True)
     return out
 
 

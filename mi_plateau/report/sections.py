@@ -68,6 +68,8 @@ def curve_sections(page: Page, data: list[dict]) -> None:
         )
     )
     page.add(fill("figure3"))
+    page.fig(figures.figure3_paper({label[d["name"]]: d["figure3_paper"] for d in data}))
+    page.add(fill("figure3_ours"))
     page.fig(figures.figure3({label[d["name"]]: d["figure3"] for d in data}))
 
 

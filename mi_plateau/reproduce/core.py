@@ -19,7 +19,7 @@ from ..checkpoints import Run, RunError, atomic_write_json, atomic_write_text
 from ..config import config_diff, preset, run_name, with_overrides
 from ..summaries import nan_to_none, num
 from ..sweeps import status, train_local, train_wall
-from ..tabular import read_json_rows, to_markdown, write_figure
+from ..tabular import read_json_rows, to_markdown, write_figures
 
 RECIPES = {
     # (preset, K, seed): the paper recipe at every K, seeds at K = 10 and 20, and today's K = 10
@@ -154,20 +154,21 @@ def tables_md(t3: list[dict[str, Any]], spread: list[dict[str, Any]], comp: Path
     return "".join(parts)
 
 
-def write_assets(results: dict[str, Any], runs, docs: Path) -> list[Path]:
-    """Static figures (exported from the same plotly figures the report draws) and the generated
-    tables Markdown for docs/reproduction.md."""
+def write_assets(results: dict[str, Any], runs, docs: Path, static: bool | None = None) -> tuple[list[Path], str]:
+    """The generated tables Markdown for docs/reproduction.md and the static figures (exported
+    from the same plotly figures the report draws; ``static`` as in ``tabular.write_figures``);
+    returns the paths written and the one-line note of skipped figures."""
     docs.mkdir(parents=True, exist_ok=True)
     curves = seed0_curves(runs)
     f3 = {name: d for name, d in results["figure3"].items() if any(len(v["a"]) for v in d.values())}
     atomic_write_text(docs / "tables.md", tables_md(*tau_tables(results, runs), Path(results["comparison"])))
     written = [docs / "tables.md"]
     # the figures last: a failed export (the static writer's browser) leaves the tables written
-    if curves:
-        written.append(write_figure(docs / "figure1.svg", figures.figure1(curves)))
+    figs = [(docs / "figure1.svg", figures.figure1(curves), {})] if curves else []
     if f3:
-        written.append(write_figure(docs / "figure3.svg", figures.figure3(f3), width=1200))
-    return written
+        figs.append((docs / "figure3.svg", figures.figure3(f3), {"width": 1200}))
+    done, note = write_figures(figs, static)
+    return written + done, note
 
 
 def run_recipe(
@@ -179,9 +180,10 @@ def run_recipe(
     analyses: str | Path = "analyses",
     train: bool = True,
     root: str | Path = "checkpoints",
+    static: bool | None = None,
 ) -> dict[str, Any]:
     """Train (unless ``train=False``) and analyse the recipe's runs (under ``root``); write docs
-    assets and a log into ``docs``."""
+    assets and a log into ``docs`` (``static``: the static figures, ``tabular.write_figures``)."""
     from ..api import analyze  # torch: loaded when a recipe analyses, not when the CLI plans one
 
     t0 = time.perf_counter()
@@ -203,7 +205,7 @@ def run_recipe(
         "figure3": fig3,
         "train_wall": {p.name: num(train_wall(Run(p))) for p, _ in runs},
     }
-    written = write_assets(results, runs, Path(docs))
+    written, static_note = write_assets(results, runs, Path(docs), static)
     log = {
         "recipe": recipe,
         "recipe_train_wall_s": t_train,
@@ -212,6 +214,7 @@ def run_recipe(
         "summaries": results["summaries"],
         "routing": results["routing"],
         "written": [str(w) for w in written],
+        "static_note": static_note,
     }
     atomic_write_json(Path(docs) / "recipe_log.json", log)
     return nan_to_none(log)

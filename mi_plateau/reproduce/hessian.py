@@ -305,6 +305,7 @@ def run_hessian_recipe(
     analyses: str | Path = "analyses",
     device: str = "auto",
     settings: dict[str, Any] | None = None,
+    static: bool | None = None,
 ) -> dict[str, Any]:
     """Train the runs Table 10 reads, the K sweep's K = 3, 5, 10, 20 and 36 (``only``: these;
     unless ``train=False``; through the ``k_sweep`` recipe, which also rewrites its own tables),
@@ -321,7 +322,15 @@ def run_hessian_recipe(
         raise RunError("reproduce hessian --only: no run named")
     if train:
         run_sweep_recipe(
-            READS, only=names, jobs=jobs, progress=progress, root=root, docs=docs, analyses=analyses, device=device
+            READS,
+            only=names,
+            jobs=jobs,
+            progress=progress,
+            root=root,
+            docs=docs,
+            analyses=analyses,
+            device=device,
+            static=static,
         )
     root, docs = Path(root), Path(docs)
     path = docs / LOG
@@ -346,7 +355,7 @@ def run_hessian_recipe(
                 "run `mi-plateau reproduce hessian` first"
             )
         built = build_hessian(entries, settings)
-        written = write_built(docs, built)
+        written, static_note = write_built(docs, built, static)
         seconds = sum(r.get("seconds") or 0.0 for e in entries.values() if e["settings"] == settings for r in e["rows"])
         log = {
             "recipe": "hessian",
@@ -356,6 +365,7 @@ def run_hessian_recipe(
             "tables": built.rows(),
             "pass_seconds": seconds,
             "written": [str(w) for w in written],
+            "static_note": static_note,
         }
         atomic_write_json(path, nan_to_none(log))
     return nan_to_none(log)

@@ -162,6 +162,7 @@ def run_sweep_recipe(
     sweep: Sweep | None = None,
     max_steps: int | None = None,
     device: str = "auto",
+    static: bool | None = None,
 ) -> dict[str, Any]:
     """Train (unless ``train=False``) the recipe's sweep, then build its tables, figures and the
     sweep's HTML page (``analyses/<sweep>.html``); writes ``docs/<sweep>_log.json``, which also
@@ -171,7 +172,9 @@ def run_sweep_recipe(
     finished elsewhere (a recipe continued across machines); the tables use every run either way.
     ``sweep``: a sweep of your own (a variant of the recipe's file) built by the recipe
     ``name``'s tables; ``max_steps``: the recipe's step budget replaced (``recipe_sweep``); ``device``: where the runs
-    train (``devices.resolve``). Runs that fail are named in an error raised after the log is written."""
+    train (``devices.resolve``); ``static``: the static figures (``tabular.write_figures``; the log's
+    ``static_note`` says when they were skipped). Runs that fail are named in an error raised
+    after the log is written."""
     if name not in BUILDERS:
         raise RunError(f"unknown sweep recipe {name!r}: choose one of {', '.join(BUILDERS)}")
     sweep = sweep or recipe_sweep(name, max_steps)
@@ -196,7 +199,7 @@ def run_sweep_recipe(
         )
     built = build(name, collected, sweep, root, docs, n_boot, seed)
     docs.mkdir(parents=True, exist_ok=True)
-    written = write_built(docs, built)
+    written, static_note = write_built(docs, built, static)
     note = (BUILDERS[name].__doc__ or "").strip()
     page = Path(analyses) / f"{sweep.name}.html"
     html = sweep_report(page, sweep.name, built.rows(), built.figs(), page_curves(sweep, collected), note=note)
@@ -208,6 +211,7 @@ def run_sweep_recipe(
         "recipe_wall_s": t_train,
         "sum_of_run_train_wall_s": sum(w for w in walls if math.isfinite(w)),
         "written": [str(w) for w in [*written, html]],
+        "static_note": static_note,
     }
     log = write_log(docs, sweep, root, extra, collected)
     if log["without_curves"] and progress:  # recorded before the logs kept curves: tau at other alphas is lost

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..tabular import write_figure, write_table
+from ..tabular import write_figures, write_table
 
 
 @dataclass(frozen=True)
@@ -56,13 +56,13 @@ class Built:
         return {name: p.fig for name, p in self.figures.items()}
 
 
-def write_built(docs: str | Path, built: Built) -> list[Path]:
+def write_built(docs: str | Path, built: Built, static: bool | None = None) -> tuple[list[Path], str]:
     """Write every table of ``built`` under ``docs`` (.md, .csv, .json), then every figure
-    (.svg); returns the paths in the order written."""
+    (.svg; ``static`` as in ``tabular.write_figures``: None exports them where a browser is
+    found); returns the paths in the order written and the one-line note of skipped figures."""
     docs = Path(docs)
     written: list[Path] = []
     for t in built.tables.values():
         written += write_table(docs / t.stem, t.written_rows(), title=t.title, note=t.note)
-    for p in built.figures.values():
-        written.append(write_figure(docs / f"{p.stem}.svg", p.fig))
-    return written
+    figs, note = write_figures([(docs / f"{p.stem}.svg", p.fig, {}) for p in built.figures.values()], static)
+    return written + figs, note

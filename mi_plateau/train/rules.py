@@ -16,8 +16,9 @@ def next_interval(cfg: RunConfig, records: Sequence[dict[str, Any]]) -> int:
     way in either family (between ``RunConfig.spacing_thresholds``: max(converge_Lc, 0.1 log K) < loss
     < 0.95 log K).
 
-    The slow convergence tail below 0.1 log K goes back to the plateau spacing: it is long and
-    nothing in it needs 25-step resolution. With ``train.ckpt_every_max`` above ``ckpt_every``,
+    The slow convergence tail below 0.1 log K goes back to the plateau spacing, on its grid (the
+    first checkpoint after the dense stretch is the next multiple of ``ckpt_every``): it is long
+    and nothing in it needs 25-step resolution. With ``train.ckpt_every_max`` above ``ckpt_every``,
     a run that sits on the plateau (both losses above 0.95 log K and the swap gap below
     ``QUIET_GAP``, the z-dependence that leads the loss's fall) doubles its spacing at each
     checkpoint up to that maximum and to ``QUIET_SPACING_FRAC`` of the step reached, and returns
@@ -31,6 +32,9 @@ def next_interval(cfg: RunConfig, records: Sequence[dict[str, Any]]) -> int:
     lo, hi = (f * log_K for f in cfg.spacing_thresholds())
     if any(lo < _num(last.get(k)) < hi for k in ("Lc", "L_seq")):
         return cfg.train.ckpt_every_transition
+    off = records[-1]["step"] % cfg.train.ckpt_every
+    if off:  # back onto the ckpt_every grid after the dense stretch (Figure 3(b)'s Delta grid reads it)
+        return cfg.train.ckpt_every - off
     top = cfg.train.ckpt_every_max
     quiet = all(not _num(last.get(k)) < hi for k in ("Lc", "L_seq")) and _num(last.get("swap_gap")) < QUIET_GAP
     if top > cfg.train.ckpt_every and quiet and len(records) > 1 and records[-1]["step"] >= cfg.eval.plateau_start:

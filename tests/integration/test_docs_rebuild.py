@@ -28,10 +28,10 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import fake_export
 
 import mi_plateau.reproduce.controls as controls
 import mi_plateau.reproduce.hessian as hessian
-import mi_plateau.reproduce.writer as writer
 from mi_plateau.reproduce import recipe_sweep, run_sweep_recipe
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "reproduction"
@@ -120,7 +120,7 @@ def rebuilt(tmp_path_factory):
                 assert _log(r).is_file(), f"{_log(r).name}: not committed"
                 shutil.copy(_log(r), docs)
             with pytest.MonkeyPatch.context() as mp:
-                mp.setattr(writer, "write_figure", lambda path, fig, **kw: Path(path))  # the one writer's binding
+                fake_export(mp)
                 run_sweep_recipe(
                     recipe, train=False, progress=False, root=tmp / "checkpoints", docs=docs, analyses=tmp / "analyses"
                 )
@@ -199,7 +199,7 @@ def test_the_hessian_tables_equal_their_rebuild_from_the_log(tmp_path, monkeypat
     docs = tmp_path / "docs"
     docs.mkdir()
     shutil.copy(DOCS / hessian.LOG, docs)
-    monkeypatch.setattr(writer, "write_figure", lambda path, fig, **kw: Path(path))
+    fake_export(monkeypatch)
     monkeypatch.setattr(hessian, "hessian_pass", None)  # calling it would fail: the rebuild computes nothing
     hessian.run_hessian_recipe(train=False, progress=False, root=tmp_path / "checkpoints", docs=docs)
     for stem in PASS_TABLES["hessian"]:

@@ -8,9 +8,9 @@ import shutil
 
 import numpy as np
 import pytest
+from conftest import fake_export
 
 import mi_plateau.reproduce.hessian as recipe
-import mi_plateau.reproduce.writer as writer
 from mi_plateau.checkpoints import Run, RunError
 from mi_plateau.passes.hessian import plateau_checkpoints
 
@@ -56,7 +56,7 @@ def placed(tmp_path, tiny_run, monkeypatch):
     """A root with the tiny run as the K sweep's K3_seed0, and a docs folder; figures not exported."""
     root = tmp_path / "checkpoints"
     shutil.copytree(tiny_run.path if isinstance(tiny_run, Run) else tiny_run, root / "paper_k_sweep" / "K3_seed0")
-    monkeypatch.setattr(writer, "write_figure", lambda path, fig, **kw: path)
+    fake_export(monkeypatch)
     monkeypatch.setattr(recipe, "hessian_pass", fake_pass)
     return root, tmp_path / "docs"
 
@@ -150,7 +150,7 @@ def test_a_rebuild_with_nothing_to_read_and_an_unknown_run_are_refused(tmp_path)
 def test_the_recipe_with_the_real_pass(tiny_run, tmp_path, monkeypatch):
     root = tmp_path / "checkpoints"
     shutil.copytree(tiny_run.path if isinstance(tiny_run, Run) else tiny_run, root / "paper_k_sweep" / "K3_seed0")
-    monkeypatch.setattr(writer, "write_figure", lambda path, fig, **kw: path)
+    fake_export(monkeypatch)
     log = recipe.run_hessian_recipe(train=False, progress=False, root=root, docs=tmp_path / "d", settings=SMALL)
     rows = log["runs"]["K3_seed0"]["rows"]
     lz = [r for r in rows if r["estimator"] == "lanczos"]

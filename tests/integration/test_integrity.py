@@ -430,10 +430,12 @@ def test_a_static_export_that_fails_once_is_retried(tmp_path, monkeypatch):
     import plotly.graph_objects as go
     import plotly.io
 
+    import mi_plateau.tabular as tabular
     from mi_plateau.tabular import write_figure
 
     to_image, calls = _flaky(1)
     monkeypatch.setattr(plotly.io, "to_image", to_image)
+    monkeypatch.setattr(tabular, "chromium", lambda: "/usr/bin/chromium")
     path = write_figure(tmp_path / "f.svg", go.Figure())
     assert path.read_bytes().startswith(b"<svg") and calls["n"] == 2
 
@@ -442,16 +444,53 @@ def test_a_static_export_that_keeps_failing_is_one_line_and_keeps_the_tables(tmp
     import plotly.graph_objects as go
     import plotly.io
 
+    import mi_plateau.tabular as tabular
     from mi_plateau.tabular import write_figure, write_table
 
     to_image, calls = _flaky(10**6)
     monkeypatch.setattr(plotly.io, "to_image", to_image)
+    monkeypatch.setattr(tabular, "chromium", lambda: "/usr/bin/chromium")
     tables = write_table(tmp_path / "t", [{"K": 4, "tau": 100}], title="t")  # a builder writes its tables first
     with pytest.raises(RunError) as e:
         write_figure(tmp_path / "f.svg", go.Figure())
     _one_line(e, str(tmp_path / "f.svg"), "kaleido_scopes")
     assert calls["n"] > 1 and all(p.is_file() for p in tables)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.csv", "t.json", "t.md"]  # no figure, no temporary file
+
+
+def test_without_a_browser_figures_are_skipped_in_one_line_or_refused_when_asked(tmp_path, monkeypatch):
+    """No Chromium: the default writes every table and skips the figures with one line that says
+    how to get one; ``static=True`` (``--static``) refuses with that line, the tables kept."""
+    import plotly.graph_objects as go
+
+    import mi_plateau.tabular as tabular
+    from mi_plateau.reproduce.writer import Built, Plot, Table, write_built
+
+    monkeypatch.setenv("BROWSER_PATH", str(tmp_path / "no-such-browser"))
+    assert tabular.chromium() is None
+    built = Built({"t": Table("t", [{"K": 4, "tau": 100}])}, {"f": Plot("f", go.Figure())})
+    written, note = write_built(tmp_path, built)
+    assert [p.name for p in written] == ["t.md", "t.csv", "t.json"]
+    assert "\n" not in note and "skipped 1 static figure" in note and "apt-get install chromium" in note
+    assert write_built(tmp_path / "off", built, static=False)[1] == ""
+    with pytest.raises(RunError) as e:
+        write_built(tmp_path / "req", built, static=True)
+    _one_line(e, "f.svg", "apt-get install chromium")
+    assert sorted(p.name for p in (tmp_path / "req").iterdir()) == ["t.csv", "t.json", "t.md"]
+
+
+def test_static_without_a_browser_is_one_line_before_any_work(tiny_run, tmp_path, run_cli):
+    """``reproduce --static`` and ``report --static`` with no Chromium: exit 2, one line that says
+    how to get one, nothing written; ``report`` without ``--static`` writes its page."""
+    hidden = {"BROWSER_PATH": str(tmp_path / "no-such-browser")}
+    docs = tmp_path / "docs"
+    p = run_cli("reproduce", "k_sweep", "--static", "--root", str(tmp_path / "ck"), "--docs", str(docs), env=hidden)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "apt-get install chromium" in p.stderr, p.stderr
+    assert not docs.exists() and not (tmp_path / "ck").exists()
+    out = tmp_path / "rep" / "r.html"
+    p = run_cli("report", str(tiny_run.path), "--out", str(out), "--static", "--quiet", env=hidden)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "--static" in p.stderr, p.stderr
+    assert not out.exists()
 
 
 # --- 6. a sweep with a failed run ----------------------------------------------------------

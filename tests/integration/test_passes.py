@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import torch
 
+from mi_plateau.checkpoints import RunError
 from mi_plateau.config import preset
 from mi_plateau.metrics import example_correct, group_accuracy
 from mi_plateau.model import build_model
@@ -228,6 +229,24 @@ def test_analyze_inspect_ablate_on_a_trained_run(tiny_run, tmp_path):
             assert r["L_seq"] == pytest.approx(recs[r["step"]]["L_seq"], abs=1e-4)
             assert r["cand_acc"] == pytest.approx(recs[r["step"]]["cand_acc"], abs=1e-6)
     assert sum(r["L_seq"] is not None for r in rows) >= 4
+    # figure3.json: the paper's panels (the lead from these pass rows, the displacement cosine
+    # from the weights on the Delta = 200 grid) and our variants
+    from mi_plateau.passes.descent import coherent_descent
+    from mi_plateau.passes.lead import z_onsets
+
+    f3 = json.loads((folder / "figure3.json").read_text())
+    assert set(f3) == {"paper", "ours"} and set(f3["ours"]) == {"paper", "first_token"}
+    assert f3["paper"]["onsets"] == z_onsets(rows, tiny_run.config().task.K)
+    assert res["runs"][tiny_run.name]["figure3_onsets"] == f3["paper"]["onsets"]
+    try:
+        b = coherent_descent(tiny_run, 200)
+    except RunError as e:  # the tiny run's checkpoints may not cover the grid: said in one line
+        assert f3["paper"]["b"] == [] and f3["paper"]["b_error"] == str(e) and "\n" not in str(e)
+    else:
+        assert [r["step"] for r in f3["paper"]["b"]] == list(b["step"]) and f3["paper"]["b_error"] is None
+        assert [r["cos"] for r in f3["paper"]["b"][1:]] == pytest.approx(list(b["cos"][1:]))
+    b = coherent_descent(tiny_run, 20)  # the tiny run's own spacing: every grid step is a checkpoint
+    assert len(b) >= 2 and b["cos"].iloc[1:].between(-1, 1).all()
     # second call reuses the cache and gives the same numbers
     again = analyze([tiny_run], tmp_path, progress=False, max_head_checkpoints=6)
     assert again["runs"][tiny_run.name]["routing"] == ro

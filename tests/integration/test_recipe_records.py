@@ -328,12 +328,12 @@ def test_the_cli_reads_the_log_and_runs_from_the_folders_given(run_cli, tmp_path
 def test_a_failed_figure_export_leaves_every_table_written(tmp_path, monkeypatch):
     """Table 4's builder exported its figure between its two tables: a figure that could not be
     written (the static exporter's browser) lost Table 8."""
-    import mi_plateau.reproduce.writer as writer
+    from conftest import fake_export
 
     def refuse(path, fig, **kw):
         raise RunError(f"{path}: the static export failed")
 
-    monkeypatch.setattr(writer, "write_figure", refuse)
+    fake_export(monkeypatch, refuse)
     docs = tmp_path / "docs"
     docs.mkdir()
     shutil.copy("docs/reproduction/paper_seeds_warmup_log.json", docs)

@@ -83,7 +83,8 @@ def test_write_assets_builds_the_docs_tables_and_figures(tiny_run, tmp_path):
         "figure3": {n: r["figure3"] for n, r in res["runs"].items()},
         "train_wall": {r.path.name: 1.0 for r in (tiny_run, other)},
     }
-    written = write_assets(results, runs, tmp_path / "docs")
+    written, note = write_assets(results, runs, tmp_path / "docs")
+    assert note == ""
     assert {p.name for p in written} == {"figure1.svg", "figure3.svg", "tables.md"}
     md = (tmp_path / "docs" / "tables.md").read_text()
     assert "| paper |" in md and "| first_token |" in md and "tau_paper" in md

@@ -5,6 +5,7 @@ import math
 
 import pandas as pd
 import pytest
+from conftest import fake_export, stub_svg
 
 from mi_plateau.checkpoints import RunError
 from mi_plateau.cli import RECIPE_NAMES
@@ -40,6 +41,13 @@ K = 5
 K = 4
 n_b = 36
 """
+
+
+@pytest.fixture(autouse=True)
+def _stub_static_export(monkeypatch):
+    """The recipes' figures written by ``stub_svg``: these tests check which figures a recipe
+    writes, not the browser (the ``browser`` tests do)."""
+    fake_export(monkeypatch, stub_svg)
 
 
 def built(builder, sweep, root, docs, n_boot, seed):
