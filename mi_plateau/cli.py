@@ -54,6 +54,7 @@ RECIPE_NAMES = (
     "direction",
     "selector_groups",
     "hessian",
+    "figure3",
     "controls",
 )
 
@@ -64,7 +65,8 @@ RECIPE_HELP = (
     "learning-rate sweep by the transition width; phase_boundary: Tables 4 and 8 as the "
     "original ran them, by the transition width; dissipation: Table 11; label_noise: Figure 2b; direction: Table 2; "
     "selector_groups: Table 12's gradient cancellation; hessian: Table 10, the Hessian pass over the K sweep's "
-    "runs at K = 3, 5, 10, 20 and 36; controls: Table 12, every tested mechanism beside the paper's, read from the "
+    "runs at K = 3, 5, 10, 20 and 36; figure3: Figure 3 and the ~50%% lead as the paper computed them, over the "
+    "K sweep's runs; controls: Table 12, every tested mechanism beside the paper's, read from the "
     "other recipes' committed tables)"
 )
 

@@ -50,6 +50,8 @@ def cmd_reproduce(args) -> int:
         return reproduce_hessian(args, only)
     if args.recipe == "controls":
         return reproduce_controls(args, only)
+    if args.recipe == "figure3":
+        return reproduce_figure3(args, only)
     if only is not None or args.skip_recorded or args.max_steps:
         raise ValueError(
             f"reproduce {args.recipe}: --only, --skip-recorded and --max-steps apply to the sweep recipes only"
@@ -121,6 +123,28 @@ def reproduce_hessian(args, only: list[str] | None) -> int:
         static=args.static,
     )
     return print_tables(log)
+
+
+def reproduce_figure3(args, only: list[str] | None) -> int:
+    """``reproduce figure3``: Figure 3 and the lead over the K sweep's runs here and in its log
+    (nothing is trained); its dry run lists the runs it would read."""
+    from ..reproduce.figure3 import run_figure3_recipe, sweep_runs
+
+    if only is not None or args.skip_recorded or args.max_steps or args.batch_runs not in (1, "1", None):
+        raise ValueError("reproduce figure3: --only, --skip-recorded, --max-steps and --batch-runs apply to training")
+    if args.jobs is not None:
+        raise ValueError("reproduce figure3: --jobs: nothing is trained (the runs are the K sweep's)")
+    if args.dry_run:
+        print(to_markdown([{"run": str(p), "status": status_of(p)} for p in sweep_runs(Path(args.root))]), end="")
+        return 0
+    log = run_figure3_recipe(args.root, args.docs, progress=not args.quiet, device=args.device, static=args.static)
+    return print_tables(log)
+
+
+def status_of(path: Path) -> str:
+    from ..sweeps import status
+
+    return status(path)
 
 
 def reproduce_controls(args, only: list[str] | None) -> int:

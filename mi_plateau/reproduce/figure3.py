@@ -1,0 +1,194 @@
+"""``reproduce figure3``: Figure 3 and the abstract's "~50% lead" as the paper computed them, over
+the K sweep's runs (``<root>/paper_k_sweep/K*_seed<seed>``).
+
+Per run: the cheap passes at every checkpoint (``analyze_run(heavy=False)``; cached under
+``analyses/<run>/passes/``, shared with ``mi-plateau analyze``) give Lc and the z-shuffle gap,
+``passes.lead`` the onsets and the lead; for K in ``DESCENT_KS`` ``passes.descent`` reads the
+displacement cosine from the weights. Nothing is trained: the runs are the K sweep's.
+
+Writes ``figure3_lead`` (one row per K), ``figure3_lead_summary`` (the mean lead fraction over the
+Ks with a positive lead, its std with ddof 0, the exponent of lead ~ K^s; both z thresholds),
+``figure3_descent`` (the cosine per window for K = 10, 20, 36), the figures, and the log
+``figure3_log.json`` that keeps every run's series, so the tables rebuild where the run folders
+are gone (a run here replaces its logged entry).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..checkpoints import Run, RunError, atomic_write_json, read_json
+from ..frames import records
+from ..summaries import nan_to_none
+from ..sweeps import status
+from .writer import Built, Plot, Table, write_built
+
+LOG = "figure3_log.json"
+SWEEP = "paper_k_sweep"
+DESCENT_KS = (10, 20, 36)
+WINDOWS = ("plateau", "pre", "post")
+PAPER_LEAD = 0.5  # the abstract: "leading the loss transition by ~50% of the waiting time"
+PAPER_COS = "~0 on the plateau, ~0.8 around tau (the original's outputs, as SPEC 5 reads them)"
+
+
+def sweep_runs(root: Path, seed: int = 0) -> list[Path]:
+    """The K sweep's run folders of ``seed`` under ``root`` that have started, in K order."""
+    folder = Path(root) / SWEEP
+    pat = re.compile(rf"K(\d+)_seed{seed}$")
+    runs = [p for p in folder.iterdir() if pat.match(p.name)] if folder.is_dir() else []
+    runs = [p for p in runs if status(p) in ("finished", "running")]
+    return sorted(runs, key=lambda p: int(pat.match(p.name).group(1)))
+
+
+def run_entry(run: Run, analyses: Path, delta: int, device: str, progress: bool) -> dict[str, Any]:
+    """One run's part of the log: its K, step count and status, Figure 3(a)'s series and onsets,
+    and (K in ``DESCENT_KS``) Figure 3(b)'s displacement rows and windows."""
+    from ..passes.analyze import PassConfig, analyze_run
+    from ..passes.descent import coherent_descent, windows
+    from ..passes.lead import curve_rows, z_onsets
+
+    cfg = run.config()
+    K = cfg.task.K
+    ck = analyze_run(run, analyses / run.name, PassConfig(), progress=progress, device=device, heavy=False)
+    ck = records(ck["checkpoint"])
+    entry: dict[str, Any] = {
+        "run": run.name,
+        "K": K,
+        "steps": run.steps()[-1],
+        "status": status(run.path),
+        "a": [{**r, "Lc": c["Lc"], "shuffle_gap": c["shuffle_gap"]} for r, c in zip(curve_rows(ck, K), ck)],
+        "onsets": z_onsets(ck, K),
+    }
+    if K in DESCENT_KS:
+        try:
+            b = coherent_descent(run, delta)
+            tau = b["tau_first_token"].iloc[0]
+            entry["b"] = records(b)
+            entry["windows"] = windows(b, None if tau != tau else int(tau))
+        except RunError as e:
+            entry["b_error"] = str(e)
+    return entry
+
+
+def lead_rows(entries: dict[str, dict]) -> list[dict[str, Any]]:
+    """``figure3_lead``: one row per run, by K."""
+    from ..passes.lead import GAPS
+
+    # one column order, fresh or read back from the log (whose JSON keys are sorted)
+    keys = ["loss_onset"] + [f"{k}_{g}" for g in GAPS for k in ("z_onset", "lead", "lead_frac")]
+    return [
+        {"K": e["K"], "run": e["run"], "status": e["status"], "steps": e["steps"], **{k: e["onsets"][k] for k in keys}}
+        for e in sorted(entries.values(), key=lambda e: e["K"])
+    ]
+
+
+def summary_rows(entries: dict[str, dict]) -> list[dict[str, Any]]:
+    """``figure3_lead_summary``: the abstract's lead at both z thresholds, beside the paper's."""
+    from ..passes.lead import GAPS, sweep_lead
+
+    out = []
+    for g in GAPS:
+        s = sweep_lead([e["onsets"] for e in entries.values()], g)
+        s["Ks_positive"] = ", ".join(str(k) for k in s["Ks_positive"])
+        out.append({**s, "paper_mean_lead_frac": PAPER_LEAD if g == GAPS[0] else None})
+    return out
+
+
+def descent_rows(entries: dict[str, dict]) -> list[dict[str, Any]]:
+    """``figure3_descent``: per K of ``DESCENT_KS`` that is here, the mean cosine per window."""
+    rows = []
+    for e in sorted(entries.values(), key=lambda e: e["K"]):
+        if e["K"] not in DESCENT_KS:
+            continue
+        got = e.get("windows") or {}
+        w = {k: got.get(k) for k in ("tau_first_token", *(f"{p}_{n}" for n in WINDOWS for p in ("cos", "n")))}
+        rows.append(
+            {
+                "K": e["K"],
+                "run": e["run"],
+                "status": e["status"],
+                "grid_end": e["b"][-1]["step"] if e.get("b") else None,
+                **w,
+                "paper": PAPER_COS,
+                "error": e.get("b_error"),
+            }
+        )
+    return rows
+
+
+def build_figure3(entries: dict[str, dict]) -> Built:
+    """The tables and the two figures of ``figure3`` from the log's entries."""
+    from ..figures import figure3_paper
+
+    lead_note = (
+        "Loss onset: first checkpoint with Lc < 0.9 log K; z onset: first with the z-shuffle gap (Lc with the "
+        "selectors deranged across the evaluation examples, minus Lc) > 0.1 nats (0.05: the sensitive variant); "
+        "lead = loss onset - z onset; lead fraction = lead / loss onset. "
+        "Regenerate with `mi-plateau reproduce figure3`."
+    )
+    a = {f"K={e['K']}": {"a": e["a"], "onsets": e["onsets"]} for e in sorted(entries.values(), key=lambda e: e["K"])}
+    b = {
+        f"K={e['K']}": {"b": e.get("b") or [], "windows": e.get("windows") or {}}
+        for e in sorted(entries.values(), key=lambda e: e["K"])
+        if e["K"] in DESCENT_KS
+    }
+    return Built(
+        {
+            "Figure 3(a): onsets and lead per K": Table("figure3_lead", lead_rows(entries), "Figure 3(a)", lead_note),
+            "the ~50% lead": Table(
+                "figure3_lead_summary",
+                summary_rows(entries),
+                "The abstract's lead: mean lead fraction over the Ks with a positive lead (std ddof 0), lead ~ K^s",
+                lead_note,
+            ),
+            "Figure 3(b): displacement cosine per window": Table(
+                "figure3_descent",
+                descent_rows(entries),
+                "Figure 3(b): cosine of consecutive 200-step weight displacements, mean per window",
+                "Windows against the first-token tau (Lc < 0.5 log K): plateau t < tau/2, pre tau/2 <= t < tau, "
+                "post t >= tau; grid_end: the last step of the Delta grid the run's checkpoints hold.",
+            ),
+        },
+        {"Figure 3(a)": Plot("figure3a", figure3_paper(a)), "Figure 3(b)": Plot("figure3b", figure3_paper(b))},
+    )
+
+
+def run_figure3_recipe(
+    root: str | Path = "checkpoints",
+    docs: str | Path = "docs/reproduction",
+    analyses: str | Path = "analyses",
+    *,
+    delta: int = 200,
+    device: str = "auto",
+    progress: bool = True,
+    static: bool | None = None,
+) -> dict[str, Any]:
+    """Read the K sweep's runs here (their entries replace the log's), build, write the tables,
+    the figures and the log; returns the log without the series."""
+    root, docs, analyses = Path(root), Path(docs), Path(analyses)
+    path = docs / LOG
+    log = read_json(path) if path.exists() else {}
+    if not isinstance(log, dict) or not isinstance(log.get("runs", {}), dict):
+        raise RunError(f"{path}: not the figure3 recipe's log (expected an object with a table of runs)")
+    entries = dict(log.get("runs") or {})
+    for p in sweep_runs(root):
+        if progress:
+            print(f"figure3 {p.name}: passes and displacements", file=sys.stderr)
+        entries[p.name] = run_entry(Run(p), analyses, delta, device, progress)
+    if not entries:
+        raise RunError(
+            f"{root / SWEEP}: no K-sweep run here and none in {path}; train them with `mi-plateau reproduce k_sweep`"
+        )
+    built = build_figure3(entries)
+    docs.mkdir(parents=True, exist_ok=True)
+    written, note = write_built(docs, built, static)
+    from ..checkpoints.files import provenance
+
+    stamp = provenance("mi-plateau reproduce figure3", [])
+    out = {"recipe": "figure3", "delta": delta, "runs": entries, "tables": built.rows(), **stamp}
+    atomic_write_json(path, nan_to_none({**out, "written": [str(w) for w in [*written, path]]}))
+    short = {k: v for k, v in out.items() if k != "runs"}
+    return nan_to_none({**short, "written": [str(w) for w in written], "static_note": note})
