@@ -1,4 +1,4 @@
-"""The two families of measurements, by name: which column each quantity reads (SPEC section 4).
+"""The two families of measurements, by name: which column each quantity reads (docs/analyses.md).
 
 Every artifact named after the paper takes a ``definition`` ("paper" or "first_token") and reads
 its columns through ``DEFINITIONS[definition]``, so one code path serves both families:

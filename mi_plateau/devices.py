@@ -1,5 +1,5 @@
 """Where tensors live: ``--device {auto,cpu,cuda,cuda:N}`` resolved once, and the provenance a
-run records of it (SPEC section 9).
+run records of it (docs/performance.md).
 
 A device is a property of a process, never of a run: run folders hold CPU tensors (safetensors
 and JSON), so a run trained on a GPU loads, resumes and is analysed on a CPU and the other way

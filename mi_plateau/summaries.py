@@ -1,4 +1,4 @@
-"""Run-level summaries from checkpoint records: tau, plateau height, convergence (SPEC section 4).
+"""Run-level summaries from checkpoint records: tau, plateau height, convergence (docs/analyses.md).
 
 Pure Python plus numpy: ``mi-plateau summary`` never imports torch or transformer_lens.
 Records store NaN as JSON null; ``num`` maps both to NaN so comparisons are simply false.
@@ -123,14 +123,6 @@ def mean_over_window(steps: Sequence[int], values: Sequence[float], start: int, 
     v = [num(x) for s, x in zip(steps, values) if start <= s <= end]
     v = [x for x in v if math.isfinite(x)]
     return float(np.mean(v)) if v else float("nan")
-
-
-DEFINITIONS = {
-    "paper": "sequence candidate loss L_seq (whole target string + EOS, renormalised over the group's K "
-    "candidate strings); plateau = mean L_seq over the steps of eval.seq_plateau_start..end",
-    "first_token": "first-token candidate loss Lc (A1, softmax over the K candidate first characters); "
-    "plateau = median Lc over the plateau window",
-}
 
 
 def family_summary(cfg: RunConfig, records: list[dict[str, Any]], family: str) -> dict[str, Any]:

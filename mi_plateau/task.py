@@ -1,4 +1,4 @@
-"""The task: K-fold ambiguous lookup, generated from explicit seeds (SPEC section 2).
+"""The task: K-fold ambiguous lookup, generated from explicit seeds (docs/design.md).
 
 Tokens: PAD=0, BOS=1, EOS=2, SEP=3, characters a-z0-9 are 4..39 (vocabulary 40).
 For each of ``n_b`` base strings B (6 characters) there are K target strings A (4 characters),

@@ -56,11 +56,13 @@ def train_config(args) -> Any:
 
 
 def cmd_train(args, argv: Sequence[str] = ()) -> int:
-    from ..config import run_name, validate
+    from ..config import reductions, run_name, validate
 
     cfg = train_config(args)
     if cfg is not None:
         validate(cfg)  # fail before importing torch
+        for line in reductions(cfg):
+            print(f"mi-plateau train: note: {line}", file=sys.stderr)
     if args.out is not None and not args.out.strip():
         raise ConfigError("--out '': give a run folder (or leave --out out for checkpoints/<name>)")
     if args.out is None:
@@ -69,6 +71,8 @@ def cmd_train(args, argv: Sequence[str] = ()) -> int:
         out = Path("checkpoints") / run_name(cfg)
     else:
         out = Path(args.out)
+    if args.resume and cfg is not None and not (out / "manifest.json").exists():
+        print(f"mi-plateau train: nothing to resume in {out}: starting a new run there", file=sys.stderr)
     from ..api import summary
     from ..train import train
 

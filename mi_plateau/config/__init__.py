@@ -1,4 +1,4 @@
-"""Run configuration (SPEC sections 2-5): ``schema`` (the dataclasses, each field declared once with
+"""Run configuration (docs/design.md, docs/analyses.md): ``schema`` (the dataclasses, each field declared once with
 its help, choices, bounds, alias and flag; the layout), ``settings`` (that declaration's helper and
 the reading of values), ``validation`` and ``presets`` (named recipes, overrides, run names).
 Everything is importable from here."""
@@ -18,11 +18,6 @@ from .presets import (
 )
 from .schema import (
     A_TARGET_DIRECTIONS,
-    BATCHINGS,
-    DIRECTIONS,
-    IMPLS,
-    INITS,
-    LABEL_NOISE_MODES,
     MAX_NB,
     N_CHARS,
     QUIET_GAP,
@@ -31,7 +26,6 @@ from .schema import (
     SELECTOR_DIRECTIONS,
     SPACING_HI,
     STOPS,
-    TAU_ON,
     EvalConfig,
     ModelConfig,
     RunConfig,
@@ -41,16 +35,11 @@ from .schema import (
     settings,
 )
 from .settings import SETTING, Bounds, ConfigError, Setting, coerce, kind, setting
-from .validation import validate
+from .validation import reductions, validate
 
 __all__ = [
     "A_TARGET_DIRECTIONS",
     "ALIASES",
-    "BATCHINGS",
-    "DIRECTIONS",
-    "IMPLS",
-    "INITS",
-    "LABEL_NOISE_MODES",
     "LEN_A",
     "LEN_B",
     "MAX_NB",
@@ -63,7 +52,6 @@ __all__ = [
     "SELECTOR_DIRECTIONS",
     "SETTING",
     "STOPS",
-    "TAU_ON",
     "Bounds",
     "ConfigError",
     "EvalConfig",
@@ -85,6 +73,7 @@ __all__ = [
     "run_name",
     "setting",
     "settings",
+    "reductions",
     "validate",
     "with_overrides",
 ]

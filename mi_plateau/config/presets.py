@@ -13,7 +13,7 @@ from .settings import ConfigError, coerce
 
 
 def _presets() -> dict[str, RunConfig]:
-    # The original code's K-sweep recipe (SPEC section 3): no warm-up, epoch batches, GPT-2 init
+    # The original code's K-sweep recipe (docs/design.md): no warm-up, epoch batches, GPT-2 init
     # of every weight matrix with a fixed init seed (42), a trainable unembedding bias.
     paper = RunConfig(
         model=ModelConfig(init="gpt2", train_b_U=True, init_seed=42, fixed_init=True),

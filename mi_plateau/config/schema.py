@@ -51,7 +51,7 @@ MAX_NB = 20000
 
 @dataclass(frozen=True)
 class TaskConfig:
-    """The K-fold ambiguous lookup task (SPEC section 2)."""
+    """The K-fold ambiguous lookup task (docs/design.md)."""
 
     K: int = setting(
         10,
@@ -149,7 +149,7 @@ class ModelConfig:
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Optimiser, schedule, batching and checkpoint density (SPEC sections 3-4)."""
+    """Optimiser, schedule, batching and checkpoint density (docs/design.md, docs/analyses.md)."""
 
     lr: float = setting(1e-3, help="peak learning rate", bounds=Bounds(gt=0), alias="lr", flag="--lr")
     beta1: float = setting(0.9, help="AdamW's beta1", bounds=Bounds(ge=0, lt=1))
@@ -329,13 +329,7 @@ def _choices(key: str) -> tuple[str, ...]:
 
 
 # the choice lists other modules name, read from the fields that declare them
-DIRECTIONS = _choices("task.direction")
-LABEL_NOISE_MODES = _choices("task.label_noise_mode")
-INITS = _choices("model.init")
-IMPLS = _choices("train.impl")  # model.training_forward
-BATCHINGS = _choices("train.batching")
 STOPS = _choices("train.stop")
-TAU_ON = _choices("train.tau_on")
 
 
 @dataclass(frozen=True)

@@ -139,3 +139,15 @@ def _check_sizes(cfg: RunConfig) -> None:
             f"train.batch_size={B} with {shape}: one training step would hold about {acts:.2g} activations, "
             f"more than fit in memory (at most {MAX_ACTIVATIONS:.2g})"
         )
+
+
+def reductions(cfg: RunConfig) -> list[str]:
+    """The settings a valid config asks for that a run reduces, one line each: an evaluation
+    set of more groups than the task has (``eval.n_groups`` above ``task.n_b``) holds every group."""
+    out = []
+    if cfg.eval.n_groups > cfg.task.n_b:
+        out.append(
+            f"eval.n_groups {cfg.eval.n_groups} is above task.n_b {cfg.task.n_b}: "
+            f"the evaluation set holds all {cfg.task.n_b} groups"
+        )
+    return out

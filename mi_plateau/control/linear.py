@@ -1,4 +1,4 @@
-"""The linear-network control of the paper's Table 12 (SPEC section 8): can a two-layer *linear*
+"""The linear-network control of the paper's Table 12 (docs/mechanisms.md): can a two-layer *linear*
 network leave the log K plateau of the K-fold ambiguous lookup task?
 
 Data. The task's own groups, selectors and targets (``task.make_task``): example (g, k) pairs
@@ -56,7 +56,7 @@ COLUMNS = ("step", "candidate_loss", "candidate_loss_over_logK", "mse", "cand_ac
 
 @dataclass(frozen=True)
 class LinearConfig:
-    """The linear control's settings; the defaults are the original's (SPEC section 8)."""
+    """The linear control's settings; the defaults are the original's (docs/mechanisms.md)."""
 
     K: int = 10  # targets per base string (= selectors)
     n_b: int = 1000  # base strings (groups)

@@ -1,4 +1,4 @@
-"""Measurements on the fixed evaluation set (SPEC section 4). All losses are in nats.
+"""Measurements on the fixed evaluation set (docs/analyses.md). All losses are in nats.
 
 Two families, both computed at every checkpoint and named in every table:
 

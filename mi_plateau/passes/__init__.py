@@ -1,4 +1,4 @@
-"""Analysis passes over a run's checkpoints (SPEC section 5).
+"""Analysis passes over a run's checkpoints (docs/analyses.md).
 
 ``probes.checkpoint_passes`` runs every pass on one checkpoint and returns tidy rows: one packed
 forward (``packed``), then one function per pass (``probes``; the interventions they restart

@@ -1,4 +1,4 @@
-"""The four analysis passes at one checkpoint, batched (SPEC section 5). All losses in nats.
+"""The four analysis passes at one checkpoint, batched (docs/analyses.md). All losses in nats.
 
 Everything runs on the fixed evaluation set (200 groups x K examples, clean labels). With
 ``fp`` the position that predicts the first target token A1 (the SEP before A):

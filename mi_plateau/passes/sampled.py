@@ -2,7 +2,7 @@
 
 The toolkit's tau reads L_seq computed exactly on the fixed evaluation set at every checkpoint.
 The original estimated L_seq every 50 steps on 32 random groups, one example each, and took the
-first step at which that estimate fell below alpha log K (SPEC section 4). This pass replays that
+first step at which that estimate fell below alpha log K (docs/analyses.md). This pass replays that
 estimator on a run's checkpoints: it scores every example of the evaluation set (200 groups, all
 K examples each) once per checkpoint of the original's 50-step grid (``estimator_grid``;
 ``metrics.example_losses``),

@@ -31,7 +31,7 @@ SWEEP = "paper_k_sweep"
 DESCENT_KS = (10, 20, 36)
 WINDOWS = ("plateau", "pre", "post")
 PAPER_LEAD = 0.5  # the abstract: "leading the loss transition by ~50% of the waiting time"
-PAPER_COS = "~0 on the plateau, ~0.8 around tau (the original's outputs, as SPEC 5 reads them)"
+PAPER_COS = "~0 on the plateau, ~0.8 around tau (the original's outputs, as we read them)"
 
 
 def sweep_runs(root: Path, seed: int = 0) -> list[Path]:
@@ -67,7 +67,7 @@ def run_entry(run: Run, analyses: Path, delta: int, device: str, progress: bool)
             b = coherent_descent(run, delta)
             tau = b["tau_first_token"].iloc[0]
             entry["b"] = records(b)
-            entry["windows"] = windows(b, None if tau != tau else int(tau))
+            entry["windows"] = windows(b, None if tau is None or tau != tau else int(tau))
         except RunError as e:
             entry["b_error"] = str(e)
     return entry

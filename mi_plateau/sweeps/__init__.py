@@ -1,4 +1,4 @@
-"""Sweeps (SPEC section 7): a grid or list of run configs, each an ordinary run folder.
+"""Sweeps (docs/reproduction_sweeps.md): a grid or list of run configs, each an ordinary run folder.
 
 ``load_sweep`` reads and validates a sweep file; ``run_sweep`` trains it on a local process pool
 or on Ray and returns its table; ``sweep_table`` reads the table of a sweep folder."""

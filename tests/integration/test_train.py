@@ -430,3 +430,18 @@ def test_a_widening_spacing_writes_a_subset_of_the_dense_checkpoints(tmp_path, t
     assert g["kept"] == len(w) and g["kept_steps"] == [r["step"] for r in w] and g["all_equal"] is True
     p = run_cli("summary", str(wide.path), "--spacing-check", "80")
     assert p.returncode != 0 and "already widened" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_resume_where_there_is_no_run_and_an_oversized_eval_set_each_say_one_line(tmp_path, run_cli):
+    """Two quiet surprises made loud: ``--resume`` into a folder with no run says it starts one;
+    ``eval.n_groups`` above ``task.n_b`` says the evaluation set holds every group."""
+    out = tmp_path / "fresh"
+    p = run_cli(
+        "train", "--preset", "tiny", "--max-steps", "40", "--resume", "--out", str(out), "--quiet",
+        "--set", "eval.n_groups=100000",
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    assert f"nothing to resume in {out}: starting a new run there" in p.stderr
+    assert "eval.n_groups 100000 is above task.n_b 48: the evaluation set holds all 48 groups" in p.stderr
+    p = run_cli("train", "--resume", "--out", str(out), "--quiet")  # the stored config: a run to resume
+    assert p.returncode == 0 and "nothing to resume" not in p.stderr, p.stderr

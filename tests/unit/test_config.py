@@ -6,14 +6,7 @@ import pytest
 from mi_plateau import cli
 from mi_plateau.config import (
     ALIASES,
-    BATCHINGS,
-    DIRECTIONS,
-    IMPLS,
-    INITS,
-    LABEL_NOISE_MODES,
     SECTIONS,
-    STOPS,
-    TAU_ON,
     Bounds,
     ConfigError,
     RunConfig,
@@ -30,7 +23,7 @@ from mi_plateau.config import (
 
 @pytest.mark.parametrize("name", ["paper", "tl4"])
 def test_paper_defaults_match_spec(name):
-    """Both recipes of SPEC section 3: the same task, model and optimiser; they differ in warm-up,
+    """Both recipes of docs/design.md: the same task, model and optimiser; they differ in warm-up,
     batching, init, b_U and the init seed."""
     cfg = preset(name)
     assert (cfg.task.K, cfg.task.n_b, cfg.task.len_z) == (10, 1000, 2)
@@ -278,18 +271,6 @@ def test_every_bound_is_enforced_in_one_line_naming_the_bound(key, f, s):
         assert s.bounds.words(integer) in _refuse(key, value)
     section, name = key.split(".")
     assert s.bounds.holds(getattr(getattr(RunConfig(), section), name))
-
-
-def test_the_choice_constants_are_the_fields_choices():
-    choices = {k: s.choices for k, _, s in SETTINGS}
-    assert (DIRECTIONS, LABEL_NOISE_MODES, INITS) == (
-        choices["task.direction"],
-        choices["task.label_noise_mode"],
-        choices["model.init"],
-    )
-    assert (IMPLS, BATCHINGS, STOPS, TAU_ON) == tuple(
-        choices[f"train.{k}"] for k in ("impl", "batching", "stop", "tau_on")
-    )
 
 
 def test_every_alias_resolves_to_its_field():
