@@ -91,3 +91,17 @@ def test_width_curves_mark_each_runs_ends_on_its_line_and_list_each_label_once()
     assert list(marks[0].marker.symbol) == ["circle-open", "circle"]
     assert list(marks[1].x) == [] and list(marks[2].x) == []  # no width: no ends drawn
     assert sorted(s.y0 for s in fig.layout.shapes) == [0.05, 0.05, 0.95, 0.95]  # both thresholds, both panels
+
+
+def test_figure3_as_the_paper_drew_it_marks_both_onsets_and_tau():
+    from mi_plateau.figures import figure3_paper
+
+    a = [
+        {"step": s, "Lc_over_logK": l, "zgap_over_logK": g} for s, l, g in [(0, 1, 0), (50, 0.95, 0.1), (100, 0.5, 0.4)]
+    ]
+    onsets = {"loss_onset": 100, "z_onset_0.1": 50}
+    b = [{"step": 200, "cos_smooth": 0.1}, {"step": 400, "cos_smooth": 0.7}]
+    fig = figure3_paper({"K=10": {"a": a, "onsets": onsets, "b": b, "windows": {"tau_first_token": 300}}})
+    names = [t.name for t in fig.data]
+    assert "K=10: loss onset 100" in names and "K=10: z onset 0.1 50" in names
+    assert list(fig.data[-1].y) == [0.1, 0.7] and [s.x0 for s in fig.layout.shapes] == [300]
