@@ -91,10 +91,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", type=int, default=10, help="rows of each group with eval.seq_rows")
     ap.add_argument("--out", default=None, help="write the JSON here (else stdout)")
     a = ap.parse_args(argv)
-    out = run_spread(a.run, a.every, a.subset, a.rows)
-    from ..checkpoints.files import emit_json, provenance
+    from ..checkpoints.files import emit_json, one_line_errors, provenance, writable_out
 
-    emit_json(out | provenance("python -m mi_plateau.bench.spread", argv), a.out)
+    with one_line_errors(ap.prog):
+        for flag in ("every", "subset", "rows"):
+            if getattr(a, flag) < 1:
+                raise ValueError(f"--{flag} {getattr(a, flag)}: must be at least 1")
+        writable_out(a.out)
+        out = run_spread(a.run, a.every, a.subset, a.rows)
+        emit_json(out | provenance(ap.prog, argv), a.out)
     return 0
 
 

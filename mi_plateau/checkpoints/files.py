@@ -3,11 +3,13 @@ read back with one-line errors that name the file, and the crash hook the tests 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
 import stat
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -257,6 +259,25 @@ def provenance(prog: str, argv: list[str] | None = None) -> dict[str, Any]:
         "commit": code_commit(),
         "date": dt.datetime.now(dt.timezone.utc).date().isoformat(),
     }
+
+
+def writable_out(out: str | os.PathLike | None) -> None:
+    """Refuse, before any work, an output file whose folder does not exist (a module command
+    would otherwise compute for minutes and then fail to write)."""
+    if out and not Path(out).parent.is_dir():
+        raise RunError(f"--out {out}: no folder {Path(out).parent}")
+
+
+@contextlib.contextmanager
+def one_line_errors(prog: str):
+    """The module commands' (``python -m mi_plateau.X``) bad input as the CLI reports it: one line,
+    ``<prog>: error: <message>``, exit status 2; never a traceback."""
+    try:
+        yield
+    except (OSError, RunError, ValueError, ImportError) as e:
+        msg = f"{e.filename or ''}: {e.strerror or e}" if isinstance(e, OSError) and e.strerror else str(e)
+        print(f"{prog}: error: {' '.join(msg.split())}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 def emit_json(doc: Any, out: str | os.PathLike | None) -> None:

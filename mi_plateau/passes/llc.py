@@ -373,17 +373,26 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--localization", type=float, default=SGLDSettings.localization, help="gamma")
     p.add_argument("--calibrate", action="store_true", help="sweep eps at eps * gamma = PULL (calibrate)")
     a = p.parse_args(argv)
-    run = Run(a.run)
-    if a.calibrate:
-        _stamp(run, a.out, ["--calibrate"], calibrate(run, progress=True))
-        return
-    df = llc_pass(run, spread_steps(run, a.n, a.upto), lr=a.lr, localization=a.localization, progress=True)
-    _stamp(
-        run,
-        a.out,
-        ["--n", str(a.n), "--upto", str(a.upto), "--lr", str(a.lr), "--localization", str(a.localization)],
-        records(df),
-    )
+    from ..checkpoints.files import one_line_errors, writable_out
+
+    with one_line_errors(p.prog):
+        writable_out(a.out)
+        run = Run(a.run)
+        run.config()  # a missing or unreadable run is refused before devinterp is asked for
+        try:
+            import devinterp  # noqa: F401
+        except ImportError:
+            raise ImportError("the LLC needs devinterp: pip install -e '.[llc]'") from None
+        if a.calibrate:
+            _stamp(run, a.out, ["--calibrate"], calibrate(run, progress=True))
+            return
+        df = llc_pass(run, spread_steps(run, a.n, a.upto), lr=a.lr, localization=a.localization, progress=True)
+        _stamp(
+            run,
+            a.out,
+            ["--n", str(a.n), "--upto", str(a.upto), "--lr", str(a.lr), "--localization", str(a.localization)],
+            records(df),
+        )
 
 
 if __name__ == "__main__":

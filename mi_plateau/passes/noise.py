@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     import json
     from pathlib import Path
 
-    from ..checkpoints.files import emit_json, provenance
+    from ..checkpoints.files import emit_json, provenance, writable_out
 
     ap = argparse.ArgumentParser(prog="python -m mi_plateau.passes.noise", description=main.__doc__.split("\n\n")[0])
     ap.add_argument("runs", nargs="+", help="run folders, or JSON files this command wrote")
@@ -119,6 +119,9 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     stamp = provenance("python -m mi_plateau.passes.noise", argv)
     try:
+        if a.every < 1:
+            raise ValueError(f"--every {a.every}: must be at least 1")
+        writable_out(a.out)
         results: dict[str, dict[str, Any]] = {}
         for src in a.runs:
             if src.endswith(".json"):
@@ -130,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
                 r = noise_split(src, every=a.every, progress=sys.stderr.isatty())
                 results[r["run"]] = r | {"scored": stamp}
     except (OSError, RunError, ValueError) as e:
-        raise SystemExit(f"python -m mi_plateau.passes.noise: error: {e}") from None
+        print(f"python -m mi_plateau.passes.noise: error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
     runs = sorted(results.values(), key=lambda r: (r["K"], r["label_noise"], r["run"]))
     emit_json({"runs": runs, **stamp}, a.out)
     return 0

@@ -441,6 +441,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=None, help="write the JSON here (else stdout)")
     a = ap.parse_args(argv)
     try:
+        from ..checkpoints.files import writable_out
+
+        writable_out(a.out)
+        for flag in ("draws", "n_sample", "every"):
+            if getattr(a, flag) < 1:
+                raise ValueError(f"--{flag.replace('_', '-')} {getattr(a, flag)}: must be at least 1")
         results = []
         for src in a.runs:
             if src.endswith(".json"):
@@ -452,7 +458,8 @@ def main(argv: list[str] | None = None) -> int:
                 results.append(sampled_width(src, n_sample=a.n_sample, draws=a.draws, every=a.every, seed=a.seed))
         condition = condition_spread(results)
     except (OSError, RunError, ValueError) as e:
-        raise SystemExit(f"python -m mi_plateau.passes.sampled: error: {e}") from None
+        print(f"python -m mi_plateau.passes.sampled: error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
     from ..checkpoints.files import emit_json, provenance
 
     emit_json({"condition": condition, **provenance("python -m mi_plateau.passes.sampled", argv)}, a.out)
