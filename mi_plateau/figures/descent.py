@@ -15,7 +15,7 @@ def figure3_paper(data: dict[str, dict[str, Any]]):
     """One run or several: ``data`` maps a run's name to its ``figure3.json`` ``paper`` part
     (``a``: the curve rows, ``onsets``, ``b``: the displacement rows). One colour per run; in (a)
     solid = Lc / log K, dashed = z-gap / log K, a circle at the loss onset and a diamond at the z
-    onset (0.1 nats); in (b) the smoothed cosine, a dotted line at the first-token tau."""
+    onset (0.1 nats); in (b) the smoothed cosine, a dotted line at the windows' tau."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
@@ -72,7 +72,7 @@ def figure3_paper(data: dict[str, dict[str, Any]]):
             1,
             2,
         )
-        tau = (d.get("windows") or {}).get("tau_first_token")
+        tau = (d.get("windows") or {}).get("tau")
         if tau:
             fig.add_vline(x=tau, line=dict(color=c, dash="dot", width=1), row=1, col=2)
     fig.update_xaxes(title_text="step")

@@ -291,7 +291,7 @@ def figure3_paper(run: Run, checkpoint_rows, delta: int = 200) -> dict[str, Any]
     ``passes.lead`` from the passes' checkpoint rows; (b) the displacement rows and the cosine's
     windows of ``passes.descent`` from the weights. Where (b) cannot be read (too few checkpoints
     for ``delta``, a grid step missing) its rows are empty and ``b_error`` says why in one line."""
-    from .descent import coherent_descent, windows
+    from .descent import coherent_descent, window_tau, windows
     from .lead import curve_rows, z_onsets
 
     K = run.config().task.K
@@ -300,5 +300,5 @@ def figure3_paper(run: Run, checkpoint_rows, delta: int = 200) -> dict[str, Any]
         b = coherent_descent(run, delta)
     except RunError as e:
         return {**out, "b": [], "windows": {}, "b_error": str(e)}
-    tau = b["tau_first_token"].iloc[0] if len(b) else None
-    return {**out, "b": b, "windows": windows(b, None if tau is None or tau != tau else int(tau)), "b_error": None}
+    tau, source = window_tau(b)
+    return {**out, "b": b, "windows": {**windows(b, tau), "tau_source": source}, "b_error": None}

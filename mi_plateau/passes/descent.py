@@ -15,7 +15,8 @@ On a grid of spacing Delta (default 200 steps) over a run's checkpoints, the dis
   the ends of the run).
 
 ``windows`` reads the mean cosine in three windows around the first-token tau (Lc < alpha log
-K): plateau (t < tau / 2), pre-transition (tau / 2 <= t < tau) and post (t >= tau).
+K): plateau (t < tau / 2), pre-transition (tau / 2 <= t < tau) and post (t >= tau); a run that
+stopped before that tau is read against its L_seq tau, and says so (``window_tau``).
 """
 
 from __future__ import annotations
@@ -117,11 +118,26 @@ def coherent_descent(run: Run | str, delta: int = 200):
     cfg = run.config()
     grid = descent_grid(run.steps(), delta, cfg.train.ckpt_every, str(run.path))
     rows = displacement_rows({t: run.weights(t) for t in grid}, grid)
-    tau = summarize(cfg, run.records())["definitions"]["first_token"]["tau"]
+    fams = summarize(cfg, run.records())["definitions"]
+    tau, tau_paper = fams["first_token"]["tau"], fams["paper"]["tau"]
     for r in rows:
-        r.update({"run": run.name, "K": cfg.task.K, "delta": delta, "tau_first_token": tau})
+        r.update({"run": run.name, "K": cfg.task.K, "delta": delta, "tau_first_token": tau, "tau_paper": tau_paper})
         r["t_over_tau"] = r["step"] / tau if tau else math.nan
     return frame(rows)
+
+
+def window_tau(rows) -> tuple[int | None, str | None]:
+    """The tau the windows are read against: the first-token tau (the paper's), or where the run
+    stopped before it (the K sweep stops at 1.2 x the L_seq tau), the paper family's L_seq tau,
+    named as such; (None, None) without either."""
+    from ..frames import records
+
+    rs = records(rows)
+    for key, name in (("tau_first_token", "first_token"), ("tau_paper", "paper (L_seq)")):
+        t = rs[0].get(key) if rs else None
+        if isinstance(t, (int, float)) and math.isfinite(t):
+            return int(t), name
+    return None, None
 
 
 def windows(rows, tau: int | None) -> dict[str, Any]:
@@ -130,7 +146,7 @@ def windows(rows, tau: int | None) -> dict[str, Any]:
     empty or tau is unknown."""
     from ..frames import records
 
-    out: dict[str, Any] = {"tau_first_token": tau}
+    out: dict[str, Any] = {"tau": tau}
     bounds = {"plateau": (0, 0.5), "pre": (0.5, 1.0), "post": (1.0, math.inf)}
     for name, (lo, hi) in bounds.items():
         c = [

@@ -47,7 +47,7 @@ def run_entry(run: Run, analyses: Path, delta: int, device: str, progress: bool)
     """One run's part of the log: its K, step count and status, Figure 3(a)'s series and onsets,
     and (K in ``DESCENT_KS``) Figure 3(b)'s displacement rows and windows."""
     from ..passes.analyze import PassConfig, analyze_run
-    from ..passes.descent import coherent_descent, windows
+    from ..passes.descent import coherent_descent, window_tau, windows
     from ..passes.lead import curve_rows, z_onsets
 
     cfg = run.config()
@@ -65,9 +65,9 @@ def run_entry(run: Run, analyses: Path, delta: int, device: str, progress: bool)
     if K in DESCENT_KS:
         try:
             b = coherent_descent(run, delta)
-            tau = b["tau_first_token"].iloc[0]
+            tau, source = window_tau(b)
             entry["b"] = records(b)
-            entry["windows"] = windows(b, None if tau is None or tau != tau else int(tau))
+            entry["windows"] = {**windows(b, tau), "tau_source": source}
         except RunError as e:
             entry["b_error"] = str(e)
     return entry
@@ -104,7 +104,7 @@ def descent_rows(entries: dict[str, dict]) -> list[dict[str, Any]]:
         if e["K"] not in DESCENT_KS:
             continue
         got = e.get("windows") or {}
-        w = {k: got.get(k) for k in ("tau_first_token", *(f"{p}_{n}" for n in WINDOWS for p in ("cos", "n")))}
+        w = {k: got.get(k) for k in ("tau", "tau_source", *(f"{p}_{n}" for n in WINDOWS for p in ("cos", "n")))}
         rows.append(
             {
                 "K": e["K"],
@@ -148,8 +148,10 @@ def build_figure3(entries: dict[str, dict]) -> Built:
                 "figure3_descent",
                 descent_rows(entries),
                 "Figure 3(b): cosine of consecutive 200-step weight displacements, mean per window",
-                "Windows against the first-token tau (Lc < 0.5 log K): plateau t < tau/2, pre tau/2 <= t < tau, "
-                "post t >= tau; grid_end: the last step of the Delta grid the run's checkpoints hold.",
+                "Windows against tau: plateau t < tau/2, pre tau/2 <= t < tau, post t >= tau. tau_source: the "
+                "first-token tau (Lc < 0.5 log K, the paper's), or the L_seq tau where the run stopped before the "
+                "first-token one (the K sweep stops at 1.2 x the L_seq tau); grid_end: the last step of the Delta "
+                "grid the run's checkpoints hold.",
             ),
         },
         {"Figure 3(a)": Plot("figure3a", figure3_paper(a)), "Figure 3(b)": Plot("figure3b", figure3_paper(b))},

@@ -118,3 +118,11 @@ def test_sweep_lead_mean_std_over_positive_leads_and_the_exponent():
     assert s["positive"] == 2 and s["Ks_positive"] == [5, 20] and s["runs"] == 4
     assert s["mean_lead_frac"] == pytest.approx(0.5) and s["std_lead_frac"] == pytest.approx(0.1)  # ddof 0
     assert s["lead_exponent"] == pytest.approx(np.log(4) / np.log(4))
+
+
+def test_the_windows_tau_is_the_first_token_one_else_the_paper_ones_named():
+    from mi_plateau.passes.descent import window_tau
+
+    assert window_tau([{"tau_first_token": 900, "tau_paper": 700}]) == (900, "first_token")
+    assert window_tau([{"tau_first_token": None, "tau_paper": 700}]) == (700, "paper (L_seq)")
+    assert window_tau([{"tau_first_token": float("nan"), "tau_paper": None}]) == (None, None)

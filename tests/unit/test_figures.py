@@ -101,7 +101,7 @@ def test_figure3_as_the_paper_drew_it_marks_both_onsets_and_tau():
     ]
     onsets = {"loss_onset": 100, "z_onset_0.1": 50}
     b = [{"step": 200, "cos_smooth": 0.1}, {"step": 400, "cos_smooth": 0.7}]
-    fig = figure3_paper({"K=10": {"a": a, "onsets": onsets, "b": b, "windows": {"tau_first_token": 300}}})
+    fig = figure3_paper({"K=10": {"a": a, "onsets": onsets, "b": b, "windows": {"tau": 300}}})
     names = [t.name for t in fig.data]
     assert "K=10: loss onset 100" in names and "K=10: z onset 0.1 50" in names
     assert list(fig.data[-1].y) == [0.1, 0.7] and [s.x0 for s in fig.layout.shapes] == [300]
