@@ -271,6 +271,9 @@ def write_run_analysis(
             }
         ),
     )
+    # the paper's two panels as tables too: (a) the curves, (b) the displacements
+    paths += write_table(folder / "figure3_a", paper["a"], title=f"Figure 3(a), Lc and z-gap over log K: {name}")
+    paths += write_table(folder / "figure3_b", paper["b"], title=f"Figure 3(b), weight displacements: {name}")
     f3 = folder / "figure3.html"
     atomic_write_text(
         f3, figures_html([figures.figure3_paper({name: paper}), figures.figure3({name: ours})], f3, folder.parent)

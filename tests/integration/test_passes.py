@@ -238,6 +238,7 @@ def test_analyze_inspect_ablate_on_a_trained_run(tiny_run, tmp_path):
     assert set(f3) == {"paper", "ours"} and set(f3["ours"]) == {"paper", "first_token"}
     assert f3["paper"]["onsets"] == z_onsets(rows, tiny_run.config().task.K)
     assert res["runs"][tiny_run.name]["figure3_onsets"] == f3["paper"]["onsets"]
+    assert json.loads((folder / "figure3_a.json").read_text()) == f3["paper"]["a"]  # the series as a table too
     try:
         b = coherent_descent(tiny_run, 200)
     except RunError as e:  # the tiny run's checkpoints may not cover the grid: said in one line
