@@ -13,7 +13,7 @@ from .config import compare_name
 def summary(run: str | os.PathLike | Run) -> dict[str, Any]:
     """Plateau height, tau and convergence of a run, computed from its checkpoint records.
 
-    Keys include K, log_K, plateau_Lc, plateau_ratio, tau, tau_examples, alpha, converged,
+    Keys include K, log_K, plateau_loss, plateau_ratio, tau, tau_examples, alpha, converged,
     last_step, n_checkpoints. NaN values become None so the dict is valid JSON.
     """
     return (run if isinstance(run, Run) else Run(run)).summary()

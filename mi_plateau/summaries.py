@@ -146,7 +146,7 @@ def family_summary(cfg: RunConfig, records: list[dict[str, Any]], family: str) -
         "t_end": t_end,
         "tau_width": width,
         "tau_examples": None if t is None else cfg.examples_seen(t),
-        "plateau_Lc": ph,
+        "plateau_loss": ph,
         "plateau_ratio": ph / log_K if log_K > 0 and cfg.task.targets_A else float("nan"),
     }
 
@@ -154,7 +154,7 @@ def family_summary(cfg: RunConfig, records: list[dict[str, Any]], family: str) -
 def summarize(cfg: RunConfig, records: list[dict[str, Any]]) -> dict[str, Any]:
     """The summary of one run from its checkpoint records (what ``mi-plateau summary`` prints).
 
-    The top-level tau / tau_examples / plateau_Lc / plateau_ratio are the paper family's (for a
+    The top-level tau / tau_examples / plateau_loss / plateau_ratio are the paper family's (for a
     task without candidate strings, whose paper family is undefined, the first-token family's);
     ``definitions`` holds both families side by side.
     """
@@ -177,7 +177,7 @@ def summarize(cfg: RunConfig, records: list[dict[str, Any]]) -> dict[str, Any]:
         if cfg.task.targets_A
         else "none: B targets have no K-fold ambiguity (tau still uses alpha log K)",
         "definition": top,
-        "plateau_Lc": head["plateau_Lc"],
+        "plateau_loss": head["plateau_loss"],
         "plateau_ratio": head["plateau_ratio"],
         "alpha": cfg.eval.alpha,
         "tau": head["tau"],

@@ -11,7 +11,7 @@ from ..tabular import cell
 # the unit of every number the summary prints
 UNITS = {
     "log_K": "nats",
-    "plateau_Lc": "nats",
+    "plateau_loss": "nats",
     "tau": "steps",
     "tau_examples": "examples",
     "converged_step": "steps",
@@ -75,9 +75,15 @@ def print_costs(c: dict) -> None:
 
 
 def lead(ro: dict, key: str) -> str:
-    """A routing number with its bootstrap interval, e.g. ``0.83 [0.78, 0.85]``."""
+    """A routing number with its bootstrap interval, e.g. ``0.83 [0.78, 0.85]``; an interval of
+    one value says why: every resample of the groups gave the same checkpoint (the timing is
+    resolved only to the checkpoint spacing)."""
     lo, hi = ro.get(f"{key}_lo"), ro.get(f"{key}_hi")
-    return cell(ro.get(key), ".2f") + (f" [{lo:.2f}, {hi:.2f}]" if finite(lo) and finite(hi) else "")
+    if not (finite(lo) and finite(hi)):
+        return cell(ro.get(key), ".2f")
+    if f"{lo:.2f}" == f"{hi:.2f}":
+        return cell(ro.get(key), ".2f") + f" [{lo:.2f}: every resample, the same checkpoint]"
+    return cell(ro.get(key), ".2f") + f" [{lo:.2f}, {hi:.2f}]"
 
 
 def interval(lo, hi) -> str:

@@ -119,8 +119,6 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     stamp = provenance("python -m mi_plateau.passes.noise", argv)
     try:
-        if a.every < 1:
-            raise ValueError(f"--every {a.every}: must be at least 1")
         writable_out(a.out)
         results: dict[str, dict[str, Any]] = {}
         for src in a.runs:
@@ -133,8 +131,7 @@ def main(argv: list[str] | None = None) -> int:
                 r = noise_split(src, every=a.every, progress=sys.stderr.isatty())
                 results[r["run"]] = r | {"scored": stamp}
     except (OSError, RunError, ValueError) as e:
-        print(f"python -m mi_plateau.passes.noise: error: {e}", file=sys.stderr)
-        raise SystemExit(2) from None
+        raise SystemExit(f"python -m mi_plateau.passes.noise: error: {e}") from None
     runs = sorted(results.values(), key=lambda r: (r["K"], r["label_noise"], r["run"]))
     emit_json({"runs": runs, **stamp}, a.out)
     return 0

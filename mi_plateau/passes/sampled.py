@@ -458,8 +458,7 @@ def main(argv: list[str] | None = None) -> int:
                 results.append(sampled_width(src, n_sample=a.n_sample, draws=a.draws, every=a.every, seed=a.seed))
         condition = condition_spread(results)
     except (OSError, RunError, ValueError) as e:
-        print(f"python -m mi_plateau.passes.sampled: error: {e}", file=sys.stderr)
-        raise SystemExit(2) from None
+        raise SystemExit(f"python -m mi_plateau.passes.sampled: error: {e}") from None
     from ..checkpoints.files import emit_json, provenance
 
     emit_json({"condition": condition, **provenance("python -m mi_plateau.passes.sampled", argv)}, a.out)

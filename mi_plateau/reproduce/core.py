@@ -112,7 +112,7 @@ def tau_tables(results: dict[str, Any], runs) -> tuple[list[dict[str, Any]], lis
                 "tau_paper": fam["paper"]["tau"],
                 "tau_first_token": fam["first_token"]["tau"],
                 "paper_tau": paper.TABLE3.get(c.task.K),
-                "plateau_paper": fam["paper"]["plateau_Lc"],
+                "plateau_paper": fam["paper"]["plateau_loss"],
                 "plateau_paper_over_logK": fam["paper"]["plateau_ratio"],
                 "plateau_first_token_over_logK": fam["first_token"]["plateau_ratio"],
                 "converged_step": s["converged_step"],

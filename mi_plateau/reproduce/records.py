@@ -153,7 +153,7 @@ def _local(path: Path) -> dict[str, Any] | None:
     for fam in fams:
         row |= {
             f"tau_{fam}": fams[fam]["tau"],
-            f"plateau_{fam}": fams[fam]["plateau_Lc"],
+            f"plateau_{fam}": fams[fam]["plateau_loss"],
             f"plateau_ratio_{fam}": fams[fam]["plateau_ratio"],
         }
     row |= {"steps": s["last_step"], "wall_s": train_wall(run)} | {

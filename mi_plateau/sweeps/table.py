@@ -48,7 +48,7 @@ def run_row(path: Path) -> dict[str, Any]:
                 row[f"tau_{fam}"] = v["tau"]
                 row[f"tau_width_{fam}"] = v["tau_width"]
                 row[f"tau_examples_{fam}"] = v["tau_examples"]
-                row[f"plateau_{fam}"] = v["plateau_Lc"]
+                row[f"plateau_{fam}"] = v["plateau_loss"]
                 row[f"plateau_ratio_{fam}"] = v["plateau_ratio"]
             row.update(
                 {

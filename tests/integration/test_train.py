@@ -136,7 +136,17 @@ def test_cli_train_and_summary(run_cli, tmp_path):
     assert p.returncode == 0, p.stderr
     p = run_cli("summary", str(out), "--json")
     s = json.loads(p.stdout)
-    for key in ("K", "log_K", "plateau_Lc", "plateau_ratio", "tau", "alpha", "converged", "last_step", "n_checkpoints"):
+    for key in (
+        "K",
+        "log_K",
+        "plateau_loss",
+        "plateau_ratio",
+        "tau",
+        "alpha",
+        "converged",
+        "last_step",
+        "n_checkpoints",
+    ):
         assert key in s
     assert s["K"] == 4 and s["last_step"] == 40 and s["log_K"] == pytest.approx(math.log(4))
     # where the wall time went, from the checkpoint record files: a plain sum over them

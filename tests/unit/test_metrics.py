@@ -67,7 +67,17 @@ def test_summary_keys():
         for s, v in [(0, 2.4), (400, 2.31), (800, 2.3), (1000, 0.5), (1100, 0.01)]
     ]
     s = summarize(cfg, recs)
-    for key in ("K", "log_K", "plateau_Lc", "plateau_ratio", "tau", "alpha", "converged", "last_step", "n_checkpoints"):
+    for key in (
+        "K",
+        "log_K",
+        "plateau_loss",
+        "plateau_ratio",
+        "tau",
+        "alpha",
+        "converged",
+        "last_step",
+        "n_checkpoints",
+    ):
         assert key in s
     assert s["definition"] == "first_token"
     assert s["tau"] == 1000 and s["tau_examples"] == 128000 and s["converged"] and s["n_checkpoints"] == 5
@@ -96,8 +106,8 @@ def test_summary_paper_family_on_a_synthetic_curve():
     assert s["definition"] == "paper"
     assert s["tau"] == 850  # first L_seq < 0.5 log K = 1.151
     assert s["definitions"]["first_token"]["tau"] == 900
-    assert s["plateau_Lc"] == pytest.approx((2.40 + 2.38 + 2.36) / 3)
-    assert s["plateau_ratio"] == pytest.approx(s["plateau_Lc"] / log_K)
+    assert s["plateau_loss"] == pytest.approx((2.40 + 2.38 + 2.36) / 3)
+    assert s["plateau_ratio"] == pytest.approx(s["plateau_loss"] / log_K)
     # 850 steps = 10 epochs (790 steps, 100,000 examples) + 60 batches of 128
     assert s["tau_examples"] == 100000 + 60 * 128
     assert cfg.examples_seen(79) == 10000 and cfg.examples_seen(78) == 78 * 128
@@ -198,3 +208,11 @@ def test_paper_init_std_per_matrix_and_b_U_gets_gradients():
     # the same init seed gives the same weights, whatever the data seed
     other = build_model(with_overrides(cfg, {"seed": 5})).state_dict()
     assert torch.equal(other["blocks.1.mlp.in.weight"], sd["blocks.1.mlp.in.weight"].detach())
+
+
+def test_a_one_value_interval_says_why():
+    from mi_plateau.commands.text import lead
+
+    assert lead({"x": 0.13, "x_lo": 0.13, "x_hi": 0.13}, "x") == "0.13 [0.13: every resample, the same checkpoint]"
+    assert lead({"x": 0.5, "x_lo": 0.4, "x_hi": 0.6}, "x") == "0.50 [0.40, 0.60]"
+    assert lead({"x": 0.5}, "x") == "0.50"
