@@ -31,6 +31,7 @@ import pytest
 from conftest import fake_export
 
 import mi_plateau.reproduce.controls as controls
+import mi_plateau.reproduce.figure3 as figure3
 import mi_plateau.reproduce.hessian as hessian
 from mi_plateau.reproduce import recipe_sweep, run_sweep_recipe
 
@@ -55,7 +56,10 @@ TABLES = {
     "selector_groups": ("table12_cancellation_runs", "table12_cancellation", "table12_beta"),
 }
 # pass recipes (a pass over another recipe's runs, its rows kept in a log of its own) -> their tables
-PASS_TABLES = {"hessian": ("table10", "table10_checkpoints")}
+PASS_TABLES = {
+    "hessian": ("table10", "table10_checkpoints"),
+    "figure3": ("figure3_lead", "figure3_lead_summary", "figure3_descent"),
+}
 # tables read off other committed tables (``reproduce controls``): rebuilt from the committed files
 DERIVED_TABLES = (controls.STEM,)
 # the other recipes whose logs a rebuild reads: seeds_init sets the fixed-init runs beside its own
@@ -190,7 +194,20 @@ def test_every_committed_table_and_log_is_accounted_for():
     rebuilt = {s for stems in (*TABLES.values(), *PASS_TABLES.values(), DERIVED_TABLES) for s in stems}
     assert tables == rebuilt | set(NOT_FROM_LOGS)
     logs = {p.name for p in DOCS.glob("*_log.json")}
-    assert logs - {_log(r).name for r in TABLES} - {hessian.LOG} == set(LOGS_WITHOUT_TABLES)
+    assert logs - {_log(r).name for r in TABLES} - {hessian.LOG, figure3.LOG} == set(LOGS_WITHOUT_TABLES)
+
+
+def _equal_committed(docs: Path, stems) -> None:
+    """Each table ``stems`` names under ``docs`` equals the committed one (rows; CSV cells; Markdown)."""
+    for stem in stems:
+        for suffix in TABLE_SUFFIXES:
+            ours, committed = (docs / f"{stem}{suffix}").read_text(), (DOCS / f"{stem}{suffix}").read_text()
+            if suffix == ".json":
+                assert _same(json.loads(ours), json.loads(committed)), f"{stem}{suffix}: the rebuild's rows differ"
+            elif suffix == ".csv":
+                assert _same(_csv_cells(ours), _csv_cells(committed)), f"{stem}{suffix}: the rebuild differs"
+            else:
+                assert ours == committed, f"{stem}{suffix}: the rebuild differs from the committed file"
 
 
 def test_the_hessian_tables_equal_their_rebuild_from_the_log(tmp_path, monkeypatch):
@@ -202,15 +219,19 @@ def test_the_hessian_tables_equal_their_rebuild_from_the_log(tmp_path, monkeypat
     fake_export(monkeypatch)
     monkeypatch.setattr(hessian, "hessian_pass", None)  # calling it would fail: the rebuild computes nothing
     hessian.run_hessian_recipe(train=False, progress=False, root=tmp_path / "checkpoints", docs=docs)
-    for stem in PASS_TABLES["hessian"]:
-        for suffix in TABLE_SUFFIXES:
-            ours, committed = (docs / f"{stem}{suffix}").read_text(), (DOCS / f"{stem}{suffix}").read_text()
-            if suffix == ".json":
-                assert _same(json.loads(ours), json.loads(committed)), f"{stem}{suffix}: the rebuild's rows differ"
-            elif suffix == ".csv":
-                assert _same(_csv_cells(ours), _csv_cells(committed)), f"{stem}{suffix}: the rebuild differs"
-            else:
-                assert ours == committed, f"{stem}{suffix}: the rebuild differs from the committed file"
+    _equal_committed(docs, PASS_TABLES["hessian"])
+
+
+def test_the_figure3_tables_equal_their_rebuild_from_the_log(tmp_path, monkeypatch):
+    """Figure 3's lead and descent tables from the committed figure3_log.json alone (no run
+    folders): every table equals the committed one."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    shutil.copy(DOCS / figure3.LOG, docs)
+    fake_export(monkeypatch)
+    monkeypatch.setattr(figure3, "run_entry", None)  # calling it would fail: the rebuild computes nothing
+    figure3.run_figure3_recipe(tmp_path / "checkpoints", docs, tmp_path / "analyses", progress=False)
+    _equal_committed(docs, PASS_TABLES["figure3"])
 
 
 def test_table12_equals_its_rebuild_from_the_committed_tables(tmp_path):
