@@ -33,7 +33,7 @@ _LAZY = {
     "ablation_report": "api",
     "sampled_tau": "api",
     "sampled_width": "api",
-    "guard_check": "api",
+    "exact_check": "api",
     "spacing_check": "api",
 }
 

@@ -73,25 +73,13 @@ def sampled_width(
     )
 
 
-def guard_check(
-    run: str | os.PathLike | Run,
-    *,
-    subset: int = 20,
-    z: float = 5.0,
-    progress: bool = False,
-    first_token: bool = False,
-    seq_rows: int = 0,
-) -> dict[str, Any]:
-    """Does the guarded evaluation subset (``eval.seq_subset``) keep every tau of this run exact?
-    Every checkpoint scored in full, the subset's scheme replayed on the same numbers, each
-    reported crossing and the width from both (``passes.guard``); ``first_token``: with the
-    first-token losses on the stages too (``eval.guard_first_token``); ``seq_rows``: L_seq on that
-    many seeded rows of each group on the stages short of every group (``eval.seq_rows``)."""
-    from .passes.guard import guard_check as check
-    from .summaries import nan_to_none
+def exact_check(run: str | os.PathLike | Run, *, progress: bool = False) -> dict[str, Any]:
+    """Are the settled crossings of this run the all-exact ones? Every checkpoint up to the
+    lowest crossing scored on the full evaluation set, each default question (tau at eval.alpha
+    and Table 5's alphas, the width) and both families' clocks compared (``checkpoints.settle``)."""
+    from .passes.exact_check import exact_check as check
 
-    run = run if isinstance(run, Run) else Run(run)
-    return nan_to_none(check(run, subset=subset, z=z, progress=progress, first_token=first_token, seq_rows=seq_rows))
+    return check(run if isinstance(run, Run) else Run(run), progress=progress)
 
 
 def spacing_check(run: str | os.PathLike | Run, *, ckpt_every_max: int) -> dict[str, Any]:

@@ -92,6 +92,23 @@ def _positive_int(text: str) -> int:
     return v
 
 
+def _fraction(text: str) -> float:
+    v = _num_arg(float)(text)
+    if not 0 < v < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must lie strictly between 0 and 1 (a fraction of log K)")
+    return v
+
+
+def _width_pair(text: str) -> tuple[float, float]:
+    parts = text.split(",")
+    if len(parts) != 2:
+        raise argparse.ArgumentTypeError(f"{text!r}: give HI,LO, two fractions of log K (e.g. 0.95,0.05)")
+    hi, lo = (_fraction(x) for x in parts)
+    if not lo < hi:
+        raise argparse.ArgumentTypeError(f"{text!r}: LO must be below HI")
+    return hi, lo
+
+
 def _batch_runs(text: str) -> int | str:
     """--batch-runs: a positive integer, or auto (batched processes on a GPU, one run per process on a CPU)."""
     return "auto" if text.strip().lower() == "auto" else _positive_int(text)
@@ -190,26 +207,26 @@ def add_summary(sub) -> None:
         help="with --sampled-tau or --sampled-width: steps between estimates (default 50)",
     )
     s.add_argument(
-        "--guard-check",
-        type=_positive_int,
+        "--tau-at",
+        type=_fraction,
+        action="append",
         default=None,
-        metavar="N",
-        help="score every checkpoint on all "
-        "evaluation groups and replay the guarded subset of N groups (eval.seq_subset) on it: are its taus "
-        "and widths the full-set ones? (--json writes the whole comparison)",
+        metavar="ALPHA",
+        help="also settle tau at this fraction of log K exactly (repeatable); the full scorings it takes are counted",
     )
     s.add_argument(
-        "--first-token",
+        "--width-at",
+        type=_width_pair,
+        action="append",
+        default=None,
+        metavar="HI,LO",
+        help="also settle the transition width at these fractions of log K exactly (repeatable), e.g. 0.9,0.05",
+    )
+    s.add_argument(
+        "--exact-check",
         action="store_true",
-        help="with --guard-check: replay eval.guard_first_token too (the first-token losses on the guard's stages)",
-    )
-    s.add_argument(
-        "--guard-rows",
-        type=_positive_int,
-        default=None,
-        metavar="M",
-        help="with --guard-check: replay eval.seq_rows = M too (L_seq on M seeded rows of each group on the stages "
-        "short of every group)",
+        help="score every checkpoint up to the last crossing on the full evaluation set and compare each settled "
+        "tau, t_start, t_end and Table 5 alpha with the all-exact ones (--json writes the whole comparison)",
     )
     s.add_argument(
         "--spacing-check",

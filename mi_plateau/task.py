@@ -245,7 +245,7 @@ class EvalSet:
 
     def subset(self, groups: np.ndarray) -> EvalSet:
         """The evaluation set of these groups only (a subset of ``groups``, in its order), made
-        once per subset and kept in the cache (the guarded evaluation scores it at every checkpoint)."""
+        once per subset and kept in the cache (the live evaluation scores it at every checkpoint)."""
         key = ("subset", tuple(int(x) for x in groups))
         if key not in self.cache:
             rows = np.isin(self.g, groups)

@@ -228,21 +228,16 @@ def _eval_lines(rows: list[dict[str, Any]]) -> list[str]:
     lines = [
         "",
         "**Evaluation as a share of training** (paper model; seconds of `evaluate` / (50 x seconds per step); "
-        f"subset: {rows[0]['subset']} of the evaluation groups)",
+        f"live: {rows[0]['subset']} of the evaluation groups)",
         "",
-        "| K | strings (all groups) | s / step | full | subset (guard quiet) | subset, both families "
-        "(guard_first_token, quiet) | both, rows sampled (seq_rows, quiet) | guard fired | first token only | "
+        "| K | strings (all groups) | s / step | full (one settling scoring) | live | first token only | "
         "first-token losses (A1 only) |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        rows_cell = _pct(r.get("subset_rows_share")) + (f" ({r['rows']} of {r['K']} rows)" if "rows" in r else "")
         lines.append(
-            f"| {r['K']} | {r['strings_full']} | {r['s_per_step']:.3f} | {100 * r['full_share']:.1f}% | "
-            f"{100 * r['subset_share']:.1f}% | {_pct(r.get('subset_both_share'))} | {rows_cell} | "
-            f"{100 * r['fired_share']:.1f}% | "
-            f"{100 * r['first_token_share']:.1f}% | "
-            f"{100 * r['losses_A1_share']:.1f}% |"
+            f"| {r['K']} | {r['strings_full']} | {r['s_per_step']:.3f} | {_pct(r.get('full_share'))} | "
+            f"{_pct(r.get('live_share'))} | {_pct(r.get('first_token_share'))} | {_pct(r.get('losses_A1_share'))} |"
         )
     return lines
 

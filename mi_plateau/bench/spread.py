@@ -1,22 +1,22 @@
 """How the paper family's L_seq spreads over the evaluation set, checkpoint by checkpoint: what
-decides how many groups the guarded evaluation (``metrics.guard``) must score.
+decides how many groups the live evaluation (``eval.live_groups``) needs.
 
 Per checkpoint of a run, from every row of the evaluation set (``metrics.example_losses``):
 
 - ``sd_row``, ``sd_group``: the standard deviation of L_seq over rows, and over the groups' means;
 - ``design_effect`` = K sd_group^2 / sd_row^2: the variance of a mean over n whole groups against
   that over the same number of rows (n K) drawn one by one. Below 1, scoring whole groups (the
-  guard's unit) is the better sample for the strings it costs; about 1, the two are equal;
+  live unit) is the better sample for the strings it costs; about 1, the two are equal;
 - ``cv_factor_row``, ``cv_factor_group``: Var(L_seq - Lc) / Var(L_seq) over rows and over group
   means. The first-token loss Lc is known on every row at every checkpoint, so a difference
-  estimator (mean Lc over all rows plus the subset's mean of L_seq - Lc) would cut the guard's
+  estimator (mean Lc over all rows plus the subset's mean of L_seq - Lc) would cut the live
   variance by this factor;
-- ``se_groups``, ``se_rows``: the standard error the guard's first stage reports (in expectation,
+- ``se_groups``, ``se_rows``: the standard error the live subset reports (in expectation,
   of its square) with ``subset`` whole groups, and with ``subset`` groups of ``rows`` seeded rows
-  each (``eval.seq_rows``: two-stage sampling, Cochran's E[s_b^2] = S_1^2 + (1 - m/K) S_2^2 / m
+  each (two-stage sampling, Cochran's E[s_b^2] = S_1^2 + (1 - m/K) S_2^2 / m
   with S_1 the spread of the true group means and S_2 the mean within-group spread, no
-  finite-population factor). The guard's first stage decides where 5 of them lie between L_seq
-  and every threshold it reads.
+  finite-population factor). Settlement scores the full set where 4 of them reach from L_seq
+  to a threshold a question reads.
 
 ``python -m mi_plateau.bench.spread RUN [--every N] [--subset n] [--rows m] [--out FILE]`` writes the rows and a summary
 as JSON (with the commit and the date).
@@ -87,8 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m mi_plateau.bench.spread", description=__doc__.split("\n\n")[0])
     ap.add_argument("run")
     ap.add_argument("--every", type=int, default=1, help="every N-th checkpoint")
-    ap.add_argument("--subset", type=int, default=20, help="groups in the guard's first stage")
-    ap.add_argument("--rows", type=int, default=10, help="rows of each group with eval.seq_rows")
+    ap.add_argument("--subset", type=int, default=20, help="groups in the live subset")
+    ap.add_argument("--rows", type=int, default=10, help="rows of each group in the two-stage variant")
     ap.add_argument("--out", default=None, help="write the JSON here (else stdout)")
     a = ap.parse_args(argv)
     from ..checkpoints.files import emit_json, one_line_errors, provenance, writable_out

@@ -243,9 +243,17 @@ class Run:
         training time before it; ``eval_s``, its evaluation's seconds)."""
         return [read_json(self.inside(c["record_file"])) for c in self.manifest()["checkpoints"]]
 
-    def records(self) -> list[dict[str, Any]]:
-        """The checkpoint records (step, examples seen, metrics), in step order."""
-        return [c["record"] for c in self.manifest()["checkpoints"]]
+    def records(self, settled: bool = True) -> list[dict[str, Any]]:
+        """The checkpoint records (step, examples seen, metrics), in step order. ``settled``:
+        with the full-set values the run's settlement cache holds in place of the live
+        estimates (``checkpoints.settle``; those steps' metrics say ``settled``), so a curve or
+        a crossing read from them is the settled one; False: as recorded while training."""
+        records = [c["record"] for c in self.manifest()["checkpoints"]]
+        if not settled:
+            return records
+        from .settle import cached_exact, resolve
+
+        return resolve(records, cached_exact(self))
 
     def records_df(self):
         """The records as a pandas DataFrame: one row per checkpoint, the metrics as columns."""
@@ -284,11 +292,17 @@ class Run:
             raise RunError(f"--step {step} is outside this run: checkpoints exist from step {steps[0]} to {steps[-1]}")
         return nearest(steps, step)
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self, questions=None, *, settle: bool = False) -> dict[str, Any]:
         """Plateau height, tau (both definition families) and convergence, from the checkpoint
-        records (``summaries.summarize``), with the run's status and path; NaN becomes None."""
+        records (``summaries.summarize``) with every crossing the ``questions`` ask (default:
+        tau at eval.alpha and Table 5's alphas, the transition width) settled on the full
+        evaluation set (``checkpoints.settle``), with the run's status and path; NaN becomes
+        None. Without ``settle`` only the cached exact values are used (no torch) and
+        ``settlement`` names the steps left unsettled, whose crossings read the live estimate."""
+        from .settle import settled_summary
+
         manifest = self.manifest()
-        s = summarize(self.config(), [c["record"] for c in manifest["checkpoints"]])
+        s = settled_summary(self, questions, allow_scoring=settle)
         s["status"] = manifest.get("status")
         s["run"] = str(self.path)
         return nan_to_none(s)

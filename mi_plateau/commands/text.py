@@ -52,13 +52,20 @@ def with_unit(key: str, v) -> str:
 
 
 def print_summary(s: dict) -> None:
-    """The run summary (``api.summary``), one value a line, the definition families one line each."""
+    """The run summary (``api.summary``), one value a line, the definition families one line each,
+    each settled crossing of L_seq one line, and what the settlement scored."""
     for k, v in s.items():
         if k == "run":
             continue  # printed above
-        if isinstance(v, dict):  # the definitions: one line per family
+        if k == "definitions":  # one line per family
             for fam, d in v.items():
                 print(f"  {k + ' ' + fam:>18}: " + ", ".join(f"{kk} {with_unit(kk, vv)}" for kk, vv in d.items()))
+        elif k == "paper_crossings":
+            for c in v:
+                print(f"  {c['question']:>18}: " + ", ".join(f"{kk} {vv}" for kk, vv in c.items() if kk != "question"))
+        elif k == "settlement":
+            state = "exact" if v["exact"] else f"ESTIMATE at steps {v['unsettled_steps']} (weights gone)"
+            print(f"  {k:>18}: {state}; full scorings {v['full_scorings_now']} now, {v['full_scorings_cached']} cached")
         else:
             print(f"  {k:>18}: {with_unit(k, v)}")
 
@@ -70,7 +77,10 @@ def print_costs(c: dict) -> None:
     line = f"  {'wall time':>18}: {c['wall_s']:.0f} s over {c['checkpoints']} checkpoints"
     if c["eval_s"] is not None:
         share = f"{100 * c['eval_share']:.1f}%" if c["eval_share"] is not None else "—"
-        line += f", of which evaluation {c['eval_s']:.0f} s ({share} of the rest)"
+        line += (
+            f", of which evaluation {c['eval_s']:.0f} s ({share}: live {c['live_eval_s']:.0f} s, "
+            f"settlement {c['settle_s']:.0f} s)"
+        )
     print(line)
 
 

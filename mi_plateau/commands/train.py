@@ -109,27 +109,24 @@ def cmd_train_batch(args) -> int:
 
 
 def cmd_summary(args) -> int:
-    from ..api import summary
 
     given = {
         k: v for k, v in (("n_sample", args.n_sample), ("draws", args.draws), ("every", args.every)) if v is not None
     }
     if given and not (args.sampled_tau or args.sampled_width):
         raise ValueError(f"--{next(iter(given)).replace('_', '-')} applies to --sampled-tau and --sampled-width only")
-    s = summary(args.run)
-    if args.first_token and not args.guard_check:
-        raise ValueError("--first-token applies to --guard-check only")
-    if args.guard_rows and not args.guard_check:
-        raise ValueError("--guard-rows applies to --guard-check only")
-    if args.guard_check and args.spacing_check:
-        raise ValueError("--guard-check and --spacing-check are two checks: run one at a time")
-    if args.guard_check:
-        return print_guard_check(args)
+    if args.exact_check and args.spacing_check:
+        raise ValueError("--exact-check and --spacing-check are two checks: run one at a time")
+    if args.exact_check:
+        return print_exact_check(args)
     if args.spacing_check:
         return print_spacing_check(args)
     from ..checkpoints import Run
+    from ..checkpoints.settle import Crossing, Width, default_questions
 
     run = Run(args.run)
+    asked = [Crossing(a) for a in args.tau_at or ()] + [Width(h, lo) for h, lo in args.width_at or ()]
+    s = run.summary([*default_questions(run.config()), *asked], settle=True)
     t = w = None
     progress = not args.json and sys.stderr.isatty()
     if args.sampled_tau or args.sampled_width:
@@ -161,31 +158,25 @@ def cmd_summary(args) -> int:
     return 0
 
 
-def print_guard_check(args) -> int:
-    """``summary --guard-check N``: the guarded subset's taus and widths against the full set's."""
-    from ..api import guard_check
+def print_exact_check(args) -> int:
+    """``summary --exact-check``: every settled crossing against the all-exact one."""
+    from ..checkpoints import Run
+    from ..passes.exact_check import exact_check
+    from ..sweeps.table import run_costs
 
-    progress = not args.json and sys.stderr.isatty()
-    g = guard_check(
-        args.run,
-        subset=args.guard_check,
-        progress=progress,
-        first_token=args.first_token,
-        seq_rows=args.guard_rows or 0,
-    )
+    run = Run(args.run)
+    g = exact_check(run, progress=not args.json and sys.stderr.isatty())
+    g["costs"] = run_costs(run)  # after the check: the settlement's scorings are in settled.json
     if args.json:
         print(json.dumps(g, indent=2))
         return 0
-    both = (", both families" if g["first_token"] else "") + (
-        f", {g['seq_rows']} of {g['K']} rows per group" if g["seq_rows"] < g["K"] else ""
-    )
     print(
-        f"run: {args.run}: {g['checkpoints']} checkpoints scored in full; the guard ({g['subset']} of "
-        f"{g['eval_groups']} groups, z = {g['z']}{both}) scored every group at {g['scored_all']} of them "
-        f"({100 * g['share_scored']:.0f}% of the groups, {100 * g['share_rows_scored']:.0f}% of the strings); "
-        f"every crossing and the width equal: {g['all_equal']}"
+        f"run: {args.run}: {g['checkpoints_scored']} of {g['checkpoints']} checkpoints scored on the full set "
+        f"(up to step {g['last_step_scored']}); the settlement scored {g['settled_scorings']}; every crossing and "
+        f"width equal: {g['all_equal']}"
     )
-    print_side_by_side(g, ("full", "guarded"))
+    print_side_by_side(g, ("exact", "settled"))
+    print_costs(g["costs"])
     return 0
 
 

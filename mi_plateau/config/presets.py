@@ -18,8 +18,6 @@ def _presets() -> dict[str, RunConfig]:
     paper = RunConfig(
         model=ModelConfig(init="gpt2", train_b_U=True, init_seed=42, fixed_init=True),
         train=TrainConfig(warmup_steps=0, batching="epoch", max_steps=30000, post_tau_frac=2.1),
-        # L_seq over the guarded stages of groups (metrics.guard): every reported tau exact at any K
-        eval=EvalConfig(seq_subset=20),
         preset="paper",
     )
     # What this toolkit trained before revision 2 of the spec (runs named paper_* before then).
@@ -139,10 +137,13 @@ def extends(stored: RunConfig, cfg: RunConfig) -> bool:
     taken stays the same, and so do the weights of every later one: the spacing never touches
     the training state, so a run continued under a wider spacing records a subset of the
     checkpoints the dense run would have, with the same values (also one that finished at the
-    old cap)."""
+    old cap). Another ``eval.live_groups`` too: the live subset changes which estimates are
+    recorded, never the weights, and the settled crossings are the full set's either way."""
     t, old = cfg.train, stored.train
     same = dataclasses.replace(
-        cfg, train=dataclasses.replace(t, max_steps=old.max_steps, ckpt_every_max=old.ckpt_every_max)
+        cfg,
+        train=dataclasses.replace(t, max_steps=old.max_steps, ckpt_every_max=old.ckpt_every_max),
+        eval=dataclasses.replace(cfg.eval, live_groups=stored.eval.live_groups),
     )
     if same != stored or cfg == stored or t.max_steps < old.max_steps:
         return False

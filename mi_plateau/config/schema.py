@@ -261,42 +261,14 @@ class EvalConfig:
         help="the paper's plateau height (Table 7): mean L_seq over steps [seq_plateau_start, seq_plateau_end]",
     )
     seq_plateau_end: int = setting(500, help="the end of the paper's plateau window (steps)")
-    seq_max_strings: int = setting(
-        0,
+    live_groups: int = setting(
+        20,
         bounds=NON_NEGATIVE,
         note="0 = every evaluation group",
-        help="at most this many candidate strings (besides each example's own target) are scored at a checkpoint: "
-        "the first n groups of the evaluation set with n K (K - 1) <= seq_max_strings (at least one group); 0 scores "
-        "every group (exact). The analysis passes score them all.",
-    )
-    seq_subset: int = setting(
-        0,
-        bounds=NON_NEGATIVE,
-        note="0 = every evaluation group",
-        help="the paper family (L_seq) on a seeded first stage of this many groups at each checkpoint, then on "
-        "growing stages up to every group while the estimate lies within seq_guard standard errors of a threshold "
-        "the run still reports or acts on (metrics.guard: each tau, width and stop stays the full-set one); the "
-        "first-token losses (Lc, L1, the swap gap) always on every group, exact match and the full target loss on the "
-        "stages' groups; 0 scores every group at every checkpoint",
-    )
-    seq_rows: int = setting(
-        0,
-        bounds=NON_NEGATIVE,
-        note="0 = all K rows",
-        help="with seq_subset: L_seq on this many seeded rows (selectors) of each group on the guard's stages short "
-        "of every group (two-stage sampling: the standard error from the spread of the groups' row means, without "
-        "the finite-population factor, an upper bound in expectation); the last stage still scores every row of "
-        "every group; a K above it scores every row",
-    )
-    seq_guard: float = setting(
-        5.0, help="the guard's margin, in standard errors", bounds=Bounds(gt=0), note="standard errors"
-    )
-    guard_first_token: bool = setting(
-        False,
-        help="with seq_subset: the first-token losses (Lc, L1, the candidate mass, the swap gap) on the guard's "
-        "stages too, which then also go on while Lc lies within seq_guard standard errors of a threshold the run "
-        "still reads (the fractions of log K of the paper family, and converge_Lc) or the swap gap within them of "
-        "QUIET_GAP or 0.1 nats (the spacing's and the dissipation window's); off: every group at every checkpoint",
+        help="while training, the paper family (L_seq) is scored on this many seeded evaluation groups and recorded as "
+        "an estimate with its standard error; the first-token family on every group. Each crossing a table reads is "
+        "settled exactly afterwards (mi_plateau.settle: the full set scored only where the estimate's band holds the "
+        "threshold). 0 scores every group at every checkpoint",
     )
     width_hi: float = setting(
         0.95,
@@ -305,13 +277,6 @@ class EvalConfig:
         "width_hi log K (0 if none), tau_width = t_end - t_start",
     )
     width_lo: float = setting(0.05, help="the transition width's lower end, a fraction of log K (see width_hi)")
-
-    def seq_groups(self, K: int) -> int:
-        """Groups whose candidate strings a checkpoint scores (0: all)."""
-        if not self.seq_max_strings:
-            return 0
-        n = max(1, self.seq_max_strings // (K * (K - 1)))
-        return 0 if n >= self.n_groups else n
 
 
 SECTIONS = {"task": TaskConfig, "model": ModelConfig, "train": TrainConfig, "eval": EvalConfig}
@@ -387,6 +352,7 @@ class RunConfig:
         unknown = set(d) - {*SECTIONS, "preset"}
         if unknown:
             raise ConfigError(f"config: unknown keys {sorted(unknown)}")
+        d = retire_eval_keys(d)
         cfg = cls(
             **{name: build(kls, d.get(name, {}), name) for name, kls in SECTIONS.items()},
             preset=d.get("preset", "custom"),
@@ -394,6 +360,34 @@ class RunConfig:
         if not isinstance(cfg.preset, str):
             raise ConfigError(f"preset={cfg.preset!r}: expected a string")
         return cfg
+
+
+# settings of the staged evaluation guard, read from run folders written before ``eval.live_groups``
+RETIRED_EVAL = ("seq_max_strings", "seq_subset", "seq_rows", "seq_guard", "guard_first_token")
+
+
+def retire_eval_keys(d: dict[str, Any]) -> dict[str, Any]:
+    """A stored config with the retired evaluation settings mapped onto ``eval.live_groups``:
+    ``seq_subset = n`` (a guarded first stage of n groups, each record with its standard error)
+    becomes n; ``seq_max_strings = c`` (the first c / (K (K - 1)) groups, no standard error
+    recorded) becomes 0 where that covered the evaluation set (every group scored) and the default
+    live subset where it did not, so ``checkpoints.settle`` reads those records as estimates of
+    unknown error and scores the full set wherever a crossing needs it; neither: 0."""
+    ev = d.get("eval")
+    if not isinstance(ev, dict) or not any(k in ev for k in RETIRED_EVAL):
+        return d
+    ev = dict(ev)
+    old = {k: ev.pop(k) for k in RETIRED_EVAL if k in ev}
+    if "live_groups" not in ev:
+        n = int(old.get("seq_subset") or 0)
+        cap = int(old.get("seq_max_strings") or 0)
+        if not n and cap:
+            task = d.get("task") if isinstance(d.get("task"), dict) else {}
+            K = int(task.get("K", TaskConfig.K))
+            groups = min(int(ev.get("n_groups", EvalConfig.n_groups)), int(task.get("n_b", TaskConfig.n_b)))
+            n = 0 if K < 2 or max(1, cap // (K * (K - 1))) >= groups else EvalConfig.live_groups
+        ev["live_groups"] = n
+    return {**d, "eval": ev}
 
 
 def layout_for(task: TaskConfig) -> Layout:

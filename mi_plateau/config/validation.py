@@ -87,16 +87,6 @@ def _check_across(cfg: RunConfig) -> None:
             f"eval.seq_plateau_start={ev.seq_plateau_start}, eval.seq_plateau_end={ev.seq_plateau_end}: "
             "need 0 <= start < end"
         )
-    if ev.seq_rows and not ev.seq_subset:
-        raise ConfigError(
-            f"eval.seq_rows={ev.seq_rows} without eval.seq_subset: the rows are sampled on the guard's stages only; "
-            "set eval.seq_subset too"
-        )
-    if ev.seq_subset and ev.seq_max_strings:
-        raise ConfigError(
-            f"eval.seq_subset={ev.seq_subset} and eval.seq_max_strings={ev.seq_max_strings}: choose one "
-            "(the subset with its guard keeps every tau exact; the cap does not)"
-        )
 
 
 # Bounds far above anything this task trains (the paper's model has 0.8 M parameters and one

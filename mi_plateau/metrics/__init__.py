@@ -32,6 +32,7 @@ from .evaluation import (
     accuracy_shares,
     accuracy_stats,
     candidate_losses,
+    estimate,
     evaluate,
     evaluate_reference,
     example_correct,
@@ -39,6 +40,7 @@ from .evaluation import (
     first_token_losses,
     group_accuracy,
     group_means,
+    live_groups,
     prefix_kv_of,
     sequence_losses,
     sequence_scores,
@@ -46,17 +48,14 @@ from .evaluation import (
     string_logprob,
     target_loss,
 )
-from .guard import EvalGuard, active_thresholds, eval_guard
 
 __all__ = [
     "ACC_THRESHOLD",
     "ACC_TOL",
-    "EvalGuard",
     "accuracy_shares",
     "accuracy_stats",
-    "active_thresholds",
     "candidate_losses",
-    "eval_guard",
+    "estimate",
     "evaluate",
     "evaluate_reference",
     "example_correct",
@@ -64,6 +63,7 @@ __all__ = [
     "first_token_losses",
     "group_accuracy",
     "group_means",
+    "live_groups",
     "prefix_kv_of",
     "sequence_losses",
     "sequence_scores",

@@ -3,6 +3,7 @@ package's docstring for their definitions)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -16,7 +17,28 @@ from ..definitions import definition
 from ..model.forward import Weights, run_packed, run_suffixes
 from ..model.packing import eval_packing
 from ..task import EOS, EvalSet
-from .guard import EvalGuard
+
+
+def live_groups(n_live: int, groups: np.ndarray, eval_seed: int) -> np.ndarray | None:
+    """The live subset: ``n_live`` of the evaluation ``groups`` drawn by a generator seeded by
+    ``eval_seed`` (the same at every checkpoint), sorted; None where that is every group (0 or
+    at least all of them: L_seq is then exact live)."""
+    if not n_live or n_live >= len(groups):
+        return None
+    order = np.random.default_rng([eval_seed, 0x5EB5]).permutation(groups)
+    return np.sort(order[:n_live])
+
+
+def estimate(group_means: np.ndarray, n_total: int) -> tuple[float, float]:
+    """(mean, standard error) of the full set's mean from n of its ``n_total`` group means, drawn
+    without replacement: se = sd(group means) / sqrt(n) * sqrt(1 - n / n_total)."""
+    n = len(group_means)
+    mean = float(np.mean(group_means))
+    if n >= n_total:
+        return mean, 0.0
+    if n < 2:
+        return mean, float("inf")
+    return mean, float(np.std(group_means, ddof=1)) / math.sqrt(n) * math.sqrt(1 - n / n_total)
 
 
 def candidate_losses(
@@ -131,79 +153,38 @@ def sequence_scores(
 
 @torch.no_grad()
 def evaluate(
-    model, ev: EvalSet, batch: int = 256, seq_groups: int = 0, sequence: bool = True, guard: EvalGuard | None = None
+    model, ev: EvalSet, batch: int = 256, live: np.ndarray | None = None, sequence: bool = True
 ) -> dict[str, Any]:
-    """Cheap per-checkpoint metrics on the evaluation set: the means over its examples of what
-    ``example_losses`` computes per example (see there). ``seq_groups``: the paper family over
-    the first that many groups only (the older ``eval.seq_max_strings`` cap); ``guard``: the
-    paper family, exact match and the full target loss over the guard's stages of groups, as far
-    as its thresholds need (``EvalGuard``), the first-token losses over every group."""
+    """Per-checkpoint metrics on the evaluation set: the means over its examples of what
+    ``example_losses`` computes per example (see there). ``live`` (groups, ``live_groups``): the
+    first-token losses over every group, the paper family, exact match and the full target loss
+    over those groups only, L_seq recorded as an estimate of the full-set mean with its standard
+    error (``L_seq_se``; ``checkpoints.settle`` makes the crossings exact afterwards); with
+    ``sequence=False`` too, L_seq is left out (NaN, ``L_seq_se`` None: unknown). Without
+    ``live`` every group is scored and ``L_seq_se`` is 0 (``sequence=False``: no paper family)."""
     W = _weights(model)
     ev = ev.on(W.W_U.device)  # the evaluation runs where the model is
-    N, K = len(ev.tokens), ev.task.cfg.K
-    if guard is not None and sequence and ev.has_sequence_candidates:
-        return _guarded(W, ev, batch, guard)
-    mask = np.arange(N) < (min(N, seq_groups * K) if seq_groups else N)
-    return _metrics(*_per_example(W, ev, _packing(ev), batch, mask, sequence))
-
-
-def _guarded(W: Weights, ev: EvalSet, batch: int, guard: EvalGuard) -> dict[str, Any]:
-    """``evaluate`` with a guard. Every row's first-token losses (Lc, L1, the candidate mass, the
-    swap gap) come from the packs' nodes up to the position that predicts A1 (``_first_token``);
-    the paper family, and what reads the whole target (exact match, the full target loss), run
-    on the guard's stages of groups, each stage's new groups as an evaluation set of their own
-    (``EvalSet.subset``, cached), until the guard is decided. With ``EvalGuard.row_mask`` L_seq
-    scores only those rows of a stage's groups, and a stage that reaches every group runs the
-    whole set and scores the rows not scored yet, so every row is scored once and the last
-    stage's numbers are the plain full scoring's."""
-    K, N_groups, N = ev.task.cfg.K, ev.n_groups, len(ev.tokens)
-    m = guard.rows_per_group or K
-    if not guard.first_token:
+    K = ev.task.cfg.K
+    if live is not None and ev.has_sequence_candidates:
         Lc, L1, mass, swap = _first_token(W, ev, _packing(ev), batch)
-    correct, full, rows, first = [], 0.0, 0, []
-    done, se, lc, gap = 0, float("inf"), None, None
-    dev = W.W_U.device
-    scores = torch.full((N, K), float("nan"), device=dev)  # candidate scores, in the set's rows
-    scored = np.zeros(N, dtype=bool)
-    means = lambda x, k=K: group_means(x, k).double().cpu().numpy()
-    for n in guard.stages():
-        if n == N_groups and (n - done == N_groups or m < K):  # the set itself: every group's pack
-            new, idx, score = ev, np.arange(N), ~scored
-            correct, full, rows, first = [], 0.0, 0, []
-        else:
-            new = ev.subset(guard.order[done:n])
-            idx = np.flatnonzero(np.isin(ev.g, new.groups))
-            score = np.ones(len(idx), dtype=bool) if m == K else guard.row_mask[idx]
-        out = _per_example(W, new, _packing(new), batch, score, True)
-        full += out[3] * len(new.tokens)
-        rows += len(new.tokens)
-        correct.append(out[4])
-        first.append((out[0], out[1], out[2], out[5]))
-        picked = torch.as_tensor(score, device=dev)
-        scores[torch.as_tensor(idx[score], device=dev)] = out[-1][picked]
-        scored[idx[score]] = True
-        done = n
-        per_group = K if scored.all() else m  # rows scored in each scored group
-        seq = sequence_losses(scores[torch.as_tensor(scored, device=dev)], torch.as_tensor(ev.s[scored], device=dev))
-        est, se = guard.estimate(means(seq[0], per_group), N_groups, rows_sampled=per_group < K)
-        if guard.first_token:
-            Lc, L1, mass = (torch.cat([f[i] for f in first]) for i in range(3))
-            swap = torch.cat([f[3] for f in first]) if first[0][3] is not None else None
-            lc = guard.estimate(means(Lc), N_groups)
-            gap = guard.estimate(means(swap - Lc), N_groups) if swap is not None else None
-        if done >= N_groups or not (guard.undecided(est, se) or guard.undecided_first_token(lc, gap)):
-            break
-    metrics = _metrics(Lc, L1, mass, full / rows, torch.cat(correct), swap, K, seq, seq_rows=per_group)
-    metrics.update({"groups_scored": done, "L_seq_se": se, "L_seq_rows": int(scored.sum())})
-    if guard.first_token:
-        metrics.update({"Lc_se": lc[1], "swap_gap_se": gap[1] if gap is not None else None})
+        sub = ev.subset(live)
+        out = _per_example(W, sub, _packing(sub), batch, np.ones(len(sub.tokens), dtype=bool), sequence)
+        seq = sequence_losses(out[-1], torch.as_tensor(sub.s, device=W.W_U.device)) if sequence else None
+        metrics = _metrics(Lc, L1, mass, out[3], out[4], swap, K, seq)
+        se = None
+        if sequence:
+            metrics["L_seq"], se = estimate(group_means(seq[0], K).double().cpu().numpy(), ev.n_groups)
+        metrics.update({"L_seq_se": se, "groups_scored": len(sub.groups)})
+        return metrics
+    metrics = _metrics(*_per_example(W, ev, _packing(ev), batch, np.ones(len(ev.tokens), dtype=bool), sequence))
+    metrics.update({"L_seq_se": 0.0 if sequence else None, "groups_scored": ev.n_groups})
     return metrics
 
 
 @torch.no_grad()
 def first_token_losses(model, ev: EvalSet, batch: int = 256) -> dict[str, float]:
     """The means of the first-token losses over every row (Lc, L1, the candidate mass, the
-    swap gap), from the positions up to the one that predicts A1 only: what a guarded checkpoint
+    swap gap), from the positions up to the one that predicts A1 only: what a live checkpoint
     computes on every group."""
     W = _weights(model)
     ev = ev.on(W.W_U.device)
@@ -323,23 +304,17 @@ def prefix_kv_of(
     return [tuple(t.transpose(1, 2)[p, nodes].transpose(1, 2) for t in layer) for layer in kv]
 
 
-def _metrics(Lc, L1, mass, full, correct, swap, K, seq=None, seq_rows: int | None = None) -> dict[str, Any]:
+def _metrics(Lc, L1, mass, full, correct, swap, K, seq=None) -> dict[str, Any]:
     """The checkpoint's means. ``seq``: (per-row L_seq, candidate-correct) of the scored rows
-    (``seq_rows`` of each group, default all K, group-major), or, straight from ``_per_example``,
-    its score matrix with NaN rows for the groups left unscored (the first n groups scored: the
-    older cap). Where fewer than K rows of a group are scored the paper family's group shares
-    (>= 80%, 100%) are not estimated (NaN): a share of a few rows is not the group's."""
-    if isinstance(seq, Tensor):  # a score matrix: the scored rows are a prefix of whole groups
-        rows = ~seq.isnan().any(1)
-        own = torch.arange(len(rows), device=seq.device) % K
-        seq = sequence_losses(seq[rows], own[rows]) if rows.any() else None
-    whole = seq is not None and (seq_rows or K) == K  # every row of each scored group
+    (whole groups, group-major), or, straight from ``_per_example``, its score matrix (None
+    where the paper family is undefined)."""
+    if isinstance(seq, Tensor):
+        own = torch.arange(len(seq), device=seq.device) % K
+        seq = sequence_losses(seq, own)
     paper = {
         "L_seq": seq[0].mean().item() if seq is not None else float("nan"),
-        **accuracy_stats(group_accuracy(seq[1], K) if whole else None, "paper"),
+        **accuracy_stats(group_accuracy(seq[1], K) if seq is not None else None, "paper"),
     }
-    if seq is not None and not whole:
-        paper[definition("paper").acc_mean] = seq[1].float().mean().item()
     swap_gap = (swap.mean().item() - Lc.mean().item()) if swap is not None else float("nan")
     return {
         **paper,
@@ -378,7 +353,7 @@ def evaluate_reference(model, ev: EvalSet, batch: int = 256) -> dict[str, Any]:
     seq = None
     if ev.has_sequence_candidates:
         seq = sequence_losses(sequence_scores_reference(model, ev, batch), torch.from_numpy(ev.s))
-    return _metrics(
+    out = _metrics(
         torch.cat(Lc),
         torch.cat(L1),
         torch.cat(mass),
@@ -388,6 +363,8 @@ def evaluate_reference(model, ev: EvalSet, batch: int = 256) -> dict[str, Any]:
         K,
         seq,
     )
+    out.update({"L_seq_se": 0.0, "groups_scored": ev.n_groups})
+    return out
 
 
 @torch.no_grad()

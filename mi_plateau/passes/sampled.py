@@ -194,8 +194,8 @@ def sampled_tau(
 ) -> dict[str, Any]:
     """The distribution of the run's tau under the original's estimator (module docstring)
     beside its exact tau. ``tau_recorded``: the run's tau from its checkpoint records (every
-    checkpoint; L_seq over ``recorded_groups`` groups, which ``eval.seq_max_strings`` caps at
-    large K); ``tau_exact_grid``: exact L_seq over all the evaluation set's groups, on the
+    checkpoint, settled; L_seq live over ``recorded_groups`` groups, ``eval.live_groups``);
+    ``tau_exact_grid``: exact L_seq over all the evaluation set's groups, on the
     estimator's grid. Over the replays: ``q05``, ``q50``, ``q95``, ``max`` counting a replay that
     never crossed as later than any step (None where that is the answer), ``min``; ``mean`` and
     ``std`` of the replays that crossed; ``p_none``, the share that never crossed within the
@@ -210,7 +210,7 @@ def sampled_tau(
     taus, grid = replay_taus(steps, losses, K, threshold, n_sample, draws, seed)
     if progress:
         print(file=sys.stderr)
-    n = cfg.eval.seq_groups(K) or len(ev.groups)
+    n = min(cfg.eval.live_groups or len(ev.groups), len(ev.groups))
     return {
         "run": str(run.path),
         "K": K,

@@ -25,7 +25,8 @@ from ..checkpoints import Run, RunError
 from ..config import QUIET_GAP, SPACING_HI, RunConfig
 from ..summaries import tau, transition_width
 from ..train.rules import next_interval
-from .guard import FAMILY_KEYS
+
+FAMILY_KEYS = {"paper": "L_seq", "first_token": "Lc"}
 
 
 def kept_records(cfg: RunConfig, records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:

@@ -175,6 +175,14 @@ def _threads(run: Run) -> int | None:
     return _int(cmd.get("torch_threads")) if isinstance(cmd, dict) else None
 
 
+def _trained_by(s: Any) -> Any:
+    """A recipe's settings without its evaluation overrides (``eval.*``): what decides the
+    weights its runs train (the evaluation reads them; a changed live subset is the same run)."""
+    if not isinstance(s, dict) or not isinstance(s.get("overrides"), dict):
+        return s
+    return {**s, "overrides": {k: v for k, v in s["overrides"].items() if not str(k).startswith("eval.")}}
+
+
 def _as_point_row(rec: dict[str, Any], p: Point, legacy_ok: bool) -> dict[str, Any] | None:
     """The record's row as the point sees it, or None where the record is not the point's run."""
     row = rec.get("row")
@@ -234,7 +242,7 @@ def collect(sweep: Sweep, root: str | Path, docs: str | Path) -> Collected:
     sweep page."""
     log = read_log(docs, sweep)
     old = _records(log)
-    legacy_ok = log.get("settings") in (None, settings(sweep))
+    legacy_ok = log.get("settings") is None or _trained_by(log["settings"]) == _trained_by(settings(sweep))
     records = dict(old)
     superseded = list(log.get("superseded") or [])
     retrained = dict(log.get("retrained") or {})

@@ -73,21 +73,43 @@ def train_wall(run: Run) -> float | None:
 
 
 def run_costs(run: Run) -> dict[str, float | int | None]:
-    """Where a run's wall time went, from its checkpoint records: ``wall_s`` (training, across
-    resumes, up to the last checkpoint), ``eval_s`` (the evaluations of every checkpoint),
-    ``eval_share`` (evaluation over the rest of the wall time: checkpoint N's ``wall_s`` holds
-    the evaluations before N) and ``checkpoints``. ``eval_s`` and ``eval_share`` are None
-    where a record lacks ``eval_s`` (runs written before it was recorded). A run of the batched
-    trainer shares its process's wall time with the other runs in it, so its share reads low."""
-    out: dict[str, float | int | None] = {"wall_s": None, "eval_s": None, "eval_share": None, "checkpoints": 0}
+    """Where a run's wall time went, from its checkpoint records and its settlement cache:
+    ``wall_s`` (the run's whole wall time across resumes: training, every live evaluation and
+    the settlement's full scorings), ``live_eval_s`` (the evaluations of every checkpoint),
+    ``settle_s`` (the full scorings ``checkpoints.settle`` made, ``settled.json``), ``eval_s``
+    (their sum), ``eval_share`` (``eval_s`` over ``wall_s``) and ``checkpoints``. The
+    evaluation numbers are None where a record lacks ``eval_s`` (runs written before it was
+    recorded). A run of the batched trainer shares its process's wall time with the other runs
+    in it, so its share reads low."""
+    out: dict[str, float | int | None] = {
+        "wall_s": None,
+        "live_eval_s": None,
+        "settle_s": None,
+        "eval_s": None,
+        "eval_share": None,
+        "checkpoints": 0,
+    }
     try:
         files = run.record_files()
         out["checkpoints"] = len(files)
-        out["wall_s"] = float(files[-1]["wall_s"])
+        last_wall = float(files[-1]["wall_s"])  # training and the evaluations before the last checkpoint
+        out["wall_s"] = last_wall
         ev = [float(f["eval_s"]) for f in files]
     except (ValueError, KeyError, IndexError, TypeError, AttributeError, RunError):
         return out
-    rest = out["wall_s"] - sum(ev[:-1])
-    out["eval_s"] = sum(ev)
-    out["eval_share"] = sum(ev) / rest if rest > 0 else None
+    settle_s = 0.0
+    try:
+        path = run.own_file("settled.json")
+        if path.is_file():
+            settle_s = float(read_json(path).get("settle_s") or 0.0)
+    except (ValueError, TypeError, AttributeError, RunError):
+        settle_s = 0.0
+    wall = last_wall + ev[-1] + settle_s
+    out.update(
+        wall_s=wall,
+        live_eval_s=sum(ev),
+        settle_s=settle_s,
+        eval_s=sum(ev) + settle_s,
+        eval_share=(sum(ev) + settle_s) / wall if wall > 0 else None,
+    )
     return out

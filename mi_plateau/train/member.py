@@ -18,11 +18,13 @@ from ..checkpoints import (
     read_json,
     remove_stale_files,
     write_checkpoint,
+    write_manifest,
 )
+from ..checkpoints.settle import retire_live, settle
 from ..config import RunConfig
 from ..devices import to_cpu
-from ..metrics import eval_guard, evaluate
-from ..summaries import summarize
+from ..metrics import evaluate, live_groups
+from ..summaries import nan_to_none, summarize
 from ..task import make_eval_set, make_sampler, make_task
 from .init_from import load_init
 from .rules import next_interval, should_stop
@@ -43,6 +45,7 @@ class Member:
         self.device = device or torch.device("cpu")
         task = make_task(cfg.task)
         self.ev = make_eval_set(task, cfg.eval).on(self.device)
+        self.live = live_groups(cfg.eval.live_groups, self.ev.groups, cfg.eval.eval_seed)
         self.model = build_model(cfg)  # on the CPU; moved before the optimizer, which holds the parameters
         if self.device.type != "cpu":  # (TransformerBridge.to prints a line even for a no-op move)
             self.model = self.model.to(self.device)
@@ -102,11 +105,10 @@ class Member:
         cfg, model = self.cfg, self.model
         wall = time.perf_counter() - self.t0 if step else 0.0
         model.eval()
-        # what the guard's thresholds retire on
-        history = {k: [r["metrics"].get(k) for r in self.records] for k in ("L_seq", "Lc", "swap_gap")}
         t_eval = time.perf_counter()
-        guard = eval_guard(cfg, self.ev, step, history["L_seq"], history["Lc"], history["swap_gap"])
-        metrics = evaluate(model, self.ev, seq_groups=cfg.eval.seq_groups(cfg.task.K), guard=guard)
+        # L_seq live until its estimate is below every threshold a live rule or a default question reads
+        seq = self.live is None or not retire_live(cfg, self.records)
+        metrics = evaluate(model, self.ev, live=self.live, sequence=seq)
         eval_s = time.perf_counter() - t_eval
         model.train()
         record = {
@@ -136,6 +138,26 @@ class Member:
             summarize(cfg, self.records) if self.done else None,
             eval_s=eval_s,
         )
+        if self.done:
+            self.settle()
+
+    def settle(self) -> None:
+        """Settle the run's crossings exactly (``checkpoints.settle``) with the model on this
+        member's device, and put the settled summary, with what settling cost, in the manifest."""
+        from ..model import build_model
+
+        def score(step: int):
+            model = build_model(self.cfg)
+            load_state_checked(model, self.run.weights(step), self.run.weights_path(step))
+            if self.device.type != "cpu":
+                model = model.to(self.device)
+            return evaluate(model.eval(), self.ev)
+
+        st = settle(self.run, score=score)
+        summary = summarize(self.cfg, st.records)
+        summary["settlement"] = st.note()
+        self.manifest["summary"] = nan_to_none(summary)
+        write_manifest(self.run.path, self.manifest)
 
     def after_step(self, loss: float, grad_norm: float | None = None) -> bool:
         """Count the step just taken (its loss and gradient norm); checkpoint if one is due.

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..checkpoints.settle import Z
 from ..config import QUIET_GAP, QUIET_SPACING_FRAC, RunConfig
 from ..summaries import num as _num
 from ..summaries import tau as tau_of
@@ -53,7 +54,8 @@ def should_stop(cfg: RunConfig, records: Sequence[dict[str, Any]]) -> bool:
     "tau": the tau of the families named by ``tau_on`` are known and the step is at least
     ``tau_margin`` times the later.
     "floor": the last checkpoint's loss of the families named by ``tau_on`` is below
-    ``stop_floor * log K`` (the original's phase-boundary early stop, 0.01 log K on L_seq).
+    ``stop_floor * log K`` (the original's phase-boundary early stop, 0.01 log K on L_seq); a
+    live estimate of L_seq counts only once it is below by ``settle.Z`` standard errors.
     "budget": never early; the run ends at ``max_steps``.
     """
     if cfg.train.stop == "budget":
@@ -67,9 +69,11 @@ def should_stop(cfg: RunConfig, records: Sequence[dict[str, Any]]) -> bool:
     keys = {"paper": ("L_seq",), "first_token": ("Lc",)}.get(cfg.train.tau_on, ("Lc", "L_seq"))
     if not cfg.task.targets_A:
         keys = ("Lc",)
-    if cfg.train.stop == "floor":
-        floor = cfg.train.stop_floor * cfg.task.log_K
-        return all(_num(records[-1]["metrics"].get(k)) < floor for k in keys)
+    if cfg.train.stop == "floor":  # a live estimate must lie below the floor by Z standard errors
+        floor, last = cfg.train.stop_floor * cfg.task.log_K, records[-1]["metrics"]
+        return all(
+            _num(last.get(k)) + Z * (_num(last.get(f"{k}_se")) if last.get(f"{k}_se") else 0.0) < floor for k in keys
+        )
     if cfg.train.stop == "tau":
         taus = [tau_for(k) for k in keys]
         return None not in taus and steps[-1] >= cfg.train.tau_margin * max(taus)

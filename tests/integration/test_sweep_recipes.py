@@ -159,7 +159,7 @@ def test_every_recipe_parses_and_the_cli_lists_them():
         (p.cfg.task.K, p.cfg.task.len_z, p.cfg.train.warmup_steps, p.cfg.train.schedule, p.cfg.train.grad_clip)
         for p in sg.points
     } == {(20, 3, 500, "cosine", 1.0)}
-    assert {(p.cfg.train.max_steps, p.cfg.eval.seq_subset) for p in sg.points} == {(30000, 0)}
+    assert {(p.cfg.train.max_steps, p.cfg.eval.live_groups) for p in sg.points} == {(30000, 20)}
     assert all(abs(p.cfg.train.stop_floor * p.cfg.task.log_K - 0.5) < 1e-12 for p in sg.points)
 
 

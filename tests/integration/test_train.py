@@ -152,9 +152,13 @@ def test_cli_train_and_summary(run_cli, tmp_path):
     # where the wall time went, from the checkpoint record files: a plain sum over them
     files = [json.loads(f.read_text()) for f in sorted((out / "ckpt").glob("step_*.json"))]
     c = s["costs"]
-    assert c["checkpoints"] == s["n_checkpoints"] == len(files) and c["wall_s"] == files[-1]["wall_s"]
-    assert c["eval_s"] == pytest.approx(sum(f["eval_s"] for f in files)) and c["eval_s"] > 0
-    assert c["eval_share"] == pytest.approx(c["eval_s"] / (c["wall_s"] - sum(f["eval_s"] for f in files[:-1])))
+    settled = out / "settled.json"
+    settle_s = json.loads(settled.read_text())["settle_s"] if settled.is_file() else 0.0
+    assert c["checkpoints"] == s["n_checkpoints"] == len(files) and c["settle_s"] == pytest.approx(settle_s)
+    assert c["wall_s"] == pytest.approx(files[-1]["wall_s"] + files[-1]["eval_s"] + settle_s)
+    assert c["live_eval_s"] == pytest.approx(sum(f["eval_s"] for f in files)) and c["live_eval_s"] > 0
+    assert c["eval_s"] == pytest.approx(c["live_eval_s"] + settle_s)
+    assert c["eval_share"] == pytest.approx(c["eval_s"] / c["wall_s"])
     text = run_cli("summary", str(out)).stdout
     assert f"over {len(files)} checkpoints, of which evaluation" in text
     for f in (out / "ckpt").glob("step_*.json"):  # a run written before eval_s was recorded
@@ -402,8 +406,9 @@ def test_costs_count_every_evaluation_across_a_resume(tmp_path, tiny_cfg):
     assert files[i]["wall_s"] >= files[i - 1]["wall_s"] + files[i - 1]["eval_s"]
     c = run_costs(run)
     ev = [f["eval_s"] for f in files]
-    assert c["eval_s"] == pytest.approx(sum(ev)) and c["checkpoints"] == len(files)
-    assert c["eval_share"] == pytest.approx(sum(ev) / (files[-1]["wall_s"] - sum(ev[:-1])))
+    assert c["live_eval_s"] == pytest.approx(sum(ev)) and c["checkpoints"] == len(files)
+    assert c["wall_s"] == pytest.approx(files[-1]["wall_s"] + ev[-1] + c["settle_s"])
+    assert c["eval_share"] == pytest.approx((sum(ev) + c["settle_s"]) / c["wall_s"])
 
 
 def test_a_widening_spacing_writes_a_subset_of_the_dense_checkpoints(tmp_path, tiny_cfg, run_cli):

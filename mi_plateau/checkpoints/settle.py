@@ -1,0 +1,362 @@
+"""Evaluation in two parts: a live estimate while training, an exact settlement afterwards.
+
+**Live.** At every checkpoint the first-token family (Lc, L1, the candidate mass, the swap gap)
+is computed on every evaluation group: it reads one position per row and is cheap. The paper
+family's L_seq scores K (K - 1) continuation strings per group, so it is computed on a seeded
+subset of ``eval.live_groups`` groups (the same groups at every checkpoint of a run) and recorded
+as an estimate of the full-set mean with its standard error (``L_seq_se``; 0 where every group
+was scored). The only live decisions are the stopping rules and the checkpoint spacing; the floor
+stop waits until the estimate is below its floor by ``Z`` standard errors.
+
+**Settle.** A crossing a table reads (tau at any alpha, the transition width's ends, any
+threshold asked later) is a question about which side of a threshold t the full-set L_seq lies
+at some checkpoints. A checkpoint whose band [estimate - Z se, estimate + Z se] excludes t
+answers by its estimate; one whose band contains t is scored on the full set (the only full
+scorings a run pays for), and only where the answer depends on it: the walk that finds "the
+first checkpoint below t" stops at the first checkpoint decided below, and the width's
+"last checkpoint above t before t_end" walks back from t_end to the first decided above. The
+exact values are cached in the run folder (``settled.json``), per step and weights checksum, so a
+second question is free and a summary without torch reads them.
+
+Diagram (one threshold t; ``|`` a band, ``x`` an exact value)::
+
+    L_seq  |  |  |  |                          only the bands that contain t,
+    t  ----|--|--x--x------------------        on the walk's path, are scored
+                    \\  |  |  |                 exactly; the answer is the
+                     \\ |  |  |                 first x or band wholly below t
+
+With Z standard errors a band excludes the full-set value with probability at most 2 Phi(-Z) per
+look under the normal approximation of a subset mean (Z = 4: 6e-5). Pure Python and numpy; the
+exact scoring imports torch lazily (``score_exact``). The live subset and its
+estimate are ``metrics.live_groups`` and ``metrics.estimate``.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..summaries import nan_to_none, num, summarize, tau, transition_width
+
+Z = 4.0  # a band's half-width in standard errors
+SETTLED_FILE = "settled.json"
+KEY = "L_seq"  # the one loss recorded as an estimate; the first-token family is exact live
+# what a full scoring replaces in a record (the paper family's numbers over the scored rows)
+EXACT_KEYS = ("L_seq", "cand_acc", "cand_groups_ge80", "cand_groups_100")
+TABLE5_ALPHAS = (0.3, 0.4, 0.5, 0.6, 0.7)  # Table 5's thresholds, fractions of log K
+
+
+# ---------------------------------------------------------------------------------------------
+# the questions (pure: records in, steps to score out)
+
+
+@dataclass(frozen=True)
+class Crossing:
+    """tau at ``alpha``: the first checkpoint with L_seq < alpha log K."""
+
+    alpha: float
+
+
+@dataclass(frozen=True)
+class Width:
+    """The transition width: t_end = the first checkpoint with L_seq < lo log K, t_start = the last
+    one before it with L_seq > hi log K (0 if none)."""
+
+    hi: float
+    lo: float
+
+
+def default_questions(cfg) -> tuple[Crossing | Width, ...]:
+    """What a run's summary and tables read: tau at ``eval.alpha`` and Table 5's alphas, and the
+    transition width at ``eval.width_hi`` / ``eval.width_lo``."""
+    alphas = sorted({cfg.eval.alpha, *TABLE5_ALPHAS})
+    return (*(Crossing(a) for a in alphas), Width(cfg.eval.width_hi, cfg.eval.width_lo))
+
+
+def band(metrics: dict[str, Any], exact_live: bool) -> tuple[float, float]:
+    """(value, standard error) of a record's L_seq. A record without ``L_seq_se`` is exact where
+    the run scored every group live (``exact_live``), else an estimate of unknown error (inf), as
+    is a record whose L_seq the live evaluation left out (``retire_live``)."""
+    v = num(metrics.get(KEY))
+    se = metrics.get(f"{KEY}_se")
+    if se is None:
+        return v, 0.0 if exact_live and KEY in metrics and "groups_scored" not in metrics else float("inf")
+    return v, num(se)
+
+
+def retire_live(cfg, records: Sequence[dict[str, Any]]) -> bool:
+    """Can the live evaluation leave L_seq out from now on? Yes once a recorded estimate lies
+    below every threshold a live decision or a default question reads by ``Z`` standard errors:
+    the width's lower end, and the floor stop's floor where it waits for L_seq. Every crossing
+    of those is then decided at or before that checkpoint; a question asked later about a lower
+    threshold finds the later checkpoints unknown and settles them on the full set."""
+    lowest = cfg.eval.width_lo
+    if cfg.train.stop == "floor" and cfg.train.tau_on in ("paper", "both"):
+        lowest = min(lowest, cfg.train.stop_floor)
+    t = lowest * cfg.task.log_K
+    for r in records:
+        v, se = num(r["metrics"].get(KEY)), r["metrics"].get(f"{KEY}_se")
+        if se is not None and math.isfinite(v) and v + Z * num(se) < t:
+            return True
+    return False
+
+
+def _side(v: float, se: float, t: float, below: bool) -> bool | None:
+    """Is the full-set value below t (``below``) or above t? None: the band contains t (or the
+    value is unknown: se inf)."""
+    if math.isinf(se):
+        return None
+    if not math.isfinite(v):
+        return False  # no value (a task without the paper family): neither below nor above
+    if se == 0.0:
+        return v < t if below else v > t
+    if not (v - Z * se > t or v + Z * se < t):
+        return None
+    return v < t if below else v > t
+
+
+class Walk:
+    """The sides of each record's L_seq, exact where ``exact`` holds its full-set value.
+    ``undecided`` collects the indices a question needed and could not decide; ``fallback``
+    (indices) answer by their estimate (checkpoints that cannot be scored)."""
+
+    def __init__(self, bands: Sequence[tuple[float, float]], log_K: float, fallback: Iterable[int] = ()):
+        self.bands, self.log_K = list(bands), log_K
+        self.fallback = set(fallback)
+        self.undecided: list[int] = []
+
+    def side(self, i: int, frac: float, below: bool) -> bool | None:
+        v, se = self.bands[i]
+        s = _side(v, 0.0 if i in self.fallback else se, frac * self.log_K, below)
+        if s is None:
+            self.undecided.append(i)
+        return s
+
+    def first_below(self, frac: float) -> int | None:
+        """The first index below ``frac`` log K (None: none, or an undecided one on the way)."""
+        for i in range(len(self.bands)):
+            s = self.side(i, frac, True)
+            if s is None:
+                return None
+            if s:
+                return i
+        return None
+
+    def last_above(self, frac: float, before: int) -> int | None:
+        """The last index before ``before`` above ``frac`` log K (None: none, or undecided)."""
+        for i in range(before - 1, -1, -1):
+            s = self.side(i, frac, False)
+            if s is None or s:
+                return i if s else None
+        return None
+
+    def ask(self, q: Crossing | Width) -> None:
+        if isinstance(q, Crossing):
+            self.first_below(q.alpha)
+        else:
+            end = self.first_below(q.lo)
+            if end is not None:
+                self.last_above(q.hi, end)
+
+
+def resolve(records: Sequence[dict[str, Any]], exact: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records with each settled step's paper-family numbers replaced by the full-set ones
+    (``L_seq_se`` 0, ``settled`` true); the rest as recorded."""
+    out = []
+    for r in records:
+        e = exact.get(int(r["step"]))
+        if e is not None:
+            r = {**r, "metrics": {**r["metrics"], **e, f"{KEY}_se": 0.0, "settled": True}}
+        out.append(r)
+    return out
+
+
+def pending(
+    records: Sequence[dict[str, Any]],
+    log_K: float,
+    exact_live: bool,
+    questions: Iterable[Crossing | Width],
+    fallback: Iterable[int] = (),
+) -> list[int]:
+    """The steps whose full-set L_seq the ``questions`` need and the (resolved) records cannot
+    decide: the first undecided checkpoint on each question's walk."""
+    w = Walk([band(r["metrics"], exact_live) for r in records], log_K, fallback)
+    need = set()
+    for q in questions:
+        w.undecided = []
+        w.ask(q)
+        need.update(w.undecided)
+    return sorted(int(records[i]["step"]) for i in need)
+
+
+# ---------------------------------------------------------------------------------------------
+# settling a run
+
+
+@dataclass
+class Settlement:
+    """What ``settle`` did: the records with every settled value in place, the steps it scored
+    on the full set now (``scored``) and before (``cached``), and the steps it needed but could
+    not score (``unsettled``: their weights are gone), which answer by their estimate."""
+
+    records: list[dict[str, Any]]
+    scored: list[int]
+    cached: list[int]
+    unsettled: list[int]
+
+    def note(self) -> dict[str, Any]:
+        return {
+            "full_scorings_now": len(self.scored),
+            "full_scorings_cached": len(self.cached),
+            "scored_steps": self.scored,
+            "unsettled_steps": self.unsettled,
+            "exact": not self.unsettled,
+        }
+
+
+def settle(
+    run,
+    questions: Iterable[Crossing | Width] | None = None,
+    *,
+    score: Callable[[int], dict[str, Any]] | None = None,
+    allow_scoring: bool = True,
+) -> Settlement:
+    """Settle ``questions`` (default ``default_questions``) on ``run`` (a ``checkpoints.Run``):
+    score on the full set, one at a time, each checkpoint a question's walk needs and cannot
+    decide, until none is left; cache the exact values in ``settled.json``. ``score(step)``:
+    the exact paper-family numbers at a step (default ``score_exact`` on the run);
+    ``allow_scoring=False`` reads the cache only (no torch), leaving the rest unsettled."""
+    from .files import atomic_write_json, read_json
+
+    cfg = run.config()
+    manifest = run.manifest()
+    entries = {int(c["step"]): c for c in manifest["checkpoints"]}
+    records = [c["record"] for c in manifest["checkpoints"]]
+    questions = tuple(questions) if questions is not None else default_questions(cfg)
+    path = run.own_file(SETTLED_FILE)
+    doc = read_json(path) if path.exists() else {"steps": {}}
+    exact = _valid(doc, entries)
+    cached, scored, unsettled = sorted(exact), [], []
+    seconds: dict[int, float] = {}
+    exact_live = _exact_live(cfg, records)
+    if score is None and allow_scoring:
+        score = _scorer(run)
+    while True:
+        resolved = resolve(records, exact)
+        fb = [i for i, r in enumerate(records) if int(r["step"]) in unsettled]
+        need = pending(resolved, cfg.task.log_K, exact_live, questions, fb)
+        if not need:
+            break
+        for step in need:
+            if not allow_scoring or not run.weights_path(step).exists():
+                unsettled.append(step)
+                continue
+            t = time.perf_counter()
+            exact[step] = {k: num(v) for k, v in score(step).items() if k in EXACT_KEYS}
+            seconds[step] = time.perf_counter() - t
+            scored.append(step)
+    if scored:
+        doc["steps"] = {
+            str(s): {"sha256": entries[s].get("sha256"), "metrics": exact[s]} for s in sorted(exact) if s in entries
+        }
+        doc["eval"] = {"n_groups": cfg.eval.n_groups, "eval_seed": cfg.eval.eval_seed}
+        # what the full scorings cost, summed over every settlement of this run (sweeps.table.run_costs)
+        doc["settle_s"] = float(doc.get("settle_s") or 0.0) + sum(seconds.values())
+        atomic_write_json(path, nan_to_none(doc))
+    return Settlement(resolve(records, exact), scored, [s for s in cached if s in exact], sorted(set(unsettled)))
+
+
+def _valid(doc: dict[str, Any], entries: dict[int, dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    """The cache's exact values that still serve: a step of the run with the same weights."""
+    out = {}
+    for k, v in (doc.get("steps") or {}).items():
+        c = entries.get(int(k))
+        if c is not None and isinstance(v, dict) and v.get("sha256") == c.get("sha256"):
+            out[int(k)] = v["metrics"]
+    return out
+
+
+def cached_exact(run) -> dict[int, dict[str, Any]]:
+    """{step: exact paper-family metrics} from the run's settlement cache (no scoring, no torch);
+    empty where there is none or it cannot be read."""
+    from .files import RunError, read_json
+
+    try:
+        path = run.own_file(SETTLED_FILE)
+        if not path.is_file():
+            return {}
+        return _valid(read_json(path), {int(c["step"]): c for c in run.manifest()["checkpoints"]})
+    except (RunError, ValueError, TypeError, AttributeError, KeyError):
+        return {}
+
+
+def _exact_live(cfg, records) -> bool:
+    """Did the run score every group live? (Records written before ``L_seq_se`` existed carry
+    none: exact unless the run's live subset was smaller than the evaluation set.)"""
+    return not cfg.eval.live_groups or cfg.eval.live_groups >= min(cfg.eval.n_groups, cfg.task.n_b)
+
+
+def _scorer(run) -> Callable[[int], dict[str, Any]]:
+    """``score_exact`` on ``run`` with its evaluation set built once."""
+    state: dict[str, Any] = {}
+
+    def score(step: int) -> dict[str, Any]:
+        if "ev" not in state:
+            state["ev"] = run.eval_set()
+        return score_exact(run, step, state["ev"])
+
+    return score
+
+
+def score_exact(run, step: int, ev=None) -> dict[str, Any]:
+    """Both families' checkpoint metrics at ``step`` on the full evaluation set (every group and
+    row): what a run that scored everything live records."""
+    from ..metrics import evaluate
+
+    model = run.load_model(step)
+    return evaluate(model, ev if ev is not None else run.eval_set())
+
+
+def answer(q: Crossing | Width, records: Sequence[dict[str, Any]], log_K: float) -> dict[str, Any]:
+    """A question's answer on (settled) records: tau at alpha, or (t_start, t_end, tau_width)."""
+    steps = [int(r["step"]) for r in records]
+    vals = [num(r["metrics"].get(KEY)) for r in records]
+    if isinstance(q, Crossing):
+        return {"question": f"tau at {q.alpha:g} log K", "alpha": q.alpha, "tau": tau(steps, vals, log_K, q.alpha)}
+    t_start, t_end, width = transition_width(steps, vals, log_K, q.hi, q.lo)
+    return {
+        "question": f"width {q.hi:g} -> {q.lo:g} log K",
+        "hi": q.hi,
+        "lo": q.lo,
+        "t_start": t_start,
+        "t_end": t_end,
+        "tau_width": width,
+    }
+
+
+def settled_summary(run, questions=None, *, allow_scoring: bool = True) -> dict[str, Any]:
+    """``summaries.summarize`` on the run's records with ``questions`` (default
+    ``default_questions``) settled, each question's answer (``paper_crossings``, L_seq), and what
+    the settlement did (``settlement``: full scorings now and cached, the steps it could not
+    settle). ``allow_scoring=False``: from the cache only (no torch); what that leaves unsettled
+    is named, and those crossings read the live estimate."""
+    cfg = run.config()
+    questions = tuple(questions) if questions is not None else default_questions(cfg)
+    st = settle(run, questions, allow_scoring=allow_scoring)
+    s = summarize(cfg, st.records)
+    # Table 7's plateau height is a mean over a window, not a crossing: say how many of its
+    # values are live estimates (0: every one exact)
+    window = [
+        r
+        for r in st.records
+        if cfg.eval.seq_plateau_start <= r["step"] <= cfg.eval.seq_plateau_end
+        and band(r["metrics"], _exact_live(cfg, st.records))[1] != 0.0
+    ]
+    s["definitions"]["paper"]["plateau_estimates"] = len(window)
+    s["paper_crossings"] = [answer(q, st.records, cfg.task.log_K) for q in dict.fromkeys(questions)]
+    s["settlement"] = st.note()
+    return s
