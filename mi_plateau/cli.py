@@ -13,6 +13,16 @@ import sys
 from collections.abc import Mapping, Sequence
 
 from . import commands
+from .commands.options import (
+    add_device,
+    add_static,
+    add_step,
+    batch_runs,
+    fraction,
+    num_arg,
+    positive_int,
+    width_pair,
+)
 from .config import PRESETS, SECTIONS, ConfigError, settings
 from .config import kind as field_kind
 
@@ -37,25 +47,9 @@ def train_flags(sections: Mapping[str, type] = SECTIONS) -> list[tuple[str, str,
 TRAIN_FLAGS = train_flags()
 
 # the recipes of mi_plateau.reproduce, named here so that the parser imports nothing heavy
-RECIPE_NAMES = (
-    "core",
-    "k_sweep",
-    "fixed_d",
-    "fixed_d_noclip",
-    "len_z",
-    "batch_size",
-    "batch_size_noclip",
-    "seeds_init",
-    "seeds_warmup",
-    "lr_sweep",
-    "phase_boundary",
-    "dissipation",
-    "label_noise",
-    "direction",
-    "selector_groups",
-    "hessian",
-    "figure3",
-    "controls",
+RECIPE_NAMES = tuple(
+    "core k_sweep fixed_d fixed_d_noclip len_z batch_size batch_size_noclip seeds_init seeds_warmup lr_sweep "
+    "phase_boundary dissipation label_noise direction selector_groups hessian figure3 controls".split()
 )
 
 RECIPE_HELP = (
@@ -71,65 +65,6 @@ RECIPE_HELP = (
 )
 
 
-def _num_arg(typ):
-    """argparse type that reports non-numeric input in our own words."""
-
-    def parse(text: str):
-        try:
-            return typ(text)
-        except ValueError:
-            kind = "an integer" if typ is int else "a number"
-            raise argparse.ArgumentTypeError(f"{text!r} is not {kind}") from None
-
-    parse.__name__ = typ.__name__
-    return parse
-
-
-def _positive_int(text: str) -> int:
-    v = _num_arg(int)(text)
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
-    return v
-
-
-def _fraction(text: str) -> float:
-    v = _num_arg(float)(text)
-    if not 0 < v < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must lie strictly between 0 and 1 (a fraction of log K)")
-    return v
-
-
-def _width_pair(text: str) -> tuple[float, float]:
-    parts = text.split(",")
-    if len(parts) != 2:
-        raise argparse.ArgumentTypeError(f"{text!r}: give HI,LO, two fractions of log K (e.g. 0.95,0.05)")
-    hi, lo = (_fraction(x) for x in parts)
-    if not lo < hi:
-        raise argparse.ArgumentTypeError(f"{text!r}: LO must be below HI")
-    return hi, lo
-
-
-def _batch_runs(text: str) -> int | str:
-    """--batch-runs: a positive integer, or auto (batched processes on a GPU, one run per process on a CPU)."""
-    return "auto" if text.strip().lower() == "auto" else _positive_int(text)
-
-
-def _add_device(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--device",
-        default="auto",
-        metavar="DEVICE",
-        help="auto (default: a CUDA GPU when there is one, "
-        "else the CPU), cpu, cuda or cuda:N; run folders are the same whichever it is",
-    )
-
-
-def _add_step(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--step", type=_num_arg(int), default=None, help="checkpoint nearest this step (default: the last)"
-    )
-
-
 def add_train(sub) -> None:
     t = sub.add_parser("train", help="train a run with dense checkpoints")
     t.add_argument("--preset", choices=PRESETS, default=None, help="starting configuration (default: demo)")
@@ -140,7 +75,7 @@ def add_train(sub) -> None:
         help="start from a config JSON file ('-': read it from standard input) instead of a preset",
     )
     for flag, dest, typ, helptext in TRAIN_FLAGS:
-        t.add_argument(flag, dest=dest, type=_num_arg(typ) if typ is not str else str, default=None, help=helptext)
+        t.add_argument(flag, dest=dest, type=num_arg(typ) if typ is not str else str, default=None, help=helptext)
     # the command reads these destinations as config overrides
     t.set_defaults(setting_flags=tuple(dest for _, dest, _, _ in TRAIN_FLAGS))
     t.add_argument(
@@ -153,7 +88,7 @@ def add_train(sub) -> None:
     t.add_argument("--out", default=None, help="run folder (default: checkpoints/<name>)")
     t.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
-    _add_device(t)
+    add_device(t)
 
 
 def add_train_batch(sub) -> None:
@@ -168,7 +103,7 @@ def add_train_batch(sub) -> None:
     )
     tb.add_argument("--resume", action="store_true", help="continue runs that exist from their last checkpoints")
     tb.add_argument("--quiet", action="store_true", help="no progress bar")
-    _add_device(tb)
+    add_device(tb)
 
 
 def add_summary(sub) -> None:
@@ -190,25 +125,25 @@ def add_summary(sub) -> None:
     )
     s.add_argument(
         "--draws",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         help="with --sampled-tau or --sampled-width: replays of the estimator (default 1000)",
     )
     s.add_argument(
         "--n-sample",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         help="with --sampled-tau or --sampled-width: groups per estimate (default 32)",
     )
     s.add_argument(
         "--every",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         help="with --sampled-tau or --sampled-width: steps between estimates (default 50)",
     )
     s.add_argument(
         "--tau-at",
-        type=_fraction,
+        type=fraction,
         action="append",
         default=None,
         metavar="ALPHA",
@@ -216,7 +151,7 @@ def add_summary(sub) -> None:
     )
     s.add_argument(
         "--width-at",
-        type=_width_pair,
+        type=width_pair,
         action="append",
         default=None,
         metavar="HI,LO",
@@ -230,7 +165,7 @@ def add_summary(sub) -> None:
     )
     s.add_argument(
         "--spacing-check",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         metavar="MAX",
         help="replay the widening checkpoint spacing (train.ckpt_every_max = MAX) on this densely checkpointed "
@@ -244,7 +179,7 @@ def add_analyze(sub) -> None:
     a.add_argument("--out", default="analyses", help="output root (default: analyses/)")
     a.add_argument(
         "--max-checkpoints",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         help="per-head passes at this many checkpoints over [0, 2 tau] (default 21)",
     )
@@ -254,30 +189,25 @@ def add_analyze(sub) -> None:
     )
     a.add_argument("--json", action="store_true", help="print the written paths and headline numbers as JSON")
     a.add_argument("--quiet", action="store_true")
-    _add_device(a)
+    add_device(a)
 
 
 def add_inspect(sub) -> None:
     i = sub.add_parser("inspect", help="per-head scores at one checkpoint")
     i.add_argument("run")
-    _add_step(i)
+    add_step(i)
     i.add_argument("--head", default=None, help="one head, e.g. L0H3: also show its attention pattern")
     i.add_argument("--json", action="store_true")
-    _add_device(i)
+    add_device(i)
 
 
 def add_ablate(sub) -> None:
     b = sub.add_parser("ablate", help="head-ablation report at one checkpoint")
     b.add_argument("run")
-    _add_step(b)
+    add_step(b)
     b.add_argument("--mean", action="store_true", help="mean-ablate instead of zero-ablate")
     b.add_argument("--json", action="store_true")
-    _add_device(b)
-
-
-def _add_static(p, help: str) -> None:
-    # store_const: None (not given) keeps "where a browser is found" apart from an explicit ask
-    p.add_argument("--static", action="store_const", const=True, default=None, help=help)
+    add_device(b)
 
 
 def add_report(sub) -> None:
@@ -298,13 +228,13 @@ def add_report(sub) -> None:
         metavar="FILE",
         help="an LLC curve recorded by python -m mi_plateau.passes.llc (JSON), drawn beside its run's loss; repeatable",
     )
-    _add_static(
+    add_static(
         r,
         "also export every figure of the page as a static SVG (a Chromium is needed: without one, "
         "a one-line error before any work) into <report>_figures/ beside the page",
     )
     r.add_argument("--quiet", action="store_true")
-    _add_device(r)
+    add_device(r)
 
 
 def add_bench(sub) -> None:
@@ -321,7 +251,7 @@ def add_bench(sub) -> None:
     bench.add_argument(
         "--out", default=None, help="also write the Markdown table here (with --json, the numbers beside it: X.json)"
     )
-    _add_device(bench)
+    add_device(bench)
 
 
 def add_sweep(sub) -> None:
@@ -329,11 +259,11 @@ def add_sweep(sub) -> None:
     sw.add_argument("target", help="a sweep file (TOML), or the word status")
     sw.add_argument("folder", nargs="?", help="with status: the sweep folder (checkpoints/<name>)")
     sw.add_argument(
-        "--jobs", type=_positive_int, default=None, help="processes at once (default: one per core; one thread each)"
+        "--jobs", type=positive_int, default=None, help="processes at once (default: one per core; one thread each)"
     )
     sw.add_argument(
         "--batch-runs",
-        type=_batch_runs,
+        type=batch_runs,
         default=1,
         metavar="M",
         help="train up to M runs of the same shapes per process as one stacked model (default 1: one run per "
@@ -346,7 +276,7 @@ def add_sweep(sub) -> None:
     sw.add_argument("--root", default="checkpoints", help="where sweep folders live (default: checkpoints/)")
     sw.add_argument("--dry-run", action="store_true", help="validate the file and list the runs, train nothing")
     sw.add_argument("--quiet", action="store_true")
-    _add_device(sw)
+    add_device(sw)
 
 
 def add_reproduce(sub) -> None:
@@ -362,13 +292,13 @@ def add_reproduce(sub) -> None:
     )
     rep.add_argument(
         "--jobs",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         help="train this many runs at once, one thread each (default: one per core)",
     )
     rep.add_argument(
         "--batch-runs",
-        type=_batch_runs,
+        type=batch_runs,
         default=1,
         metavar="M",
         help="sweep recipes: up to M runs per process, batched (auto: batched on a GPU, one per process on a CPU)",
@@ -387,7 +317,7 @@ def add_reproduce(sub) -> None:
     )
     rep.add_argument(
         "--max-steps",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         metavar="N",
         help="sweep recipes: a step budget of N instead of the recipe's (runs that do not escape read as "
@@ -401,13 +331,13 @@ def add_reproduce(sub) -> None:
         default="docs/reproduction",
         help="where tables, figures and the recipe's log go (default: docs/reproduction/)",
     )
-    _add_static(
+    add_static(
         rep,
         "export the static figures (.svg) or fail; default: export them where a Chromium is found, "
         "else write every table and say in one line that the figures need one",
     )
     rep.add_argument("--quiet", action="store_true")
-    _add_device(rep)
+    add_device(rep)
 
 
 # one function per subcommand, in the order --help lists them

@@ -38,6 +38,32 @@ def tau(steps: Sequence[int], Lc: Sequence[float], log_K: float, alpha: float = 
     return None
 
 
+ACC_THRESHOLD = 0.8  # Table 6: a group counts at ">= 80%" once this share of its K examples is right
+ACC_TOL = 1e-9  # a group's mean k / K may land a rounding step below the fraction it stands for
+
+
+def estimate(group_means: np.ndarray, n_total: int, rows_sampled: bool = False) -> tuple[float, float]:
+    """(mean, standard error) of the full set's mean from n of its ``n_total`` group means, drawn
+    without replacement: se = sd(group means) / sqrt(n) * sqrt(1 - n / n_total). With
+    ``rows_sampled`` each group's mean is itself over a sample of its rows (two-stage sampling):
+    the spread of those means then carries the within-group error too, and the finite-population
+    factor is left out, so se^2 is at least the estimator's variance in expectation (Cochran)."""
+    n = len(group_means)
+    mean = float(np.mean(group_means))
+    if n >= n_total and not rows_sampled:
+        return mean, 0.0
+    if n < 2:
+        return mean, float("inf")
+    fpc = 1.0 if rows_sampled else math.sqrt(1 - n / n_total)
+    return mean, float(np.std(group_means, ddof=1)) / math.sqrt(n) * fpc
+
+
+def group_shares(acc) -> tuple[float, float, float]:
+    """Per-group accuracies (an array) -> (mean, share of groups at >= ``ACC_THRESHOLD``, share at 1)."""
+    a = np.asarray(acc, dtype=float)
+    return float(a.mean()), float((a >= ACC_THRESHOLD - ACC_TOL).mean()), float((a >= 1 - ACC_TOL).mean())
+
+
 FORWARD_L1 = 0.1  # nats: Table 2's forward clock threshold (absolute, not a fraction of log K)
 
 

@@ -31,7 +31,7 @@ def bench_eval_share(
     """One row per K: seconds per step and per evaluation of each kind, and each kind's share."""
     import torch
 
-    from ..metrics import evaluate, first_token_losses, live_groups
+    from ..metrics import evaluate, first_token_losses, live_subset
     from ..model import build_model
     from ..task import make_eval_set, make_task
 
@@ -45,7 +45,7 @@ def bench_eval_share(
         if device != "cpu":
             model = model.to(device)
         ev = make_eval_set(make_task(cfg.task), cfg.eval)
-        live = live_groups(subset, ev.groups, cfg.eval.eval_seed)
+        live = live_subset(subset, ev.groups, K, cfg.eval.eval_seed)
         with torch.no_grad():
             evaluate(model, ev, live=live)  # the packings are built once, outside the timing
         cands = {

@@ -48,6 +48,7 @@ NON_NEGATIVE = (
     "Lc_se",
     "swap_gap_se",
     "L_seq_rows",
+    "rows_scored",
 )
 
 

@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..summaries import nan_to_none, num, summarize, tau, transition_width
+from ..summaries import estimate, group_shares, nan_to_none, num, summarize, tau, transition_width
 
 Z = 4.0  # a band's half-width in standard errors
 SETTLED_FILE = "settled.json"
@@ -163,14 +163,16 @@ class Walk:
                 self.last_above(q.hi, end)
 
 
-def resolve(records: Sequence[dict[str, Any]], exact: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
-    """The records with each settled step's paper-family numbers replaced by the full-set ones
-    (``L_seq_se`` 0, ``settled`` true); the rest as recorded."""
+def resolve(records: Sequence[dict[str, Any]], known: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records with each settled step's paper-family numbers in place (``known``: per step,
+    the overlay ``overlay`` makes from the settlement cache: the full-set values with
+    ``settled`` true, or a larger subset's estimate with its standard error); the rest as
+    recorded."""
     out = []
     for r in records:
-        e = exact.get(int(r["step"]))
+        e = known.get(int(r["step"]))
         if e is not None:
-            r = {**r, "metrics": {**r["metrics"], **e, f"{KEY}_se": 0.0, "settled": True}}
+            r = {**r, "metrics": {**r["metrics"], **e}}
         out.append(r)
     return out
 
@@ -182,8 +184,8 @@ def pending(
     questions: Iterable[Crossing | Width],
     fallback: Iterable[int] = (),
 ) -> list[int]:
-    """The steps whose full-set L_seq the ``questions`` need and the (resolved) records cannot
-    decide: the first undecided checkpoint on each question's walk."""
+    """The steps whose L_seq the ``questions`` need and the (resolved) records cannot decide: the
+    first undecided checkpoint on each question's walk."""
     w = Walk([band(r["metrics"], exact_live) for r in records], log_K, fallback)
     need = set()
     for q in questions:
@@ -194,25 +196,55 @@ def pending(
 
 
 # ---------------------------------------------------------------------------------------------
-# settling a run
+# settling a run: stage by stage, up to the full set
+
+STAGES = (50, 125)  # groups a needed checkpoint is scored on before all of them (each stage adds groups)
+
+
+def stage_order(cfg, groups) -> list[int]:
+    """The order in which settlement scores a checkpoint's groups: the live subset's seeded
+    permutation of the evaluation groups (``metrics.live_subset``), the same at every step."""
+    import numpy as np
+
+    return [int(g) for g in np.random.default_rng([cfg.eval.eval_seed, 0x5EB5]).permutation(groups)]
+
+
+def overlay(entry: dict[str, Any], n_total: int) -> dict[str, Any]:
+    """A cache entry (whole groups scored at a step: their L_seq means and candidate accuracies)
+    as record metrics: the full-set values (``settled``) once every group is in, else the
+    subset's estimate of L_seq with its finite-population standard error."""
+    import numpy as np
+
+    L, acc = np.asarray(entry["L_seq"], dtype=float), np.asarray(entry["acc"], dtype=float)
+    if len(L) >= n_total:
+        mean, ge80, eq100 = group_shares(acc)
+        return {KEY: float(L.mean()), f"{KEY}_se": 0.0, "cand_acc": mean, "cand_groups_ge80": ge80,
+                "cand_groups_100": eq100, "settled": True}  # fmt: skip
+    v, se = estimate(L, n_total)
+    return {KEY: v, f"{KEY}_se": se, "settled_groups": len(L)}
 
 
 @dataclass
 class Settlement:
-    """What ``settle`` did: the records with every settled value in place, the steps it scored
-    on the full set now (``scored``) and before (``cached``), and the steps it needed but could
-    not score (``unsettled``: their weights are gone), which answer by their estimate."""
+    """What ``settle`` did: the records with every settled value in place; the scorings it made
+    now (``scored``: one per step and stage), the steps whose full set it holds now and held
+    before (``full``, ``cached``), and the steps it needed but could not score (``unsettled``:
+    their weights are gone), which answer by their estimate."""
 
     records: list[dict[str, Any]]
     scored: list[int]
+    groups_scored: int
+    full: list[int]
     cached: list[int]
     unsettled: list[int]
 
     def note(self) -> dict[str, Any]:
         return {
-            "full_scorings_now": len(self.scored),
-            "full_scorings_cached": len(self.cached),
-            "scored_steps": self.scored,
+            "scorings_now": len(self.scored),
+            "groups_scored_now": self.groups_scored,
+            "full_sets_now": len([s for s in self.full if s not in self.cached]),
+            "full_sets_cached": len(self.cached),
+            "scored_steps": sorted(set(self.scored)),
             "unsettled_steps": self.unsettled,
             "exact": not self.unsettled,
         }
@@ -222,14 +254,16 @@ def settle(
     run,
     questions: Iterable[Crossing | Width] | None = None,
     *,
-    score: Callable[[int], dict[str, Any]] | None = None,
+    score: Callable[[int, list[int]], dict[str, Any]] | None = None,
     allow_scoring: bool = True,
 ) -> Settlement:
     """Settle ``questions`` (default ``default_questions``) on ``run`` (a ``checkpoints.Run``):
-    score on the full set, one at a time, each checkpoint a question's walk needs and cannot
-    decide, until none is left; cache the exact values in ``settled.json``. ``score(step)``:
-    the exact paper-family numbers at a step (default ``score_exact`` on the run);
-    ``allow_scoring=False`` reads the cache only (no torch), leaving the rest unsettled."""
+    each checkpoint a question's walk needs and cannot decide gets its next stage of groups
+    scored (``STAGES``, then all of them), and the walks run again, until nothing they read is
+    undecided; the scored groups are cached in ``settled.json`` by step and weights checksum.
+    ``score(step, groups)``: those groups' L_seq means and candidate accuracies at a step
+    (``metrics.group_scores``; default on the run, on the CPU); ``allow_scoring=False`` reads
+    the cache only (no torch), leaving the rest unsettled."""
     from .files import atomic_write_json, read_json
 
     cfg = run.config()
@@ -238,15 +272,17 @@ def settle(
     records = [c["record"] for c in manifest["checkpoints"]]
     questions = tuple(questions) if questions is not None else default_questions(cfg)
     path = run.own_file(SETTLED_FILE)
-    doc = read_json(path) if path.exists() else {"steps": {}}
-    exact = _valid(doc, entries)
-    cached, scored, unsettled = sorted(exact), [], []
-    seconds: dict[int, float] = {}
+    doc = read_json(path) if path.exists() else {}
+    cache = _valid(doc, entries)
+    n_total = min(cfg.eval.n_groups, cfg.task.n_b)
+    cached = sorted(s for s, e in cache.items() if len(e["L_seq"]) >= n_total)
+    scored, unsettled, seconds, n_groups = [], [], 0.0, 0
+    order: list[int] | None = None
     exact_live = _exact_live(cfg, records)
     if score is None and allow_scoring:
         score = _scorer(run)
     while True:
-        resolved = resolve(records, exact)
+        resolved = resolve(records, {s: overlay(e, n_total) for s, e in cache.items()})
         fb = [i for i, r in enumerate(records) if int(r["step"]) in unsettled]
         need = pending(resolved, cfg.task.log_K, exact_live, questions, fb)
         if not need:
@@ -255,41 +291,56 @@ def settle(
             if not allow_scoring or not run.weights_path(step).exists():
                 unsettled.append(step)
                 continue
+            if order is None:
+                order = stage_order(cfg, run.eval_set().groups)
+            e = cache.setdefault(step, {"sha256": entries[step].get("sha256"), "groups": [], "L_seq": [], "acc": []})
+            done = len(e["groups"])
+            nxt = next((n for n in STAGES if n > done), n_total)
             t = time.perf_counter()
-            exact[step] = {k: num(v) for k, v in score(step).items() if k in EXACT_KEYS}
-            seconds[step] = time.perf_counter() - t
+            got = score(step, order[done:nxt])
+            seconds += time.perf_counter() - t
+            e["groups"] += [int(g) for g in got["groups"]]
+            e["L_seq"] += [float(x) for x in got["L_seq"]]
+            e["acc"] += [float(x) for x in got["acc"]]
             scored.append(step)
+            n_groups += len(got["groups"])
     if scored:
-        doc["steps"] = {
-            str(s): {"sha256": entries[s].get("sha256"), "metrics": exact[s]} for s in sorted(exact) if s in entries
+        doc = {
+            "eval": {"n_groups": cfg.eval.n_groups, "eval_seed": cfg.eval.eval_seed},
+            "steps": {str(s): cache[s] for s in sorted(cache)},
+            # what the scorings cost, summed over every settlement of this run (sweeps.table.run_costs)
+            "settle_s": float(doc.get("settle_s") or 0.0) + seconds,
         }
-        doc["eval"] = {"n_groups": cfg.eval.n_groups, "eval_seed": cfg.eval.eval_seed}
-        # what the full scorings cost, summed over every settlement of this run (sweeps.table.run_costs)
-        doc["settle_s"] = float(doc.get("settle_s") or 0.0) + sum(seconds.values())
         atomic_write_json(path, nan_to_none(doc))
-    return Settlement(resolve(records, exact), scored, [s for s in cached if s in exact], sorted(set(unsettled)))
+    full = sorted(s for s, e in cache.items() if len(e["L_seq"]) >= n_total)
+    final = resolve(records, {s: overlay(e, n_total) for s, e in cache.items()})
+    return Settlement(final, scored, n_groups, full, cached, sorted(set(unsettled)))
 
 
 def _valid(doc: dict[str, Any], entries: dict[int, dict[str, Any]]) -> dict[int, dict[str, Any]]:
-    """The cache's exact values that still serve: a step of the run with the same weights."""
+    """The cache's entries that still serve: a step of the run with the same weights."""
     out = {}
     for k, v in (doc.get("steps") or {}).items():
         c = entries.get(int(k))
-        if c is not None and isinstance(v, dict) and v.get("sha256") == c.get("sha256"):
-            out[int(k)] = v["metrics"]
+        if c is not None and isinstance(v, dict) and v.get("sha256") == c.get("sha256") and "L_seq" in v:
+            out[int(k)] = v
     return out
 
 
 def cached_exact(run) -> dict[int, dict[str, Any]]:
-    """{step: exact paper-family metrics} from the run's settlement cache (no scoring, no torch);
-    empty where there is none or it cannot be read."""
+    """{step: record metrics overlay} from the run's settlement cache (no scoring, no torch):
+    the full-set values where every group is scored, else the scored groups' estimate; empty
+    where there is no cache or it cannot be read."""
     from .files import RunError, read_json
 
     try:
         path = run.own_file(SETTLED_FILE)
         if not path.is_file():
             return {}
-        return _valid(read_json(path), {int(c["step"]): c for c in run.manifest()["checkpoints"]})
+        cfg = run.config()
+        n_total = min(cfg.eval.n_groups, cfg.task.n_b)
+        cache = _valid(read_json(path), {int(c["step"]): c for c in run.manifest()["checkpoints"]})
+        return {s: overlay(e, n_total) for s, e in cache.items()}
     except (RunError, ValueError, TypeError, AttributeError, KeyError):
         return {}
 
@@ -300,14 +351,18 @@ def _exact_live(cfg, records) -> bool:
     return not cfg.eval.live_groups or cfg.eval.live_groups >= min(cfg.eval.n_groups, cfg.task.n_b)
 
 
-def _scorer(run) -> Callable[[int], dict[str, Any]]:
-    """``score_exact`` on ``run`` with its evaluation set built once."""
+def _scorer(run) -> Callable[[int, list[int]], dict[str, Any]]:
+    """``metrics.group_scores`` on ``run``'s checkpoints, one model and evaluation set reused."""
     state: dict[str, Any] = {}
 
-    def score(step: int) -> dict[str, Any]:
+    def score(step: int, groups: list[int]) -> dict[str, Any]:
+        import numpy as np
+
+        from ..metrics import group_scores
+
         if "ev" not in state:
             state["ev"] = run.eval_set()
-        return score_exact(run, step, state["ev"])
+        return group_scores(run.load_model(step), state["ev"], np.asarray(groups))
 
     return score
 

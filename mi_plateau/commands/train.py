@@ -172,7 +172,8 @@ def print_exact_check(args) -> int:
         return 0
     print(
         f"run: {args.run}: {g['checkpoints_scored']} of {g['checkpoints']} checkpoints scored on the full set "
-        f"(up to step {g['last_step_scored']}); the settlement scored {g['settled_scorings']}; every crossing and "
+        f"(up to step {g['last_step_scored']}); the settlement holds the full set at {g['settled_full_sets']}; "
+        f"every crossing and "
         f"width equal: {g['all_equal']}"
     )
     print_side_by_side(g, ("exact", "settled"))

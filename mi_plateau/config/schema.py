@@ -265,10 +265,9 @@ class EvalConfig:
         20,
         bounds=NON_NEGATIVE,
         note="0 = every evaluation group",
-        help="while training, the paper family (L_seq) is scored on this many seeded evaluation groups and recorded as "
-        "an estimate with its standard error; the first-token family on every group. Each crossing a table reads is "
-        "settled exactly afterwards (mi_plateau.settle: the full set scored only where the estimate's band holds the "
-        "threshold). 0 scores every group at every checkpoint",
+        help="while training, L_seq is scored on this many seeded evaluation groups (an estimate with its standard "
+        "error), the first-token family on every group; each crossing is settled on the full set afterwards where the "
+        "estimate cannot decide it (checkpoints.settle). 0 scores every group at every checkpoint",
     )
     width_hi: float = setting(
         0.95,
@@ -311,13 +310,11 @@ class RunConfig:
         return max(self.train.converge_Lc / self.task.log_K, 0.1), SPACING_HI
 
     def seq_thresholds(self) -> tuple[float, ...]:
-        """Every fraction of log K at which the run reports a crossing of L_seq or acts on one:
-        tau's alpha and Table 5's (0.3-0.7), the transition width's ends, the floor stop, and the
-        ends of the dense checkpoint spacing (``spacing_thresholds``)."""
+        """Every fraction of log K at which the run reports a crossing or acts on one: the alphas
+        (eval.alpha, Table 5's 0.3-0.7), the width's ends, the floor stop, the spacing's ends."""
         fr = {0.3, 0.4, 0.5, 0.6, 0.7, self.eval.alpha, self.eval.width_hi, self.eval.width_lo, self.train.stop_floor}
         return tuple(sorted(fr | set(self.spacing_thresholds())))
 
-    # derived layout values -------------------------------------------------------
     @property
     def seq_len(self) -> int:
         return layout_for(self.task).seq_len
@@ -362,17 +359,15 @@ class RunConfig:
         return cfg
 
 
-# settings of the staged evaluation guard, read from run folders written before ``eval.live_groups``
 RETIRED_EVAL = ("seq_max_strings", "seq_subset", "seq_rows", "seq_guard", "guard_first_token")
 
 
 def retire_eval_keys(d: dict[str, Any]) -> dict[str, Any]:
-    """A stored config with the retired evaluation settings mapped onto ``eval.live_groups``:
-    ``seq_subset = n`` (a guarded first stage of n groups, each record with its standard error)
-    becomes n; ``seq_max_strings = c`` (the first c / (K (K - 1)) groups, no standard error
-    recorded) becomes 0 where that covered the evaluation set (every group scored) and the default
-    live subset where it did not, so ``checkpoints.settle`` reads those records as estimates of
-    unknown error and scores the full set wherever a crossing needs it; neither: 0."""
+    """A stored config with the retired evaluation settings (the staged guard's and the older cap's,
+    in run folders written before ``eval.live_groups``) mapped onto ``eval.live_groups``: a
+    guarded subset of n groups (records with standard errors) becomes n; the older cap becomes 0
+    where it covered every group, else the default subset (its records, without a standard error,
+    then read as estimates of unknown error that ``checkpoints.settle`` scores where needed)."""
     ev = d.get("eval")
     if not isinstance(ev, dict) or not any(k in ev for k in RETIRED_EVAL):
         return d

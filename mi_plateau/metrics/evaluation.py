@@ -3,7 +3,7 @@ package's docstring for their definitions)."""
 
 from __future__ import annotations
 
-import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -16,29 +16,35 @@ from ..config import Layout
 from ..definitions import definition
 from ..model.forward import Weights, run_packed, run_suffixes
 from ..model.packing import eval_packing
+from ..summaries import ACC_THRESHOLD, ACC_TOL, estimate
 from ..task import EOS, EvalSet
 
+LIVE_ROWS = 5  # rows (selectors) of each live group whose L_seq is scored live (all K where K is smaller)
 
-def live_groups(n_live: int, groups: np.ndarray, eval_seed: int) -> np.ndarray | None:
-    """The live subset: ``n_live`` of the evaluation ``groups`` drawn by a generator seeded by
-    ``eval_seed`` (the same at every checkpoint), sorted; None where that is every group (0 or
-    at least all of them: L_seq is then exact live)."""
+
+@dataclass(frozen=True)
+class Live:
+    """The live subset of the evaluation set: ``groups`` (sorted) and, over the rows of
+    ``EvalSet.subset(groups)`` (group-major), the ``m`` seeded rows of each whose L_seq is scored."""
+
+    groups: np.ndarray
+    rows: np.ndarray  # bool, one per row of the subset
+    m: int
+
+
+def live_subset(n_live: int, groups: np.ndarray, K: int, eval_seed: int) -> Live | None:
+    """``n_live`` of the evaluation ``groups`` and min(K, ``LIVE_ROWS``) rows of each, drawn by
+    generators seeded by ``eval_seed`` (the same at every checkpoint of a run); None where
+    ``n_live`` is 0 or at least every group (L_seq is then scored on the full set live). A row
+    costs K - 1 continuation strings, so the live cost grows as K, not K^2."""
     if not n_live or n_live >= len(groups):
         return None
-    order = np.random.default_rng([eval_seed, 0x5EB5]).permutation(groups)
-    return np.sort(order[:n_live])
-
-
-def estimate(group_means: np.ndarray, n_total: int) -> tuple[float, float]:
-    """(mean, standard error) of the full set's mean from n of its ``n_total`` group means, drawn
-    without replacement: se = sd(group means) / sqrt(n) * sqrt(1 - n / n_total)."""
-    n = len(group_means)
-    mean = float(np.mean(group_means))
-    if n >= n_total:
-        return mean, 0.0
-    if n < 2:
-        return mean, float("inf")
-    return mean, float(np.std(group_means, ddof=1)) / math.sqrt(n) * math.sqrt(1 - n / n_total)
+    chosen = np.sort(np.random.default_rng([eval_seed, 0x5EB5]).permutation(groups)[:n_live])
+    m = min(K, LIVE_ROWS)
+    pick = np.random.default_rng([eval_seed, 0x5EB5, 1]).random((n_live, K)).argsort(1)[:, :m]
+    rows = np.zeros((n_live, K), dtype=bool)
+    rows[np.arange(n_live)[:, None], pick] = True
+    return Live(chosen, rows.ravel(), m)
 
 
 def candidate_losses(
@@ -69,10 +75,6 @@ def example_correct(
     pred = logits[:, start : start + layout.target_len].argmax(-1)
     gold = tokens[:, start + 1 : start + 1 + layout.target_len]
     return (pred == gold).all(-1)
-
-
-ACC_THRESHOLD = 0.8  # Table 6: a group counts at ">= 80%" once this share of its K examples is right
-ACC_TOL = 1e-9  # a group's mean k / K may land a rounding step below the fraction it stands for
 
 
 def group_means(x: Tensor, K: int) -> Tensor:
@@ -152,14 +154,13 @@ def sequence_scores(
 
 
 @torch.no_grad()
-def evaluate(
-    model, ev: EvalSet, batch: int = 256, live: np.ndarray | None = None, sequence: bool = True
-) -> dict[str, Any]:
+def evaluate(model, ev: EvalSet, batch: int = 256, live: Live | None = None, sequence: bool = True) -> dict[str, Any]:
     """Per-checkpoint metrics on the evaluation set: the means over its examples of what
-    ``example_losses`` computes per example (see there). ``live`` (groups, ``live_groups``): the
-    first-token losses over every group, the paper family, exact match and the full target loss
-    over those groups only, L_seq recorded as an estimate of the full-set mean with its standard
-    error (``L_seq_se``; ``checkpoints.settle`` makes the crossings exact afterwards); with
+    ``example_losses`` computes per example (see there). ``live`` (``live_subset``): the
+    first-token losses over every group; exact match and the full target loss over the live
+    groups; L_seq and candidate accuracy over their live rows, L_seq recorded as an estimate of
+    the full-set mean with its standard error (``L_seq_se``; ``checkpoints.settle`` makes the
+    crossings exact afterwards); with
     ``sequence=False`` too, L_seq is left out (NaN, ``L_seq_se`` None: unknown). Without
     ``live`` every group is scored and ``L_seq_se`` is 0 (``sequence=False``: no paper family)."""
     W = _weights(model)
@@ -167,18 +168,44 @@ def evaluate(
     K = ev.task.cfg.K
     if live is not None and ev.has_sequence_candidates:
         Lc, L1, mass, swap = _first_token(W, ev, _packing(ev), batch)
-        sub = ev.subset(live)
-        out = _per_example(W, sub, _packing(sub), batch, np.ones(len(sub.tokens), dtype=bool), sequence)
-        seq = sequence_losses(out[-1], torch.as_tensor(sub.s, device=W.W_U.device)) if sequence else None
-        metrics = _metrics(Lc, L1, mass, out[3], out[4], swap, K, seq)
+        sub = ev.subset(live.groups)
+        out = _per_example(W, sub, _packing(sub), batch, live.rows, sequence)
+        metrics = _metrics(Lc, L1, mass, out[3], out[4], swap, K, None)
         se = None
         if sequence:
-            metrics["L_seq"], se = estimate(group_means(seq[0], K).double().cpu().numpy(), ev.n_groups)
-        metrics.update({"L_seq_se": se, "groups_scored": len(sub.groups)})
+            picked = torch.as_tensor(live.rows, device=W.W_U.device)
+            own = torch.as_tensor(sub.s[live.rows], device=W.W_U.device)
+            L_seq, correct = sequence_losses(out[-1][picked], own)  # m rows of each group, group-major
+            metrics["L_seq"], se = estimate(
+                group_means(L_seq, live.m).double().cpu().numpy(), ev.n_groups, rows_sampled=live.m < K
+            )
+            d = definition("paper")
+            metrics[d.acc_mean] = correct.float().mean().item()
+            if live.m == K:  # whole groups: their shares at >= 80% and 100% too
+                metrics.update(accuracy_stats(group_accuracy(correct, K), "paper"))
+        metrics.update({"L_seq_se": se, "groups_scored": len(sub.groups), "rows_scored": int(live.rows.sum())})
         return metrics
     metrics = _metrics(*_per_example(W, ev, _packing(ev), batch, np.ones(len(ev.tokens), dtype=bool), sequence))
     metrics.update({"L_seq_se": 0.0 if sequence else None, "groups_scored": ev.n_groups})
     return metrics
+
+
+@torch.no_grad()
+def group_scores(model, ev: EvalSet, groups: np.ndarray, batch: int = 256) -> dict[str, np.ndarray]:
+    """Per group of ``groups`` (in ``ev.groups``' order): the mean L_seq over its K rows and its
+    candidate accuracy (the paper family; every candidate string of every row scored). What the
+    settlement adds, stage by stage, where a live estimate cannot decide a crossing."""
+    W = _weights(model)
+    ev = ev.on(W.W_U.device)
+    K = ev.task.cfg.K
+    sub = ev.subset(groups)
+    out = _per_example(W, sub, _packing(sub), batch, np.ones(len(sub.tokens), dtype=bool), True)
+    L_seq, correct = sequence_losses(out[-1], torch.as_tensor(sub.s, device=W.W_U.device))
+    return {
+        "groups": np.asarray(sub.groups),
+        "L_seq": group_means(L_seq, K).double().cpu().numpy(),
+        "acc": group_means(correct.float(), K).double().cpu().numpy(),
+    }
 
 
 @torch.no_grad()

@@ -37,7 +37,9 @@ from typing import Any
 
 import numpy as np
 
-from ..checkpoints import Run, RunError, load_state_checked
+from ..checkpoints import Run, RunError
+from .conditions import condition_spread, replay_spread
+from .example_losses import ExampleLosses, replay_scorer
 
 ORIGINAL_N_SAMPLE = 32  # groups per estimate, one example each
 ORIGINAL_EVERY = 50  # steps between the original's evaluations
@@ -162,26 +164,6 @@ def _checked_grid(run: Run, every: int) -> list[int]:
     return steps
 
 
-def replay_spread(taus: np.ndarray) -> dict[str, Any]:
-    """The spread of the replays' taus (steps; NaN where a replay never crossed): ``mean`` and
-    ``std`` of the replays that crossed; ``q05``, ``q50``, ``q95``, ``max`` (the lower
-    percentiles) counting a replay that never crossed as later than any step (None where that is
-    the answer); ``min``; ``p_none``, the share that never crossed."""
-    crossed = taus[~np.isnan(taus)]
-    late = np.where(np.isnan(taus), np.inf, taus)  # never crossed: later than any step
-    q = [float(v) if np.isfinite(v) else None for v in np.percentile(late, [5, 50, 95, 100], method="lower")]
-    return {
-        "mean": float(crossed.mean()) if len(crossed) else None,
-        "std": float(crossed.std(ddof=1)) if len(crossed) > 1 else None,
-        "q05": q[0],
-        "q50": q[1],
-        "q95": q[2],
-        "max": q[3],
-        "min": float(crossed.min()) if len(crossed) else None,
-        "p_none": float(np.isnan(taus).mean()),
-    }
-
-
 def sampled_tau(
     run: str | Run,
     *,
@@ -206,7 +188,7 @@ def sampled_tau(
     steps = _checked_grid(run, every)
     K, alpha = cfg.task.K, cfg.eval.alpha
     threshold = alpha * math.log(K)
-    losses, scored, ev = _scorer(run, shared, progress)
+    losses, scored, ev = replay_scorer(run, shared, progress)
     taus, grid = replay_taus(steps, losses, K, threshold, n_sample, draws, seed)
     if progress:
         print(file=sys.stderr)
@@ -241,61 +223,6 @@ def _checked_run(run: str | Run, n_sample: int, draws: int, every: int) -> Run:
     if n_sample < 1 or draws < 1 or every < 1:
         raise ValueError(f"n_sample, draws and every must be positive (got {n_sample}, {draws}, {every})")
     return run
-
-
-class ExampleLosses:
-    """Every evaluation example's L_seq at a run's checkpoints, one model loaded once and refilled
-    per step, each step scored once and kept: hand one to ``sampled_tau`` and ``sampled_width``
-    and the two replays of a run share their scoring (``summary --sampled-tau --sampled-width``).
-    ``scored``: the steps scored, in order."""
-
-    def __init__(self, run: Run, progress: bool = False):
-        self.run, self.progress = run, progress
-        self.ev = run.eval_set()
-        self.scored: list[int] = []
-        self._kept: dict[int, dict[str, np.ndarray]] = {}
-        self._model = None
-
-    def __call__(self, step: int) -> np.ndarray:
-        return self.at(step)["L_seq"]
-
-    def at(self, step: int) -> dict[str, np.ndarray]:
-        """Every example's ``L_seq``, ``Lc`` and ``swap_gap`` at ``step`` (``metrics.example_losses``,
-        as float64), scored on the first call for the step and kept."""
-        if step in self._kept:
-            return self._kept[step]
-        import torch
-
-        from ..metrics import example_losses
-
-        if self._model is None:
-            self._model = self.run.load_model(step)
-        load_state_checked(self._model, self.run.weights(step), self.run.weights_path(step))
-        with torch.no_grad():
-            out = {k: np.asarray(v, dtype=np.float64) for k, v in example_losses(self._model, self.ev).items()}
-        self._kept[step] = out
-        self.scored.append(step)
-        if self.progress:
-            L = out["L_seq"].mean()
-            print(f"\r{self.run.path.name}: step {step}, L_seq {L:.3f}", end="", flush=True, file=sys.stderr)
-        return out
-
-
-def _scorer(run: Run, shared: ExampleLosses | None, progress: bool):
-    """(a function giving every evaluation example's L_seq at a step, the steps this replay
-    read, the evaluation set): ``shared`` where given (one scoring per step across replays),
-    else a fresh ``ExampleLosses``."""
-    if shared is None:
-        shared = ExampleLosses(run, progress)
-    elif shared.run.path.resolve() != run.path.resolve():
-        raise ValueError(f"the shared losses belong to {shared.run.path}, not {run.path}")
-    read: list[int] = []
-
-    def losses(step: int) -> np.ndarray:
-        read.append(step)
-        return shared(step)
-
-    return losses, read, shared.ev
 
 
 def width_grid(run: Run, every: int) -> tuple[list[int], int]:
@@ -351,7 +278,7 @@ def sampled_width(
     steps, dense = width_grid(run, every)
     K, log_K = cfg.task.K, cfg.task.log_K
     hi, lo = cfg.eval.width_hi, cfg.eval.width_lo
-    losses, scored, ev = _scorer(run, shared, progress)
+    losses, scored, ev = replay_scorer(run, shared, progress)
     t_start, t_end, exact = replay_widths(steps, losses, K, hi * log_K, lo * log_K, n_sample, draws, seed)
     if progress:
         print(file=sys.stderr)
@@ -378,48 +305,6 @@ def sampled_width(
         "tau_width": replay_spread(width),
         "checkpoints_scored": len(scored),
         "widths": [None if math.isnan(w) else int(w) for w in width],
-    }
-
-
-def _mean_std_cv(xs: list[float]) -> tuple[float, float, float]:
-    """Mean, standard deviation with ddof 0 (Table 4's) and CV = std / mean (NaN for a zero mean)."""
-    a = np.asarray(xs, dtype=np.float64)
-    mean, std = float(a.mean()), float(a.std())
-    return mean, std, std / mean if mean else float("nan")
-
-
-SAME_SETTINGS = ("draws", "n_sample", "every", "seed", "hi", "lo")  # what paired replays must share
-
-
-def condition_spread(results: list[dict[str, Any]]) -> dict[str, Any]:
-    """One Table 4 condition as the original's estimator would have read its seeds: for each
-    replay index, the mean, std (ddof 0) and CV of the seeds' widths in that replay (``results``:
-    ``sampled_width`` of each seed with the same settings, so replay d of every seed used the
-    same draws), and their spread over the replays (``replay_spread``), beside the exact widths'
-    mean, std and CV, read on every checkpoint (``exact``) and on the estimator's grid
-    (``exact_grid``). A replay where a seed never ended is left out of the spread
-    (``replays_with_every_seed`` counts the rest); an exact mean needs every seed's width."""
-    if len(results) < 2:
-        raise ValueError("a condition needs two or more sampled_width results")
-    for key in SAME_SETTINGS:
-        if len({r[key] for r in results}) != 1:
-            raise ValueError(f"the results differ in {key} ({sorted({r[key] for r in results})}): replay them alike")
-    per = [[r["widths"][d] for r in results] for d in range(results[0]["draws"])]
-    stats = np.array([_mean_std_cv(ws) for ws in per if None not in ws]).reshape(-1, 3)
-
-    def exact(key: str) -> dict[str, float] | None:
-        ws = [r[key][2] for r in results]
-        return None if None in ws else dict(zip(("mean", "std", "cv"), _mean_std_cv(ws)))
-
-    return {
-        "runs": [r["run"] for r in results],
-        **{k: results[0][k] for k in SAME_SETTINGS},
-        "exact_widths": [r["width_recorded"][2] for r in results],
-        "exact": exact("width_recorded"),
-        "exact_grid_widths": [r["width_exact_grid"][2] for r in results],
-        "exact_grid": exact("width_exact_grid"),
-        "replays_with_every_seed": len(stats),
-        **{k: replay_spread(stats[:, i]) if len(stats) else None for i, k in enumerate(("mean", "std", "cv"))},
     }
 
 

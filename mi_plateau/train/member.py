@@ -23,7 +23,7 @@ from ..checkpoints import (
 from ..checkpoints.settle import retire_live, settle
 from ..config import RunConfig
 from ..devices import to_cpu
-from ..metrics import evaluate, live_groups
+from ..metrics import evaluate, group_scores, live_subset
 from ..summaries import nan_to_none, summarize
 from ..task import make_eval_set, make_sampler, make_task
 from .init_from import load_init
@@ -45,7 +45,7 @@ class Member:
         self.device = device or torch.device("cpu")
         task = make_task(cfg.task)
         self.ev = make_eval_set(task, cfg.eval).on(self.device)
-        self.live = live_groups(cfg.eval.live_groups, self.ev.groups, cfg.eval.eval_seed)
+        self.live = live_subset(cfg.eval.live_groups, self.ev.groups, cfg.task.K, cfg.eval.eval_seed)
         self.model = build_model(cfg)  # on the CPU; moved before the optimizer, which holds the parameters
         if self.device.type != "cpu":  # (TransformerBridge.to prints a line even for a no-op move)
             self.model = self.model.to(self.device)
@@ -142,16 +142,18 @@ class Member:
             self.settle()
 
     def settle(self) -> None:
-        """Settle the run's crossings exactly (``checkpoints.settle``) with the model on this
-        member's device, and put the settled summary, with what settling cost, in the manifest."""
+        """Settle the run's crossings (``checkpoints.settle``) with the model on this member's
+        device, and put the settled summary and what the settlement scored in the manifest."""
         from ..model import build_model
 
-        def score(step: int):
+        def score(step: int, groups):
+            import numpy as np
+
             model = build_model(self.cfg)
             load_state_checked(model, self.run.weights(step), self.run.weights_path(step))
             if self.device.type != "cpu":
                 model = model.to(self.device)
-            return evaluate(model.eval(), self.ev)
+            return group_scores(model.eval(), self.ev, np.asarray(groups))
 
         st = settle(self.run, score=score)
         summary = summarize(self.cfg, st.records)

@@ -18,11 +18,11 @@ def test_a_live_run_records_estimates_and_its_summary_is_settled(tiny_run, tiny_
     live = [c["record"]["metrics"] for c in recs]
     assert all(m["groups_scored"] == tiny_cfg.eval.live_groups and m["L_seq_se"] > 0 for m in live)
     s = tiny_run.manifest()["summary"]
-    assert s["settlement"]["exact"] and s["settlement"]["full_scorings_now"] > 0
+    assert s["settlement"]["exact"] and s["settlement"]["scorings_now"] > 0
     assert (tiny_run.path / SETTLED_FILE).is_file()
     # the settlement is cached: reading the summary again scores nothing and agrees
     again = tiny_run.summary(settle=True)
-    assert again["settlement"]["full_scorings_now"] == 0
+    assert again["settlement"]["scorings_now"] == 0
     for k in ("tau", "t_start", "t_end", "tau_width"):
         assert again[k] == s[k]
 
@@ -30,7 +30,7 @@ def test_a_live_run_records_estimates_and_its_summary_is_settled(tiny_run, tiny_
 def test_every_settled_crossing_equals_the_full_set_one(tiny_run):
     check = exact_check(Run(tiny_run.path))
     assert check["all_equal"], check
-    assert check["settled_scorings"] < check["checkpoints_scored"] <= check["checkpoints"]
+    assert check["settled_full_sets"] < check["checkpoints_scored"] <= check["checkpoints"]
     assert {c["fraction"] for c in check["crossings"]} == {0.3, 0.4, 0.5, 0.6, 0.7}
 
 
@@ -42,12 +42,12 @@ def test_a_threshold_asked_after_training_is_settled_with_counted_scorings(tmp_p
     s = json.loads(p.stdout)
     asked = {c["question"]: c for c in s["paper_crossings"]}
     assert "tau at 0.45 log K" in asked and "width 0.9 -> 0.1 log K" in asked
-    first = s["settlement"]["full_scorings_now"]
+    first = s["settlement"]["scorings_now"]
     assert first >= 0 and s["settlement"]["exact"]
     # asked again: free
     p = run_cli("summary", str(path), "--tau-at", "0.45", "--width-at", "0.9,0.1", "--json")
     s2 = json.loads(p.stdout)
-    assert s2["settlement"]["full_scorings_now"] == 0
+    assert s2["settlement"]["scorings_now"] == 0
     assert {c["question"]: c for c in s2["paper_crossings"]} == asked
     # the answers equal an independent full scoring of every checkpoint
     from mi_plateau.checkpoints.settle import answer, score_exact

@@ -10,7 +10,7 @@ import pytest
 from mi_plateau.checkpoints.settle import Crossing, Width, Z, answer, pending, resolve
 from mi_plateau.config import preset, with_overrides
 from mi_plateau.config.schema import RunConfig, retire_eval_keys
-from mi_plateau.metrics import estimate, live_groups
+from mi_plateau.metrics import estimate, live_subset
 from mi_plateau.summaries import tau, transition_width
 
 LOG_K = 1.0  # thresholds read as fractions of 1 nat
@@ -26,7 +26,7 @@ def test_a_band_clear_of_the_threshold_is_decided_and_one_that_holds_it_is_score
     assert pending(r, LOG_K, False, [Crossing(0.5)]) == [200]
     # exact at 200 (below): settled at 200, nothing else needed; above: 300
     for exact, want in ((0.49, 200), (0.51, 300)):
-        settled = resolve(r, {200: {"L_seq": exact}})
+        settled = resolve(r, {200: {"L_seq": exact, "L_seq_se": 0.0}})
         assert pending(settled, LOG_K, False, [Crossing(0.5)]) == []
         assert answer(Crossing(0.5), settled, LOG_K)["tau"] == want
 
@@ -42,9 +42,9 @@ def test_the_width_walks_back_from_t_end_to_the_first_decided_above():
     values = [1.0, 0.99, 0.99, 0.95, 0.01]
     r = recs(values, [0.001, 0.001, 0.001, 0.005, 0.001])
     assert pending(r, LOG_K, False, [Width(0.95, 0.05)]) == [300]
-    settled = resolve(r, {300: {"L_seq": 0.949}})
+    settled = resolve(r, {300: {"L_seq": 0.949, "L_seq_se": 0.0}})
     assert answer(Width(0.95, 0.05), settled, LOG_K)["t_start"] == 200
-    settled = resolve(r, {300: {"L_seq": 0.951}})
+    settled = resolve(r, {300: {"L_seq": 0.951, "L_seq_se": 0.0}})
     assert answer(Width(0.95, 0.05), settled, LOG_K)["t_start"] == 300
 
 
@@ -70,7 +70,7 @@ def test_settled_answers_equal_the_full_set_ones(seed):
     exact: dict[int, dict] = {}
     while need := pending(resolve(r, exact), LOG_K, False, qs):
         for s in need:
-            exact[s] = {"L_seq": float(truth[s // 100])}
+            exact[s] = {"L_seq": float(truth[s // 100]), "L_seq_se": 0.0}
     settled = resolve(r, exact)
     steps = [x["step"] for x in r]
     for q in qs:
@@ -90,12 +90,31 @@ def test_estimate_is_the_subset_mean_with_the_finite_population_standard_error()
     assert estimate(x, 4) == (pytest.approx(3.5), 0.0)  # every group: exact
 
 
-def test_live_groups_are_seeded_sorted_and_none_for_the_whole_set():
+def test_the_live_subset_is_seeded_sorted_with_m_rows_per_group_and_none_for_the_whole_set():
     groups = np.arange(200)
-    a, b = live_groups(20, groups, 1), live_groups(20, groups, 1)
-    assert np.array_equal(a, b) and len(a) == 20 and np.all(np.diff(a) > 0)
-    assert not np.array_equal(a, live_groups(20, groups, 2))
-    assert live_groups(0, groups, 1) is None and live_groups(200, groups, 1) is None
+    a, b = live_subset(20, groups, 30, 1), live_subset(20, groups, 30, 1)
+    assert np.array_equal(a.groups, b.groups) and np.array_equal(a.rows, b.rows)
+    assert len(a.groups) == 20 and np.all(np.diff(a.groups) > 0)
+    assert a.m == 5 and a.rows.reshape(20, 30).sum(1).tolist() == [5] * 20  # 5 of each group's 30 rows
+    assert live_subset(20, groups, 3, 1).m == 3  # K below 5: every row
+    assert not np.array_equal(a.groups, live_subset(20, groups, 30, 2).groups)
+    assert live_subset(0, groups, 30, 1) is None and live_subset(200, groups, 30, 1) is None
+
+
+def test_two_stage_estimate_leaves_out_the_finite_population_factor():
+    x = np.array([1.0, 2.0, 4.0, 7.0])
+    assert estimate(x, 10, rows_sampled=True)[1] == pytest.approx(np.std(x, ddof=1) / 2)
+    assert estimate(x, 4, rows_sampled=True)[1] > 0  # every group, but a sample of its rows
+
+
+def test_a_cache_entry_overlays_an_estimate_until_every_group_is_in():
+    from mi_plateau.checkpoints.settle import overlay
+
+    part = overlay({"L_seq": [1.0, 2.0, 3.0], "acc": [0.5, 1.0, 0.9]}, 10)
+    assert part["L_seq"] == pytest.approx(2.0) and part["L_seq_se"] > 0 and "settled" not in part
+    full = overlay({"L_seq": [1.0, 2.0, 3.0], "acc": [0.5, 1.0, 0.9]}, 3)
+    assert full["L_seq_se"] == 0.0 and full["settled"] is True
+    assert (full["cand_acc"], full["cand_groups_ge80"], full["cand_groups_100"]) == pytest.approx((0.8, 2 / 3, 1 / 3))
 
 
 def test_old_configs_map_the_retired_evaluation_settings_onto_live_groups():

@@ -1,0 +1,70 @@
+"""The command line's building blocks: argument types that answer bad input in one line, and
+the options several commands share (``--device``, ``--step``, ``--static``)."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def num_arg(typ):
+    """argparse type that reports non-numeric input in our own words."""
+
+    def parse(text: str):
+        try:
+            return typ(text)
+        except ValueError:
+            kind = "an integer" if typ is int else "a number"
+            raise argparse.ArgumentTypeError(f"{text!r} is not {kind}") from None
+
+    parse.__name__ = typ.__name__
+    return parse
+
+
+def positive_int(text: str) -> int:
+    v = num_arg(int)(text)
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return v
+
+
+def fraction(text: str) -> float:
+    v = num_arg(float)(text)
+    if not 0 < v < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must lie strictly between 0 and 1 (a fraction of log K)")
+    return v
+
+
+def width_pair(text: str) -> tuple[float, float]:
+    parts = text.split(",")
+    if len(parts) != 2:
+        raise argparse.ArgumentTypeError(f"{text!r}: give HI,LO, two fractions of log K (e.g. 0.95,0.05)")
+    hi, lo = (fraction(x) for x in parts)
+    if not lo < hi:
+        raise argparse.ArgumentTypeError(f"{text!r}: LO must be below HI")
+    return hi, lo
+
+
+def batch_runs(text: str) -> int | str:
+    """--batch-runs: a positive integer, or auto (batched processes on a GPU, one run per process on a CPU)."""
+    return "auto" if text.strip().lower() == "auto" else positive_int(text)
+
+
+def add_device(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--device",
+        default="auto",
+        metavar="DEVICE",
+        help="auto (default: a CUDA GPU when there is one, "
+        "else the CPU), cpu, cuda or cuda:N; run folders are the same whichever it is",
+    )
+
+
+def add_step(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--step", type=num_arg(int), default=None, help="checkpoint nearest this step (default: the last)"
+    )
+
+
+def add_static(p, help: str) -> None:
+    # store_const: None (not given) keeps "where a browser is found" apart from an explicit ask
+    p.add_argument("--static", action="store_const", const=True, default=None, help=help)
