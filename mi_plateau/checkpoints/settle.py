@@ -266,8 +266,8 @@ def settle(
     the cache only (no torch), leaving the rest unsettled."""
     from .files import atomic_write_json, read_json
 
-    cfg = run.config()
     manifest = run.manifest()
+    cfg = run.config()
     entries = {int(c["step"]): c for c in manifest["checkpoints"]}
     records = [c["record"] for c in manifest["checkpoints"]]
     questions = tuple(questions) if questions is not None else default_questions(cfg)

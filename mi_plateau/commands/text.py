@@ -65,7 +65,10 @@ def print_summary(s: dict) -> None:
                 print(f"  {c['question']:>18}: " + ", ".join(f"{kk} {vv}" for kk, vv in c.items() if kk != "question"))
         elif k == "settlement":
             state = "exact" if v["exact"] else f"ESTIMATE at steps {v['unsettled_steps']} (weights gone)"
-            print(f"  {k:>18}: {state}; full scorings {v['full_scorings_now']} now, {v['full_scorings_cached']} cached")
+            print(
+                f"  {k:>18}: {state}; {v['scorings_now']} scorings now ({v['groups_scored_now']} groups; "
+                f"{v['full_sets_now']} checkpoints reached the full set), {v['full_sets_cached']} full sets cached"
+            )
         else:
             print(f"  {k:>18}: {with_unit(k, v)}")
 

@@ -125,6 +125,7 @@ def cmd_summary(args) -> int:
     from ..checkpoints.settle import Crossing, Width, default_questions
 
     run = Run(args.run)
+    run.manifest()  # a missing or broken folder says so before anything else
     asked = [Crossing(a) for a in args.tau_at or ()] + [Width(h, lo) for h, lo in args.width_at or ()]
     s = run.summary([*default_questions(run.config()), *asked], settle=True)
     t = w = None
