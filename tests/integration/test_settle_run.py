@@ -8,10 +8,10 @@ import shutil
 import pytest
 
 from mi_plateau.checkpoints import Run
-from mi_plateau.config import with_overrides
-from mi_plateau.train import train
 from mi_plateau.checkpoints.settle import SETTLED_FILE, Crossing, Width, settle
+from mi_plateau.config import with_overrides
 from mi_plateau.passes.exact_check import exact_check
+from mi_plateau.train import train
 
 
 @pytest.fixture(scope="module")
