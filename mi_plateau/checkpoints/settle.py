@@ -264,7 +264,7 @@ def settle(
     ``score(step, groups)``: those groups' L_seq means and candidate accuracies at a step
     (``metrics.group_scores``; default on the run, on the CPU); ``allow_scoring=False`` reads
     the cache only (no torch), leaving the rest unsettled."""
-    from .files import atomic_write_json, read_json
+    from .files import read_json
 
     manifest = run.manifest()
     cfg = run.config()
@@ -304,17 +304,24 @@ def settle(
             e["acc"] += [float(x) for x in got["acc"]]
             scored.append(step)
             n_groups += len(got["groups"])
-    if scored:
-        doc = {
-            "eval": {"n_groups": cfg.eval.n_groups, "eval_seed": cfg.eval.eval_seed},
-            "steps": {str(s): cache[s] for s in sorted(cache)},
-            # what the scorings cost, summed over every settlement of this run (sweeps.table.run_costs)
-            "settle_s": float(doc.get("settle_s") or 0.0) + seconds,
-        }
-        atomic_write_json(path, nan_to_none(doc))
+        if scored:  # after each round: a settlement killed midway keeps what it scored
+            _write(path, cfg, cache, float(doc.get("settle_s") or 0.0) + seconds)
     full = sorted(s for s, e in cache.items() if len(e["L_seq"]) >= n_total)
     final = resolve(records, {s: overlay(e, n_total) for s, e in cache.items()})
     return Settlement(final, scored, n_groups, full, cached, sorted(set(unsettled)))
+
+
+def _write(path, cfg, cache: dict[int, dict[str, Any]], settle_s: float) -> None:
+    """The settlement cache: the scored groups per step, and the seconds all scorings took
+    (``sweeps.table.run_costs`` counts them as evaluation)."""
+    from .files import atomic_write_json
+
+    doc = {
+        "eval": {"n_groups": cfg.eval.n_groups, "eval_seed": cfg.eval.eval_seed},
+        "steps": {str(s): cache[s] for s in sorted(cache)},
+        "settle_s": settle_s,
+    }
+    atomic_write_json(path, nan_to_none(doc))
 
 
 def _valid(doc: dict[str, Any], entries: dict[int, dict[str, Any]]) -> dict[int, dict[str, Any]]:
