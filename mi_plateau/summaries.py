@@ -58,6 +58,13 @@ def estimate(group_means: np.ndarray, n_total: int, rows_sampled: bool = False) 
     return mean, float(np.std(group_means, ddof=1)) / math.sqrt(n) * fpc
 
 
+def group_order(groups, eval_seed: int) -> list[int]:
+    """The evaluation groups in the run's seeded order (a generator seeded by ``eval_seed``, the
+    same at every checkpoint): the live subset is its head, and settlement scores its stages
+    along it."""
+    return [int(g) for g in np.random.default_rng([eval_seed, 0x5EB5]).permutation(np.asarray(groups))]
+
+
 def group_shares(acc) -> tuple[float, float, float]:
     """Per-group accuracies (an array) -> (mean, share of groups at >= ``ACC_THRESHOLD``, share at 1)."""
     a = np.asarray(acc, dtype=float)

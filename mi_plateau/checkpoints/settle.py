@@ -27,7 +27,7 @@ Diagram (one threshold t; ``|`` a band, ``x`` an exact value)::
 
 With Z standard errors a band excludes the full-set value with probability at most 2 Phi(-Z) per
 look under the normal approximation of a subset mean (Z = 4: 6e-5). Pure Python and numpy; the
-exact scoring imports torch lazily (``score_exact``). The live subset and its
+scoring imports torch lazily (``scorer``). The live subset and its
 estimate are ``metrics.live_groups`` and ``metrics.estimate``.
 """
 
@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..summaries import estimate, group_shares, nan_to_none, num, summarize, tau, transition_width
+from ..summaries import estimate, group_order, group_shares, nan_to_none, num, summarize, tau, transition_width
 
 Z = 4.0  # a band's half-width in standard errors
 SETTLED_FILE = "settled.json"
@@ -201,14 +201,6 @@ def pending(
 STAGES = (50, 125)  # groups a needed checkpoint is scored on before all of them (each stage adds groups)
 
 
-def stage_order(cfg, groups) -> list[int]:
-    """The order in which settlement scores a checkpoint's groups: the live subset's seeded
-    permutation of the evaluation groups (``metrics.live_subset``), the same at every step."""
-    import numpy as np
-
-    return [int(g) for g in np.random.default_rng([cfg.eval.eval_seed, 0x5EB5]).permutation(groups)]
-
-
 def overlay(entry: dict[str, Any], n_total: int) -> dict[str, Any]:
     """A cache entry (whole groups scored at a step: their L_seq means and candidate accuracies)
     as record metrics: the full-set values (``settled``) once every group is in, else the
@@ -278,9 +270,9 @@ def settle(
     cached = sorted(s for s, e in cache.items() if len(e["L_seq"]) >= n_total)
     scored, unsettled, seconds, n_groups = [], [], 0.0, 0
     order: list[int] | None = None
-    exact_live = _exact_live(cfg, records)
+    exact_live = _exact_live(cfg)
     if score is None and allow_scoring:
-        score = _scorer(run)
+        score = scorer(run)
     while True:
         resolved = resolve(records, {s: overlay(e, n_total) for s, e in cache.items()})
         fb = [i for i, r in enumerate(records) if int(r["step"]) in unsettled]
@@ -292,7 +284,7 @@ def settle(
                 unsettled.append(step)
                 continue
             if order is None:
-                order = stage_order(cfg, run.eval_set().groups)
+                order = group_order(run.eval_set().groups, cfg.eval.eval_seed)
             e = cache.setdefault(step, {"sha256": entries[step].get("sha256"), "groups": [], "L_seq": [], "acc": []})
             done = len(e["groups"])
             nxt = next((n for n in STAGES if n > done), n_total)
@@ -352,35 +344,31 @@ def cached_exact(run) -> dict[int, dict[str, Any]]:
         return {}
 
 
-def _exact_live(cfg, records) -> bool:
+def _exact_live(cfg) -> bool:
     """Did the run score every group live? (Records written before ``L_seq_se`` existed carry
     none: exact unless the run's live subset was smaller than the evaluation set.)"""
     return not cfg.eval.live_groups or cfg.eval.live_groups >= min(cfg.eval.n_groups, cfg.task.n_b)
 
 
-def _scorer(run) -> Callable[[int, list[int]], dict[str, Any]]:
-    """``metrics.group_scores`` on ``run``'s checkpoints, one model and evaluation set reused."""
-    state: dict[str, Any] = {}
+def scorer(run, ev=None, device=None) -> Callable[[int, list[int]], dict[str, Any]]:
+    """``score(step, groups)`` for ``settle``: ``metrics.group_scores`` at a checkpoint of
+    ``run`` on ``ev`` (default the run's evaluation set, built at first use), the model on
+    ``device`` (default the CPU)."""
+    state: dict[str, Any] = {"ev": ev}
 
     def score(step: int, groups: list[int]) -> dict[str, Any]:
         import numpy as np
 
         from ..metrics import group_scores
 
-        if "ev" not in state:
+        if state["ev"] is None:
             state["ev"] = run.eval_set()
-        return group_scores(run.load_model(step), state["ev"], np.asarray(groups))
+        model = run.load_model(step)
+        if device is not None and str(device) != "cpu":
+            model = model.to(device)
+        return group_scores(model, state["ev"], np.asarray(groups))
 
     return score
-
-
-def score_exact(run, step: int, ev=None) -> dict[str, Any]:
-    """Both families' checkpoint metrics at ``step`` on the full evaluation set (every group and
-    row): what a run that scored everything live records."""
-    from ..metrics import evaluate
-
-    model = run.load_model(step)
-    return evaluate(model, ev if ev is not None else run.eval_set())
 
 
 def answer(q: Crossing | Width, records: Sequence[dict[str, Any]], log_K: float) -> dict[str, Any]:
@@ -400,7 +388,7 @@ def answer(q: Crossing | Width, records: Sequence[dict[str, Any]], log_K: float)
     }
 
 
-def settled_summary(run, questions=None, *, allow_scoring: bool = True) -> dict[str, Any]:
+def settled_summary(run, questions=None, *, allow_scoring: bool = True, score=None) -> dict[str, Any]:
     """``summaries.summarize`` on the run's records with ``questions`` (default
     ``default_questions``) settled, each question's answer (``paper_crossings``, L_seq), and what
     the settlement did (``settlement``: full scorings now and cached, the steps it could not
@@ -408,7 +396,7 @@ def settled_summary(run, questions=None, *, allow_scoring: bool = True) -> dict[
     is named, and those crossings read the live estimate."""
     cfg = run.config()
     questions = tuple(questions) if questions is not None else default_questions(cfg)
-    st = settle(run, questions, allow_scoring=allow_scoring)
+    st = settle(run, questions, allow_scoring=allow_scoring, score=score)
     s = summarize(cfg, st.records)
     # Table 7's plateau height is a mean over a window, not a crossing: say how many of its
     # values are live estimates (0: every one exact)
@@ -416,7 +404,7 @@ def settled_summary(run, questions=None, *, allow_scoring: bool = True) -> dict[
         r
         for r in st.records
         if cfg.eval.seq_plateau_start <= r["step"] <= cfg.eval.seq_plateau_end
-        and band(r["metrics"], _exact_live(cfg, st.records))[1] != 0.0
+        and band(r["metrics"], _exact_live(cfg))[1] != 0.0
     ]
     s["definitions"]["paper"]["plateau_estimates"] = len(window)
     s["paper_crossings"] = [answer(q, st.records, cfg.task.log_K) for q in dict.fromkeys(questions)]

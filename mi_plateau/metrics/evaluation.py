@@ -16,7 +16,7 @@ from ..config import Layout
 from ..definitions import definition
 from ..model.forward import Weights, run_packed, run_suffixes
 from ..model.packing import eval_packing
-from ..summaries import ACC_THRESHOLD, ACC_TOL, estimate
+from ..summaries import ACC_THRESHOLD, ACC_TOL, estimate, group_order
 from ..task import EOS, EvalSet
 
 LIVE_ROWS = 5  # rows (selectors) of each live group whose L_seq is scored live (all K where K is smaller)
@@ -39,7 +39,7 @@ def live_subset(n_live: int, groups: np.ndarray, K: int, eval_seed: int) -> Live
     costs K - 1 continuation strings, so the live cost grows as K, not K^2."""
     if not n_live or n_live >= len(groups):
         return None
-    chosen = np.sort(np.random.default_rng([eval_seed, 0x5EB5]).permutation(groups)[:n_live])
+    chosen = np.sort(np.asarray(group_order(groups, eval_seed)[:n_live]))
     m = min(K, LIVE_ROWS)
     pick = np.random.default_rng([eval_seed, 0x5EB5, 1]).random((n_live, K)).argsort(1)[:, :m]
     rows = np.zeros((n_live, K), dtype=bool)

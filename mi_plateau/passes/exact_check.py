@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from ..checkpoints.settle import EXACT_KEYS, KEY, Crossing, answer, default_questions, score_exact, settle
+from ..checkpoints.settle import EXACT_KEYS, KEY, Crossing, answer, default_questions, settle
 from ..summaries import nan_to_none, num, summarize
 
 
@@ -64,3 +64,11 @@ def exact_check(run, progress: bool = False) -> dict[str, Any]:
             "all_equal": bool(equal),
         }
     )
+
+
+def score_exact(run, step: int, ev=None) -> dict[str, Any]:
+    """Both families' checkpoint metrics at ``step`` on the full evaluation set (every group and
+    row): what a run that scored everything live records."""
+    from ..metrics import evaluate
+
+    return evaluate(run.load_model(step), ev if ev is not None else run.eval_set())

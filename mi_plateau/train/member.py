@@ -20,10 +20,10 @@ from ..checkpoints import (
     write_checkpoint,
     write_manifest,
 )
-from ..checkpoints.settle import retire_live, settle
+from ..checkpoints.settle import retire_live, scorer, settled_summary
 from ..config import RunConfig
 from ..devices import to_cpu
-from ..metrics import evaluate, group_scores, live_subset
+from ..metrics import evaluate, live_subset
 from ..summaries import nan_to_none, summarize
 from ..task import make_eval_set, make_sampler, make_task
 from .init_from import load_init
@@ -143,21 +143,8 @@ class Member:
 
     def settle(self) -> None:
         """Settle the run's crossings (``checkpoints.settle``) with the model on this member's
-        device, and put the settled summary and what the settlement scored in the manifest."""
-        from ..model import build_model
-
-        def score(step: int, groups):
-            import numpy as np
-
-            model = build_model(self.cfg)
-            load_state_checked(model, self.run.weights(step), self.run.weights_path(step))
-            if self.device.type != "cpu":
-                model = model.to(self.device)
-            return group_scores(model.eval(), self.ev, np.asarray(groups))
-
-        st = settle(self.run, score=score)
-        summary = summarize(self.cfg, st.records)
-        summary["settlement"] = st.note()
+        device, and put the settled summary (``Run.summary``'s) in the manifest."""
+        summary = settled_summary(self.run, score=scorer(self.run, self.ev, self.device))
         self.manifest["summary"] = nan_to_none(summary)
         write_manifest(self.run.path, self.manifest)
 
