@@ -31,6 +31,7 @@ import torch
 
 from .checkpoints import Run, RunError, RunLock
 from .config import RunConfig, layout_for, validate
+from .devices import check_precision
 from .devices import resolve as resolve_device
 from .train import Member, apply_update, batch_loss, open_config
 
@@ -51,6 +52,7 @@ def batch_key(cfg: RunConfig) -> tuple:
         tuple(lay.pred_positions),
         cfg.train.impl,
         cfg.train.compile,
+        cfg.train.precision,
     )
 
 
@@ -73,6 +75,7 @@ def stacked_forward(cfg: RunConfig):
     """``f(stacked_params, tokens[M, batch, seq_len - 1]) -> logits [M, batch, n_pred, vocab]``."""
     from torch.func import vmap
 
+    from .devices import autocast
     from .model.forward import Weights, forward
 
     m = cfg.model
@@ -82,7 +85,16 @@ def stacked_forward(cfg: RunConfig):
         W = Weights.from_state_dict(params, m.n_layers, m.n_heads, m.d_head, m.act_fn)
         return forward(W, tokens)[:, pos.start : pos.stop]
 
-    return vmap(one)
+    f = vmap(one)
+    if cfg.train.precision == "fp32":
+        return f
+
+    def cast(params, tokens):
+        with autocast(tokens.device, cfg.train.precision):
+            logits = f(params, tokens)
+        return logits.float()
+
+    return cast
 
 
 def _pad(batch: torch.Tensor, size: int) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -161,6 +173,7 @@ def train_batched(
     for (cfg, _), run in zip(items, runs):
         if cfg is not None:
             validate(cfg)
+            check_precision(dev, cfg.train.precision)
         if run.path.is_symlink():
             raise RunError(f"{run.path}: is a symbolic link; give the run folder itself")
     if items:

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from . import commands
 from .commands.options import (
     add_device,
+    add_precision,
     add_static,
     add_step,
     batch_runs,
@@ -49,7 +50,7 @@ TRAIN_FLAGS = train_flags()
 # the recipes of mi_plateau.reproduce, named here so that the parser imports nothing heavy
 RECIPE_NAMES = tuple(
     "core k_sweep fixed_d fixed_d_noclip len_z batch_size batch_size_noclip seeds_init seeds_warmup lr_sweep "
-    "phase_boundary dissipation label_noise direction selector_groups hessian figure3 controls".split()
+    "phase_boundary dissipation label_noise direction selector_groups hessian figure3 controls scorecard".split()
 )
 
 RECIPE_HELP = (
@@ -61,7 +62,8 @@ RECIPE_HELP = (
     "selector_groups: Table 12's gradient cancellation; hessian: Table 10, the Hessian pass over the K sweep's "
     "runs at K = 3, 5, 10, 20 and 36; figure3: Figure 3 and the ~50%% lead as the paper computed them, over the "
     "K sweep's runs; controls: Table 12, every tested mechanism beside the paper's, read from the "
-    "other recipes' committed tables)"
+    "other recipes' committed tables; scorecard: docs/scorecard.md, each of the paper's tables, figures and "
+    "claims beside ours, read from the committed tables)"
 )
 
 
@@ -103,6 +105,7 @@ def add_train_batch(sub) -> None:
     )
     tb.add_argument("--resume", action="store_true", help="continue runs that exist from their last checkpoints")
     tb.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_precision(tb)
     add_device(tb)
 
 
@@ -276,6 +279,7 @@ def add_sweep(sub) -> None:
     sw.add_argument("--root", default="checkpoints", help="where sweep folders live (default: checkpoints/)")
     sw.add_argument("--dry-run", action="store_true", help="validate the file and list the runs, train nothing")
     sw.add_argument("--quiet", action="store_true")
+    add_precision(sw)
     add_device(sw)
 
 
@@ -337,6 +341,7 @@ def add_reproduce(sub) -> None:
         "else write every table and say in one line that the figures need one",
     )
     rep.add_argument("--quiet", action="store_true")
+    add_precision(rep)
     add_device(rep)
 
 

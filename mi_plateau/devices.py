@@ -10,6 +10,7 @@ a run resumed on another device continues the same run up to that rounding, not 
 from __future__ import annotations
 
 import re
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import torch
@@ -53,3 +54,33 @@ def describe(device: torch.device) -> dict[str, Any]:
 def to_cpu(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """The tensors on the CPU (the run folder's device); CPU tensors are returned as they are."""
     return {k: v.detach().cpu() if torch.is_tensor(v) else v for k, v in tensors.items()}
+
+
+def bf16_supported(device: torch.device) -> bool:
+    """Whether ``device`` runs bf16 matmuls at speed: a CUDA GPU that supports bf16, or a CPU
+    with AVX512-BF16 / AMX (oneDNN's bf16 path; elsewhere torch emulates bf16 far below fp32)."""
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported()
+    return device.type == "cpu" and bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+
+
+def check_precision(device: torch.device, precision: str) -> None:
+    """A one-line ``DeviceError`` where ``precision`` cannot run on ``device``."""
+    if precision == "bf16" and not bf16_supported(device):
+        what = "this GPU" if device.type == "cuda" else "this CPU (no AVX512-BF16 or AMX)"
+        raise DeviceError(f"train.precision 'bf16': {what} has no fast bf16 arithmetic; use fp32 (--precision fp32)")
+
+
+def autocast(device: torch.device, precision: str) -> AbstractContextManager:
+    """The context the training forward runs in: bf16 autocast for ``precision`` "bf16" (matmuls
+    in bf16, everything autocast keeps in fp32 as it is), nothing for "fp32"."""
+    if precision == "bf16":
+        return torch.autocast(device.type, dtype=torch.bfloat16)
+    return nullcontext()
+
+
+def configure(device: torch.device) -> None:
+    """Process-wide arithmetic for ``device``: on a CUDA GPU fp32 matmuls may use TF32 tensor
+    cores (torch's "high" matmul precision); the CPU is left as it is."""
+    if device.type == "cuda":
+        torch.set_float32_matmul_precision("high")

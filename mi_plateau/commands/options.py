@@ -59,6 +59,16 @@ def add_device(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_precision(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--precision",
+        choices=("fp32", "bf16"),
+        default=None,
+        help="train every new run in this precision (train.precision; default: as configured); a sweep in "
+        "another precision than its file's gets its own folder, <name>_<precision>",
+    )
+
+
 def add_step(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--step", type=num_arg(int), default=None, help="checkpoint nearest this step (default: the last)"

@@ -10,6 +10,8 @@ from pathlib import Path
 from ..tabular import cell, to_markdown
 from .text import lead
 
+DOCS = "docs/reproduction"  # --docs' default: the committed tables
+
 
 def cmd_bench(args) -> int:
     from ..bench import run_benchmarks
@@ -39,6 +41,8 @@ def cmd_reproduce(args) -> int:
     only = [n.strip() for n in args.only.split(",") if n.strip()] if args.only is not None else None
     if args.static and args.recipe == "controls":
         raise ValueError("reproduce controls: --static: Table 12 has no figure")
+    if args.static and args.recipe == "scorecard":
+        raise ValueError("reproduce scorecard: --static: the scorecard has no figure")
     if args.static and not args.dry_run:  # before any training: the figures come last
         from ..tabular import STATIC_NEEDS, chromium
 
@@ -46,10 +50,14 @@ def cmd_reproduce(args) -> int:
             raise ValueError(f"--static: no browser found: {STATIC_NEEDS}")
     if args.recipe in SWEEP_RECIPES:
         return reproduce_sweep(args, only)
+    if args.precision is not None:
+        raise ValueError(f"reproduce {args.recipe}: --precision applies to the sweep recipes (what they train)")
     if args.recipe == "hessian":
         return reproduce_hessian(args, only)
     if args.recipe == "controls":
         return reproduce_controls(args, only)
+    if args.recipe == "scorecard":
+        return reproduce_scorecard(args, only)
     if args.recipe == "figure3":
         return reproduce_figure3(args, only)
     if only is not None or args.skip_recorded or args.max_steps:
@@ -164,14 +172,37 @@ def reproduce_controls(args, only: list[str] | None) -> int:
     return 0
 
 
+def reproduce_scorecard(args, only: list[str] | None) -> int:
+    """``reproduce scorecard``: docs/scorecard.md from the committed tables under ``--docs``
+    (nothing is trained); its dry run lists the artifacts it reads and whether each is there."""
+    from ..reproduce.scorecard import SOURCES, write_scorecard
+
+    if only is not None or args.skip_recorded or args.max_steps:
+        raise ValueError("reproduce scorecard: --only, --skip-recorded and --max-steps apply to the sweep recipes")
+    if args.dry_run:
+        docs = Path(args.docs)
+        print(to_markdown([{"artifact": s, "present": (docs / s).exists()} for s in SOURCES]))
+        return 0
+    rows, paths = write_scorecard(args.docs)
+    print(to_markdown([{k: r[k] for k in ("artifact", "verdict")} for r in rows]))
+    print(f"wrote {', '.join(str(p) for p in paths)}")
+    return 0
+
+
 def reproduce_sweep(args, only: list[str] | None) -> int:
     """``reproduce`` of a sweep recipe: its dry run (runs, what is left, the cost here), or its
     runs trained and its tables written."""
     from ..reproduce import dry_run, recipe_sweep, run_sweep_recipe
+    from ..sweeps import in_precision
 
+    sweep = in_precision(recipe_sweep(args.recipe, args.max_steps), args.precision)
+    if sweep.name != recipe_sweep(args.recipe).name and Path(args.docs) == Path(DOCS):
+        raise ValueError(
+            f"reproduce {args.recipe} --precision {args.precision}: its tables would replace the recipe's own in "
+            f"{DOCS}; give --docs another folder"
+        )
     if args.dry_run:
-        target = recipe_sweep(args.recipe, args.max_steps) if args.max_steps else args.recipe
-        rows = dry_run(target, args.root, docs=args.docs, skip_recorded=args.skip_recorded, only=only)
+        rows = dry_run(sweep, args.root, docs=args.docs, skip_recorded=args.skip_recorded, only=only)
         print(to_markdown(rows), end="")
         todo = [r for r in rows if r["est_core_min"] > 0]
         print(
@@ -189,7 +220,7 @@ def reproduce_sweep(args, only: list[str] | None) -> int:
         skip_recorded=args.skip_recorded,
         root=args.root,
         docs=args.docs,
-        max_steps=args.max_steps,
+        sweep=sweep,
         device=args.device,
         static=args.static,
     )
@@ -197,7 +228,7 @@ def reproduce_sweep(args, only: list[str] | None) -> int:
 
 
 def cmd_sweep(args) -> int:
-    from ..sweeps import load_sweep, plan, run_sweep, status, sweep_table
+    from ..sweeps import in_precision, load_sweep, plan, run_sweep, status, sweep_table
 
     if args.target == "status":
         if not args.folder:
@@ -206,7 +237,7 @@ def cmd_sweep(args) -> int:
         return 0
     if args.folder:
         raise ValueError(f"sweep {args.target}: unexpected second argument {args.folder!r}")
-    sweep = load_sweep(args.target)
+    sweep = in_precision(load_sweep(args.target), args.precision)
     runs = plan(sweep, args.root)
     if args.batch_runs == "auto":
         from ..sweeps.runner import auto_batch_runs

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -94,6 +95,10 @@ def cmd_train_batch(args) -> int:
         pairs = [(RunConfig.from_dict(i["config"]) if i.get("config") is not None else None, i["out"]) for i in items]
     except (json.JSONDecodeError, ValueError, TypeError) as e:
         raise ValueError(f"{args.runs}: not a list of runs ({' '.join(str(e).split())})") from None
+    if args.precision is not None:
+        if any(c is None for c, _ in pairs):
+            raise ValueError("--precision: applies to new runs (a config given); a resumed run keeps its own")
+        pairs = [(replace(c, train=replace(c.train, precision=args.precision)), out) for c, out in pairs]
     from ..batched import train_batched
 
     runs = train_batched(

@@ -181,6 +181,14 @@ class TrainConfig:
     compile: bool = setting(
         False, help="run the training forward under torch.compile (opt-in; 12-15 s to compile)", alias="compile"
     )
+    precision: str = setting(
+        "fp32",
+        choices=("fp32", "bf16"),
+        alias="precision",
+        flag="--precision",
+        help="the training forward and backward's arithmetic: fp32, or bf16 autocast (weights, optimizer state, "
+        "softmax and loss stay fp32; a CUDA GPU with bf16 or a CPU with AVX512-BF16/AMX); evaluation stays fp32",
+    )
     batch_size: int = setting(128, help="batch size", bounds=POSITIVE, alias="batch_size", flag="--batch-size")
     batching: str = setting(
         "uniform",

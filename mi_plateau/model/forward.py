@@ -158,7 +158,7 @@ def block(
     q = F.linear(h, b["W_Q_flat"], b["b_Q_flat"]).view(B, Q, H, E).transpose(1, 2)
     mask = blocked if blocked.dim() == 2 else blocked[:, None]  # one mask, or one per sequence
     scores = (q @ k.transpose(-1, -2) / math.sqrt(E)).masked_fill(mask, float("-inf"))
-    pattern = scores.softmax(-1)
+    pattern = scores.softmax(-1, dtype=torch.promote_types(scores.dtype, torch.float32))  # bf16 autocast: in fp32
     z = pattern @ v  # [batch, head, query pos, d_head]
     x = x + F.linear(z.transpose(1, 2).reshape(B, Q, H * E), b["W_O_flat"], b["b_O"])
     x = mlp(W, l, x)

@@ -7,13 +7,14 @@ from .pool import train_local
 from .ray_tasks import train_ray
 from .runner import BACKENDS, run_sweep
 from .schedule import plan, select, status
-from .spec import Point, Sweep, load_sweep, parse_sweep
+from .spec import Point, Sweep, in_precision, load_sweep, parse_sweep
 from .table import run_row, sweep_table, train_wall
 
 __all__ = [
     "BACKENDS",
     "Point",
     "Sweep",
+    "in_precision",
     "load_sweep",
     "parse_sweep",
     "plan",

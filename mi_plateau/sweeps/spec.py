@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -160,3 +160,16 @@ def parse_sweep(data: dict[str, Any]) -> Sweep:
         seen_name[pname] = where
         out.append(Point(pname, s, cfg))
     return Sweep(name, base_name, stop, dict(overrides), tuple(out), order)
+
+
+def in_precision(sweep: Sweep, precision: str | None) -> Sweep:
+    """``sweep`` with every run in ``precision`` (``train.precision``), in its own folder
+    (``<name>_<precision>``) so that it never meets the runs of another precision; None, or the
+    precision every point already has: ``sweep`` as it is."""
+    if precision is None or all(p.cfg.train.precision == precision for p in sweep.points):
+        return sweep
+    points = tuple(
+        replace(p, cfg=replace(p.cfg, train=replace(p.cfg.train, precision=precision))) for p in sweep.points
+    )
+    overrides = {**sweep.overrides, "train.precision": precision}
+    return replace(sweep, name=f"{sweep.name}_{precision}", overrides=overrides, points=points)

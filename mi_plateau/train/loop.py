@@ -11,6 +11,7 @@ import torch
 
 from ..checkpoints import Run, RunError, RunLock
 from ..config import RunConfig, validate
+from ..devices import check_precision
 from ..devices import resolve as resolve_device
 from .folder import open_config
 from .member import Member
@@ -37,6 +38,7 @@ def train(
     run = Run(out)
     if cfg is not None:
         validate(cfg)  # before the lock creates the folder
+        check_precision(dev, cfg.train.precision)
     if run.path.is_symlink():
         raise RunError(f"{run.path}: is a symbolic link; give the run folder itself")
     with RunLock(run.path):

@@ -39,10 +39,13 @@ class Member:
     and evaluation live (the CPU by default)."""
 
     def __init__(self, cfg: RunConfig, run: Run, device: torch.device | None = None):
+        from ..devices import check_precision, configure
         from ..model import build_model
 
         self.cfg, self.run = cfg, run
         self.device = device or torch.device("cpu")
+        check_precision(self.device, cfg.train.precision)
+        configure(self.device)
         task = make_task(cfg.task)
         self.ev = make_eval_set(task, cfg.eval).on(self.device)
         self.live = live_subset(cfg.eval.live_groups, self.ev.groups, cfg.task.K, cfg.eval.eval_seed)
@@ -124,6 +127,7 @@ class Member:
             # the mean squared norm over the same steps (Table 11's dissipation Q reads it)
             "grad_norm_sq_mean": norms["sq_mean"] if norms else None,
             "device": str(self.device),
+            "precision": cfg.train.precision,
             "metrics": metrics,
         }
         self.records.append(record)

@@ -1,0 +1,151 @@
+"""docs/scorecard.md against the committed artifacts it is read from: the committed page equals its
+rebuild, it has a row per paper artifact and headline claim, a changed artifact changes its cell,
+a missing one reads "not run", and the verdict follows its stated rule."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from mi_plateau.cli import main
+from mi_plateau.reproduce import scorecard as sc
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+REPRO = DOCS / "reproduction"
+CLAIMS = (
+    "Claim: plateau at log K",
+    "Claim: 3.6x over 7x in lr",
+    "Claim: ~50% lead",
+    "Claim: 16x label noise",
+    "Claim: 1.8x tokens",
+)
+VERDICTS = {sc.INSIDE, "explained", "open", "not run", "same verdict"}
+
+
+def _page_rows(text: str) -> list[list[str]]:
+    """The cells of the page's table rows (header and separator left out)."""
+    lines = [line for line in text.splitlines() if line.startswith("| ")]
+    return [[c.strip() for c in line.strip("|").split(" | ")] for line in lines[1:]]
+
+
+def _row(rows: list[dict[str, str]], artifact: str) -> dict[str, str]:
+    return next(r for r in rows if r["artifact"].startswith(f"{artifact}:"))
+
+
+def _write(folder: Path, name: str, rows) -> None:
+    (folder / name).write_text(json.dumps(rows))
+
+
+def test_committed_page_equals_its_rebuild_from_the_committed_artifacts(tmp_path):
+    """Rebuilt from copies of the committed files it reads, the page and its rows equal the
+    committed ones: the page cannot disagree with an artifact it quotes."""
+    docs = tmp_path / "reproduction"
+    docs.mkdir()
+    for name in sc.SOURCES:
+        if (REPRO / name).exists():
+            shutil.copy(REPRO / name, docs)
+    sc.write_scorecard(docs)
+    hint = "(run `mi-plateau reproduce scorecard`)"
+    assert (tmp_path / sc.PAGE).read_text() == (DOCS / sc.PAGE).read_text(), f"{sc.PAGE}: the rebuild differs {hint}"
+    for suffix in (".csv", ".json"):
+        ours, committed = (docs / f"{sc.STEM}{suffix}").read_text(), (REPRO / f"{sc.STEM}{suffix}").read_text()
+        assert ours == committed, f"{sc.STEM}{suffix}: the rebuild differs {hint}"
+
+
+def test_the_page_has_a_row_per_artifact_and_claim():
+    rows = _page_rows((DOCS / sc.PAGE).read_text())
+    names = [r[0].split(":")[0] for r in rows]
+    for n in range(1, 13):
+        assert names.count(f"Table {n}") == 1, f"Table {n}"
+    for n in range(1, 6):
+        assert any(name == f"Figure {n}" or name.startswith(f"Figure {n}(") for name in names), f"Figure {n}"
+    for claim in CLAIMS:
+        assert sum(r[0].startswith(f"{claim}:") for r in rows) == 1, claim
+    assert len(rows) == len(sc.ROWS) == 24
+    assert {r[4] for r in rows} <= VERDICTS
+    assert all(r[3].startswith(("yes", "our variant", "reduced budget")) for r in rows)
+
+
+@pytest.fixture
+def tiny(tmp_path):
+    """A hand-built docs folder holding two artifacts: the lr sweep's ratio and Table 3's taus."""
+    docs = tmp_path / "reproduction"
+    docs.mkdir()
+    _write(docs, "lr_sweep_ratio.json", [{"definition": "paper", "ratio": 3.59}])
+    _write(docs, "table3.json", [{"K": 3, "tau_paper": 475, "plateau_ratio_paper": 1.1}])
+    return docs
+
+
+def test_a_changed_artifact_changes_its_cell_and_a_missing_one_reads_not_run(tiny):
+    rows, paths = sc.write_scorecard(tiny)
+    assert paths[0] == tiny.parent / "scorecard.md" and all(p.exists() for p in paths)
+    lr = _row(rows, "Claim: 3.6x over 7x in lr")
+    assert (lr["ours"], lr["verdict"]) == ("largest over smallest lr: 3.59", sc.INSIDE)
+    assert "K = 3: 475" in _row(rows, "Table 3")["ours"]
+    _write(tiny, "lr_sweep_ratio.json", [{"definition": "paper", "ratio": 2.4}])
+    _write(tiny, "table3.json", [{"K": 3, "tau_paper": 500}])
+    rows, _ = sc.write_scorecard(tiny)
+    lr = _row(rows, "Claim: 3.6x over 7x in lr")
+    assert (lr["ours"], lr["verdict"]) == ("largest over smallest lr: 2.4", "open")
+    assert "the paper's 3.6 against ours 2.4" in lr["why"]
+    assert "K = 3: 500" in _row(rows, "Table 3")["ours"]
+    assert "largest over smallest lr: 2.4" in (tiny.parent / "scorecard.md").read_text()
+    # every other artifact is missing: its row reads "not run" (Figure 3(a) and Table 12 have no case)
+    for r in rows:
+        if not r["artifact"].startswith(("Claim: 3.6x", "Table 3:", "Claim: plateau")):
+            assert r["verdict"] == "not run", r["artifact"]
+    (tiny / "lr_sweep_ratio.json").unlink()
+    assert _row(sc.scorecard(tiny), "Claim: 3.6x over 7x in lr")["verdict"] == "not run"
+
+
+def test_markdown_only_artifacts_and_documents_are_read(tiny):
+    """Table 6 is read from tables.md (no JSON twin), the label-noise split from its document."""
+    (tiny / "tables.md").write_text(
+        "## Table 6: collective transition\n| run | K | definition | target | ge80_pct | eq100_pct | mean_acc |\n"
+        "|---|---|---|---|---|---|---|\n| a | 10 | paper | 0.5 tau | 0 | 0 | 0.154 |\n"
+    )
+    kept = lambda p, tau: {"K": 10, "label_noise": p, "kept": {"tau": tau}}  # noqa: E731
+    _write(tiny, "label_noise_split.json", {"runs": [kept(0.0, 1000), kept(0.2, 16000)]})
+    rows = sc.scorecard(tiny)
+    assert "0.5 tau: 0.0 / 0.0 / 0.154" in _row(rows, "Table 6")["ours"]
+    assert _row(rows, "Claim: 16x label noise")["verdict"] == sc.INSIDE
+
+
+def test_the_command_writes_the_page(tiny, capsys):
+    assert main(["reproduce", "scorecard", "--docs", str(tiny)]) == 0
+    assert "| Claim: 3.6x over 7x in lr" in (tiny.parent / "scorecard.md").read_text()
+    assert main(["reproduce", "scorecard", "--docs", str(tiny), "--dry-run"]) == 0
+    assert "| table10.json | False |" in capsys.readouterr().out
+
+
+def _verdict(*points, **row):
+    return sc.verdict({"points": list(points), **row}, row.pop("explained", None))[0]
+
+
+def test_the_verdict_rule_on_hand_built_values():
+    # the paper's value inside our min to max over seeds, or outside
+    assert _verdict(sc.point("a", 2850, [5100, 2325, 10275])) == sc.INSIDE
+    assert _verdict(sc.point("a", 2850, [3000, 3100])) == "open"
+    # compared to the decimals the paper prints: 3.6 holds 3.59, not 3.54
+    assert _verdict(sc.point("r", 3.6, [3.59])) == sc.INSIDE
+    assert _verdict(sc.point("r", 3.6, [3.54])) == "open"
+    # a fit: the paper's value inside our 95% interval
+    assert _verdict(sc.point("d", 1.19, [1.16], (1.08, 1.23))) == sc.INSIDE
+    assert _verdict(sc.point("d", 1.19, [1.26], (1.21, 1.31))) == "open"
+    # every point must hold it; one outside is enough for "open", named in the reason
+    v, why = sc.verdict({"points": [sc.point("K = 5", 800, [790, 810]), sc.point("K = 10", 1850, [2000])]})
+    assert (v, why) == ("open", "K = 10: the paper's 1,850 against ours 2,000 (one run)")
+    # outside with an explanation: "explained", linking the section
+    v, why = sc.verdict({"points": [sc.point("a", 1.0, [1.02], digits=3)]}, ("a KL term", "reproduction.md#x"))
+    assert v == "explained" and why == "a KL term ([reproduction.md](reproduction.md#x))"
+    # an explanation does not hide agreement
+    assert _verdict(sc.point("a", 1.0, [0.99, 1.01]), explained=("x", "y.md")) == sc.INSIDE
+    # no number of ours: "not run"; a lower bound only: "open"
+    assert _verdict(sc.point("a", 16.0)) == "not run"
+    assert _verdict(sc.point("a", 16.0), bound="no crossing by step 6,000") == "open"
+    # a verdict or a sign: agreement in every case
+    assert _verdict(agree=[True, True]) == "same verdict"
+    assert _verdict(agree=[True, False]) == "open"

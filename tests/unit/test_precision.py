@@ -1,0 +1,102 @@
+"""train.precision: bf16 autocast around the training forward (fp32 weights, optimizer state,
+softmax and loss), refused in one line where the device has no fast bf16, and the flags that set it."""
+
+import pytest
+import torch
+
+import mi_plateau.devices as devices
+from mi_plateau.devices import DeviceError, autocast, check_precision
+
+
+def _with(cfg, **train):
+    from dataclasses import replace
+
+    return replace(cfg, train=replace(cfg.train, **train))
+
+
+def _model_and_tokens(cfg):
+    from mi_plateau.model import build_model
+    from mi_plateau.task import make_sampler, make_task
+
+    task = make_task(cfg.task)
+    tokens = make_sampler(task, cfg.train.batching, 16, 0).sample()
+    return build_model(cfg), tokens
+
+
+def test_bf16_is_refused_in_one_line_where_the_device_cannot_do_it(monkeypatch):
+    monkeypatch.setattr(devices, "bf16_supported", lambda device: False)
+    check_precision(torch.device("cpu"), "fp32")  # fp32 runs everywhere
+    with pytest.raises(DeviceError) as e:
+        check_precision(torch.device("cpu"), "bf16")
+    assert "\n" not in str(e.value) and "--precision fp32" in str(e.value)
+
+
+def test_fp32_runs_without_autocast():
+    with autocast(torch.device("cpu"), "fp32"):
+        assert not torch.is_autocast_enabled("cpu")
+    with autocast(torch.device("cpu"), "bf16"):
+        assert torch.is_autocast_enabled("cpu")
+
+
+def test_the_bf16_forward_returns_fp32_logits_near_the_fp32_ones(tiny_cfg):
+    from mi_plateau.model import training_forward
+
+    model, tokens = _model_and_tokens(tiny_cfg)
+    ref = training_forward(tiny_cfg, model)(tokens[:, :-1])
+    got = training_forward(_with(tiny_cfg, precision="bf16"), model)(tokens[:, :-1])
+    assert got.dtype == torch.float32 and got.shape == ref.shape
+    diff = (got - ref).abs().max().item()
+    assert 0 < diff < 0.1  # bf16 matmuls ran (not the fp32 path), and rounded as bf16 rounds (8 bits)
+
+
+def test_a_bf16_step_keeps_weights_and_optimizer_state_in_fp32(tiny_cfg):
+    from mi_plateau.model import training_forward
+    from mi_plateau.train.step import make_optimizer, train_step
+
+    cfg = _with(tiny_cfg, precision="bf16")
+    model, tokens = _model_and_tokens(cfg)
+    before = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    opt = make_optimizer(cfg, model)
+    loss, norm = train_step(cfg, training_forward(cfg, model), opt, tokens, 0)
+    assert torch.isfinite(torch.tensor([loss, norm])).all()
+    after = model.state_dict()
+    assert all(v.dtype == torch.float32 for v in after.values() if v.is_floating_point())
+    assert any(not torch.equal(before[k], after[k]) for k in before)  # the step moved the weights
+    state = [s for st in opt.state.values() for s in st.values() if torch.is_tensor(s) and s.is_floating_point()]
+    assert state and all(s.dtype == torch.float32 for s in state)
+
+
+def test_the_stacked_forward_in_bf16_returns_fp32_logits(tiny_cfg):
+    from mi_plateau.batched import stacked_forward
+
+    cfg = _with(tiny_cfg, precision="bf16")
+    model, tokens = _model_and_tokens(cfg)
+    params = {k: v[None] for k, v in model.state_dict().items()}
+    ref = stacked_forward(tiny_cfg)(params, tokens[None, :, :-1])
+    got = stacked_forward(cfg)(params, tokens[None, :, :-1])
+    assert got.dtype == torch.float32 and 0 < (got - ref).abs().max().item() < 0.1
+
+
+def test_a_sweep_in_another_precision_gets_its_own_folder():
+    from mi_plateau.reproduce import recipe_sweep
+    from mi_plateau.sweeps import in_precision
+
+    sweep = recipe_sweep("k_sweep")
+    assert in_precision(sweep, None) is sweep and in_precision(sweep, "fp32") is sweep
+    bf = in_precision(sweep, "bf16")
+    assert bf.name == f"{sweep.name}_bf16" and bf.overrides["train.precision"] == "bf16"
+    assert [p.name for p in bf.points] == [p.name for p in sweep.points]
+    assert all(p.cfg.train.precision == "bf16" for p in bf.points)
+    assert all(p.cfg.train.precision == "fp32" for p in sweep.points)  # the recipe's own is untouched
+
+
+def test_precision_flags_change_the_runs_or_are_refused(run_cli, tmp_path):
+    if not devices.bf16_supported(torch.device("cpu")):
+        r = run_cli("train", "--preset", "tiny", "--precision", "bf16", "--out", str(tmp_path / "r"))
+        assert r.returncode == 2 and "no fast bf16" in r.stderr and not (tmp_path / "r").exists()
+    r = run_cli("reproduce", "core", "--precision", "bf16", "--dry-run")
+    assert r.returncode == 2 and "--precision applies to the sweep recipes" in r.stderr
+    r = run_cli("reproduce", "k_sweep", "--precision", "bf16", "--dry-run")
+    assert r.returncode == 2 and "give --docs another folder" in r.stderr
+    r = run_cli("reproduce", "k_sweep", "--precision", "bf16", "--dry-run", "--docs", str(tmp_path / "docs"))
+    assert r.returncode == 0 and "paper_k_sweep_bf16" in r.stdout, r.stderr
