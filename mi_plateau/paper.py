@@ -6,6 +6,9 @@ from __future__ import annotations
 
 # Table 1: batch size at K = 20, lr 1e-3: B -> tau in steps
 TABLE1 = {32: 23200, 64: 7200, 128: 3200, 256: 1600, 512: 1000}
+# Table 1 (and Figure 2(a)): B -> tau_tok, the tokens to tau in thousands
+TABLE1_TOKENS = {32: 742, 64: 461, 128: 410, 256: 410, 512: 512}
+TOKEN_RATIO = 1.81  # Table 1: tokens to tau at B = 32 over B = 128 ("1.8x" in Figure 2(a) and Table 12)
 # Table 2: directional asymmetry: K -> (tau_fwd, tau_bwd, ratio, transfer)
 TABLE2 = {
     5: (2650, 600, 4.4, 0.75),
@@ -46,6 +49,7 @@ TABLE6 = {
 }
 # Table 7: len_z -> (plateau nats, plateau / log K, tau)
 TABLE7 = {1: (2.34, 1.017, 1650), 2: (2.39, 1.037, 1850), 3: (2.33, 1.014, 1500), 4: (2.32, 1.007, 1450)}
+PLATEAU_RATIO, PLATEAU_DIGITS = 1.0, 3  # the abstract: "a plateau at exactly log K"; Table 7 prints 3 decimals
 # Table 8: K (D = 1000 K) -> (largest all-succeed lr, smallest any-fail lr, eta* = their geometric mean)
 TABLE8 = {
     5: (1.0e-2, 1.5e-2, 1.2e-2),
@@ -76,6 +80,8 @@ TABLE11 = {
 LR_SWEEP = {3e-4: 2100, 5e-4: 2200, 1e-3: 3400, 2e-3: 7550}
 LR_RATIO = 3.6
 LABEL_NOISE_DELAY = 16.0  # Figure 2b: the delay in tokens at p = 0.2
+LEAD_FRACTION = 0.5  # the abstract: "leading the loss transition by ~50% of the waiting time"
+DESCENT_COS = (0.0, 0.8, 0.8)  # Figure 3(b) prints none: SPEC 5's reading, plateau / pre / post window
 # Table 12, gradient cancellation: the slope of log(mean duration + 1) against log(n_b / G)
 CANCELLATION_BETA = 0.02
 # Table 12, the tested mechanisms as printed: key -> hypothesis, prediction, result, verdict

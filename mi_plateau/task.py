@@ -299,7 +299,7 @@ class BatchSampler:
         self.gen = torch.Generator().manual_seed(int(seed))
 
     def next_indices(self) -> Tensor:
-        return torch.randint(0, self.task.n_examples, (self.batch_size,), generator=self.gen)
+        return torch.randint(0, self.task.n_examples, (self.batch_size,), generator=self.gen, device="cpu")
 
     def sample(self) -> Tensor:
         cfg = self.task.cfg

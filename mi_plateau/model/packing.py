@@ -141,7 +141,7 @@ def eval_packing(ev, shifts: Sequence[int]) -> Packing:
         lay = ev.task.layout
         N, fp = len(ev.tokens), lay.first_pred
         seqs = torch.cat([ev.tokens.cpu()] + [ev.swapped_tokens(s) for s in shifts])  # built on the CPU (numpy)
-        lengths = torch.tensor([lay.seq_len - 1] * N + [fp + 1] * (N * len(shifts)))
+        lengths = torch.tensor([lay.seq_len - 1] * N + [fp + 1] * (N * len(shifts)), device="cpu")
         group = torch.from_numpy(np.searchsorted(ev.groups, ev.g)).repeat(1 + len(shifts))
         ev.cache[key] = pack_prefixes(seqs, lengths, group).to(ev.tokens.device)
     return ev.cache[key]

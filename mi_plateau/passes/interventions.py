@@ -75,8 +75,9 @@ def ablate_layer(
     N, fp, P = len(ev.tokens), lay.first_pred, lay.seq_len - 1
     Wd = x.shape[1]
     V = W.W_U.shape[1]
-    lg_fp = torch.empty(H, pk.n_seqs, V)  # every sequence's ablated logits at fp
-    lg_tail = torch.empty(H, N, P - fp, V)  # the clean rows' at fp..P-1
+    dev = W.W_U.device
+    lg_fp = torch.empty(H, pk.n_seqs, V, device=dev)  # every sequence's ablated logits at fp
+    lg_tail = torch.empty(H, N, P - fp, V, device=dev)  # the clean rows' at fp..P-1
     for c, seqs in pk.chunks(chunk):  # x H variants
         n = c.stop - c.start
         zz = z[c]  # [n, node, head, d_head]
@@ -99,7 +100,7 @@ def ablate_layer(
     gold = ev.tokens[:, fp + 1 : P + 1]
     ce = F.cross_entropy(lg_tail.reshape(-1, V), gold.repeat(H, 1).reshape(-1), reduction="none").view(H, N, -1)
     full = ce.view(H, -1).mean(1)
-    dLc_sw_ex = torch.zeros(H, N)
+    dLc_sw_ex = torch.zeros(H, N, device=dev)
     for i, base_sw in enumerate(base.lc_sw):
         lc_sw = candidate_losses(lg_fp[:, (1 + i) * N : (2 + i) * N].reshape(H * N, -1), cand, ci)[0].reshape(H, N)
         dLc_sw_ex += (lc_sw - base_sw[None]) / len(base.lc_sw)
@@ -120,21 +121,23 @@ def patch_layer(W: Weights, l: int, ev: EvalSet, pk: Packing, x: Tensor, chunk: 
     """
     N, fp, L = len(ev.tokens), ev.task.layout.first_pred, W.n_layers
     Wd = x.shape[1]
-    out = torch.empty(N, W.W_U.shape[1])
+    dev = W.W_U.device
+    out = torch.empty(N, W.W_U.shape[1], device=dev)
     for c, seqs in pk.chunks(chunk):
         rows = seqs[seqs < N]
         n, at = c.stop - c.start, pk.pack[rows] - c.start
-        first = torch.searchsorted(at, torch.arange(n))  # rows come pack by pack
-        slot = torch.arange(len(rows)) - first[at]
+        first = torch.searchsorted(at, torch.arange(n, device=dev))  # rows come pack by pack
+        slot = torch.arange(len(rows), device=dev) - first[at]
         T = Wd + int(slot.max()) + 1
-        allowed = torch.zeros(n, T, T, dtype=torch.bool)
+        allowed = torch.zeros(n, T, T, dtype=torch.bool, device=dev)
+        new = torch.arange(Wd, T, device=dev)
         allowed[:, :Wd, :Wd] = ~pk.blocked_for(c, Wd)
-        allowed[:, torch.arange(Wd, T), torch.arange(Wd, T)] = True  # new nodes (and padding) see themselves
+        allowed[:, new, new] = True  # new nodes (and padding) see themselves
         allowed[at[:, None], Wd + slot[:, None], pk.node[N + rows, :fp]] = True  # and the swapped prefix
         h = x.new_zeros(n, T, x.shape[2])
         h[:, :Wd] = x[c]
         h[at, Wd + slot] = pk.gather(x, rows, fp)
         for j in range(l, L):
-            h = block(W, j, h, blocked=~allowed, rows=torch.arange(Wd, T) if j == L - 1 else None)
+            h = block(W, j, h, blocked=~allowed, rows=new if j == L - 1 else None)
         out[rows] = unembed(W, h[at, slot])
     return out

@@ -59,12 +59,13 @@ def packed_forward(
     P, d, V = lay.seq_len - 1, W.W_E.shape[1], W.W_U.shape[1]
     pk = eval_packing(ev, shifts)
     T = pk.tokens.shape[1]
-    logits = torch.empty(pk.n_packs, T, V)
+    dev = W.W_U.device
+    logits = torch.empty(pk.n_packs, T, V, device=dev)
     n_keep = pk.n_packs if keep else 0
-    resid = [torch.empty(n_keep, T, d) for _ in range(L)]
-    zc = [torch.empty(n_keep, T, H, W.d_head) for _ in range(L)]
-    sel = torch.zeros(N, L, H)
-    scores = torch.empty(N, K) if sequence and ev.has_sequence_candidates else None
+    resid = [torch.empty(n_keep, T, d, device=dev) for _ in range(L)]
+    zc = [torch.empty(n_keep, T, H, W.d_head, device=dev) for _ in range(L)]
+    sel = torch.zeros(N, L, H, device=dev)
+    scores = torch.empty(N, K, device=dev) if sequence and ev.has_sequence_candidates else None
     for c, seqs in pk.chunks(chunk):
         lg, rs, pats, zz, kv = run_cached(W, pk.tokens[c], pk.positions[c], pk.blocked_for(c), keep_kv=True)
         logits[c] = lg
@@ -82,7 +83,7 @@ def packed_forward(
             if keep:
                 resid[l][c] = rs[l]
                 zc[l][c] = zz[l].transpose(1, 2)
-    clean_rows = torch.arange(N)
+    clean_rows = torch.arange(N, device=dev)
     clean = logits.new_zeros(N, P, V)  # the metrics read positions fp.. only
     clean[:, fp:] = pk.gather(logits, clean_rows, range(fp, P))
     swapped = tuple(pk.gather(logits, (1 + i) * N + clean_rows, fp) for i in range(len(shifts)))

@@ -140,7 +140,7 @@ def checkpoint_passes(
     if ablation:
         effects = ablation_pass(W, ev, run, mean=mean, chunk=chunk)
     else:
-        effects = HeadEffects.nan(W.n_layers, W.n_heads, len(ev.groups))
+        effects = HeadEffects.nan(W.n_layers, W.n_heads, len(ev.groups), W.W_U.device)
     heads, head_groups = head_rows(ev, run, effects, step=step, swap_gap=ck["swap_gap"], min_gap=min_gap)
     clock.lap("ablation")
     patching: Rows = []
@@ -207,7 +207,7 @@ def swap_pass(ev: EvalSet, run: PackedRun) -> tuple[Columns, Columns]:
     if not run.shifts:
         return {"swap_gap": NAN, "swap_Lc": NAN}, {"swap_gap": None}
     Lc = _clean_Lc(ev, run)
-    Lc_sw = torch.zeros(len(ev.tokens))
+    Lc_sw = torch.zeros(len(ev.tokens), device=Lc.device)
     for lg in run.swapped_fp:
         Lc_sw += candidate_losses(lg, ev.candidates, ev.cand_index)[0] / len(run.shifts)
     ck = {"swap_gap": (Lc_sw.mean() - Lc.mean()).item(), "swap_Lc": Lc_sw.mean().item()}
@@ -249,9 +249,10 @@ class HeadEffects:
     group_swap_contrib: Float[Tensor, "layer head group"]
 
     @classmethod
-    def nan(cls, L: int, H: int, G: int) -> HeadEffects:
+    def nan(cls, L: int, H: int, G: int, device: torch.device) -> HeadEffects:
         """Every effect NaN: the checkpoints where the ablations do not run."""
-        return cls(*(torch.full((L, H, G) if f.name.startswith("group_") else (L, H), NAN) for f in fields(cls)))
+        shape = lambda f: (L, H, G) if f.name.startswith("group_") else (L, H)  # noqa: E731
+        return cls(*(torch.full(shape(f), NAN, device=device) for f in fields(cls)))
 
 
 @torch.no_grad()
@@ -261,7 +262,7 @@ def ablation_pass(W: Weights, ev: EvalSet, run: PackedRun, *, mean: bool = False
     on the swapped inputs."""
     K, L, P = ev.task.cfg.K, W.n_layers, ev.task.layout.seq_len - 1
     base = Baseline.of(ev, run)
-    clean = torch.arange(len(ev.tokens))
+    clean = torch.arange(len(ev.tokens), device=W.W_U.device)
     fills = [run.pk.gather(z, clean, range(P)).mean(0) for z in run.z] if mean else [None] * L
     per_layer = []
     for l in range(L):

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .. import paper
 from ..checkpoints import Run, RunError, atomic_write_json, read_json
 from ..frames import records
 from ..summaries import nan_to_none
@@ -30,8 +31,11 @@ LOG = "figure3_log.json"
 SWEEP = "paper_k_sweep"
 DESCENT_KS = (10, 20, 36)
 WINDOWS = ("plateau", "pre", "post")
-PAPER_LEAD = 0.5  # the abstract: "leading the loss transition by ~50% of the waiting time"
-PAPER_COS = "~0 on the plateau, ~0.8 around tau (the original's outputs, as we read them)"
+# the descent table's paper column: paper.DESCENT_COS (plateau, pre, post) in words
+PAPER_COS = (
+    f"~{paper.DESCENT_COS[0]:g} on the plateau, ~{paper.DESCENT_COS[1]:g} around tau "
+    "(the original's outputs, as we read them)"
+)
 
 
 def sweep_runs(root: Path, seed: int = 0) -> list[Path]:
@@ -93,7 +97,7 @@ def summary_rows(entries: dict[str, dict]) -> list[dict[str, Any]]:
     for g in GAPS:
         s = sweep_lead([e["onsets"] for e in entries.values()], g)
         s["Ks_positive"] = ", ".join(str(k) for k in s["Ks_positive"])
-        out.append({**s, "paper_mean_lead_frac": PAPER_LEAD if g == GAPS[0] else None})
+        out.append({**s, "paper_mean_lead_frac": paper.LEAD_FRACTION if g == GAPS[0] else None})
     return out
 
 

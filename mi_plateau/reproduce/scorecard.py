@@ -4,30 +4,38 @@ claim, the paper's value beside ours, whether ours is the paper's quantity, and 
 ``mi-plateau reproduce scorecard`` writes ``scorecard.md`` one folder above the docs folder
 (``docs/scorecard.md`` for ``--docs docs/reproduction``) and its rows as ``scorecard.csv`` and
 ``.json`` in it. Every number of ours is read from a committed table's JSON (Tables 6 and 9 exist
-only in ``tables.md``, read as ``controls`` reads it); the paper's come from ``mi_plateau.paper``
-and the constants below. A missing artifact or field gives a dash and "not run", never an error.
+only in ``tables.md``, read as ``controls`` reads it); the paper's come from ``mi_plateau.paper``.
+A missing artifact or field gives a dash and "not run", never an error. The reading, the number
+format and the verdict rule are ``scoring``'s; the rows' readers are here.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from .. import paper
 from ..tabular import to_csv, to_markdown
-from .controls import md_table
+from .scoring import INSIDE as INSIDE  # the verdict where the paper's value lies in ours
+from .scoring import (
+    cells,
+    fmt,
+    k_list,
+    md_rows,
+    num,
+    pairs,
+    paper_text,
+    point,
+    table_index,
+    table_rows,
+    verdict,
+)
 
-PAGE, STEM, INSIDE = "scorecard.md", "scorecard", "inside our seed spread"
-# The paper's numbers that mi_plateau.paper does not hold, as printed
-TABLE1_TOKENS = {32: 742, 64: 461, 128: 410, 256: 410, 512: 512}  # Table 1: tau_tok (thousands) per B
-TOKEN_RATIO = 1.81  # Table 1: tokens to tau at B = 32 over B = 128 ("1.8x" in Figure 2(a) and Table 12)
-LEAD_FRACTION = 0.5  # the abstract: "leading the loss transition by ~50% of the waiting time"
-PLATEAU_RATIO, PLATEAU_DIGITS = 1.0, 3  # the abstract: "a plateau at exactly log K"; Table 7 prints 3 decimals
-DESCENT_COS = (0.0, 0.8, 0.8)  # Figure 3(b) prints none: SPEC 5's reading, plateau / pre / post window
-TABLE6 = ("Table 6: collective transition", ("0.25 tau", "0.5 tau", "1 tau", "1.5 tau"))  # heading, targets
+PAGE, STEM = "scorecard.md", "scorecard"
+# the headings of the tables.md tables read (Table 6: with its targets, in paper.TABLE6's row order)
+TABLE6 = ("Table 6: collective transition", ("0.25 tau", "0.5 tau", "1 tau", "1.5 tau"))
 TABLE9 = "Table 9: head ablation (top 4 heads per phase; Delta L and Delta Lc in nats)"
 
 INTRO = (
@@ -45,141 +53,9 @@ RULES = (
     "Regenerate: `mi-plateau reproduce scorecard`; `tests/integration/test_scorecard.py` checks this page."
 )
 
-
-def _rows(docs: Path, name: str) -> list[dict[str, Any]]:
-    """A committed table's rows (a JSON document: one row); [] where the file is absent."""
-    path = docs / name
-    data = json.loads(path.read_text()) if path.exists() else []
-    return [r for r in (data if isinstance(data, list) else [data]) if isinstance(r, dict)]
-
-
-def _index(docs: Path, name: str, *keys: str, **where: Any) -> dict[Any, dict[str, Any]]:
-    """The rows of ``name`` matching ``where``, by their ``keys`` (a tuple of them for several)."""
-    rows = [r for r in _rows(docs, name) if all(r.get(k) == v for k, v in where.items())]
-    return {tuple(r.get(k) for k in keys) if len(keys) > 1 else r.get(keys[0]): r for r in rows}
-
-
-def _md(docs: Path, heading: str) -> list[dict[str, str]]:
-    path = docs / "tables.md"
-    return md_table(path.read_text(), heading) if path.exists() else []
-
-
-def num(v: Any) -> float | None:
-    """A finite number, or None (a blank, a dash, text)."""
-    try:
-        x = float(v)
-    except (TypeError, ValueError):
-        return None
-    return x if math.isfinite(x) else None
-
-
-def fmt(v: Any, dec: int = 0) -> str:
-    """A number as the page writes it: whole thousands with separators, else 3 significant digits
-    or ``dec`` decimals, whichever shows more; a missing one as a dash."""
-    x = num(v)
-    if x is None:
-        return "—"
-    if abs(x) >= 1000 or (x.is_integer() and abs(x) >= 100):
-        return f"{round(x):,}"
-    return max(f"{x:.3g}", f"{x:.{dec}f}" if dec else "", key=len)
-
-
-def decimals(x: Any) -> int:
-    """The decimals of a number as printed (its shortest repr): 3.6 -> 1, 23200 -> 0."""
-    text = repr(x)
-    return len(text.split(".")[1]) if "." in text and "e" not in text else 0
-
-
-def point(label: str, ref: Any, ours: Any = (), interval: Any = None, digits: int | None = None) -> dict[str, Any]:
-    """One comparison: the paper's ``ref`` and ours (a value per run, or one estimate and its 95%
-    ``interval``), compared at ``digits`` decimals (default: those the paper prints)."""
-    vals = [x for x in map(num, ours) if x is not None]
-    iv = tuple(map(num, interval)) if interval and None not in map(num, interval) else None
-    return {
-        "label": label,
-        "ref": num(ref),
-        "vals": vals,
-        "iv": iv,
-        "digits": decimals(ref) if digits is None else digits,
-    }
-
-
-def inside(p: dict[str, Any]) -> bool:
-    """The paper's value within our range (runs' min to max, or the interval), at its decimals."""
-    lo, hi = p["iv"] or (min(p["vals"]), max(p["vals"]))
-    return round(lo, p["digits"]) <= p["ref"] <= round(hi, p["digits"])
-
-
-def ours_text(p: dict[str, Any]) -> str:
-    v, d = p["vals"], p["digits"]
-    if not v or p["iv"]:
-        return f"{fmt(v[0], d)} [{fmt(p['iv'][0], d)}, {fmt(p['iv'][1], d)}]" if v else "—"
-    mean = fmt(sum(v) / len(v), d)
-    return fmt(v[0], d) if len(v) == 1 else f"{fmt(min(v), d)} to {fmt(max(v), d)} ({len(v)} runs, mean {mean})"
-
-
-def paper_text(p: dict[str, Any]) -> str:
-    return fmt(p["ref"], p["digits"])
-
-
-def cells(points: list[dict[str, Any]], text=ours_text) -> str:
-    """Points as one cell, ``label: value``; the values of points that share a label joined by " / "."""
-    groups: dict[str, list[str]] = {}
-    for p in points:
-        groups.setdefault(p["label"], []).append(text(p))
-    return "; ".join(f"{k}: {' / '.join(v)}" for k, v in groups.items())
-
-
-def verdict(row: dict[str, Any], explained: tuple[str, str] | None = None) -> tuple[str, str]:
-    """The verdict and its reason: from ``agree`` (a bool per case, where the paper's value is a
-    verdict or a sign), else from the points with a number on both sides (``bound``: our lower
-    bound where none has), and the row's explanation (the reason, the doc section)."""
-    if row.get("agree"):
-        ok, n = sum(row["agree"]), len(row["agree"])
-        return ("same verdict" if ok == n else "open"), f"the paper's verdict or sign in {ok} of {n} cases"
-    both = [p for p in row["points"] if p["ref"] is not None and p["vals"]]
-    if not both:
-        return (
-            ("open", row["bound"]) if row.get("bound") else ("not run", row.get("missing") or "no number of ours yet")
-        )
-    out = [p for p in both if not inside(p)]
-    if not out:
-        return INSIDE, "the paper's value inside ours" + (f" at all {len(both)} points" if len(both) > 1 else "")
-    if explained:
-        return "explained", f"{explained[0]} ([{explained[1].split('#')[0]}]({explained[1]}))"
-    p, more = out[0], f"; {len(out) - 1} more outside" if len(out) > 1 else ""
-    one = " (one run)" if len(p["vals"]) == 1 and not p["iv"] else ""
-    return "open", f"{p['label']}: the paper's {fmt(p['ref'], p['digits'])} against ours {ours_text(p)}{one}{more}"
-
-
-def pairs(name: str, refs: dict, fields: Any, label: str = "K = {}", keys: Any = ("K",), iv=None, note=None, **where):
-    """A reader of the paper's ``refs`` (by key; a tuple read at each field's position) against the
-    ``fields`` of the row of ``name`` with that key (``iv``: the fields of its 95% interval)."""
-    fields = [(None, fields)] if isinstance(fields, str) else [(i, f) for i, f in enumerate(fields) if f]
-
-    def read(docs: Path) -> dict[str, Any]:
-        rows = _index(docs, name, *keys, **where)
-        at = lambda k, f: rows.get(k, {}).get(f)
-        lab = lambda k: label.format(*k) if isinstance(k, tuple) else label.format(k)
-        pts = [
-            point(lab(k), r if i is None else r[i], [at(k, f)], iv and (at(k, iv[0]), at(k, iv[1])))
-            for k, r in refs.items()
-            for i, f in fields
-        ]
-        return {"points": pts, "note": note(rows) if note and rows else ""}
-
-    return read
-
-
-def _list(rows: dict, field: str, what: str) -> str:
-    """``what`` and ``K = k: value`` for each row with a number in ``field``; "" if none has."""
-    got = "; ".join(f"K = {k}: {fmt(r[field])}" for k, r in rows.items() if num(r.get(field)) is not None)
-    return f"{what}{got}" if got else ""
-
-
 CI = ("ci_lo", "ci_hi")
 table1 = pairs("table1.json", paper.TABLE1, "tau_steps", "B = {}", ("B",), definition="paper")
-figure2a = pairs("table1.json", TABLE1_TOKENS, "tau_examples_k", "B = {}", ("B",), definition="paper")
+figure2a = pairs("table1.json", paper.TABLE1_TOKENS, "tau_examples_k", "B = {}", ("B",), definition="paper")
 table2 = pairs("table2.json", paper.TABLE2, (None, None, "ratio", "transfer"))
 table5 = pairs(
     "table5.json", {a: d for a, (d, _) in paper.TABLE5.items()}, "delta", "alpha {}", ("alpha",), CI, definition="paper"
@@ -189,11 +65,11 @@ table10 = pairs(
     "table10.json",
     paper.TABLE10,
     ("anisotropy_original", "lambda_max_original"),
-    note=lambda rows: _list(rows, "anisotropy_lanczos", "converged (Lanczos) anisotropy: "),
+    note=lambda rows: k_list(rows, "anisotropy_lanczos", "converged (Lanczos) anisotropy: "),
 )
 table11 = pairs("table11.json", paper.TABLE11, "Q", "K = {}, lr {:g}", ("K", "lr"))
 figure3b = pairs(
-    "figure3_descent.json", dict.fromkeys((10, 20, 36), DESCENT_COS), ("cos_plateau", "cos_pre", "cos_post")
+    "figure3_descent.json", dict.fromkeys((10, 20, 36), paper.DESCENT_COS), ("cos_plateau", "cos_pre", "cos_post")
 )
 
 
@@ -210,7 +86,7 @@ lr_ratio = pairs("lr_sweep_ratio.json", {"paper": paper.LR_RATIO}, "ratio", "lar
 def _runs(docs: Path) -> dict[int, list[dict[str, Any]]]:
     """The core recipe's ``paper``-preset run summaries (``recipe_log.json``) by K, seeds together."""
     by_k: dict[int, list[dict[str, Any]]] = {}
-    for log in _rows(docs, "recipe_log.json"):
+    for log in table_rows(docs, "recipe_log.json"):
         for name, s in log.get("summaries", {}).items():
             if name.startswith("paper_"):
                 by_k.setdefault(s.get("K"), []).append(s.get("definitions", {}))
@@ -219,7 +95,7 @@ def _runs(docs: Path) -> dict[int, list[dict[str, Any]]]:
 
 def table3(docs: Path) -> dict[str, Any]:
     """tau per K: over the core recipe's seeds where it has several, else the K sweep's run."""
-    seeds, rows = _runs(docs), _index(docs, "table3.json", "K")
+    seeds, rows = _runs(docs), table_index(docs, "table3.json", "K")
     taus = {k: [d.get("paper", {}).get("tau") for d in v] for k, v in seeds.items() if len(v) > 1}
     pts = [point(f"K = {k}", t, taus.get(k) or [rows.get(k, {}).get("tau_paper")]) for k, t in paper.TABLE3.items()]
     return {"points": pts}
@@ -227,7 +103,7 @@ def table3(docs: Path) -> dict[str, Any]:
 
 def table4(docs: Path) -> dict[str, Any]:
     """The widths of each condition whose seeds are all decided; the others' as a note."""
-    rows, pts, part = _index(docs, "phase_boundary_table4.json", "K", "lr", definition="paper"), [], []
+    rows, pts, part = table_index(docs, "phase_boundary_table4.json", "K", "lr", definition="paper"), [], []
     for (_, k, lr), (mean, _) in paper.TABLE4.items():
         r, name = rows.get((k, lr), {}), f"K = {k}, lr {lr:g}"
         pts.append(point(name, mean, [] if r.get("undecided") else r.get("widths") or []))
@@ -237,24 +113,27 @@ def table4(docs: Path) -> dict[str, Any]:
 
 
 def table6(docs: Path) -> dict[str, Any]:
-    rows = [r for r in _md(docs, TABLE6[0]) if r.get("K") == "10" and r.get("definition") == "paper"]
+    rows = [r for r in md_rows(docs, TABLE6[0]) if r.get("K") == "10" and r.get("definition") == "paper"]
     of = lambda t, f: [r.get(f) for r in rows if r.get("target") == t]
     fields = list(enumerate(("ge80_pct", "eq100_pct", "mean_acc"), 2))  # at their position in paper.TABLE6's rows
     return {"points": [point(t, ref[i], of(t, f)) for t, ref in zip(TABLE6[1], paper.TABLE6[10]) for i, f in fields]}
 
 
 def table8(docs: Path) -> dict[str, Any]:
-    rows, variant = _index(docs, "phase_boundary_table8.json", "K"), _index(docs, "seeds_warmup_boundary.json", "K")
+    rows, variant = (
+        table_index(docs, "phase_boundary_table8.json", "K"),
+        table_index(docs, "seeds_warmup_boundary.json", "K"),
+    )
     undecided = ", ".join(str(k) for k, r in rows.items() if any(r.get("undecided") or []))
     return {
         "points": [point(f"K = {k}", ref[2], [rows.get(k, {}).get("eta_star")]) for k, ref in paper.TABLE8.items()],
-        "note": _list(variant, "eta_star", "our variant (500 warm-up steps, crossing tau, 20,000-step budget): eta* "),
+        "note": k_list(variant, "eta_star", "our variant (500 warm-up steps, crossing tau, 20,000-step budget): eta* "),
         "missing": f"no eta* yet: undecided runs at K = {undecided}" if undecided else "",
     }
 
 
 def table9(docs: Path) -> dict[str, Any]:
-    rows = [r for r in _md(docs, TABLE9) if r.get("definition") == "paper"]
+    rows = [r for r in md_rows(docs, TABLE9) if r.get("definition") == "paper"]
     dl = lambda k, ph, h: [r.get("dL") for r in rows if (r.get("K"), r.get("phase"), r.get("head")) == (str(k), ph, h)]
     heads = [(k, ph, h, v) for k, phs in paper.TABLE9.items() for ph, hs in phs.items() for h, v in hs]
     pts = [point(f"K = {k} {ph} {h}", v, dl(k, ph, h)) for k, ph, h, v in heads]
@@ -265,7 +144,7 @@ def table9(docs: Path) -> dict[str, Any]:
 
 def table12(docs: Path) -> dict[str, Any]:
     """Our verdict per hypothesis against the paper's (the first word: falsified, supported, ...)."""
-    rows = [r for r in _rows(docs, "table12.json") if r.get("verdict") not in (None, "not measured")]
+    rows = [r for r in table_rows(docs, "table12.json") if r.get("verdict") not in (None, "not measured")]
     word = lambda v: str(v).split()[0].lower()  # "Falsified (confounded)" -> "falsified"
     count = lambda vs: "; ".join(f"{n} of {len(vs)} {v}" for v, n in Counter(map(word, vs)).items())
     agree = [word(r["verdict"]) == word(r.get("paper_verdict")) for r in rows]
@@ -279,12 +158,13 @@ def table12(docs: Path) -> dict[str, Any]:
 def figure1(docs: Path) -> dict[str, Any]:
     runs = _runs(docs)
     ratios = lambda k: [d.get("paper", {}).get("plateau_ratio") for d in runs.get(k, [])]
-    return {"points": [point(f"K = {k}", PLATEAU_RATIO, ratios(k), digits=PLATEAU_DIGITS) for k in (5, 10, 20, 36)]}
+    pt = lambda k: point(f"K = {k}", paper.PLATEAU_RATIO, ratios(k), digits=paper.PLATEAU_DIGITS)
+    return {"points": [pt(k) for k in (5, 10, 20, 36)]}
 
 
 def figure2b(docs: Path) -> dict[str, Any]:
     """The delay at p = 0.2 per K; where p = 0.2 has not crossed, the lower bound its last step gives."""
-    rows = _index(docs, "label_noise.json", "K", "label_noise")
+    rows = table_index(docs, "label_noise.json", "K", "label_noise")
     base = {k: num(r.get("tau_paper")) for (k, p), r in rows.items() if p == 0 and num(r.get("tau_paper"))}
     late = {k: num(r.get("steps")) for (k, p), r in rows.items() if p == 0.2 and k in base and not num(r.get("delay"))}
     delay = [r.get("delay") for (_, p), r in rows.items() if p == 0.2]
@@ -295,7 +175,7 @@ def figure2b(docs: Path) -> dict[str, Any]:
 
 def figure3a(docs: Path) -> dict[str, Any]:
     """The sign of the lead (loss onset - z onset) at each K with both onsets."""
-    rows = _rows(docs, "figure3_lead.json")
+    rows = table_rows(docs, "figure3_lead.json")
     led = [r for r in rows if num(r.get("lead_frac_0.1")) is not None]
     pos = ", ".join(str(r.get("K")) for r in led if r["lead_frac_0.1"] > 0) or "none"
     rest = ", ".join(f"{r.get('K')} ({r.get('status')})" for r in rows if r not in led)
@@ -308,20 +188,20 @@ def figure3a(docs: Path) -> dict[str, Any]:
 
 
 def plateau(docs: Path) -> dict[str, Any]:
-    rows = [r for r in _rows(docs, "table3.json") if num(r.get("plateau_ratio_paper"))]
-    pt = lambda r, f: point(f"K = {r['K']}", PLATEAU_RATIO, [r.get(f)], digits=PLATEAU_DIGITS)
+    rows = [r for r in table_rows(docs, "table3.json") if num(r.get("plateau_ratio_paper"))]
+    pt = lambda r, f: point(f"K = {r['K']}", paper.PLATEAU_RATIO, [r.get(f)], digits=paper.PLATEAU_DIGITS)
     return {"paper": "1.000 (exactly log K) at every K", "points": [pt(r, "plateau_ratio_paper") for r in rows]}
 
 
 def lead(docs: Path) -> dict[str, Any]:
     """The lead fraction at each K with a positive lead: the paper's mean is over these K."""
-    fr = [num(r.get("lead_frac_0.1")) for r in _rows(docs, "figure3_lead.json")]
-    return {"points": [point("mean over K", LEAD_FRACTION, [x for x in fr if x and x > 0])]}
+    fr = [num(r.get("lead_frac_0.1")) for r in table_rows(docs, "figure3_lead.json")]
+    return {"points": [point("mean over K", paper.LEAD_FRACTION, [x for x in fr if x and x > 0])]}
 
 
 def noise(docs: Path) -> dict[str, Any]:
     """The delay at p = 0.2 on the examples the noise left alone, per K (``passes.noise``)."""
-    runs = [r for d in _rows(docs, "label_noise_split.json") for r in d.get("runs", []) if isinstance(r, dict)]
+    runs = [r for d in table_rows(docs, "label_noise_split.json") for r in d.get("runs", []) if isinstance(r, dict)]
     tau = lambda r: num((r.get("kept") or {}).get("tau"))  # the crossing on the examples the noise left alone
     base = {r.get("K"): tau(r) for r in runs if r.get("label_noise") == 0 and tau(r)}
     delay = [tau(r) / base[r["K"]] for r in runs if r.get("label_noise") == 0.2 and tau(r) and r.get("K") in base]
@@ -330,12 +210,14 @@ def noise(docs: Path) -> dict[str, Any]:
 
 def tokens(docs: Path) -> dict[str, Any]:
     """Tokens to tau at B = 32 over the fewest at a larger B (the paper's 1.00x rows are its fewest)."""
-    tau = {b: num(r.get("tau_examples_k")) for b, r in _index(docs, "table1.json", "B", definition="paper").items()}
+    tau = {
+        b: num(r.get("tau_examples_k")) for b, r in table_index(docs, "table1.json", "B", definition="paper").items()
+    }
     tau = {b: t for b, t in tau.items() if t}
     larger = [t for b, t in tau.items() if b > 32]
     ratio = [tau[32] / min(larger)] if 32 in tau and larger else []
     missing = f"a tau at B = {', '.join(map(str, tau)) or 'none'} only: the ratio needs B = 32 and a larger B"
-    return {"points": [point("B = 32 over the fewest at a larger B", TOKEN_RATIO, ratio)], "missing": missing}
+    return {"points": [point("B = 32 over the fewest at a larger B", paper.TOKEN_RATIO, ratio)], "missing": missing}
 
 
 # artifact, the quantity compared (a cell's " / " values in this order), its reader, the files linked
