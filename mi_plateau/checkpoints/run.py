@@ -300,7 +300,7 @@ class Run:
         evaluation set (``checkpoints.settle``), with the run's status and path; NaN becomes
         None. Without ``settle`` only the cached exact values are used (no torch) and
         ``settlement`` names the steps left unsettled, whose crossings read the live estimate."""
-        from .settle import settled_summary
+        from .answers import settled_summary
 
         manifest = self.manifest()
         s = settled_summary(self, questions, allow_scoring=settle)

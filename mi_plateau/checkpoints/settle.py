@@ -28,7 +28,8 @@ Diagram (one threshold t; ``|`` a band, ``x`` an exact value)::
 With Z standard errors a band excludes the full-set value with probability at most 2 Phi(-Z) per
 look under the normal approximation of a subset mean (Z = 4: 6e-5). Pure Python and numpy; the
 scoring imports torch lazily (``scorer``). The live subset and its
-estimate are ``metrics.live_groups`` and ``metrics.estimate``.
+estimate are ``metrics.live_subset`` and ``metrics.estimate``; the answers read from settled
+records, and a run's settled summary, are ``answers``.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..summaries import estimate, group_order, group_shares, nan_to_none, num, summarize, tau, transition_width
+from ..summaries import estimate, group_order, group_shares, nan_to_none, num
 
 Z = 4.0  # a band's half-width in standard errors
 SETTLED_FILE = "settled.json"
@@ -270,7 +271,7 @@ def settle(
     cached = sorted(s for s, e in cache.items() if len(e["L_seq"]) >= n_total)
     scored, unsettled, seconds, n_groups = [], [], 0.0, 0
     order: list[int] | None = None
-    exact_live = _exact_live(cfg)
+    exact_live = every_group_live(cfg)
     if score is None and allow_scoring:
         score = scorer(run)
     while True:
@@ -344,7 +345,7 @@ def cached_exact(run) -> dict[int, dict[str, Any]]:
         return {}
 
 
-def _exact_live(cfg) -> bool:
+def every_group_live(cfg) -> bool:
     """Did the run score every group live? (Records written before ``L_seq_se`` existed carry
     none: exact unless the run's live subset was smaller than the evaluation set.)"""
     return not cfg.eval.live_groups or cfg.eval.live_groups >= min(cfg.eval.n_groups, cfg.task.n_b)
@@ -369,44 +370,3 @@ def scorer(run, ev=None, device=None) -> Callable[[int, list[int]], dict[str, An
         return group_scores(model, state["ev"], np.asarray(groups))
 
     return score
-
-
-def answer(q: Crossing | Width, records: Sequence[dict[str, Any]], log_K: float) -> dict[str, Any]:
-    """A question's answer on (settled) records: tau at alpha, or (t_start, t_end, tau_width)."""
-    steps = [int(r["step"]) for r in records]
-    vals = [num(r["metrics"].get(KEY)) for r in records]
-    if isinstance(q, Crossing):
-        return {"question": f"tau at {q.alpha:g} log K", "alpha": q.alpha, "tau": tau(steps, vals, log_K, q.alpha)}
-    t_start, t_end, width = transition_width(steps, vals, log_K, q.hi, q.lo)
-    return {
-        "question": f"width {q.hi:g} -> {q.lo:g} log K",
-        "hi": q.hi,
-        "lo": q.lo,
-        "t_start": t_start,
-        "t_end": t_end,
-        "tau_width": width,
-    }
-
-
-def settled_summary(run, questions=None, *, allow_scoring: bool = True, score=None) -> dict[str, Any]:
-    """``summaries.summarize`` on the run's records with ``questions`` (default
-    ``default_questions``) settled, each question's answer (``paper_crossings``, L_seq), and what
-    the settlement did (``settlement``: full scorings now and cached, the steps it could not
-    settle). ``allow_scoring=False``: from the cache only (no torch); what that leaves unsettled
-    is named, and those crossings read the live estimate."""
-    cfg = run.config()
-    questions = tuple(questions) if questions is not None else default_questions(cfg)
-    st = settle(run, questions, allow_scoring=allow_scoring, score=score)
-    s = summarize(cfg, st.records)
-    # Table 7's plateau height is a mean over a window, not a crossing: say how many of its
-    # values are live estimates (0: every one exact)
-    window = [
-        r
-        for r in st.records
-        if cfg.eval.seq_plateau_start <= r["step"] <= cfg.eval.seq_plateau_end
-        and band(r["metrics"], _exact_live(cfg))[1] != 0.0
-    ]
-    s["definitions"]["paper"]["plateau_estimates"] = len(window)
-    s["paper_crossings"] = [answer(q, st.records, cfg.task.log_K) for q in dict.fromkeys(questions)]
-    s["settlement"] = st.note()
-    return s

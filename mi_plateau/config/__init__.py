@@ -1,7 +1,7 @@
 """Run configuration (docs/design.md, docs/analyses.md): ``schema`` (the dataclasses, each field declared once with
-its help, choices, bounds, alias and flag; the layout), ``settings`` (that declaration's helper and
-the reading of values), ``validation`` and ``presets`` (named recipes, overrides, run names).
-Everything is importable from here."""
+its help, choices, bounds, alias and flag), ``task_section`` (the task's section and the layout it
+implies), ``settings`` (that declaration's helper and the reading of values), ``validation`` and
+``presets`` (named recipes, overrides, run names). Everything is importable from here."""
 
 from .layout import LEN_A, LEN_B, Layout
 from .presets import (
@@ -17,24 +17,19 @@ from .presets import (
     with_overrides,
 )
 from .schema import (
-    A_TARGET_DIRECTIONS,
-    MAX_NB,
-    N_CHARS,
     QUIET_GAP,
     QUIET_SPACING_FRAC,
     SECTIONS,
-    SELECTOR_DIRECTIONS,
     SPACING_HI,
     STOPS,
     EvalConfig,
     ModelConfig,
     RunConfig,
-    TaskConfig,
     TrainConfig,
-    layout_for,
     settings,
 )
 from .settings import SETTING, Bounds, ConfigError, Setting, coerce, kind, setting
+from .task_section import A_TARGET_DIRECTIONS, MAX_NB, N_CHARS, SELECTOR_DIRECTIONS, TaskConfig, layout_for
 from .validation import reductions, validate
 
 __all__ = [

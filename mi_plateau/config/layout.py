@@ -1,4 +1,4 @@
-"""Token positions of one sequence (``Layout``; ``schema.layout_for`` makes one from a task)."""
+"""Token positions of one sequence (``Layout``; ``task_section.layout_for`` makes one from a task)."""
 
 from __future__ import annotations
 

@@ -8,8 +8,9 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from .schema import SECTIONS, EvalConfig, ModelConfig, RunConfig, TaskConfig, TrainConfig, settings
+from .schema import SECTIONS, EvalConfig, ModelConfig, RunConfig, TrainConfig, settings
 from .settings import ConfigError, coerce
+from .task_section import TaskConfig
 
 
 def _presets() -> dict[str, RunConfig]:

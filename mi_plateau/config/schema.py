@@ -1,5 +1,6 @@
-"""The configuration's schema: frozen dataclasses with their derived values, the token
-layout (validation: ``validation``; the metadata helper and reading values: ``settings``).
+"""The configuration's schema: frozen dataclasses with their derived values (the task section
+and the token layout: ``task_section``; validation: ``validation``; the metadata helper and
+reading values: ``settings``).
 
 One ``RunConfig`` travels through the whole pipeline. It is built from a preset plus
 overrides (``presets``), validated before any work starts, and stored as JSON in every run
@@ -15,12 +16,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from collections.abc import Iterator, Mapping
 from dataclasses import Field, dataclass, field, fields
 from typing import Any
 
-from .layout import LEN_A, LEN_B, Layout
 from .settings import (
     FRACTION,
     NON_NEGATIVE,
@@ -33,8 +32,8 @@ from .settings import (
     coerce,
     setting,
 )
+from .task_section import TaskConfig, layout_for
 
-N_CHARS = 36  # the alphabet a-z0-9
 # nats of swap gap below which a plateau counts as quiet: the checkpoint spacing may widen there
 # (train.next_interval)
 QUIET_GAP = 0.02
@@ -42,80 +41,8 @@ QUIET_GAP = 0.02
 QUIET_SPACING_FRAC = 0.125
 SPACING_HI = 0.95  # the checkpoint spacing is dense below this fraction of log K (either family)
 MAX_BATCH = 1 << 16
-A_TARGET_DIRECTIONS = ("backward", "b_a")
-SELECTOR_DIRECTIONS = ("backward", "az_b")
-MAX_NB = 20000
 
 # --- the configuration ----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TaskConfig:
-    """The K-fold ambiguous lookup task (docs/design.md)."""
-
-    K: int = setting(
-        10,
-        help="targets per base string (= number of selectors), 2..36",
-        bounds=Bounds(ge=2, le=N_CHARS),
-        note="ambiguity needs 2; the K targets of a group need distinct first characters",
-        alias="K",
-        flag="--K",
-    )
-    n_b: int = setting(1000, help="number of base strings (groups)", bounds=POSITIVE, alias="n_b", flag="--n-b")
-    len_z: int = setting(
-        2, help="selector length (1-4 in Table 7)", bounds=Bounds(ge=1, le=8), alias="len_z", flag="--len-z"
-    )
-    direction: str = setting(
-        "backward",
-        help="backward (B,z)->A | forward A->B | az_b (A,z)->B | b_a B->A",
-        choices=("backward", "forward", "az_b", "b_a"),
-        alias="direction",
-        flag="--direction",
-    )
-    label_noise: float = setting(
-        0.0,
-        help="probability a training target is another A of its group",
-        bounds=Bounds(ge=0, lt=1),
-        alias="label_noise",
-        flag="--label-noise",
-    )
-    label_noise_mode: str = setting(
-        "fixed",
-        choices=("fixed", "per_draw"),
-        help="fixed: a fraction label_noise of the examples corrupted once, for the whole run (the original's); "
-        "per_draw: each training draw corrupted with probability label_noise (ours; runs older than this setting "
-        "trained that way: checkpoints.LEGACY_DEFAULTS)",
-    )
-    selector_groups: int = setting(
-        0,
-        bounds=NON_NEGATIVE,
-        note="0 = one global selector set",
-        help="the gradient-cancellation control (Table 12): 0 = one global selector set shared by every group; "
-        "G > 0 = G selector sets of K selectors each, all G*K strings distinct, group g using set g mod G "
-        "(so the groups that share a set number about n_b / G)",
-    )
-    distinct_first: bool = setting(
-        True,
-        help="the K targets of a group start with K different characters (ours and the K sweep's); false: "
-        "first characters drawn freely, as the original's direction experiment (Table 2) drew them",
-    )
-    data_seed: int = setting(0, help="seed of the task's strings", bounds=SEED)
-
-    @property
-    def D(self) -> int:
-        return self.n_b * self.K
-
-    @property
-    def log_K(self) -> float:
-        return math.log(self.K)
-
-    @property
-    def has_selector(self) -> bool:
-        return self.direction in SELECTOR_DIRECTIONS
-
-    @property
-    def targets_A(self) -> bool:
-        return self.direction in A_TARGET_DIRECTIONS
 
 
 @dataclass(frozen=True)
@@ -391,18 +318,3 @@ def retire_eval_keys(d: dict[str, Any]) -> dict[str, Any]:
             n = 0 if K < 2 or max(1, cap // (K * (K - 1))) >= groups else EvalConfig.live_groups
         ev["live_groups"] = n
     return {**d, "eval": ev}
-
-
-def layout_for(task: TaskConfig) -> Layout:
-    prompts = {
-        "backward": (("B", LEN_B), ("z", task.len_z)),
-        "forward": (("A", LEN_A),),
-        "az_b": (("A", LEN_A), ("z", task.len_z)),
-        "b_a": (("B", LEN_B),),
-    }[task.direction]
-    target_len = LEN_A if task.targets_A else LEN_B
-    segments, pos = [], 1  # position 0 is BOS
-    for name, length in prompts:
-        segments.append((name, pos, length))
-        pos += length + 1  # each prompt segment is followed by SEP
-    return Layout(seq_len=pos + target_len + 1, segments=tuple(segments), target_start=pos, target_len=target_len)

@@ -8,8 +8,9 @@ import math
 from dataclasses import Field, fields
 from typing import Any
 
-from .schema import MAX_BATCH, MAX_NB, N_CHARS, SECTIONS, RunConfig, TaskConfig, layout_for
+from .schema import MAX_BATCH, SECTIONS, RunConfig
 from .settings import SETTING, ConfigError, kind, show_value
+from .task_section import MAX_NB, N_CHARS, TaskConfig, layout_for
 
 
 def validate(cfg: RunConfig) -> RunConfig:

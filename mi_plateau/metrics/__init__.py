@@ -29,7 +29,6 @@ Two families, both computed at every checkpoint and named in every table:
 from .evaluation import (
     ACC_THRESHOLD,
     ACC_TOL,
-    Live,
     accuracy_shares,
     accuracy_stats,
     candidate_losses,
@@ -42,7 +41,6 @@ from .evaluation import (
     group_accuracy,
     group_means,
     group_scores,
-    live_subset,
     prefix_kv_of,
     sequence_losses,
     sequence_scores,
@@ -50,6 +48,7 @@ from .evaluation import (
     string_logprob,
     target_loss,
 )
+from .live import Live, live_subset
 
 __all__ = [
     "ACC_THRESHOLD",

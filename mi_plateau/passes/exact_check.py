@@ -7,7 +7,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from ..checkpoints.settle import EXACT_KEYS, KEY, Crossing, answer, default_questions, settle
+from ..checkpoints.answers import answer
+from ..checkpoints.settle import EXACT_KEYS, KEY, Crossing, default_questions, settle
 from ..summaries import nan_to_none, num, summarize
 
 

@@ -297,7 +297,22 @@ def table10(rows) -> Rows:
                     f"all_converged_{suffix}": all(bool(r["converged"]) for r in mine),
                 }
             )
+        kept = [r for r in rs if r["estimator"] == "original_power" and _original_keeps(r["step"], r["tau"])]
+        row["steps_original_filter"] = sorted(r["step"] for r in kept)
+        row["anisotropy_original_filter"] = float(np.mean([r["anisotropy"] for r in kept])) if kept else None
         paper = TABLE10.get(K)
         row.update({"paper_anisotropy": paper[0] if paper else None, "paper_lambda_max": paper[1] if paper else None})
+        for col in ("anisotropy_original", "anisotropy_original_filter"):
+            ours = row.get(col)
+            row[f"{col}_over_paper"] = ours / paper[0] if paper and ours is not None else None
         out.append(row)
     return frame(out)
+
+
+ORIGINAL_GRID = 100  # the original's checkpoint spacing (steps)
+
+
+def _original_keeps(step: int, tau: int) -> bool:
+    """The original's checkpoint filter (SPEC.md section 8): a checkpoint its own run holds (on
+    its 100-step grid) strictly before 0.8 tau."""
+    return step % ORIGINAL_GRID == 0 and step < 0.8 * tau

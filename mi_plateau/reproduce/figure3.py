@@ -1,10 +1,12 @@
 """``reproduce figure3``: Figure 3 and the abstract's "~50% lead" as the paper computed them, over
-the K sweep's runs (``<root>/paper_k_sweep/K*_seed<seed>``).
+the K sweep's runs (``<root>/paper_k_sweep/K*_seed<seed>``), or, for a K where it has one, the
+lead sweep's (``<root>/paper_lead_sweep/``, docs/sweeps/lead_sweep.toml: the same runs carried on
+until the first-token loss has left its plateau, so that both onsets exist).
 
 Per run: the cheap passes at every checkpoint (``analyze_run(heavy=False)``; cached under
 ``analyses/<run>/passes/``, shared with ``mi-plateau analyze``) give Lc and the z-shuffle gap,
 ``passes.lead`` the onsets and the lead; for K in ``DESCENT_KS`` ``passes.descent`` reads the
-displacement cosine from the weights. Nothing is trained: the runs are the K sweep's.
+displacement cosine from the weights. Nothing is trained: the runs are the sweeps'.
 
 Writes ``figure3_lead`` (one row per K), ``figure3_lead_summary`` (the mean lead fraction over the
 Ks with a positive lead, its std with ddof 0, the exponent of lead ~ K^s; both z thresholds),
@@ -29,6 +31,7 @@ from .writer import Built, Plot, Table, write_built
 
 LOG = "figure3_log.json"
 SWEEP = "paper_k_sweep"
+LEAD_SWEEP = "paper_lead_sweep"  # docs/sweeps/lead_sweep.toml: the K sweep run to the first-token loss onset
 DESCENT_KS = (10, 20, 36)
 WINDOWS = ("plateau", "pre", "post")
 # the descent table's paper column: paper.DESCENT_COS (plateau, pre, post) in words
@@ -39,12 +42,17 @@ PAPER_COS = (
 
 
 def sweep_runs(root: Path, seed: int = 0) -> list[Path]:
-    """The K sweep's run folders of ``seed`` under ``root`` that have started, in K order."""
-    folder = Path(root) / SWEEP
+    """Per K, the run folder of ``seed`` that has started under ``root``: the lead sweep's
+    (``LEAD_SWEEP``: the K sweep's runs carried on past the first-token loss onset) where it has
+    one, else the K sweep's; in K order."""
     pat = re.compile(rf"K(\d+)_seed{seed}$")
-    runs = [p for p in folder.iterdir() if pat.match(p.name)] if folder.is_dir() else []
-    runs = [p for p in runs if status(p) in ("finished", "running")]
-    return sorted(runs, key=lambda p: int(pat.match(p.name).group(1)))
+    found: dict[int, Path] = {}
+    for name in (SWEEP, LEAD_SWEEP):  # the lead sweep's run of a K replaces the K sweep's
+        folder = Path(root) / name
+        for p in folder.iterdir() if folder.is_dir() else ():
+            if pat.match(p.name) and status(p) in ("finished", "running"):
+                found[int(pat.match(p.name).group(1))] = p
+    return [found[k] for k in sorted(found)]
 
 
 def run_entry(run: Run, analyses: Path, delta: int, device: str, progress: bool) -> dict[str, Any]:
@@ -186,7 +194,8 @@ def run_figure3_recipe(
         entries[p.name] = run_entry(Run(p), analyses, delta, device, progress)
     if not entries:
         raise RunError(
-            f"{root / SWEEP}: no K-sweep run here and none in {path}; train them with `mi-plateau reproduce k_sweep`"
+            f"{root / SWEEP}: no K-sweep run here and none in {path}; train them with `mi-plateau reproduce k_sweep` "
+            "or `mi-plateau sweep docs/sweeps/lead_sweep.toml`"
         )
     built = build_figure3(entries)
     docs.mkdir(parents=True, exist_ok=True)

@@ -226,7 +226,9 @@ def build_hessian(entries: dict[str, Any], settings: dict[str, Any]) -> Built:
         f"every parameter, {s['dtype']}; original = the original code's power iteration (the mean over the plateau "
         f"checkpoints of |lambda_max| / max(|lambda_min|, 1e-10)); lanczos = ARPACK's Lanczos, the {s['k']} largest "
         f"and smallest eigenvalues, converged when every pair's relative residual is <= {s['tol']}. Checkpoints: 5 "
-        "evenly spaced in [max(100, 0.2 tau), 0.8 tau] of the K sweep's runs (seed 0)."
+        "evenly spaced in [max(100, 0.2 tau), 0.8 tau] of the K sweep's runs (seed 0). original_filter: the same "
+        "estimator over the checkpoints the original's filter keeps (on its 100-step grid, strictly before 0.8 tau: "
+        "steps_original_filter), ours on our own checkpoints; *_over_paper: the ratio to the paper's anisotropy."
     )
     cps = checkpoint_rows(entries, settings)
     tables = {

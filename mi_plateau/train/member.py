@@ -20,7 +20,8 @@ from ..checkpoints import (
     write_checkpoint,
     write_manifest,
 )
-from ..checkpoints.settle import retire_live, scorer, settled_summary
+from ..checkpoints.answers import settled_summary
+from ..checkpoints.settle import retire_live, scorer
 from ..config import RunConfig
 from ..devices import to_cpu
 from ..metrics import evaluate, live_subset

@@ -50,3 +50,10 @@ def test_no_run_and_no_log_is_one_line(tmp_path, run_cli):
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "no K-sweep run here" in p.stderr
     with pytest.raises(RunError, match="no K-sweep run"):
         recipe.run_figure3_recipe(tmp_path / "ck", tmp_path / "docs", tmp_path / "an", progress=False)
+
+
+def test_the_lead_sweeps_run_of_a_k_replaces_the_k_sweeps(tmp_path, tiny_run):
+    root = tmp_path / "checkpoints"
+    for sweep, name in ((recipe.SWEEP, "K4_seed0"), (recipe.SWEEP, "K6_seed0"), (recipe.LEAD_SWEEP, "K4_seed0")):
+        shutil.copytree(tiny_run.path, root / sweep / name)
+    assert recipe.sweep_runs(root) == [root / recipe.LEAD_SWEEP / "K4_seed0", root / recipe.SWEEP / "K6_seed0"]

@@ -62,7 +62,7 @@ def test_a_threshold_asked_after_training_is_settled_with_counted_scorings(tmp_p
     assert s2["settlement"]["scorings_now"] == 0
     assert {c["question"]: c for c in s2["paper_crossings"]} == asked
     # the answers equal an independent full scoring of every checkpoint
-    from mi_plateau.checkpoints.settle import answer
+    from mi_plateau.checkpoints.answers import answer
     from mi_plateau.passes.exact_check import score_exact
     from mi_plateau.summaries import num
 

@@ -246,3 +246,17 @@ def test_extremes_anisotropy_floor():
     e = Extremes("x", (2.0,), (0.0,), (0.0,), (0.0,), 1e-6, 2, 0.0)
     assert e.anisotropy == 2.0 / 1e-10 and e.converged
     assert not Extremes("x", (2.0,), (math.nan,), (0.0,), (math.inf,), 1e-6, 2, 0.0).converged
+
+
+def test_table10_with_the_originals_checkpoint_filter():
+    """The original keeps checkpoints on its 100-step grid strictly before 0.8 tau (tau 1000: 800
+    is out, 750 is off its grid): here only steps 200 and 700 count."""
+    rows = [
+        {"run": "r", "K": 10, "tau": 1000, "step": step, "estimator": "original_power", "anisotropy": a,
+         "lambda_max": 1.0, "lambda_min": 0.01, "converged": False}
+        for step, a in ((200, 1000.0), (700, 3000.0), (750, 9e9), (800, 9e9))
+    ]  # fmt: skip
+    (t,) = table10(rows).to_dict("records")
+    assert t["steps_original_filter"] == [200, 700] and t["anisotropy_original_filter"] == 2000.0
+    assert t["anisotropy_original_filter_over_paper"] == 2000.0 / 10800
+    assert t["anisotropy_original_over_paper"] == t["anisotropy_original"] / 10800

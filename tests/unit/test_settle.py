@@ -7,7 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from mi_plateau.checkpoints.settle import Crossing, Width, Z, answer, pending, resolve
+from mi_plateau.checkpoints.answers import answer
+from mi_plateau.checkpoints.settle import Crossing, Width, Z, pending, resolve
 from mi_plateau.config import preset, with_overrides
 from mi_plateau.config.schema import RunConfig, retire_eval_keys
 from mi_plateau.metrics import estimate, live_subset
