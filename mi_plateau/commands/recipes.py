@@ -202,7 +202,10 @@ def reproduce_sweep(args, only: list[str] | None) -> int:
             f"{DOCS}; give --docs another folder"
         )
     if args.dry_run:
-        rows = dry_run(sweep, args.root, docs=args.docs, skip_recorded=args.skip_recorded, only=only)
+        from ..devices import resolve
+
+        dev = str(resolve(args.device))
+        rows = dry_run(sweep, args.root, docs=args.docs, skip_recorded=args.skip_recorded, only=only, device=dev)
         print(to_markdown(rows), end="")
         todo = [r for r in rows if r["est_core_min"] > 0]
         print(

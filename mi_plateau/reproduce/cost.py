@@ -1,7 +1,8 @@
 """What a recipe has left to train and what it should cost here (``mi-plateau reproduce NAME
 --dry-run``): per point, its status (here or recorded in the recipe's log), the steps it is
-expected to take and the core-minutes they should cost on this machine. Reads run folders and
-logs; trains and writes nothing."""
+expected to take and the core-minutes they should cost on this machine, priced by a short timed
+probe of each shape (``probe``). Reads run folders and logs; trains nothing and writes only the
+probe's cache."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from .. import paper
-from ..checkpoints import Run, RunError
 from ..fits import power_law
-from ..sweeps import Sweep, run_row, select, status, train_wall
+from ..sweeps import Sweep, run_row, select
+from .probe import prober, run_seconds
 from .records import FAMILY_KEYS, collect
 from .sweeps import recipe_sweep
 
@@ -24,6 +25,7 @@ def dry_run(
     docs: str | Path = "docs/reproduction",
     skip_recorded: bool = False,
     only: list[str] | None = None,
+    device: str = "cpu",
 ) -> list[dict[str, Any]]:
     """The recipe's (or sweep's) runs, their status and an estimate of what is left of each: the
     expected steps x the seconds per step, less the steps a partial run here already made.
@@ -32,15 +34,18 @@ def dry_run(
     failed counting as the whole budget, an unfinished seed without a tau as the margin x its
     steps, a lower bound), else the paper's tau for it, else the step cap (``tau_from`` says
     which); a condition whose only runs are unfinished takes the larger of the paper's guess and
-    their bound. Seconds per step: ``sec_per_step`` if given, else the median
-    training wall time per step of the runs this machine finished under ``root`` at the point's
-    K (at any K if none: the evaluation's share grows with K), else that of the runs the log
-    records, else a default; scaled by the batch size over 128 (``s_per_step_from``). A run the
+    their bound. Price: a short timed probe of the point's own configuration on ``device``
+    (``probe.prober``: its training step and its live evaluation, cached per shape under
+    ``root``), or, with ``sec_per_step``, that many seconds per step at batch 128 and nothing
+    for evaluation (``priced_from``). A run the
     log records as finished costs nothing with ``skip_recorded`` (its status says "recorded").
     ``only``: just these points (checked as training checks them)."""
     sweep = recipe_sweep(name) if isinstance(name, str) else name
     runs = collect(sweep, root, docs)[0]
-    measured = _measured(root, runs)
+    if sec_per_step:
+        price, priced_from = (lambda c: {"s_step": sec_per_step * c.train.batch_size / 128, "s_eval": 0.0}), "given"
+    else:
+        price, priced_from = prober(root, device), "probe"
     # per condition: the steps each seed's run takes (here or recorded), and how many of them are
     # lower bounds (a partial run with no tau yet takes at least the margin x the steps it made)
     seen: dict[tuple, list[tuple[float, bool]]] = {}
@@ -53,7 +58,6 @@ def dry_run(
         c = p.cfg
         path = sweep.folder(root) / p.name
         steps, tau_from = _expected_steps(c, seen.get(_condition(c), []))
-        sps, src = (sec_per_step, "given") if sec_per_step else _sec_per_step(c.task.K, *measured)
         own = _run_steps(c, r) if r["status"] == "running" and c.train.stop != "budget" else None
         if own:  # this run's own evidence: its stop once it has its tau, else a bound
             steps = max(steps, own[0]) if own[1] else own[0]
@@ -70,37 +74,13 @@ def dry_run(
                 "status": st,
                 "steps_done": done,
                 "expected_steps": int(steps),
-                "est_core_min": left * sps * c.train.batch_size / 128 / 60,
+                "est_core_min": run_seconds(c, price(c), left) / 60 if left else 0.0,
                 "tau_from": tau_from,
-                "s_per_step_from": src,
+                "priced_from": priced_from,
             }
         )
     keep = set(select(sweep, only)) if only is not None else None
     return [r for r, p in zip(rows, sweep.points) if keep is None or p.name in keep]
-
-
-def _measured(root: str | Path, runs: list[dict[str, Any]]) -> tuple[list[tuple[int, float]], str]:
-    """(K, seconds per step at batch 128) of the runs finished here, else of those the log
-    records as finished, and which of the two."""
-    here = measured_sec_per_step(root)
-    if here:
-        return here, "here"
-    recorded = [
-        (r["K"], r["wall_s"] / r["steps"] * 128 / r["batch_size"])
-        for r in runs
-        if r["source"] == "recorded" and r["status"] == "finished" and r["wall_s"] and r["steps"]
-    ]
-    return recorded, "recorded"
-
-
-def _sec_per_step(K: int, measured: list[tuple[int, float]], where: str) -> tuple[float, str]:
-    """The median measured seconds per step at K (at any K if none), or the default; and where
-    it came from."""
-    if not measured:
-        return _SEC_PER_STEP, "default"
-    at_k = [v for k, v in measured if k == K]
-    src = f"{len(at_k) or len(measured)} runs {where}" + ("" if at_k else " (other K)")
-    return statistics.median(at_k or [v for _, v in measured]), src
 
 
 def _expected_steps(c, seen: list[tuple[float, bool]]) -> tuple[float, str]:
@@ -160,28 +140,6 @@ def _condition(c) -> tuple:
         c.train.warmup_steps,
         c.train.schedule,
     )
-
-
-def measured_sec_per_step(root: str | Path) -> list[tuple[int, float]]:
-    """(K, training wall seconds per step at batch 128) of every finished run under ``root``
-    (``root/<sweep>/<run>`` or ``root/<run>``) that records its wall time."""
-    out = []
-    for m in sorted(Path(root).glob("*/manifest.json")) + sorted(Path(root).glob("*/*/manifest.json")):
-        if status(m.parent) != "finished":
-            continue
-        try:
-            run = Run(m.parent)
-            c, wall, last = run.config(), train_wall(run), run.summary()["last_step"]
-        except (RunError, KeyError, TypeError):
-            continue
-        if wall and last:
-            out.append((c.task.K, wall / last * 128 / c.train.batch_size))
-    return out
-
-
-# seconds per paper-model training step with its evaluation when no run has been trained here
-# (1 thread: 0.1 s per step plus 45% for both families' evaluation)
-_SEC_PER_STEP = 0.145
 
 
 def _paper_tau_guess(c) -> float | None:

@@ -164,7 +164,7 @@ def test_every_recipe_parses_and_the_cli_lists_them():
 
 
 def test_dry_run_estimates_cost_without_training(tmp_path):
-    rows = dry_run("k_sweep", root=tmp_path, docs=tmp_path / "docs")  # no log: nothing recorded
+    rows = dry_run("k_sweep", root=tmp_path, docs=tmp_path / "docs", sec_per_step=0.1)  # no log: nothing recorded
     assert [r["status"] for r in rows] == ["not started"] * 10
     assert all(r["est_core_min"] > 0 for r in rows) and not any(tmp_path.iterdir())
 

@@ -98,5 +98,13 @@ def test_precision_flags_change_the_runs_or_are_refused(run_cli, tmp_path):
     assert r.returncode == 2 and "--precision applies to the sweep recipes" in r.stderr
     r = run_cli("reproduce", "k_sweep", "--precision", "bf16", "--dry-run")
     assert r.returncode == 2 and "give --docs another folder" in r.stderr
-    r = run_cli("reproduce", "k_sweep", "--precision", "bf16", "--dry-run", "--docs", str(tmp_path / "docs"))
-    assert r.returncode == 0 and "paper_k_sweep_bf16" in r.stdout, r.stderr
+
+
+def test_a_recipes_dry_run_in_bf16_lists_its_own_folder(tmp_path, monkeypatch, capsys):
+    import mi_plateau.reproduce.cost as cost
+    from mi_plateau.cli import main
+
+    monkeypatch.setattr(cost, "prober", lambda root, device: lambda cfg: {"s_step": 0.1, "s_eval": 1.0})
+    argv = ["reproduce", "k_sweep", "--precision", "bf16", "--dry-run", "--docs", str(tmp_path / "docs")]
+    assert main([*argv, "--root", str(tmp_path / "ck")]) == 0
+    assert "paper_k_sweep_bf16/K3_seed0" in capsys.readouterr().out
