@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 
 from . import commands
 from .commands.options import (
+    OneLineParser,
     add_device,
     add_precision,
     add_static,
@@ -24,6 +25,7 @@ from .commands.options import (
     positive_int,
     width_pair,
 )
+from .commands.tool_args import TOOL_SUBCOMMANDS
 from .config import PRESETS, SECTIONS, ConfigError, settings
 from .config import kind as field_kind
 
@@ -229,7 +231,7 @@ def add_report(sub) -> None:
         action="append",
         default=[],
         metavar="FILE",
-        help="an LLC curve recorded by python -m mi_plateau.passes.llc (JSON), drawn beside its run's loss; repeatable",
+        help="an LLC curve recorded by mi-plateau llc (JSON), drawn beside its run's loss; repeatable",
     )
     add_static(
         r,
@@ -246,10 +248,10 @@ def add_bench(sub) -> None:
     bench.add_argument("--json", action="store_true")
     bench.add_argument(
         "--only",
-        choices=["train", "passes", "overhead", "sweep", "eval"],
+        choices=["train", "passes", "overhead", "sweep", "eval", "price"],
         default=None,
         help="run one section alone (sweep: the batched trainer against single runs; eval: the "
-        "evaluation's share of training at K = 10, 20, 36)",
+        "evaluation's share of training at K = 10, 20, 36; price: the dry run's prices against runs it trains)",
     )
     bench.add_argument(
         "--out", default=None, help="also write the Markdown table here (with --json, the numbers beside it: X.json)"
@@ -357,11 +359,12 @@ SUBCOMMANDS = (
     add_bench,
     add_sweep,
     add_reproduce,
+    *TOOL_SUBCOMMANDS,
 )
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="mi-plateau",
         description="Train and dissect transformers on the K-fold ambiguous lookup task "
         "of 'Marginals Before Conditionals' (arXiv 2603.10074).",

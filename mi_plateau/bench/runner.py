@@ -40,7 +40,7 @@ def _log(msg: str) -> None:
 # --- the whole benchmark ------------------------------------------------------------
 
 
-SECTIONS = ("train", "passes", "overhead", "sweep", "eval")
+SECTIONS = ("train", "passes", "overhead", "sweep", "eval", "price")
 
 
 def run_benchmarks(
@@ -77,6 +77,17 @@ def run_benchmarks(
             "sweep",
             "sweep throughput: batched trainer against single runs",
             lambda: bench_sweep(quick, name, device=device),
+        )
+    if only == "price":
+        from .price import bench_price
+
+        return _alone(
+            quick,
+            "paper",
+            device,
+            "price",
+            "the dry run's prices against measured runs",
+            lambda: bench_price(quick, device=device),
         )
     if only is not None and only not in SECTIONS:
         raise ValueError(f"bench section {only!r}: expected one of {', '.join(SECTIONS)}")
@@ -217,6 +228,10 @@ def to_markdown(res: dict[str, Any]) -> str:
         from .sweep import sweep_lines
 
         lines += sweep_lines(res["sweep"])
+    if "price" in res:
+        from .price import price_lines
+
+        lines += price_lines(res["price"])
     return "\n".join(lines) + "\n"
 
 

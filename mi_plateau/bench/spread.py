@@ -18,13 +18,12 @@ Per checkpoint of a run, from every row of the evaluation set (``metrics.example
   finite-population factor). Settlement scores the full set where 4 of them reach from L_seq
   to a threshold a question reads.
 
-``python -m mi_plateau.bench.spread RUN [--every N] [--subset n] [--rows m] [--out FILE]`` writes the rows and a summary
-as JSON (with the commit and the date).
+``mi-plateau estimator-spread RUN [--every N] [--subset n] [--rows m] [--out FILE]`` writes the
+rows and a summary as JSON (with the command, the commit and the date).
 """
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 from typing import Any
 
@@ -59,12 +58,15 @@ def spread_row(seq: np.ndarray, lc: np.ndarray, K: int, subset: int = 20, rows: 
 
 
 def run_spread(path: str | Path, every: int = 1, subset: int = 20, rows: int = 10) -> dict[str, Any]:
-    """``spread_row`` at every ``every``-th checkpoint of the run, and the medians over them."""
+    """``spread_row`` at every ``every``-th checkpoint of the run, and the medians over them.
+    ValueError for a count below 1."""
     import torch
 
     from ..checkpoints import Run
     from ..metrics.evaluation import example_losses
 
+    if min(every, subset, rows) < 1:
+        raise ValueError(f"every, subset and rows must be at least 1 (got {every}, {subset}, {rows})")
     run = Run(path)
     K, ev = run.config().task.K, run.eval_set()
     out = []
@@ -81,27 +83,3 @@ def run_spread(path: str | Path, every: int = 1, subset: int = 20, rows: int = 1
         "rows": out,
         "median": {k: float(np.median([r[k] for r in out])) for k in keys},
     }
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m mi_plateau.bench.spread", description=__doc__.split("\n\n")[0])
-    ap.add_argument("run")
-    ap.add_argument("--every", type=int, default=1, help="every N-th checkpoint")
-    ap.add_argument("--subset", type=int, default=20, help="groups in the live subset")
-    ap.add_argument("--rows", type=int, default=10, help="rows of each group in the two-stage variant")
-    ap.add_argument("--out", default=None, help="write the JSON here (else stdout)")
-    a = ap.parse_args(argv)
-    from ..checkpoints.files import emit_json, one_line_errors, provenance, writable_out
-
-    with one_line_errors(ap.prog):
-        for flag in ("every", "subset", "rows"):
-            if getattr(a, flag) < 1:
-                raise ValueError(f"--{flag} {getattr(a, flag)}: must be at least 1")
-        writable_out(a.out)
-        out = run_spread(a.run, a.every, a.subset, a.rows)
-        emit_json(out | provenance(ap.prog, argv), a.out)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -3,7 +3,6 @@ read back with one-line errors that name the file, and the crash hook the tests 
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -251,7 +250,6 @@ def provenance(prog: str, argv: list[str] | None = None) -> dict[str, Any]:
     arguments, ``argv`` or else the process's own), the code's ``commit`` (``code_commit``) and
     the UTC ``date``."""
     import datetime as dt
-    import sys
 
     args = argv if argv is not None else sys.argv[1:]
     return {
@@ -262,29 +260,26 @@ def provenance(prog: str, argv: list[str] | None = None) -> dict[str, Any]:
 
 
 def writable_out(out: str | os.PathLike | None) -> None:
-    """Refuse, before any work, an output file whose folder does not exist (a module command
-    would otherwise compute for minutes and then fail to write)."""
-    if out and not Path(out).parent.is_dir():
-        raise RunError(f"--out {out}: no folder {Path(out).parent}")
-
-
-@contextlib.contextmanager
-def one_line_errors(prog: str):
-    """The module commands' (``python -m mi_plateau.X``) bad input as the CLI reports it: one line,
-    ``<prog>: error: <message>``, exit status 2; never a traceback."""
-    try:
-        yield
-    except (OSError, RunError, ValueError, ImportError) as e:
-        msg = f"{e.filename or ''}: {e.strerror or e}" if isinstance(e, OSError) and e.strerror else str(e)
-        print(f"{prog}: error: {' '.join(msg.split())}", file=sys.stderr)
-        raise SystemExit(2) from None
+    """Refuse, before any work, an output file that cannot be written: its folder missing or not
+    writable, or the name an existing folder (a command would otherwise compute for minutes and
+    then fail to write)."""
+    if not out:
+        return
+    path = Path(out)
+    if path.is_dir():
+        raise RunError(f"--out {out}: is a folder; name the file to write")
+    if not path.parent.is_dir():
+        raise RunError(f"--out {out}: no folder {path.parent}")
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        raise RunError(f"--out {out}: folder {path.parent} is not writable")
 
 
 def emit_json(doc: Any, out: str | os.PathLike | None) -> None:
-    """``doc`` as indented JSON (NaN as null) into the file ``out``, or onto stdout."""
+    """``doc`` as indented JSON (NaN as null) into the file ``out`` (written atomically), or onto
+    stdout."""
     text = json.dumps(nan_to_none(doc), indent=1) + "\n"
     if out:
-        Path(out).write_text(text)
+        atomic_write_text(Path(out), text)
     else:
         print(text, end="")
 

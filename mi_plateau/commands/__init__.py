@@ -2,7 +2,9 @@
 the Python API and prints; ``dispatch`` picks one by name.
 
 ``train`` (train, train-batch, summary), ``analysis`` (analyze, inspect, ablate, report),
-``recipes`` (sweep, reproduce, bench); ``text`` holds what several of them print. Only the
+``recipes`` (sweep, reproduce, bench), ``tools`` (the study commands: linear-control,
+sampled-pairs, llc, noise-split, estimator-spread; their parsers in ``tool_args``); ``text``
+holds what several of them print. Only the
 standard library and light modules of ours are imported here: torch, transformer_lens, ray and
 plotly load inside the commands that use them, so ``mi-plateau --help`` answers at once.
 """
@@ -13,6 +15,7 @@ from collections.abc import Sequence
 
 from .analysis import cmd_ablate, cmd_analyze, cmd_inspect, cmd_report
 from .recipes import cmd_bench, cmd_reproduce, cmd_sweep
+from .tools import cmd_estimator_spread, cmd_linear_control, cmd_llc, cmd_noise_split, cmd_sampled_pairs
 from .train import cmd_summary, cmd_train, cmd_train_batch
 
 COMMANDS = {
@@ -26,12 +29,19 @@ COMMANDS = {
     "bench": cmd_bench,
     "reproduce": cmd_reproduce,
     "sweep": cmd_sweep,
+    "linear-control": cmd_linear_control,
+    "sampled-pairs": cmd_sampled_pairs,
+    "llc": cmd_llc,
+    "noise-split": cmd_noise_split,
+    "estimator-spread": cmd_estimator_spread,
 }
+# the commands that record their own command line (in the run folder, in the JSON they write)
+RECORD_ARGV = frozenset({"train", "linear-control", "sampled-pairs", "llc", "noise-split", "estimator-spread"})
 
 
 def dispatch(args, argv: Sequence[str] = ()) -> int:
     """Run the command ``args.command`` names; returns its exit status. ``argv``, the command line
-    without the program name, is what ``train`` records in the run folder."""
-    if args.command == "train":
-        return cmd_train(args, argv)
+    without the program name, is what the commands of ``RECORD_ARGV`` record as their origin."""
+    if args.command in RECORD_ARGV:
+        return COMMANDS[args.command](args, argv)
     return COMMANDS[args.command](args)

@@ -4,6 +4,15 @@ the options several commands share (``--device``, ``--step``, ``--static``)."""
 from __future__ import annotations
 
 import argparse
+import math
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """A bad argument is one line on standard error (``PROG: error: ...``, exit 2), as every
+    other error of the command line is; ``--help`` still prints the usage."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def num_arg(typ):
@@ -24,6 +33,20 @@ def positive_int(text: str) -> int:
     v = num_arg(int)(text)
     if v < 1:
         raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return v
+
+
+def nonnegative_int(text: str) -> int:
+    v = num_arg(int)(text)
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 0")
+    return v
+
+
+def positive_float(text: str) -> float:
+    v = num_arg(float)(text)
+    if not 0 < v < math.inf:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a positive number")
     return v
 
 

@@ -1,9 +1,9 @@
 """Controls of the paper's Table 12 that need a model other than the transformer: the two-layer
-linear network (``linear``; ``python -m mi_plateau.control.linear --out FILE`` regenerates its
-artifact). The other control, selector groups (``task.selector_groups``), is a task setting
-trained by the ordinary pipeline.
+linear network (``linear``; ``mi-plateau linear-control --out FILE`` regenerates its artifact).
+The other control, selector groups (``task.selector_groups``), is a task setting trained by the
+ordinary pipeline.
 
-Names load lazily, so that ``python -m mi_plateau.control.linear`` runs the module only once.
+Names load lazily: importing the package loads neither torch nor pandas.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ _LAZY = {
         "Embeddings",
         "LinearConfig",
         "candidate_losses",
+        "control_record",
         "least_squares_limit",
         "linear_control",
         "make_embeddings",

@@ -25,17 +25,15 @@ minimiser over all n_b K examples (``least_squares_limit``: least squares, reduc
 H < D) is where the network goes given time, so its candidate loss is the "permanently" of the
 paper's claim, measured without waiting for it.
 
-Regenerate the artifact: ``python -m mi_plateau.control.linear --out docs/reproduction/linear_control.json``.
+Regenerate the artifact: ``mi-plateau linear-control --out docs/reproduction/linear_control.json``.
 """
 
 from __future__ import annotations
 
-import argparse
 import math
-import sys
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -44,7 +42,6 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
-from ..checkpoints.files import atomic_write_json
 from ..config import ConfigError, TaskConfig
 from ..task import Task, make_task
 
@@ -303,31 +300,16 @@ def record(cfgs: list[LinearConfig], curves: pd.DataFrame, table: pd.DataFrame, 
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m mi_plateau.control.linear --out FILE [--K 10 20 36] [--steps N] [--eval-every N]``."""
-    p = argparse.ArgumentParser(prog="python -m mi_plateau.control.linear", description=__doc__.split("\n\n")[0])
-    p.add_argument("--out", type=Path, required=True, help="the JSON artifact to write")
-    p.add_argument("--K", type=int, nargs="+", default=list(PAPER_KS))
-    p.add_argument("--steps", type=int, default=LinearConfig.steps)
-    p.add_argument("--eval-every", type=int, default=LinearConfig.eval_every)
-    args = p.parse_args(argv)
-    try:
-        cfgs = [LinearConfig(K=K, steps=args.steps, eval_every=args.eval_every) for K in args.K]
-    except ConfigError as e:
-        p.error(str(e))
+def control_record(
+    Ks: Sequence[int] = PAPER_KS,
+    *,
+    steps: int = LinearConfig.steps,
+    eval_every: int = LinearConfig.eval_every,
+    command: str,
+) -> tuple[dict[str, Any], list[float]]:
+    """Train the control at each K of ``Ks`` (the original's other settings, ``LinearConfig``):
+    (the JSON artifact, ``record``, naming ``command``; the wall seconds of each K's run). Every
+    config is built before any training, so a bad K or count is a ConfigError at once."""
+    cfgs = [LinearConfig(K=K, steps=steps, eval_every=eval_every) for K in Ks]
     curves, table, walls = linear_control(cfgs)
-    command = "python -m mi_plateau.control.linear " + " ".join(argv if argv is not None else sys.argv[1:])
-    atomic_write_json(args.out, record(cfgs, curves, table, command.strip()))
-    for row, wall in zip(table.to_dict("records"), walls):
-        print(
-            f"K={row['K']:>2}  step {row['steps']}  candidate loss {row['candidate_loss']:.4f} nats  "
-            f"/ log K = {row['ratio_to_logK']:.4f}  cand_acc {row['cand_acc']:.4f}  {row['verdict']}  ({wall:.1f} s); "
-            f"least-squares limit {row['limit_candidate_loss']:.4f} nats "
-            f"/ log K = {row['limit_candidate_loss_over_logK']:.4f}"
-        )
-    print(f"wrote {args.out}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    return record(cfgs, curves, table, command), walls

@@ -8,13 +8,14 @@ and axis ticks. By family:
 - ``transition``: our Figure 3 variants against t / tau (``figure3``), the groups' accuracy (``group_accuracy``)
   and the transition width read on the loss curves (``width_curves``);
 - ``circuit``: the heads and the residual stream (``head_scores_over_training``,
-  ``head_grid_slider``, ``attention_pattern``, ``patching``);
+  ``head_grid_slider``: one column per score with a panel in ``passes.head_scores``;
+  ``attention_pattern``, ``patching``);
 - ``sweeps``: tau against a swept quantity (``tau_power_law``), the phase diagram
   (``phase_diagram``) and log-axis ticks (``log_ticks``, ``tick_label``);
 - ``style``: the palette and the None / NaN handling they share.
 """
 
-from .circuit import HEAD_SCORES, attention_pattern, head_grid_slider, head_scores_over_training, patching
+from .circuit import attention_pattern, head_grid_slider, head_scores_over_training, patching
 from .curves import LOSS_SERIES, METRIC_COLOURS, figure1, llc_curve, loss_curves
 from .descent import figure3_paper
 from .style import PALETTE
@@ -23,7 +24,6 @@ from .transition import FAMILY_LABEL, figure3, group_accuracy, width_curves
 
 __all__ = [
     "FAMILY_LABEL",
-    "HEAD_SCORES",
     "LOSS_SERIES",
     "METRIC_COLOURS",
     "PALETTE",

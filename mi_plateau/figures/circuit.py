@@ -1,18 +1,17 @@
 """The circuit: every head's scores over training, the layer x head grids at one checkpoint (a
-slider), one head's attention pattern, and residual-stream patching layer by layer."""
+slider), one head's attention pattern, and residual-stream patching layer by layer.
+
+The score columns are the per-head scores registered with a ``Panel`` in
+``passes.head_scores`` (selector attention, ablation ΔLc and causal share today), as many as
+there are, each drawn with its own title and colour scale."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ..frames import Rows, records
+from ..passes.head_scores import panels
 from .style import PALETTE, finite, nan_none
-
-HEAD_SCORES = (
-    ("sel_attn", "selector attention − baseline", "RdBu", True),
-    ("dLc", "ablation ΔLc (nats)", "Reds", False),
-    ("causal_share", "causal share of Δz", "RdBu", True),
-)
 
 
 def _zrange(vals, diverging: bool) -> tuple[float, float]:
@@ -25,31 +24,41 @@ def _zrange(vals, diverging: bool) -> tuple[float, float]:
 
 
 def head_scores_over_training(head_rows: Rows, name: str, tau: int | None = None):
-    """Every head's scores (rows L{l}H{h}) against step: selector attention at every checkpoint,
-    ablation ΔLc and causal share at the checkpoints that had the per-head ablations."""
+    """Every head's scores (rows L{l}H{h}) against step, one column per panel score
+    (``head_scores.panels``): a score that needs no ablation at every checkpoint, the others
+    (ablation ΔLc, causal share) at the checkpoints that had the per-head ablations."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
     head_rows = records(head_rows)
     heads = sorted({(r["layer"], r["head_index"], r["head"]) for r in head_rows})
     labels = [h[2] for h in heads]
-    fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.07, subplot_titles=[t for _, t, _, _ in HEAD_SCORES])
-    for col, (key, _title, scale, div) in enumerate(HEAD_SCORES, 1):
+    shown = panels()
+    fig = make_subplots(
+        rows=1,
+        cols=len(shown),
+        # room for a colour bar and the next panel's head labels; narrower only past 8 panels
+        horizontal_spacing=min(0.07, 0.5 / max(len(shown) - 1, 1)),
+        subplot_titles=[sc.panel.title for sc in shown],
+    )
+    for col, score in enumerate(shown, 1):
+        key, p = score.name, score.panel
         rows = [r for r in head_rows if nan_none(r[key]) is not None]
         steps = sorted({r["step"] for r in rows})
         val = {(r["head"], r["step"]): r[key] for r in rows}
         z = [[nan_none(val.get((h, s))) for s in steps] for h in labels]
-        lo, hi = _zrange([r[key] for r in rows], div)
+        lo, hi = _zrange([r[key] for r in rows], p.diverging)
         fig.add_trace(
             go.Heatmap(
                 x=steps,
                 y=labels,
                 z=z,
-                colorscale=scale,
+                colorscale=p.scale,
                 zmin=lo,
                 zmax=hi,
-                zmid=0 if div else None,
-                colorbar=dict(x=0.285 + 0.355 * (col - 1), len=0.9, thickness=10),
+                zmid=0 if p.diverging else None,
+                # the colour bar at its subplot's right edge
+                colorbar=dict(x=fig.get_subplot(1, col).xaxis.domain[1], len=0.9, thickness=10),
                 hovertemplate="%{y} step %{x}<br>" + key + " = %{z:.3f}<extra></extra>",
             ),
             1,
@@ -68,8 +77,9 @@ def head_scores_over_training(head_rows: Rows, name: str, tau: int | None = None
 
 
 def head_grid_slider(head_rows: Rows, name: str, steps: list[int]):
-    """Layer x head grids of selector attention, ablation ΔLc and causal share, and bars of ΔLc
-    and ΔL1 per head, at one checkpoint chosen with a slider (one frame per step in ``steps``)."""
+    """Layer x head grids of the panel scores (``head_scores.panels``: selector attention,
+    ablation ΔLc and causal share today), and bars of ΔLc and ΔL1 per head, at one checkpoint
+    chosen with a slider (one frame per step in ``steps``)."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
@@ -77,24 +87,27 @@ def head_grid_slider(head_rows: Rows, name: str, steps: list[int]):
     L = 1 + max(r["layer"] for r in head_rows)
     H = 1 + max(r["head_index"] for r in head_rows)
     by = {(r["step"], r["layer"], r["head_index"]): r for r in head_rows}
-    shown = set(steps)
-    ranges = {key: _zrange([r[key] for r in head_rows if r["step"] in shown], div) for key, _, _, div in HEAD_SCORES}
+    shown, scores = set(steps), panels()
+    n = len(scores)
+    ranges = {
+        sc.name: _zrange([r[sc.name] for r in head_rows if r["step"] in shown], sc.panel.diverging) for sc in scores
+    }
     bar_lo, bar_hi = _bar_range(by, steps, L, H)
     fig = make_subplots(
         rows=2,
-        cols=3,
-        specs=[[{}, {}, {}], [{"colspan": 3}, None, None]],
+        cols=n,
+        specs=[[{}] * n, [{"colspan": n}] + [None] * (n - 1)],
         row_heights=[0.55, 0.45],
         vertical_spacing=0.14,
-        subplot_titles=[t for _, t, _, _ in HEAD_SCORES] + ["ablation ΔLc and ΔL1 per head (nats)"],
+        subplot_titles=[sc.panel.title for sc in scores] + ["ablation ΔLc and ΔL1 per head (nats)"],
     )
     first = _grid_traces(by, steps[-1], L, H, ranges)  # open on the last checkpoint (the converged circuit)
     for i, t in enumerate(first):
-        fig.add_trace(t, *((1, i + 1) if i < 3 else (2, 1)))
+        fig.add_trace(t, *((1, i + 1) if i < n else (2, 1)))
     fig.frames = [
         go.Frame(name=str(s), data=_grid_traces(by, s, L, H, ranges), traces=list(range(len(first)))) for s in steps
     ]
-    for c in (1, 2, 3):
+    for c in range(1, n + 1):
         fig.update_yaxes(autorange="reversed", row=1, col=c)
     fig.update_yaxes(range=[bar_lo * 1.05, bar_hi * 1.05], title_text="nats", row=2, col=1)
     fig.update_layout(
@@ -114,12 +127,13 @@ def _bar_range(by: dict[tuple[int, int, int], dict], steps: list[int], L: int, H
 
 
 def _grid_traces(by: dict[tuple[int, int, int], dict], step: int, L: int, H: int, ranges: dict[str, tuple]) -> list:
-    """One slider frame: a layer x head heatmap per score in ``HEAD_SCORES`` (colour ranges fixed
-    across frames by ``ranges``), then the ΔLc and ΔL1 bars per head, at ``step``."""
+    """One slider frame: a layer x head heatmap per panel score (colour ranges fixed across
+    frames by ``ranges``), then the ΔLc and ΔL1 bars per head, at ``step``."""
     import plotly.graph_objects as go
 
     out = []
-    for key, _, scale, div in HEAD_SCORES:
+    for score in panels():
+        key, p = score.name, score.panel
         z = [[nan_none(by[(step, l, h)][key]) for h in range(H)] for l in range(L)]
         lo, hi = ranges[key]
         out.append(
@@ -127,10 +141,10 @@ def _grid_traces(by: dict[tuple[int, int, int], dict], step: int, L: int, H: int
                 z=z,
                 x=[f"H{h}" for h in range(H)],
                 y=[f"L{l}" for l in range(L)],
-                colorscale=scale,
+                colorscale=p.scale,
                 zmin=lo,
                 zmax=hi,
-                zmid=0 if div else None,
+                zmid=0 if p.diverging else None,
                 texttemplate="%{z:.2f}",
                 showscale=False,
                 hovertemplate="%{y}%{x}: %{z:.3f}<extra>" + key + "</extra>",

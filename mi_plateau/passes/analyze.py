@@ -18,6 +18,7 @@ from typing import Any
 from ..checkpoints import Run, RunError, atomic_write_json, read_json, refuse_inside_run
 from ..frames import frame
 from ..summaries import nan_to_none, nearest, summarize
+from .head_scores import ablation_columns, cache_version
 from .tables import figure3_data, routing, swap_gap_intervals, table6, table9
 
 
@@ -35,9 +36,10 @@ class PassConfig:
     delta: int = 200  # Figure 3(b)'s displacement grid (steps; a multiple of the checkpoint spacing)
 
     def key(self) -> str:
-        # v3: the ablation pass also keeps per-group deltas ("head_groups", Table 9's intervals);
-        # v4: per-group selector attention, swap contributions and swap gaps (the leads' intervals)
-        d = {"shifts": list(self.shifts), "mean": self.mean_ablation, "min_gap": self.min_gap, "v": 4}
+        # the version is derived from the per-head registry and its CODE_VERSION: a score
+        # declared (or a pass changed) makes every cached checkpoint a miss; a hand-numbered
+        # version (4 and before) never equals a derived one, so such caches are recomputed
+        d = {"shifts": list(self.shifts), "mean": self.mean_ablation, "min_gap": self.min_gap, "v": cache_version()}
         return hashlib.sha1(json.dumps(d, sort_keys=True).encode()).hexdigest()[:10]
 
 
@@ -91,7 +93,6 @@ def passes_on(device, W, ev, **kw) -> dict[str, list[dict[str, Any]]]:
         return checkpoint_passes(W, ev, **kw)
 
 
-HEAVY_HEAD_COLUMNS = ("dL", "dLc", "dL1", "swap_contrib", "causal_share")
 SEQUENCE_CHECKPOINT_COLUMNS = (
     "L_seq",
     "cand_acc",
@@ -112,9 +113,9 @@ def _cheap_part(tables: dict[str, list]) -> dict[str, list]:
         }
         for r in tables["checkpoint"]
     ]
-    heads = [{**r, **{k: None for k in HEAVY_HEAD_COLUMNS}} for r in tables["heads"]]
+    heads = [{**r, **{k: None for k in ablation_columns()}} for r in tables["heads"]]
     groups = [{**r, **{k: None for k in SEQUENCE_GROUP_COLUMNS}} for r in tables["groups"]]
-    head_groups = [{**r, **{k: None for k in ("dL", "dLc", "swap_contrib")}} for r in tables.get("head_groups", [])]
+    head_groups = [{**r, **{k: None for k in ablation_columns(per_group=True)}} for r in tables.get("head_groups", [])]
     return {**tables, "checkpoint": ck, "heads": heads, "groups": groups, "patching": [], "head_groups": head_groups}
 
 

@@ -1,11 +1,12 @@
 """The interventions the per-head and patching passes run, restarting from the packed forward's
-activations (``packed.PackedRun``): head ablation (``ablate_layer``) and the causal patching of
-the selector positions (``patch_layer``). Definitions in ``probes``.
+activations (``packed.PackedRun``): head ablation (``ablate_layer``; what it does to every head
+is a ``HeadEffects``) and the causal patching of the selector positions (``patch_layer``).
+Definitions in ``probes``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import torch
 import torch.nn.functional as F
@@ -17,6 +18,8 @@ from ..model.forward import Weights, block, from_mid, unembed
 from ..model.packing import Packing
 from ..task import EvalSet
 from .packed import PackedRun
+
+NAN = float("nan")
 
 
 def logit_diff(logits: Float[Tensor, "N vocab"], a: Int[Tensor, N], b: Int[Tensor, N]) -> Float[Tensor, N]:
@@ -53,6 +56,27 @@ class Baseline:
             F.cross_entropy(run.clean_fp, ev.target_first, reduction="none"),
             tuple(candidate_losses(lg, ev.candidates, ev.cand_index)[0] for lg in run.swapped_fp),
         )
+
+
+@dataclass(frozen=True)
+class HeadEffects:
+    """What ablating each head does, in nats: per head [layer, head] and per head and group
+    [layer, head, group] (the mean over the group's K rows). ``swap_contrib`` is the swap gap
+    the head's ablation removes, dLc - dLc(swapped input); NaN without a selector swap."""
+
+    dL: Float[Tensor, "layer head"]
+    dLc: Float[Tensor, "layer head"]
+    dL1: Float[Tensor, "layer head"]
+    swap_contrib: Float[Tensor, "layer head"]
+    group_dL: Float[Tensor, "layer head group"]
+    group_dLc: Float[Tensor, "layer head group"]
+    group_swap_contrib: Float[Tensor, "layer head group"]
+
+    @classmethod
+    def nan(cls, L: int, H: int, G: int, device: torch.device) -> HeadEffects:
+        """Every effect NaN: the checkpoints where the ablations do not run."""
+        shape = lambda f: (L, H, G) if f.name.startswith("group_") else (L, H)  # noqa: E731
+        return cls(*(torch.full(shape(f), NAN, device=device) for f in fields(cls)))
 
 
 def ablate_layer(

@@ -1,7 +1,8 @@
 """The local learning coefficient (LLC) at a run's checkpoints, estimated with devinterp's SGLD.
 
-Optional: needs the ``llc`` extra (``pip install -e .[llc]``, devinterp 2.0.1); devinterp is
-imported inside the functions that use it, so the package imports without it.
+Optional: needs the ``llc`` extra (``pip install -e ".[llc]"``, devinterp 2.0.1); devinterp is
+imported inside the functions that use it, so the package imports without it
+(``require_devinterp`` says so in one line). ``mi-plateau llc RUN --out FILE`` records a curve.
 
 Definition. At a checkpoint w* with training loss ``L_n`` (nats; below), the estimate is
 
@@ -34,7 +35,6 @@ Calibration of the default settings and the K = 10 curve: docs/mechanisms.md, "T
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
 import sys
@@ -54,7 +54,7 @@ from torch import Tensor, nn
 
 from ..checkpoints import Run, atomic_write_json
 from ..checkpoints.files import code_commit
-from ..config import RunConfig, layout_for
+from ..config import ConfigError, RunConfig, layout_for
 from ..devices import resolve
 from ..frames import frame, records
 from ..model.forward import Weights, forward
@@ -154,6 +154,16 @@ def llc_examples(cfg: RunConfig, n_batches: int, batch_size: int, seed: int) -> 
 
 
 # --- sampling -----------------------------------------------------------------------------
+def require_devinterp() -> None:
+    """ConfigError, in one line, where the ``llc`` extra (devinterp and the ``datasets`` it
+    brings) is not installed: what a caller checks before any work."""
+    try:
+        import datasets  # noqa: F401
+        import devinterp  # noqa: F401
+    except ImportError:
+        raise ConfigError('the LLC needs devinterp (the llc extra): pip install -e ".[llc]"') from None
+
+
 @dataclass(frozen=True)
 class Chains:
     """What the chains of one checkpoint recorded: ``trace`` [chain, step] the minibatch loss
@@ -311,12 +321,24 @@ def spread_steps(run: Run, n: int = 10, upto: float = 1.2) -> list[int]:
 
 
 # --- the recorded curve (docs/reproduction/llc_K10.json) --------------------------------
-def record_curve(run: str | Run, out: str | Path, n: int = 10, upto: float = 1.2, **settings) -> dict[str, Any]:
-    """Compute the LLC at ``spread_steps(run, n, upto)`` and write it, with the settings, tau,
-    date, commit and the command that reruns it, as JSON to ``out``; returns what it wrote."""
+def record_curve(
+    run: str | Run,
+    out: str | Path,
+    n: int = 10,
+    upto: float = 1.2,
+    *,
+    lr: float = SGLDSettings.lr,
+    localization: float = SGLDSettings.localization,
+    progress: bool = False,
+    **settings,
+) -> dict[str, Any]:
+    """Compute the LLC at ``spread_steps(run, n, upto)`` (``llc_pass``; ``settings``: its other
+    sampler settings) and write it, with the settings, tau, date, commit and the command that
+    reruns it, as JSON to ``out``; returns what it wrote."""
     run = run if isinstance(run, Run) else Run(run)
-    df = llc_pass(run, spread_steps(run, n, upto), **settings)
-    return _stamp(run, out, ["--n", str(n), "--upto", str(upto)], records(df))
+    df = llc_pass(run, spread_steps(run, n, upto), lr=lr, localization=localization, progress=progress, **settings)
+    flags = ["--n", str(n), "--upto", str(upto), "--lr", str(lr), "--localization", str(localization)]
+    return _stamp(run, out, flags, records(df))
 
 
 # --- calibration (docs/mechanisms.md, "The learning coefficient") -----------------------
@@ -349,51 +371,21 @@ def calibrate(
     return rows
 
 
+def record_calibration(run: str | Run, out: str | Path, progress: bool = False) -> dict[str, Any]:
+    """``calibrate``'s rows at its default grid, written as ``record_curve`` writes a curve."""
+    run = run if isinstance(run, Run) else Run(run)
+    return _stamp(run, out, ["--calibrate"], calibrate(run, progress=progress))
+
+
 def _stamp(run: Run, out: str | Path, command: list[str], rows: list[dict[str, Any]]) -> dict[str, Any]:
     doc = {
         "run": str(run.path),
         "tau": summarize(run.config(), run.records())["tau"],
         "date": date.today().isoformat(),
         "commit": code_commit(),
-        "command": " ".join(["python -m mi_plateau.passes.llc", str(run.path), "--out", str(out), *command]),
+        "command": " ".join(["mi-plateau llc", str(run.path), "--out", str(out), *command]),
         "rows": rows,
     }
     doc = nan_to_none(doc)
     atomic_write_json(Path(out), doc)
     return doc
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m mi_plateau.passes.llc", description=record_curve.__doc__)
-    p.add_argument("run")
-    p.add_argument("--out", required=True)
-    p.add_argument("--n", type=int, default=10, help="checkpoints, spread over [0, upto * tau]")
-    p.add_argument("--upto", type=float, default=1.2)
-    p.add_argument("--lr", type=float, default=SGLDSettings.lr, help="SGLD step size eps")
-    p.add_argument("--localization", type=float, default=SGLDSettings.localization, help="gamma")
-    p.add_argument("--calibrate", action="store_true", help="sweep eps at eps * gamma = PULL (calibrate)")
-    a = p.parse_args(argv)
-    from ..checkpoints.files import one_line_errors, writable_out
-
-    with one_line_errors(p.prog):
-        writable_out(a.out)
-        run = Run(a.run)
-        run.config()  # a missing or unreadable run is refused before devinterp is asked for
-        try:
-            import devinterp  # noqa: F401
-        except ImportError:
-            raise ImportError("the LLC needs devinterp: pip install -e '.[llc]'") from None
-        if a.calibrate:
-            _stamp(run, a.out, ["--calibrate"], calibrate(run, progress=True))
-            return
-        df = llc_pass(run, spread_steps(run, a.n, a.upto), lr=a.lr, localization=a.localization, progress=True)
-        _stamp(
-            run,
-            a.out,
-            ["--n", str(a.n), "--upto", str(a.upto), "--lr", str(a.lr), "--localization", str(a.localization)],
-            records(df),
-        )
-
-
-if __name__ == "__main__":
-    main()

@@ -16,14 +16,18 @@ trained on.
 
 from __future__ import annotations
 
+import json
 import math
 import sys
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..checkpoints import Run, RunError
 from ..summaries import tau, transition_width
+from .example_losses import ExampleLosses
 
 
 def flipped_rows(ev) -> np.ndarray:
@@ -45,8 +49,6 @@ def noise_split(run: str | Run, every: int = 1, progress: bool = False) -> dict[
     mean clean L_seq and Lc over all examples, the kept ones and the flipped ones (``rows``);
     the kept examples' crossing tau (L_seq < alpha log K, the run's alpha) and transition width
     (the run's thresholds) beside the same over all examples; ``n_kept``, ``n_flipped``."""
-    from .sampled import ExampleLosses
-
     run = run if isinstance(run, Run) else Run(run)
     if every < 1:
         raise ValueError(f"every must be positive (got {every})")
@@ -100,42 +102,23 @@ def noise_split(run: str | Run, every: int = 1, progress: bool = False) -> dict[
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m mi_plateau.passes.noise RUN_OR_JSON ... --out FILE``: each label-noise run's
-    clean L_seq split into the examples its noise left alone and the ones it flipped, with the
-    kept examples' tau and width (``noise_split``). A run folder is scored here; a JSON file this
-    command wrote is read, its runs kept as they are (each names the command, commit and date that
-    scored it), so a new run joins a file without the others being scored again."""
-    import argparse
-    import json
-    from pathlib import Path
-
-    from ..checkpoints.files import emit_json, provenance, writable_out
-
-    ap = argparse.ArgumentParser(prog="python -m mi_plateau.passes.noise", description=main.__doc__.split("\n\n")[0])
-    ap.add_argument("runs", nargs="+", help="run folders, or JSON files this command wrote")
-    ap.add_argument("--every", type=int, default=1, help="score every N-th checkpoint (default 1: all)")
-    ap.add_argument("--out", default=None, help="write the JSON here (else stdout)")
-    a = ap.parse_args(argv)
-    stamp = provenance("python -m mi_plateau.passes.noise", argv)
-    try:
-        writable_out(a.out)
-        results: dict[str, dict[str, Any]] = {}
-        for src in a.runs:
-            if src.endswith(".json"):
-                got = json.loads(Path(src).read_text()).get("runs")
-                if not isinstance(got, list) or not all(isinstance(r, dict) and "run" in r for r in got):
-                    raise ValueError(f"{src}: no runs in it (python -m mi_plateau.passes.noise RUN --out FILE)")
-                results.update({r["run"]: r for r in got})
-            else:
-                r = noise_split(src, every=a.every, progress=sys.stderr.isatty())
-                results[r["run"]] = r | {"scored": stamp}
-    except (OSError, RunError, ValueError) as e:
-        raise SystemExit(f"python -m mi_plateau.passes.noise: error: {e}") from None
-    runs = sorted(results.values(), key=lambda r: (r["K"], r["label_noise"], r["run"]))
-    emit_json({"runs": runs, **stamp}, a.out)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+def noise_splits(
+    sources: Sequence[str], *, every: int = 1, stamp: dict[str, Any], progress: bool = False
+) -> list[dict[str, Any]]:
+    """``noise_split`` of each label-noise run in ``sources``, sorted by K, label noise and run:
+    a run folder is scored here (every ``every``-th checkpoint), its result marked ``scored``
+    with ``stamp`` (the command, commit and date, ``provenance``); a JSON file a former call
+    wrote is read, its runs kept as they are, so a new run joins a file without the others
+    being scored again. A run in several sources keeps its last."""
+    results: dict[str, dict[str, Any]] = {}
+    for src in sources:
+        if src.endswith(".json"):
+            doc = json.loads(Path(src).read_text())
+            got = doc.get("runs") if isinstance(doc, dict) else None
+            if not isinstance(got, list) or not all(isinstance(r, dict) and "run" in r for r in got):
+                raise ValueError(f"{src}: no runs in it (mi-plateau noise-split RUN --out FILE)")
+            results.update({r["run"]: r for r in got})
+        else:
+            r = noise_split(src, every=every, progress=progress)
+            results[r["run"]] = r | {"scored": stamp}
+    return sorted(results.values(), key=lambda r: (r["K"], r["label_noise"], r["run"]))

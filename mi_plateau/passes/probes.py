@@ -41,28 +41,26 @@ row of the score matrix, read at the true target's index: the paper's swap gap
 One function per pass, each returning its own columns or rows (``checkpoint_passes`` runs them
 all after one ``packed.packed_forward``): ``clean_pass`` (losses, accuracy), ``paper_pass``
 (the paper family), ``swap_pass``, ``shuffle_pass``, ``ablation_pass`` and ``head_rows`` (the
-per-head scores), ``patching_pass``.
+per-head scores, one column per score registered in ``head_scores``), ``patching_pass``.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from jaxtyping import Float
 from torch import Tensor
 
 from ..metrics import accuracy_stats, candidate_losses, example_correct, group_means, sequence_losses, target_loss
 from ..model import head_names
 from ..model.forward import Weights
 from ..task import CHAR0, EvalSet
-from .interventions import Baseline, ablate_layer, logit_diff, patch_layer
+from .head_scores import HEAD_SCORES, HeadInputs
+from .interventions import Baseline, HeadEffects, ablate_layer, logit_diff, patch_layer
 from .packed import PackedRun, packed_forward
 
 Rows = list[dict[str, Any]]
@@ -234,27 +232,6 @@ def group_rows(ev: EvalSet, step: int, cols: Columns) -> Rows:
     ]
 
 
-@dataclass(frozen=True)
-class HeadEffects:
-    """What ablating each head does, in nats: per head [layer, head] and per head and group
-    [layer, head, group] (the mean over the group's K rows). ``swap_contrib`` is the swap gap
-    the head's ablation removes, dLc - dLc(swapped input); NaN without a selector swap."""
-
-    dL: Float[Tensor, "layer head"]
-    dLc: Float[Tensor, "layer head"]
-    dL1: Float[Tensor, "layer head"]
-    swap_contrib: Float[Tensor, "layer head"]
-    group_dL: Float[Tensor, "layer head group"]
-    group_dLc: Float[Tensor, "layer head group"]
-    group_swap_contrib: Float[Tensor, "layer head group"]
-
-    @classmethod
-    def nan(cls, L: int, H: int, G: int, device: torch.device) -> HeadEffects:
-        """Every effect NaN: the checkpoints where the ablations do not run."""
-        shape = lambda f: (L, H, G) if f.name.startswith("group_") else (L, H)  # noqa: E731
-        return cls(*(torch.full(shape(f), NAN, device=device) for f in fields(cls)))
-
-
 @torch.no_grad()
 def ablation_pass(W: Weights, ev: EvalSet, run: PackedRun, *, mean: bool = False, chunk: int = 256) -> HeadEffects:
     """Every head ablated, layer by layer (``interventions.ablate_layer``): its ``hook_z`` set to
@@ -280,44 +257,26 @@ def ablation_pass(W: Weights, ev: EvalSet, run: PackedRun, *, mean: bool = False
 def head_rows(
     ev: EvalSet, run: PackedRun, fx: HeadEffects, *, step: int, swap_gap: float, min_gap: float
 ) -> tuple[Rows, Rows]:
-    """The per-head scores: rows per head ("heads": selector attention ``sel_attn``, dL, dLc,
-    dL1, ``swap_contrib`` and ``causal_share = swap_contrib / swap_gap``, NaN while the swap
-    gap is below ``min_gap``) and per head and group ("head_groups")."""
-    K = ev.task.cfg.K
+    """The per-head scores of ``head_scores.HEAD_SCORES`` (selector attention ``sel_attn``, dL,
+    dLc, dL1, ``swap_contrib`` and ``causal_share = swap_contrib / swap_gap``, NaN while the
+    swap gap is below ``min_gap``, and any score registered there): rows per head ("heads", one
+    column per score) and per head and group ("head_groups", the scores with per-group values)."""
+    at = HeadInputs(ev, run, fx, swap_gap, min_gap)
+    scores = {s.name: s.compute(at).tolist() for s in HEAD_SCORES.values()}
+    grouped = {s.name: s.per_group(at).tolist() for s in HEAD_SCORES.values() if s.per_group is not None}
     _, L, H = run.sel_attn.shape
     names = head_names(L, H)
-    sel_attn = run.sel_attn.mean(0)
-    sel_group = run.sel_attn.reshape(-1, K, L, H).mean(1)  # [group, layer, head]
     heads: Rows = []
     per_group: Rows = []
     for l in range(L):
         for h in range(H):
-            head, c = names[l * H + h], fx.swap_contrib[l, h].item()
-            share = c / swap_gap if not math.isnan(c) and swap_gap >= min_gap else NAN
+            head = names[l * H + h]
             heads.append(
-                {
-                    "step": step,
-                    "head": head,
-                    "layer": l,
-                    "head_index": h,
-                    "sel_attn": sel_attn[l, h].item(),
-                    "dL": fx.dL[l, h].item(),
-                    "dLc": fx.dLc[l, h].item(),
-                    "dL1": fx.dL1[l, h].item(),
-                    "swap_contrib": c,
-                    "causal_share": share,
-                }
-            )
-            cols = zip(
-                ev.groups,
-                sel_group[:, l, h].tolist(),
-                fx.group_dL[l, h].tolist(),
-                fx.group_dLc[l, h].tolist(),
-                fx.group_swap_contrib[l, h].tolist(),
+                {"step": step, "head": head, "layer": l, "head_index": h, **{k: v[l][h] for k, v in scores.items()}}
             )
             per_group += [
-                {"step": step, "head": head, "group": int(g), "sel_attn": a, "dL": b, "dLc": d, "swap_contrib": w}
-                for g, a, b, d, w in cols
+                {"step": step, "head": head, "group": int(g), **{k: v[l][h][i] for k, v in grouped.items()}}
+                for i, g in enumerate(ev.groups)
             ]
     return heads, per_group
 

@@ -31,8 +31,11 @@ pass another seed for independent ones.
 
 from __future__ import annotations
 
+import json
 import math
 import sys
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -308,47 +311,29 @@ def sampled_width(
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m mi_plateau.passes.sampled RUN_OR_JSON ... --out FILE``: the width replay of each
-    seed of one condition (a run folder is replayed here; a JSON file written by ``mi-plateau
-    summary RUN --sampled-width --json`` is read) and the condition's mean, std and CV under the
-    estimator (``condition_spread``)."""
-    import argparse
-    import json
-    from pathlib import Path
-
-    ap = argparse.ArgumentParser(prog="python -m mi_plateau.passes.sampled", description=main.__doc__.split("\n\n")[0])
-    ap.add_argument("runs", nargs="+", help="run folders, or JSON files from summary --sampled-width --json")
-    ap.add_argument("--draws", type=int, default=1000, help="replays per run folder (default 1000)")
-    ap.add_argument("--n-sample", type=int, default=ORIGINAL_N_SAMPLE, help="groups per estimate (default 32)")
-    ap.add_argument("--every", type=int, default=ORIGINAL_EVERY, help="steps between estimates (default 50)")
-    ap.add_argument("--seed", type=int, default=0, help="the draws' seed (default 0)")
-    ap.add_argument("--out", default=None, help="write the JSON here (else stdout)")
-    a = ap.parse_args(argv)
-    try:
-        from ..checkpoints.files import writable_out
-
-        writable_out(a.out)
-        for flag in ("draws", "n_sample", "every"):
-            if getattr(a, flag) < 1:
-                raise ValueError(f"--{flag.replace('_', '-')} {getattr(a, flag)}: must be at least 1")
-        results = []
-        for src in a.runs:
-            if src.endswith(".json"):
-                got = json.loads(Path(src).read_text()).get("sampled_width")
-                if not got:
-                    raise ValueError(f"{src}: no sampled_width in it (mi-plateau summary RUN --sampled-width --json)")
-                results.append(got)
-            else:
-                results.append(sampled_width(src, n_sample=a.n_sample, draws=a.draws, every=a.every, seed=a.seed))
-        condition = condition_spread(results)
-    except (OSError, RunError, ValueError) as e:
-        raise SystemExit(f"python -m mi_plateau.passes.sampled: error: {e}") from None
-    from ..checkpoints.files import emit_json, provenance
-
-    emit_json({"condition": condition, **provenance("python -m mi_plateau.passes.sampled", argv)}, a.out)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+def condition_from(
+    sources: Sequence[str],
+    *,
+    n_sample: int = ORIGINAL_N_SAMPLE,
+    draws: int = 1000,
+    every: int = ORIGINAL_EVERY,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """One condition's seeds paired under the original's estimator: the width replay
+    (``sampled_width``) of each source, a run folder replayed here or a JSON file written by
+    ``mi-plateau summary RUN --sampled-width --json`` read, and the condition's mean, std and CV
+    under the estimator (``condition_spread``). ValueError, before any replay, for fewer than
+    two sources."""
+    if len(sources) < 2:
+        raise ValueError(f"a condition needs two or more seeds (got {len(sources)}: {' '.join(sources)})")
+    results = []
+    for src in sources:
+        if src.endswith(".json"):
+            doc = json.loads(Path(src).read_text())
+            got = doc.get("sampled_width") if isinstance(doc, dict) else None
+            if not isinstance(got, dict):
+                raise ValueError(f"{src}: no sampled_width in it (mi-plateau summary RUN --sampled-width --json)")
+            results.append(got)
+        else:
+            results.append(sampled_width(src, n_sample=n_sample, draws=draws, every=every, seed=seed))
+    return condition_spread(results)

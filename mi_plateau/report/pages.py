@@ -64,10 +64,10 @@ def report(
     static: bool = False,
 ) -> Path:
     """Write the interactive report of one or several runs (the passes on ``device``); returns
-    the HTML path. ``llc``: learning-coefficient curves recorded by ``python -m
-    mi_plateau.passes.llc`` (JSON), each drawn beside the loss of the run it names. ``static``:
-    also every figure of the page as ``<report stem>_figures/<figure id>.svg`` (a Chromium is
-    needed; without one, a one-line error before any work).
+    the HTML path. ``llc``: learning-coefficient curves recorded by ``mi-plateau llc`` (JSON),
+    each drawn beside the loss of the run it names. ``static``: also every figure of the page as
+    ``<report stem>_figures/<figure id>.svg`` (a Chromium is needed; without one, a one-line error
+    before any work).
 
     Default path: ``<analyses>/<run name>/report.html`` for one run,
     ``<analyses>/compare_<names>/report.html`` for several. The passes' per-checkpoint caches

@@ -5,6 +5,7 @@ Checkpoints are downsampled to keep the page in bounds, the key fractions of tau
 from __future__ import annotations
 
 from ..frames import records
+from ..passes.head_scores import panels
 from ..summaries import nearest
 from .markup import Page, esc, fill, options, script
 
@@ -67,13 +68,19 @@ def run_sections(page: Page, d: dict, key: str, notes: list[str], progress: bool
         page.fig(figures.patching(t["patching"], lab, tau))
 
 
+def heads_legend() -> str:
+    """The line above the head figures: the legend of every score they draw (the per-head
+    scores with a panel, ``passes.head_scores``), in their order."""
+    return "; ".join(s.panel.legend for s in panels())
+
+
 def _head_section(page: Page, d: dict, key: str, heads: list[dict], n_checkpoints: int, notes: list[str]) -> None:
     """Head scores over training, and the head grid with a slider over the ablated checkpoints
     (at most ``MAX_SLIDER_FRAMES``, the key fractions of tau kept)."""
     from .. import figures
 
     name, lab, tau = d["name"], esc(d["name"]), d["summary"]["tau"]
-    page.add(fill("heads", key=key, name=name))
+    page.add(fill("heads", key=key, name=name, legend=heads_legend()))
     page.fig(figures.head_scores_over_training(heads, lab, tau))
     ablated = sorted({r["step"] for r in heads if r["dLc"] == r["dLc"]})
     if not ablated:

@@ -193,7 +193,7 @@ def label_noise(docs: Path) -> dict[str, Any]:
     kept, slower = _kept_delays(docs)
     if kept:
         parts.append(f"on the examples the noise left alone: {kept}")
-    source = "label_noise.json (reproduce label_noise), label_noise_split.json (python -m mi_plateau.passes.noise)"
+    source = "label_noise.json (reproduce label_noise), label_noise_split.json (mi-plateau noise-split)"
     if not parts:
         return {"ours": "not measured", "verdict": "not measured", "source": source}
     verdict = "delay only" if not slower else "falsified" if all(slower) else "unclear" if any(slower) else "supported"
@@ -237,7 +237,7 @@ def k_effect(docs: Path) -> dict[str, Any]:
 def linear(docs: Path) -> dict[str, Any]:
     doc = _json_rows(docs, "linear_control.json", document=True)
     rows = doc.get("table12") if doc else None
-    src = "linear_control.json (python -m mi_plateau.control.linear)"
+    src = "linear_control.json (mi-plateau linear-control)"
     ratios = {r.get("K"): _num(r.get("ratio_to_logK")) for r in rows or [] if isinstance(r, dict)}
     if not ratios or any(v is None for v in ratios.values()):
         return {"ours": "not measured", "verdict": "not measured", "source": src}

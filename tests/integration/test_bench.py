@@ -96,3 +96,18 @@ def test_bench_command_writes_the_markdown_and_with_json_the_numbers_beside_it(t
     assert not (tmp_path / "eval.json").exists() and "| table |" in capsys.readouterr().out
     with pytest.raises(ValueError, match="names the Markdown file"):  # the JSON would overwrite it
         cmd_bench(argparse.Namespace(**{**vars(args), "out": str(out.with_suffix(".json"))}))
+
+
+def test_price_section_prices_a_run_by_its_probe(monkeypatch):
+    """The price section trains a run, probes its shape and compares: the estimate is the probe's
+    seconds per step and per evaluation times the run's own steps and evaluations."""
+    import mi_plateau.bench.price as price
+    from mi_plateau.bench import run_benchmarks, to_markdown
+
+    monkeypatch.setattr(price, "QUICK_SHAPES", (("tiny", 3, 100),))
+    res = run_benchmarks(quick=True, only="price")
+    (r,) = res["price"]
+    assert r["steps"] <= 100 and r["evaluations"] >= 2 and r["measured_s"] > 0
+    assert r["estimate_s"] == pytest.approx(r["steps"] * r["s_step"] + r["evaluations"] * r["s_eval"])
+    assert r["estimate_over_measured"] == pytest.approx(r["estimate_s"] / r["measured_s"])
+    assert "The dry run's prices against measured runs" in to_markdown(res)

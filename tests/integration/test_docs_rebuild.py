@@ -69,9 +69,9 @@ ALSO_READS = {"seeds_init": ("seeds_warmup",)}
 # committed tables that no recipe log rebuilds, and why
 NOT_FROM_LOGS = {
     "tables": "`mi-plateau reproduce core`: analyses of run folders, no recipe log",
-    "linear_control": "`python -m mi_plateau.control.linear`: trains the linear control",
-    "llc_calibration_tiny": "`python -m mi_plateau.passes.llc RUN --calibrate`: samples a run's checkpoints",
-    "llc_K10": "`python -m mi_plateau.passes.llc RUN --n 6 --out FILE`: samples a run's checkpoints",
+    "linear_control": "`mi-plateau linear-control`: trains the linear control",
+    "llc_calibration_tiny": "`mi-plateau llc RUN --calibrate --out FILE`: samples a run's checkpoints",
+    "llc_K10": "`mi-plateau llc RUN --n 6 --out FILE`: samples a run's checkpoints",
     "settle_run_K10": "`mi-plateau summary RUN --json` after training: the run's settled summary and costs",
     "settle_run_K30": "`mi-plateau summary RUN --json` after training: the run's settled summary and costs",
     "settle_check_K10": "`mi-plateau summary RUN --exact-check --json`: scores a run's checkpoints",
@@ -84,8 +84,8 @@ NOT_FROM_LOGS = {
     "sampled_width_phase_boundary_K5_seed123": "`mi-plateau summary RUN --sampled-width --json`: scores a run",
     "sampled_width_phase_boundary_K5_seed7": "`mi-plateau summary RUN --sampled-width --json`: scores a run",
     "sampled_width_phase_boundary_K10_lr0.003_seed42": "`mi-plateau summary RUN --sampled-width --json`: scores a run",
-    "sampled_width_phase_boundary_K5": "`python -m mi_plateau.passes.sampled FILES --out FILE` (the three above)",
-    "label_noise_split": "`python -m mi_plateau.passes.noise RUNS --out FILE`: scores the label-noise runs",
+    "sampled_width_phase_boundary_K5": "`mi-plateau sampled-pairs FILES --out FILE` (the three above)",
+    "label_noise_split": "`mi-plateau noise-split RUNS --out FILE`: scores the label-noise runs",
     "threads_K5": "two trainings of one config on one and two threads (the commands are in the file)",
 }
 # committed logs that no table here is rebuilt from, and why

@@ -1,31 +1,44 @@
-"""The module commands (``python -m mi_plateau.X``) answer bad input as the CLI does: a non-zero
-exit and one line naming what is wrong, before any work; never a traceback."""
+"""``mi-plateau`` is the package's one command line: no module has its own ``python -m`` entry
+point or argument parser. The studies that had one are subcommands (``linear-control``,
+``sampled-pairs``, ``llc``, ``noise-split``, ``estimator-spread``: test_tool_commands.py), so their
+bad input answers as every command's does."""
 
-import subprocess
-import sys
+import ast
+from pathlib import Path
 
-import pytest
+import mi_plateau
 
-TRIES = [
-    (["mi_plateau.passes.noise", "RUN", "--out", "MISSING/d/f.json"], "no folder"),
-    (["mi_plateau.passes.noise", "MISSING"], "config.json"),
-    (["mi_plateau.passes.noise", "RUN", "--every", "0"], "every must be positive"),
-    (["mi_plateau.passes.sampled", "RUN", "--draws", "0"], "--draws 0"),
-    (["mi_plateau.passes.sampled", "MISSING"], "config.json"),
-    (["mi_plateau.passes.llc", "MISSING", "--out", "OUT/x.json"], "config.json"),
-    (["mi_plateau.passes.llc", "RUN", "--out", "MISSING/d/x.json"], "no folder"),
-    (["mi_plateau.bench.spread", "RUN", "--every", "0"], "--every 0"),
-    (["mi_plateau.bench.spread", "RUN", "--subset", "0"], "--subset 0"),
-    (["mi_plateau.bench.spread", "RUN", "--rows", "0"], "--rows 0"),
-    (["mi_plateau.bench.spread", "MISSING"], "config.json"),
-]
+PKG = Path(mi_plateau.__file__).parent
+ENTRY_POINTS = ("__main__.py", "cli.py")  # `python -m mi_plateau` and the `mi-plateau` script
 
 
-@pytest.mark.parametrize("args, says", TRIES, ids=lambda v: " ".join(v) if isinstance(v, list) else v)
-def test_bad_input_is_one_line(args, says, tiny_run, tmp_path):
-    sub = {"RUN": str(tiny_run.path), "MISSING": str(tmp_path / "missing"), "OUT": str(tmp_path)}
-    argv = [next((a.replace(k, v) for k, v in sub.items() if a.startswith(k)), a) for a in args]
-    p = subprocess.run([sys.executable, "-m", *argv], capture_output=True, text=True, timeout=300)
-    assert p.returncode in (1, 2), p.stderr
-    assert p.stderr.count("\n") == 1 and "Traceback" not in p.stderr and says in p.stderr, p.stderr
-    assert list(tmp_path.iterdir()) == []  # nothing written
+def modules():
+    return [(f.relative_to(PKG).as_posix(), ast.parse(f.read_text())) for f in sorted(PKG.rglob("*.py"))]
+
+
+def test_no_module_runs_as_a_script():
+    bad = [
+        name
+        for name, tree in modules()
+        if name not in ENTRY_POINTS
+        for node in tree.body
+        if isinstance(node, ast.If) and "__main__" in ast.unparse(node.test)
+    ]
+    assert not bad, f"a module with its own entry point: {bad}; make it a mi-plateau subcommand"
+
+
+def test_only_the_command_line_builds_a_parser():
+    bad = [
+        name
+        for name, tree in modules()
+        if name != "cli.py" and not name.startswith("commands/")
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("ArgumentParser")
+    ]
+    assert not bad, f"an argument parser outside cli.py and commands/: {bad}"
+
+
+def test_the_studies_are_subcommands():
+    from mi_plateau.commands import COMMANDS
+
+    assert {"linear-control", "sampled-pairs", "llc", "noise-split", "estimator-spread"} <= set(COMMANDS)

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from mi_plateau.checkpoints import RunError
+from mi_plateau.cli import main
 from mi_plateau.config import preset, with_overrides
-from mi_plateau.passes.noise import flipped_rows, main, noise_split
+from mi_plateau.passes.noise import flipped_rows, noise_split
 from mi_plateau.summaries import tau, transition_width
 from mi_plateau.task import make_eval_set, make_task
 
@@ -57,22 +58,25 @@ def test_split_averages_back_to_the_records_and_reads_the_plain_clocks(noisy_run
     assert out["kept"]["min_L_seq_over_log_K"] == pytest.approx(min(kept) / log_K)
 
 
-def test_main_writes_json_and_refuses_bad_input_in_one_line(noisy_run, tmp_path, capsys):
+def test_command_writes_json_and_refuses_bad_input_in_one_line(noisy_run, tmp_path, capsys):
     dest = tmp_path / "split.json"
-    assert main([str(noisy_run.path), "--every", "5", "--out", str(dest)]) == 0
+    assert main(["noise-split", str(noisy_run.path), "--every", "5", "--out", str(dest)]) == 0
     doc = json.loads(dest.read_text())
-    assert doc["runs"][0]["every"] == 5 and doc["command"].endswith(f"--every 5 --out {dest}")
-    assert doc["runs"][0]["scored"]["command"] == doc["command"]
+    assert (
+        doc["runs"][0]["every"] == 5
+        and doc["command"] == f"mi-plateau noise-split {noisy_run.path} --every 5 --out {dest}"
+    )
+    assert doc["runs"][0]["scored"]["command"] == doc["command"] and doc["runs"][0]["n_flipped"] > 0
     # a written file is read back, its runs as they were scored, without scoring them again
     again = tmp_path / "again.json"
-    assert main([str(dest), "--out", str(again)]) == 0
+    assert main(["noise-split", str(dest), "--out", str(again)]) == 0
     assert json.loads(again.read_text())["runs"] == doc["runs"]
     (tmp_path / "bad.json").write_text('{"rows": []}')
-    with pytest.raises(SystemExit, match="bad.json: no runs in it"):
-        main([str(tmp_path / "bad.json")])
-    with pytest.raises(SystemExit) as e:
-        main([str(tmp_path / "nowhere")])
-    assert str(e.value).startswith("python -m mi_plateau.passes.noise: error:") and "\n" not in str(e.value)
-    with pytest.raises(SystemExit) as e:
-        main([str(noisy_run.path), "--every", "0"])
-    assert "every must be positive" in str(e.value)
+    (tmp_path / "list.json").write_text("[1, 2]")
+    capsys.readouterr()
+    for bad, says in (("bad.json", "bad.json: no runs in it"), ("list.json", "list.json: no runs in it")):
+        assert main(["noise-split", str(tmp_path / bad)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("mi-plateau noise-split: error:") and err.count("\n") == 1 and says in err, err
+    assert main(["noise-split", str(tmp_path / "nowhere")]) == 2
+    assert capsys.readouterr().err == f"mi-plateau noise-split: error: {tmp_path / 'nowhere'}: no such run folder\n"

@@ -1,3 +1,4 @@
+import hashlib
 import json
 
 import numpy as np
@@ -315,6 +316,58 @@ def test_analysis_does_not_depend_on_the_cache_history(tiny_run, tmp_path):
     )
 
 
+def _v4_key(pc) -> str:
+    """The pass settings' key as the hand-numbered version 4 wrote it."""
+    d = {"shifts": list(pc.shifts), "mean": pc.mean_ablation, "min_gap": pc.min_gap, "v": 4}
+    return hashlib.sha1(json.dumps(d, sort_keys=True).encode()).hexdigest()[:10]
+
+
+def test_a_declared_head_score_is_a_column_and_a_new_cache_key(setup):
+    """One declaration in passes.head_scores: a column of the head rows at every checkpoint
+    (NaN-free where it reads no ablation), and a pass cache key of its own."""
+    from mi_plateau.passes.analyze import PassConfig
+    from mi_plateau.passes.head_scores import HEAD_SCORES, head_score
+
+    _, W, ev = setup
+    before = PassConfig().key()
+    assert before != _v4_key(PassConfig())
+
+    @head_score(ablation=False)
+    def toy(at):
+        return at.run.sel_attn.abs().mean(0)
+
+    try:
+        with pytest.raises(ValueError, match="registered already"):
+            head_score(ablation=False)(toy)
+        assert PassConfig().key() != before
+        for ablation in (True, False):
+            out = checkpoint_passes(W, ev, ablation=ablation)
+            assert list(out["heads"][0])[-1] == "toy" and "toy" not in out["head_groups"][0]
+            for r in out["heads"]:
+                assert r["toy"] >= abs(r["sel_attn"]) - 1e-6  # mean |x| >= |mean x|
+    finally:
+        HEAD_SCORES.pop("toy")
+    assert PassConfig().key() == before
+
+
+def test_a_cache_of_the_hand_numbered_version_is_recomputed(tiny_run, tmp_path):
+    """A checkpoint cached under the version-4 key (same settings, same weights) is a miss:
+    computed again and rewritten, never read."""
+    from mi_plateau.passes.analyze import PassConfig, analyze_run
+
+    pc, last = PassConfig(n_boot=0), tiny_run.steps()[-1]
+    fresh = analyze_run(tiny_run, tmp_path, pc, steps=[last], progress=False)
+    f = tmp_path / "passes" / f"step_{last:06d}.json"
+    c = json.loads(f.read_text())
+    key = c["key"]
+    c["key"] = _v4_key(pc) + key[len(pc.key()) :]
+    for r in c["tables"]["heads"]:
+        r["sel_attn"] = 123.0
+    f.write_text(json.dumps(c))
+    again = analyze_run(tiny_run, tmp_path, pc, steps=[last], progress=False)
+    assert again["heads"].equals(fresh["heads"]) and json.loads(f.read_text())["key"] == key
+
+
 def test_cli_analysis_commands(run_cli, tiny_run, tmp_path):
     p = run_cli("ablate", str(tiny_run.path), "--step", "100")
     assert p.returncode == 0, p.stderr
@@ -366,4 +419,6 @@ def test_llc_record_names_its_run_command_and_code(tiny_run, tmp_path):
     doc = _stamp(tiny_run, out, ["--n", "2"], [{"step": 0, "llc": float("nan")}])
     assert json.loads(out.read_text()) == doc
     assert doc["commit"] == code_commit() and doc["run"] == str(tiny_run.path)
-    assert doc["command"].endswith(f"{tiny_run.path} --out {out} --n 2") and doc["rows"] == [{"step": 0, "llc": None}]
+    assert doc["command"] == f"mi-plateau llc {tiny_run.path} --out {out} --n 2" and doc["rows"] == [
+        {"step": 0, "llc": None}
+    ]

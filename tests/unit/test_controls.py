@@ -112,7 +112,7 @@ def test_verdicts_follow_the_numbers(docs):
     assert rows["coverage"]["verdict"] == "unclear"
     assert rows["k_effect"]["verdict"] == "supported"
     assert rows["linear"]["verdict"] == "supported"
-    source = "label_noise.json (reproduce label_noise), label_noise_split.json (python -m mi_plateau.passes.noise)"
+    source = "label_noise.json (reproduce label_noise), label_noise_split.json (mi-plateau noise-split)"
     assert {k: rows["label_noise"][k] for k in ("ours", "verdict", "source")} == {
         "ours": "K = 10: 3.00x at p = 0.2",
         "verdict": "delay only",

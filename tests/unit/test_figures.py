@@ -1,4 +1,5 @@
-"""The tau figure's lower bounds: a run without a tau is drawn where it stopped, as a bound."""
+"""The figures: the tau figure's lower bounds (a run without a tau is drawn where it stopped, as a
+bound), log ticks, Figure 3, and the circuit figures' columns (one per per-head score with a panel)."""
 
 import pytest
 
@@ -105,3 +106,68 @@ def test_figure3_as_the_paper_drew_it_marks_both_onsets_and_tau():
     names = [t.name for t in fig.data]
     assert "K=10: loss onset 100" in names and "K=10: z onset 0.1 50" in names
     assert list(fig.data[-1].y) == [0.1, 0.7] and [s.x0 for s in fig.layout.shapes] == [300]
+
+
+@pytest.fixture
+def toy_score():
+    """A per-head score declared for one test (passes.head_scores, as docs/design.md shows),
+    taken out of the registry afterwards."""
+    from mi_plateau.passes.head_scores import HEAD_SCORES, Panel, head_score
+
+    @head_score(ablation=False, panel=Panel(title="toy title", scale="Blues", diverging=False, legend="toy = a toy"))
+    def toy(at):
+        return at.run.sel_attn.abs().mean(0)
+
+    yield toy
+    HEAD_SCORES.pop("toy")
+
+
+def _head_rows():
+    """Rows of a 2 x 2 model at two checkpoints, every registered score a column, the first
+    checkpoint without the ablations (NaN)."""
+    from mi_plateau.passes.head_scores import HEAD_SCORES
+
+    nan = float("nan")
+    return [
+        {
+            "step": s,
+            "head": f"L{l}H{h}",
+            "layer": l,
+            "head_index": h,
+            **{k: (nan if s == 0 and v.ablation else 0.1 * (l - h) + s / 100) for k, v in HEAD_SCORES.items()},
+        }
+        for s in (0, 100)
+        for l in range(2)
+        for h in range(2)
+    ]
+
+
+def test_the_circuit_figures_draw_one_column_per_registered_panel():
+    from mi_plateau.passes.head_scores import panels
+
+    n = len(panels())
+    fig = figures.head_scores_over_training(_head_rows(), "run", tau=50)
+    assert [a.text for a in fig.layout.annotations][:3] == [  # the scores declared first, as they were
+        "selector attention − baseline",
+        "ablation ΔLc (nats)",
+        "causal share of Δz",
+    ]
+    assert len(fig.data) == n and [t.zmid for t in fig.data][:3] == [0, None, 0]  # diverging: centred on 0
+    slider = figures.head_grid_slider(_head_rows(), "run", [100])
+    assert [t.type for t in slider.data] == ["heatmap"] * n + ["bar"] * 2
+
+
+def test_a_declared_score_adds_a_column_to_the_figures_and_the_report_legend(toy_score):
+    from mi_plateau.passes.head_scores import panels
+    from mi_plateau.report.runs import heads_legend
+
+    n = len(panels())
+    fig = figures.head_scores_over_training(_head_rows(), "run", tau=50)
+    assert len(fig.data) == n and fig.layout.annotations[-1].text == "toy title"
+    last = fig.layout[f"xaxis{n}"].domain[1]
+    assert fig.data[-1].colorbar.x == last == 1.0  # every colour bar at its panel's right edge
+    assert [t.colorbar.x for t in fig.data] == sorted(t.colorbar.x for t in fig.data)
+    slider = figures.head_grid_slider(_head_rows(), "run", [0, 100])
+    assert [t.type for t in slider.data] == ["heatmap"] * n + ["bar"] * 2 and len(slider.frames) == 2
+    assert slider.data[n - 1].xaxis == f"x{n}" and slider.data[n].xaxis == f"x{n + 1}"  # bars: the row below
+    assert heads_legend().endswith("; toy = a toy")

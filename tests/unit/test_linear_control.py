@@ -17,7 +17,6 @@ from mi_plateau.control.linear import (
     forward,
     init_weights,
     inputs,
-    main,
     make_embeddings,
     mse_and_grads,
     oracle_candidate_loss,
@@ -133,11 +132,14 @@ def test_bad_settings_fail_naming_the_value(over, message):
 
 
 def test_command_writes_the_same_artifact_twice(tmp_path, capsys):
+    from mi_plateau.cli import main
+
     args = ["--K", "3", "--steps", "40", "--eval-every", "20"]
-    main(["--out", str(tmp_path / "a.json"), *args])
-    main(["--out", str(tmp_path / "b.json"), *args])
+    for name in ("a.json", "b.json"):
+        assert main(["linear-control", "--out", str(tmp_path / name), *args]) == 0
     a, b = (json.loads((tmp_path / n).read_text()) for n in ("a.json", "b.json"))
     assert a["runs"] == b["runs"] and a["table12"] == b["table12"]
+    assert a["command"] == f"mi-plateau linear-control --out {tmp_path / 'a.json'} {' '.join(args)}"
     assert [r["step"] for r in a["runs"][0]["curve"]] == [0, 20, 40]
     assert a["table12"][0]["K"] == 3 and a["runs"][0]["config"]["steps"] == 40
     assert "K= 3" in capsys.readouterr().out

@@ -177,24 +177,26 @@ def test_width_replays_do_not_depend_on_where_the_scoring_stopped():
     assert called == steps[: steps.index(int(ends.max())) + 1]  # read until the last replay ended
 
 
-def test_main_pairs_the_seeds_written_by_summary_and_names_its_command(tmp_path, capsys):
+def test_command_pairs_the_seeds_written_by_summary_and_names_itself(tmp_path, capsys):
     import json
 
     from mi_plateau.checkpoints.files import code_commit
-    from mi_plateau.passes.sampled import main
+    from mi_plateau.cli import main
 
     files = []
     for name, res in (("a", _result("a", 1000, [100, 200], 2000)), ("b", _result("b", 3000, [300, 400]))):
         files.append(tmp_path / f"{name}.json")
         files[-1].write_text(json.dumps({"tau": 1, "sampled_width": res}))
     out = tmp_path / "condition.json"
-    assert main([*map(str, files), "--out", str(out)]) == 0
+    assert main(["sampled-pairs", *map(str, files), "--out", str(out)]) == 0
     doc = json.loads(out.read_text())
     want = condition_spread([_result("a", 1000, [100, 200], 2000), _result("b", 3000, [300, 400])])
     assert doc["condition"] == json.loads(json.dumps(want))  # what the function gives, through JSON
-    assert doc["command"] == f"python -m mi_plateau.passes.sampled {files[0]} {files[1]} --out {out}"
+    assert doc["command"] == f"mi-plateau sampled-pairs {files[0]} {files[1]} --out {out}"
     assert doc["commit"] == code_commit() and len(doc["date"]) == 10
-    assert main(list(map(str, files))) == 0 and json.loads(capsys.readouterr().out)["condition"] == doc["condition"]
+    assert main(["sampled-pairs", *map(str, files)]) == 0
+    assert json.loads(capsys.readouterr().out)["condition"] == doc["condition"]
     (tmp_path / "bare.json").write_text(json.dumps({"tau": 1}))
-    with pytest.raises(SystemExit, match="bare.json: no sampled_width in it"):
-        main([str(tmp_path / "bare.json"), str(files[0])])
+    assert main(["sampled-pairs", str(tmp_path / "bare.json"), str(files[0])]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("mi-plateau sampled-pairs: error: ") and "bare.json: no sampled_width in it" in err
