@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +36,7 @@ from .. import paper
 from ..checkpoints import RunError
 from ..summaries import num
 from ..tabular import write_table
+from .scoring import core_rows
 
 STEM = "table12"
 COVERAGE_MAX_PCT = 5.0  # incremental coverage: at most this % of groups >= 80% at tau / 2
@@ -76,34 +76,6 @@ def _json_rows(docs: Path, name: str, document: bool = False) -> Any:
     if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
         raise RunError(f"{path}: expected a table (a list of rows)")
     return data
-
-
-PIPE = "\\|"  # a pipe inside a cell, as tabular.to_markdown escapes it
-UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
-
-
-def md_table(text: str, heading: str) -> list[dict[str, str]]:
-    """The first Markdown table under the line ``## heading`` in ``text``, as rows of strings
-    (what ``tabular.to_markdown`` wrote); [] if the heading is absent."""
-    lines = text.splitlines()
-    try:
-        start = next(i for i, line in enumerate(lines) if line.strip() == f"## {heading}")
-    except StopIteration:
-        return []
-    rows, cols = [], None
-    for line in lines[start + 1 :]:
-        if line.startswith("## "):
-            break
-        if not line.startswith("|"):
-            if cols is not None and rows:
-                break
-            continue
-        cells = [c.strip().replace(PIPE, "|") for c in UNESCAPED_PIPE.split(line.strip()[1:-1])]
-        if cols is None:
-            cols = cells
-        elif not all(set(c) <= {"-", ":"} for c in cells):
-            rows.append(dict(zip(cols, cells)))
-    return rows
 
 
 def _num(v: Any) -> float | None:
@@ -174,16 +146,15 @@ def barrier(docs: Path) -> dict[str, Any]:
 
 
 def coverage(docs: Path) -> dict[str, Any]:
-    path = docs / "tables.md"
-    rows = md_table(path.read_text(), "Table 6: collective transition") if path.exists() else []
+    rows = core_rows(docs, "table6")
     half = [r for r in rows if r.get("definition") == "paper" and r.get("target") == "0.5 tau"]
     pct = {r["run"]: _num(r.get("ge80_pct")) for r in half}
     pct = {k: v for k, v in pct.items() if v is not None}
     if not pct:
-        return {"ours": "not measured", "verdict": "not measured", "source": "tables.md (reproduce core)"}
+        return {"ours": "not measured", "verdict": "not measured", "source": "tables.json (reproduce core)"}
     ours = "; ".join(f"{run}: {v:g}% of groups >= 80% at tau / 2" for run, v in pct.items())
     verdict = "falsified" if max(pct.values()) <= COVERAGE_MAX_PCT else "unclear"
-    return {"ours": ours, "verdict": verdict, "source": "tables.md, Table 6 (reproduce core)"}
+    return {"ours": ours, "verdict": verdict, "source": "tables.json, Table 6 (reproduce core)"}
 
 
 def label_noise(docs: Path) -> dict[str, Any]:
@@ -251,7 +222,7 @@ SOURCES = (
     "table12_beta.json",
     "lr_sweep_ratio.json",
     "table1_noclip.json",
-    "tables.md",
+    "tables.json",
     "label_noise.json",
     "label_noise_split.json",
     "fixed_d_fit.json",

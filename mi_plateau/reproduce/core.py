@@ -133,24 +133,35 @@ def tau_tables(results: dict[str, Any], runs) -> tuple[list[dict[str, Any]], lis
     return t3, spread
 
 
-def tables_md(t3: list[dict[str, Any]], spread: list[dict[str, Any]], comp: Path) -> str:
-    """docs/reproduction/tables.md: the tau tables and the comparison's Tables 6 and 9 and routing."""
+TABLES = "tables"  # docs/reproduction/tables.md and its JSON twin tables.json (what readers read)
+# the twin's keys and the Markdown's headings, in the page's order
+SECTIONS = (
+    ("table3", "Table 3 (K column) and Table 7 (K = 10): tau and plateau height, both definitions"),
+    ("tau_spread", "tau across seeds"),
+    ("table6", "Table 6: collective transition"),
+    ("table9", "Table 9: head ablation (top 4 heads per phase; Delta L and Delta Lc in nats)"),
+    ("routing", "Selector routing: routing head, assembly time t_r and lead (tau - t_r) / tau"),
+)
+
+
+def core_tables(t3: list[dict[str, Any]], spread: list[dict[str, Any]], comp: Path) -> dict[str, list]:
+    """The tau tables and the comparison's Tables 6 and 9 and routing, by ``SECTIONS``' keys."""
+    rows = {k: read_json_rows(comp / f"{k}.json") for k in ("table6", "table9", "routing")}
+    return {"table3": t3, "tau_spread": spread, **rows}
+
+
+def tables_md(tables: dict[str, list]) -> str:
+    """docs/reproduction/tables.md: ``core_tables`` as Markdown, one section each."""
     parts = [
         "# Generated tables (mi-plateau reproduce core)\n",
         "Regenerate with `mi-plateau reproduce core`. Columns named paper_* are the paper's values, for reference; "
         "`definition` says which family a row measures (paper: L_seq / candidate accuracy / Delta L; first_token: Lc / "
-        "exact match / Delta Lc).\n",
-        "## Table 3 (K column) and Table 7 (K = 10): tau and plateau height, both definitions\n",
-        to_markdown(t3),
-        "\n## tau across seeds\n",
-        to_markdown(spread) if spread else "(one seed per K)\n",
-        "\n## Table 6: collective transition\n",
-        to_markdown(read_json_rows(comp / "table6.json")),
-        "\n## Table 9: head ablation (top 4 heads per phase; Delta L and Delta Lc in nats)\n",
-        to_markdown(read_json_rows(comp / "table9.json")),
-        "\n## Selector routing: routing head, assembly time t_r and lead (tau - t_r) / tau\n",
-        to_markdown(read_json_rows(comp / "routing.json")),
+        "exact match / Delta Lc). The same rows as JSON: [tables.json](tables.json).\n",
     ]
+    for i, (key, heading) in enumerate(SECTIONS):
+        parts.append(("\n" if i else "") + f"## {heading}\n")
+        rows = tables[key]
+        parts.append(to_markdown(rows) if rows or key != "tau_spread" else "(one seed per K)\n")
     return "".join(parts)
 
 
@@ -161,8 +172,10 @@ def write_assets(results: dict[str, Any], runs, docs: Path, static: bool | None 
     docs.mkdir(parents=True, exist_ok=True)
     curves = seed0_curves(runs)
     f3 = {name: d for name, d in results["figure3"].items() if any(len(v["a"]) for v in d.values())}
-    atomic_write_text(docs / "tables.md", tables_md(*tau_tables(results, runs), Path(results["comparison"])))
-    written = [docs / "tables.md"]
+    tables = core_tables(*tau_tables(results, runs), Path(results["comparison"]))
+    atomic_write_text(docs / f"{TABLES}.md", tables_md(tables))
+    atomic_write_json(docs / f"{TABLES}.json", nan_to_none(tables))
+    written = [docs / f"{TABLES}.md", docs / f"{TABLES}.json"]
     # the figures last: a failed export (the static writer's browser) leaves the tables written
     figs = [(docs / "figure1.svg", figures.figure1(curves), {})] if curves else []
     if f3:

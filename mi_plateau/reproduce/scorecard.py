@@ -3,8 +3,8 @@ claim, the paper's value beside ours, whether ours is the paper's quantity, and 
 
 ``mi-plateau reproduce scorecard`` writes ``scorecard.md`` one folder above the docs folder
 (``docs/scorecard.md`` for ``--docs docs/reproduction``) and its rows as ``scorecard.csv`` and
-``.json`` in it. Every number of ours is read from a committed table's JSON (Tables 6 and 9 exist
-only in ``tables.md``, read as ``controls`` reads it); the paper's come from ``mi_plateau.paper``.
+``.json`` in it. Every number of ours is read from a committed table's JSON (Tables 6 and 9 from
+``reproduce core``'s ``tables.json``); the paper's come from ``mi_plateau.paper``.
 A missing artifact or field gives a dash and "not run", never an error. The reading, the number
 format and the verdict rule are ``scoring``'s; the rows' readers are here.
 """
@@ -21,9 +21,9 @@ from ..tabular import to_csv, to_markdown
 from .scoring import INSIDE as INSIDE  # the verdict where the paper's value lies in ours
 from .scoring import (
     cells,
+    core_rows,
     fmt,
     k_list,
-    md_rows,
     num,
     pairs,
     paper_text,
@@ -34,9 +34,7 @@ from .scoring import (
 )
 
 PAGE, STEM = "scorecard.md", "scorecard"
-# the headings of the tables.md tables read (Table 6: with its targets, in paper.TABLE6's row order)
-TABLE6 = ("Table 6: collective transition", ("0.25 tau", "0.5 tau", "1 tau", "1.5 tau"))
-TABLE9 = "Table 9: head ablation (top 4 heads per phase; Delta L and Delta Lc in nats)"
+TABLE6_TARGETS = ("0.25 tau", "0.5 tau", "1 tau", "1.5 tau")  # Table 6's rows, in paper.TABLE6's order
 
 INTRO = (
     "Start here: each table, figure and headline claim of the paper beside ours, every number of ours read from the "
@@ -120,10 +118,12 @@ def table4(docs: Path) -> dict[str, Any]:
 
 
 def table6(docs: Path) -> dict[str, Any]:
-    rows = [r for r in md_rows(docs, TABLE6[0]) if r.get("K") == "10" and r.get("definition") == "paper"]
+    rows = [r for r in core_rows(docs, "table6") if r.get("K") == 10 and r.get("definition") == "paper"]
     of = lambda t, f: [r.get(f) for r in rows if r.get("target") == t]
     fields = list(enumerate(("ge80_pct", "eq100_pct", "mean_acc"), 2))  # at their position in paper.TABLE6's rows
-    return {"points": [point(t, ref[i], of(t, f)) for t, ref in zip(TABLE6[1], paper.TABLE6[10]) for i, f in fields]}
+    return {
+        "points": [point(t, ref[i], of(t, f)) for t, ref in zip(TABLE6_TARGETS, paper.TABLE6[10]) for i, f in fields]
+    }
 
 
 def table8(docs: Path) -> dict[str, Any]:
@@ -140,11 +140,11 @@ def table8(docs: Path) -> dict[str, Any]:
 
 
 def table9(docs: Path) -> dict[str, Any]:
-    rows = [r for r in md_rows(docs, TABLE9) if r.get("definition") == "paper"]
-    dl = lambda k, ph, h: [r.get("dL") for r in rows if (r.get("K"), r.get("phase"), r.get("head")) == (str(k), ph, h)]
+    rows = [r for r in core_rows(docs, "table9") if r.get("definition") == "paper"]
+    dl = lambda k, ph, h: [r.get("dL") for r in rows if (r.get("K"), r.get("phase"), r.get("head")) == (k, ph, h)]
     heads = [(k, ph, h, v) for k, phs in paper.TABLE9.items() for ph, hs in phs.items() for h, v in hs]
     pts = [point(f"K = {k} {ph} {h}", v, dl(k, ph, h)) for k, ph, h, v in heads]
-    firsts = [r for r in rows if r.get("rank") == "1" and r.get("phase") != "Post"]
+    firsts = [r for r in rows if r.get("rank") == 1 and r.get("phase") != "Post"]
     top = ", ".join(f"K = {r.get('K')} {r.get('phase')} {r.get('head')}" for r in firsts)
     return {"points": pts, "note": f"our top head: {top}" if top else ""}
 
@@ -289,8 +289,8 @@ EXPLAINED = {
 }
 # the committed files the rows read, under the docs folder
 SOURCES = tuple(
-    "table1.json table2.json table3.json recipe_log.json phase_boundary_table4.json table5.json tables.md table7.json "
-    "phase_boundary_table8.json seeds_warmup_boundary.json table10.json table11.json table12.json label_noise.json "
+    "table1.json table2.json table3.json recipe_log.json phase_boundary_table4.json table5.json tables.json "
+    "table7.json phase_boundary_table8.json seeds_warmup_boundary.json table10.json table11.json table12.json label_noise.json "
     "figure3_lead.json figure3_descent.json table3_fit.json fixed_d_fit.json lr_sweep_ratio.json "
     "figure3_lead_summary.json label_noise_split.json".split()
 )

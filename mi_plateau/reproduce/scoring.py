@@ -9,8 +9,6 @@ import math
 from pathlib import Path
 from typing import Any
 
-from .controls import md_table
-
 INSIDE = "inside our seed spread"
 
 
@@ -27,10 +25,13 @@ def table_index(docs: Path, name: str, *keys: str, **where: Any) -> dict[Any, di
     return {tuple(r.get(k) for k in keys) if len(keys) > 1 else r.get(keys[0]): r for r in rows}
 
 
-def md_rows(docs: Path, heading: str) -> list[dict[str, str]]:
-    """The rows of the table under ``heading`` in the committed ``tables.md``; [] where it is absent."""
-    path = docs / "tables.md"
-    return md_table(path.read_text(), heading) if path.exists() else []
+def core_rows(docs: Path, key: str) -> list[dict[str, Any]]:
+    """The rows of one of ``reproduce core``'s tables (``key``: table6, table9, ...) in the committed
+    ``tables.json``; [] where it or the table is absent."""
+    path = docs / "tables.json"
+    data = json.loads(path.read_text()) if path.exists() else {}
+    rows = data.get(key) if isinstance(data, dict) else None
+    return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
 
 
 def num(v: Any) -> float | None:

@@ -1,3 +1,4 @@
+import json
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -85,7 +86,9 @@ def test_write_assets_builds_the_docs_tables_and_figures(tiny_run, tmp_path):
     }
     written, note = write_assets(results, runs, tmp_path / "docs")
     assert note == ""
-    assert {p.name for p in written} == {"figure1.svg", "figure3.svg", "tables.md"}
+    assert {p.name for p in written} == {"figure1.svg", "figure3.svg", "tables.md", "tables.json"}
     md = (tmp_path / "docs" / "tables.md").read_text()
     assert "| paper |" in md and "| first_token |" in md and "tau_paper" in md
+    twin = json.loads((tmp_path / "docs" / "tables.json").read_text())  # the same rows, for readers
+    assert {r["run"] for r in twin["table3"]} == {tiny_run.path.name, other.path.name} and twin["table6"]
     assert ET.fromstring((tmp_path / "docs" / "figure3.svg").read_text()).tag.endswith("svg")

@@ -101,12 +101,10 @@ def test_a_changed_artifact_changes_its_cell_and_a_missing_one_reads_not_run(tin
     assert _row(sc.scorecard(tiny), "Claim: 3.6x over 7x in lr")["verdict"] == "not run"
 
 
-def test_markdown_only_artifacts_and_documents_are_read(tiny):
-    """Table 6 is read from tables.md (no JSON twin), the label-noise split from its document."""
-    (tiny / "tables.md").write_text(
-        "## Table 6: collective transition\n| run | K | definition | target | ge80_pct | eq100_pct | mean_acc |\n"
-        "|---|---|---|---|---|---|---|\n| a | 10 | paper | 0.5 tau | 0 | 0 | 0.154 |\n"
-    )
+def test_the_core_tables_and_documents_are_read(tiny):
+    """Table 6 is read from reproduce core's tables.json, the label-noise split from its document."""
+    row = {"run": "a", "K": 10, "definition": "paper", "target": "0.5 tau", "ge80_pct": 0, "eq100_pct": 0}
+    _write(tiny, "tables.json", {"table6": [{**row, "mean_acc": 0.154}], "table9": []})
     kept = lambda p, tau: {"K": 10, "label_noise": p, "kept": {"tau": tau}}  # noqa: E731
     _write(tiny, "label_noise_split.json", {"runs": [kept(0.0, 1000), kept(0.2, 16000)]})
     rows = sc.scorecard(tiny)

@@ -11,8 +11,7 @@ import pytest
 from mi_plateau import paper
 from mi_plateau.checkpoints import RunError
 from mi_plateau.cli import main
-from mi_plateau.reproduce.controls import md_table, table12, write_controls
-from mi_plateau.tabular import to_markdown
+from mi_plateau.reproduce.controls import table12, write_controls
 
 
 def _write(docs: Path, name: str, rows) -> None:
@@ -20,9 +19,8 @@ def _write(docs: Path, name: str, rows) -> None:
 
 
 def _table6(rows: list[dict]) -> str:
-    return "# Tables\n\n## Table 5: other\n| a |\n|---|\n| 1 |\n\n## Table 6: collective transition\n" + to_markdown(
-        rows
-    )
+    """``reproduce core``'s tables.json holding ``rows`` as Table 6."""
+    return json.dumps({"table3": [], "table6": rows, "table9": []})
 
 
 @pytest.fixture
@@ -43,7 +41,7 @@ def docs(tmp_path):
             {"definition": "first_token", "B": 32, "tau_examples_k": 1.0, "not_reached_by": None},
         ],
     )
-    (d / "tables.md").write_text(
+    (d / "tables.json").write_text(
         _table6(
             [
                 {"run": "a", "definition": "paper", "target": "0.5 tau", "ge80_pct": 0},
@@ -104,7 +102,9 @@ def test_verdicts_follow_the_numbers(docs):
         "label_noise.json",
         [{"K": 10, "label_noise": 0.2, "delay": 3.0}, {"K": 10, "label_noise": 0.0, "delay": 1.0}],
     )
-    (docs / "tables.md").write_text(_table6([{"run": "a", "definition": "paper", "target": "0.5 tau", "ge80_pct": 30}]))
+    (docs / "tables.json").write_text(
+        _table6([{"run": "a", "definition": "paper", "target": "0.5 tau", "ge80_pct": 30}])
+    )
     rows = _by_key(table12(docs))
     assert rows["cancellation"]["verdict"] == "supported"
     assert rows["barrier"]["verdict"] == "supported"  # faster at the larger lr and at the smaller batch (0.75x)
@@ -158,16 +158,6 @@ def test_a_broken_artifact_is_refused_in_one_line_and_nothing_is_written(docs):
         write_controls(docs)
     assert "\n" not in str(e.value)
     assert not (docs / "table12.md").exists()
-
-
-def test_md_table_reads_the_table_under_its_heading():
-    text = _table6([{"run": "a", "ge80_pct": 1.5}, {"run": "b", "ge80_pct": None}])
-    assert md_table(text, "Table 6: collective transition") == [
-        {"run": "a", "ge80_pct": "1.5"},
-        {"run": "b", "ge80_pct": "—"},
-    ]
-    assert md_table(text, "Table 5: other") == [{"a": "1"}]
-    assert md_table(text, "Table 9") == []
 
 
 def test_the_command_writes_table12(docs, capsys):
@@ -241,8 +231,3 @@ def test_a_file_of_the_wrong_shape_is_refused_in_one_line(docs, name, text, mess
     with pytest.raises(RunError, match=message) as e:
         table12(docs)
     assert name in str(e.value) and "\n" not in str(e.value)
-
-
-def test_md_table_keeps_escaped_pipes_inside_a_cell():
-    text = _table6([{"run": "a|b", "ge80_pct": 1}])
-    assert md_table(text, "Table 6: collective transition") == [{"run": "a|b", "ge80_pct": "1"}]
