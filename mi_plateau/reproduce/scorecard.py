@@ -290,7 +290,8 @@ EXPLAINED = {
 # the committed files the rows read, under the docs folder
 SOURCES = tuple(
     "table1.json table2.json table3.json recipe_log.json phase_boundary_table4.json table5.json tables.json "
-    "table7.json phase_boundary_table8.json seeds_warmup_boundary.json table10.json table11.json table12.json label_noise.json "
+    "table7.json phase_boundary_table8.json seeds_warmup_boundary.json table10.json table11.json table12.json "
+    "label_noise.json "
     "figure3_lead.json figure3_descent.json table3_fit.json fixed_d_fit.json lr_sweep_ratio.json "
     "figure3_lead_summary.json label_noise_split.json".split()
 )
