@@ -2,7 +2,8 @@
 the Python API and prints; ``dispatch`` picks one by name.
 
 ``train`` (train, train-batch, summary), ``analysis`` (analyze, inspect, ablate, report),
-``recipes`` (sweep, reproduce, bench), ``tools`` (the study commands: linear-control,
+``recipes`` (sweep, reproduce, bench; which run options sweep and reproduce read, and the one
+check that refuses the others, in ``applies``), ``tools`` (the study commands: linear-control,
 sampled-pairs, llc, noise-split, estimator-spread; their parsers in ``tool_args``); ``text``
 holds what several of them print. Only the
 standard library and light modules of ours are imported here: torch, transformer_lens, ray and

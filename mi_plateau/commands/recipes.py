@@ -7,7 +7,9 @@ import json
 import sys
 from pathlib import Path
 
+from ..config import RunOptions
 from ..tabular import cell, to_markdown
+from .applies import SWEEP_RECIPES_KIND, refuse_unused
 from .text import lead
 
 DOCS = "docs/reproduction"  # --docs' default: the committed tables
@@ -35,51 +37,42 @@ def cmd_bench(args) -> int:
     return 0
 
 
-def cmd_reproduce(args) -> int:
+def reproduce_kind(recipe: str) -> str:
+    """The entry of ``applies.USES`` that declares what ``reproduce RECIPE`` reads."""
     from ..reproduce import SWEEP_RECIPES
 
-    only = [n.strip() for n in args.only.split(",") if n.strip()] if args.only is not None else None
-    if args.static and args.recipe == "controls":
-        raise ValueError("reproduce controls: --static: Table 12 has no figure")
-    if args.static and args.recipe == "scorecard":
-        raise ValueError("reproduce scorecard: --static: the scorecard has no figure")
-    if args.static and not args.dry_run:  # before any training: the figures come last
+    return SWEEP_RECIPES_KIND if recipe in SWEEP_RECIPES else f"reproduce {recipe}"
+
+
+def cmd_reproduce(args) -> int:
+    options = RunOptions.from_args(args)
+    refuse_unused(reproduce_kind(args.recipe), options, f"reproduce {args.recipe}")
+    if options.static:  # before any training: the figures come last
         from ..tabular import STATIC_NEEDS, chromium
 
         if chromium() is None:
             raise ValueError(f"--static: no browser found: {STATIC_NEEDS}")
-    if args.recipe in SWEEP_RECIPES:
-        return reproduce_sweep(args, only)
-    if args.precision is not None:
-        raise ValueError(f"reproduce {args.recipe}: --precision applies to the sweep recipes (what they train)")
-    if args.recipe == "hessian":
-        return reproduce_hessian(args, only)
-    if args.recipe == "controls":
-        return reproduce_controls(args, only)
-    if args.recipe == "scorecard":
-        return reproduce_scorecard(args, only)
-    if args.recipe == "figure3":
-        return reproduce_figure3(args, only)
-    if only is not None or args.skip_recorded or args.max_steps:
-        raise ValueError(
-            f"reproduce {args.recipe}: --only, --skip-recorded and --max-steps apply to the sweep recipes only"
-        )
+    command = {
+        "core": reproduce_core,
+        "hessian": reproduce_hessian,
+        "figure3": reproduce_figure3,
+        "controls": reproduce_controls,
+        "scorecard": reproduce_scorecard,
+    }.get(args.recipe, reproduce_sweep)
+    return command(args.recipe, options)
+
+
+def reproduce_core(recipe: str, options: RunOptions) -> int:
+    """``reproduce core``: its dry run (the runs and whether they are done), or its runs trained
+    and analysed and its tables and figures written."""
     from ..reproduce import plan, run_recipe
     from ..sweeps import status
 
-    if args.dry_run:
-        for p, c in plan(args.recipe, args.root):
+    if options.dry_run:
+        for p, c in plan(recipe, options.root):
             print(f"{p}  preset={c.preset} K={c.task.K} seed={c.task.data_seed}  {status(p)}")
         return 0
-    log = run_recipe(
-        args.recipe,
-        jobs=args.jobs,
-        progress=not args.quiet,
-        train=not args.no_train,
-        root=args.root,
-        docs=args.docs,
-        static=args.static,
-    )
+    log = run_recipe(recipe, options)
     for name, s in log["summaries"].items():
         ro, fam = log["routing"][name], s["definitions"]
         print(
@@ -110,164 +103,120 @@ def print_tables(log: dict) -> int:
     return 0
 
 
-def reproduce_hessian(args, only: list[str] | None) -> int:
+def reproduce_hessian(recipe: str, options: RunOptions) -> int:
     """``reproduce hessian``: its dry run (the runs, whether they are here and whether the log
     holds their rows), or the runs trained, the pass run and Table 10 written."""
     from ..reproduce.hessian import dry_run_rows, run_hessian_recipe
 
-    if args.skip_recorded or args.max_steps or args.batch_runs not in (1, "1", None):
-        raise ValueError("reproduce hessian: --skip-recorded, --max-steps and --batch-runs apply to the sweep recipes")
-    if args.dry_run:
-        print(to_markdown(dry_run_rows(only, args.root, args.docs)))
+    if options.dry_run:
+        print(to_markdown(dry_run_rows(options)))
         return 0
-    log = run_hessian_recipe(
-        train=not args.no_train,
-        only=only,
-        jobs=args.jobs,
-        progress=not args.quiet,
-        root=args.root,
-        docs=args.docs,
-        device=args.device,
-        static=args.static,
-    )
-    return print_tables(log)
+    return print_tables(run_hessian_recipe(options))
 
 
-def reproduce_figure3(args, only: list[str] | None) -> int:
+def reproduce_figure3(recipe: str, options: RunOptions) -> int:
     """``reproduce figure3``: Figure 3 and the lead over the K sweep's runs here and in its log
     (nothing is trained); its dry run lists the runs it would read."""
     from ..reproduce.figure3 import run_figure3_recipe, sweep_runs
-
-    if only is not None or args.skip_recorded or args.max_steps or args.batch_runs not in (1, "1", None):
-        raise ValueError("reproduce figure3: --only, --skip-recorded, --max-steps and --batch-runs apply to training")
-    if args.jobs is not None:
-        raise ValueError("reproduce figure3: --jobs: nothing is trained (the runs are the K sweep's)")
-    if args.dry_run:
-        print(to_markdown([{"run": str(p), "status": status_of(p)} for p in sweep_runs(Path(args.root))]), end="")
-        return 0
-    log = run_figure3_recipe(args.root, args.docs, progress=not args.quiet, device=args.device, static=args.static)
-    return print_tables(log)
-
-
-def status_of(path: Path) -> str:
     from ..sweeps import status
 
-    return status(path)
+    if options.dry_run:
+        print(to_markdown([{"run": str(p), "status": status(p)} for p in sweep_runs(Path(options.root))]), end="")
+        return 0
+    o = options
+    return print_tables(run_figure3_recipe(o.root, o.docs, progress=o.progress, device=o.device, static=o.static))
 
 
-def reproduce_controls(args, only: list[str] | None) -> int:
+def reproduce_controls(recipe: str, options: RunOptions) -> int:
     """``reproduce controls``: Table 12 from the committed tables under ``--docs`` (nothing is
     trained); its dry run lists the artifacts it reads and whether each is there."""
     from ..reproduce.controls import SOURCES, write_controls
 
-    if only is not None or args.skip_recorded or args.max_steps:
-        raise ValueError("reproduce controls: --only, --skip-recorded and --max-steps apply to the sweep recipes")
-    if args.dry_run:
-        docs = Path(args.docs)
-        print(to_markdown([{"artifact": s, "present": (docs / s).exists()} for s in SOURCES]))
-        return 0
-    rows, paths = write_controls(args.docs)
+    if options.dry_run:
+        return print_sources(SOURCES, Path(options.docs))
+    rows, paths = write_controls(options.docs)
     print(to_markdown(rows))
     print(f"wrote {', '.join(str(p) for p in paths)}")
     return 0
 
 
-def reproduce_scorecard(args, only: list[str] | None) -> int:
+def reproduce_scorecard(recipe: str, options: RunOptions) -> int:
     """``reproduce scorecard``: docs/scorecard.md from the committed tables under ``--docs``
     (nothing is trained); its dry run lists the artifacts it reads and whether each is there."""
     from ..reproduce.scorecard import SOURCES, write_scorecard
 
-    if only is not None or args.skip_recorded or args.max_steps:
-        raise ValueError("reproduce scorecard: --only, --skip-recorded and --max-steps apply to the sweep recipes")
-    if args.dry_run:
-        docs = Path(args.docs)
-        print(to_markdown([{"artifact": s, "present": (docs / s).exists()} for s in SOURCES]))
-        return 0
-    rows, paths = write_scorecard(args.docs)
+    if options.dry_run:
+        return print_sources(SOURCES, Path(options.docs))
+    rows, paths = write_scorecard(options.docs)
     print(to_markdown([{k: r[k] for k in ("artifact", "verdict")} for r in rows]))
     print(f"wrote {', '.join(str(p) for p in paths)}")
     return 0
 
 
-def reproduce_sweep(args, only: list[str] | None) -> int:
+def print_sources(sources, docs: Path) -> int:
+    """The dry run of a recipe that reads committed tables: each artifact and whether it is there."""
+    print(to_markdown([{"artifact": s, "present": (docs / s).exists()} for s in sources]))
+    return 0
+
+
+def reproduce_sweep(recipe: str, options: RunOptions) -> int:
     """``reproduce`` of a sweep recipe: its dry run (runs, what is left, the cost here), or its
     runs trained and its tables written."""
     from ..reproduce import dry_run, recipe_sweep, run_sweep_recipe
     from ..sweeps import in_precision
 
-    sweep = in_precision(recipe_sweep(args.recipe, args.max_steps), args.precision)
-    if sweep.name != recipe_sweep(args.recipe).name and Path(args.docs) == Path(DOCS):
+    own = recipe_sweep(recipe)
+    if in_precision(own, options.precision).name != own.name and Path(options.docs) == Path(DOCS):
         raise ValueError(
-            f"reproduce {args.recipe} --precision {args.precision}: its tables would replace the recipe's own in "
+            f"reproduce {recipe} --precision {options.precision}: its tables would replace the recipe's own in "
             f"{DOCS}; give --docs another folder"
         )
-    if args.dry_run:
+    if options.dry_run:
         from ..devices import resolve
 
-        dev = str(resolve(args.device))
-        rows = dry_run(sweep, args.root, docs=args.docs, skip_recorded=args.skip_recorded, only=only, device=dev)
+        rows = dry_run(recipe, options)
         print(to_markdown(rows), end="")
         todo = [r for r in rows if r["est_core_min"] > 0]
         print(
             f"{len(rows)} runs, {len(rows) - len(todo)} with nothing left to train; the rest should take about "
-            f"{sum(r['est_core_min'] for r in todo):.0f} core-minutes here (one thread per run)"
+            f"{sum(r['est_core_min'] for r in todo):.0f} core-minutes on {resolve(options.device)} here "
+            "(one thread per run)"
         )
         return 0
-    log = run_sweep_recipe(
-        args.recipe,
-        jobs=args.jobs,
-        progress=not args.quiet,
-        train=not args.no_train,
-        batch_runs=args.batch_runs,
-        only=only,
-        skip_recorded=args.skip_recorded,
-        root=args.root,
-        docs=args.docs,
-        sweep=sweep,
-        device=args.device,
-        static=args.static,
-    )
-    return print_tables(log)
+    return print_tables(run_sweep_recipe(recipe, options))
 
 
 def cmd_sweep(args) -> int:
     from ..sweeps import in_precision, load_sweep, plan, run_sweep, status, sweep_table
 
+    options = RunOptions.from_args(args)
     if args.target == "status":
+        refuse_unused("sweep", options, "sweep", mode="status")
         if not args.folder:
             raise ValueError("sweep status: give the sweep folder, e.g. checkpoints/<sweep name>")
         print(to_markdown(sweep_table(Path(args.folder))), end="")
         return 0
     if args.folder:
         raise ValueError(f"sweep {args.target}: unexpected second argument {args.folder!r}")
-    sweep = in_precision(load_sweep(args.target), args.precision)
-    runs = plan(sweep, args.root)
-    if args.batch_runs == "auto":
+    refuse_unused("sweep", options, "sweep")
+    sweep = in_precision(load_sweep(args.target), options.precision)
+    if options.dry_run:
+        from ..batched import group_batches
+        from ..devices import resolve
         from ..sweeps.runner import auto_batch_runs
 
-        args.batch_runs = auto_batch_runs(args.device)
-    if args.dry_run:
+        runs = plan(sweep, options.root)
         for (path, _), p in zip(runs, sweep.points):
             print(f"{path}  {', '.join(f'{k}={v}' for k, v in p.settings.items()) or '(base)'}  {status(path)}")
-        print(f"{len(runs)} runs; {sum(status(p) == 'finished' for p, _ in runs)} finished")
-        if args.batch_runs > 1:
-            from ..batched import group_batches
-
-            todo = [(p, c) for p, c in runs if status(p) != "finished"]
-            print(f"with --batch-runs {args.batch_runs}: {len(group_batches(todo, args.batch_runs))} processes")
+        todo = [(p, c) for p, c in runs if status(p) != "finished"]
+        m = auto_batch_runs(options.device) if options.batch_runs == "auto" else options.batch_runs
+        print(f"{len(runs)} runs; {len(runs) - len(todo)} finished (training on {resolve(options.device)})")
+        if m > 1:
+            print(f"with --batch-runs {m}: {len(group_batches(todo, m))} processes")
         return 0
-    table = run_sweep(
-        sweep,
-        root=args.root,
-        jobs=args.jobs,
-        backend=args.backend,
-        address=args.address,
-        progress=not args.quiet,
-        batch_runs=args.batch_runs,
-        device=args.device,
-    )
+    table = run_sweep(sweep, options)
     print(to_markdown(table), end="")
-    print(f"{len(table)} runs in {table.attrs['wall_s']:.0f} s -> {sweep.folder(args.root)}/table.csv")
+    print(f"{len(table)} runs in {table.attrs['wall_s']:.0f} s -> {sweep.folder(options.root)}/table.csv")
     failed = table.attrs.get("failed") or {}
     if failed:  # a sweep with a failed run must not look like a finished one to a script
         print(

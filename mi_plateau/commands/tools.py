@@ -83,6 +83,9 @@ def cmd_sampled_pairs(args, argv: Sequence[str] = ()) -> int:
 def cmd_llc(args, argv: Sequence[str] = ()) -> int:
     from ..checkpoints.files import writable_out
 
+    curve = given(args, "n", "upto", "lr", "localization")
+    if args.calibrate and curve:  # the calibration sweeps its own grid of eps at two checkpoints
+        raise ValueError(f"--{next(iter(curve))}: does not apply with --calibrate (its own grid)")
     writable_out(args.out)
     run = checked_run(args.run)
     from ..passes.llc import record_calibration, record_curve, require_devinterp
@@ -91,7 +94,7 @@ def cmd_llc(args, argv: Sequence[str] = ()) -> int:
     if args.calibrate:
         doc = record_calibration(run, args.out, progress=True)
     else:
-        doc = record_curve(run, args.out, **given(args, "n", "upto", "lr", "localization"), progress=True)
+        doc = record_curve(run, args.out, **curve, progress=True)
     print(f"wrote {args.out} ({len(doc['rows'])} rows)")
     return 0
 

@@ -113,6 +113,15 @@ def cmd_train_batch(args) -> int:
     return 0
 
 
+# what the summary itself answers beyond its defaults (flag -> argument): not with a check
+SUMMARY_ASKS = {
+    "--sampled-tau": "sampled_tau",
+    "--sampled-width": "sampled_width",
+    "--tau-at": "tau_at",
+    "--width-at": "width_at",
+}
+
+
 def cmd_summary(args) -> int:
 
     given = {
@@ -122,6 +131,11 @@ def cmd_summary(args) -> int:
         raise ValueError(f"--{next(iter(given)).replace('_', '-')} applies to --sampled-tau and --sampled-width only")
     if args.exact_check and args.spacing_check:
         raise ValueError("--exact-check and --spacing-check are two checks: run one at a time")
+    if args.exact_check or args.spacing_check:  # a check prints its own comparison, not the summary
+        asked = [f for f, v in SUMMARY_ASKS.items() if getattr(args, v)]
+        if asked:
+            check = "--exact-check" if args.exact_check else "--spacing-check"
+            raise ValueError(f"{asked[0]}: does not apply with {check} (it prints its own comparison)")
     if args.exact_check:
         return print_exact_check(args)
     if args.spacing_check:

@@ -1,9 +1,11 @@
 """Run configuration (docs/design.md, docs/analyses.md): ``schema`` (the dataclasses, each field declared once with
 its help, choices, bounds, alias and flag), ``task_section`` (the task's section and the layout it
 implies), ``settings`` (that declaration's helper and the reading of values), ``validation`` and
-``presets`` (named recipes, overrides, run names). Everything is importable from here."""
+``presets`` (named recipes, overrides, run names); ``options`` (``RunOptions``: how a run, a sweep or a
+recipe is run, beside what it trains). Everything is importable from here."""
 
 from .layout import LEN_A, LEN_B, Layout
+from .options import RunOptions
 from .presets import (
     ALIASES,
     PRESETS,
@@ -42,6 +44,7 @@ __all__ = [
     "PRESETS",
     "QUIET_GAP",
     "QUIET_SPACING_FRAC",
+    "RunOptions",
     "SPACING_HI",
     "SECTIONS",
     "SELECTOR_DIRECTIONS",

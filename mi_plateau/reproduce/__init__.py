@@ -7,8 +7,10 @@ against D, K, len_z, B: Tables 3, 5, 7, 1), ``seeds`` (Tables 4 and 8 by the cro
 ``boundary`` (by the transition width), ``mechanisms`` (Table 11, Figure 2b) and ``direction``
 (Table 2). Each returns a ``writer.Built``; ``writer.write_built`` writes its tables, then its
 figures. The paper's reference numbers come from ``mi_plateau.paper``; ``cost`` estimates what a
-recipe has left to train."""
+recipe has left to train. What a recipe is asked (device, precision, jobs, ...) is one
+``RunOptions``, passed whole."""
 
+from ..sweeps import RunOptions
 from .core import RECIPES, plan, run_recipe, write_assets
 from .cost import dry_run
 from .sweeps import BUILDERS as SWEEP_RECIPES
@@ -16,6 +18,7 @@ from .sweeps import recipe_sweep, run_sweep_recipe
 
 __all__ = [
     "RECIPES",
+    "RunOptions",
     "SWEEP_RECIPES",
     "dry_run",
     "plan",

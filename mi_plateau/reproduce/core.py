@@ -18,7 +18,7 @@ from .. import figures, paper
 from ..checkpoints import Run, RunError, atomic_write_json, atomic_write_text
 from ..config import config_diff, preset, run_name, with_overrides
 from ..summaries import nan_to_none, num
-from ..sweeps import status, train_local, train_wall
+from ..sweeps import RunOptions, status, train_local, train_wall
 from ..tabular import read_json_rows, to_markdown, write_figures
 
 RECIPES = {
@@ -46,14 +46,15 @@ def plan(recipe: str, root: str | Path = "checkpoints"):
     return out
 
 
-def train_all(runs, jobs: int | None = None, progress: bool = True) -> None:
-    """Train the recipe's unfinished runs on the sweeps' local pool (one thread per process)."""
+def train_all(runs, options: RunOptions = RunOptions()) -> None:
+    """Train the recipe's unfinished runs on the sweeps' local pool (one thread per process), as
+    ``options`` ask (``jobs``, ``device``, ``progress``)."""
     for path, cfg in runs:
         if (path / "config.json").exists():  # started: it must be this recipe's run
             _check_recipe_config(path, cfg)
     # a started run continues with its stored config (it may differ in the step implementation)
     todo = [(p, Run(p).config() if (p / "config.json").exists() else c) for p, c in runs]
-    errors = train_local(todo, jobs, progress=progress, logs=Path(runs[0][0]).parent / "logs" if runs else None)
+    errors = train_local(todo, options, logs=Path(runs[0][0]).parent / "logs" if runs else None)
     if errors:
         raise RunError(
             f"training failed for {', '.join(f'{k} ({v})' for k, v in errors.items())}; rerun the recipe to resume"
@@ -185,30 +186,24 @@ def write_assets(results: dict[str, Any], runs, docs: Path, static: bool | None 
 
 
 def run_recipe(
-    recipe: str = "core",
-    *,
-    jobs: int | None = None,
-    progress: bool = True,
-    docs: str | Path = "docs/reproduction",
-    analyses: str | Path = "analyses",
-    train: bool = True,
-    root: str | Path = "checkpoints",
-    static: bool | None = None,
+    recipe: str = "core", options: RunOptions = RunOptions(), *, analyses: str | Path = "analyses"
 ) -> dict[str, Any]:
-    """Train (unless ``train=False``) and analyse the recipe's runs (under ``root``); write docs
-    assets and a log into ``docs`` (``static``: the static figures, ``tabular.write_figures``)."""
+    """Train (unless ``options.train`` is False) and analyse the recipe's runs (under
+    ``options.root``; ``jobs``, ``device``, ``progress`` as in ``train_all``; the analysis on
+    ``device`` too); write docs assets and a log into ``options.docs`` (``options.static``: the
+    static figures, ``tabular.write_figures``)."""
     from ..api import analyze  # torch: loaded when a recipe analyses, not when the CLI plans one
 
     t0 = time.perf_counter()
-    runs = plan(recipe, root)
-    if train:
-        train_all(runs, jobs=jobs, progress=progress)
+    runs = plan(recipe, options.root)
+    if options.train:
+        train_all(runs, options)
     else:  # analyse what exists: finished runs and unfinished ones up to their last checkpoint
         runs = [(p, c) for p, c in runs if status(p) in ("finished", "running")]
         if not runs:
             raise RunError("no run of this recipe has started yet; run it without --no-train first")
     t_train = time.perf_counter() - t0
-    res = analyze([p for p, _ in runs], analyses, progress=progress, with_figure3=True)
+    res = analyze([p for p, _ in runs], analyses, progress=options.progress, with_figure3=True, device=options.device)
     t_an = time.perf_counter() - t0 - t_train
     fig3 = {p.name: res["runs"][p.name]["figure3"] for p, c in runs if c.task.data_seed == 0 and c.preset == "paper"}
     results = {
@@ -218,7 +213,7 @@ def run_recipe(
         "figure3": fig3,
         "train_wall": {p.name: num(train_wall(Run(p))) for p, _ in runs},
     }
-    written, static_note = write_assets(results, runs, Path(docs), static)
+    written, static_note = write_assets(results, runs, Path(options.docs), options.static)
     log = {
         "recipe": recipe,
         "recipe_train_wall_s": t_train,
@@ -229,5 +224,5 @@ def run_recipe(
         "written": [str(w) for w in written],
         "static_note": static_note,
     }
-    atomic_write_json(Path(docs) / "recipe_log.json", log)
+    atomic_write_json(Path(options.docs) / "recipe_log.json", log)
     return nan_to_none(log)

@@ -7,25 +7,18 @@ probe's cache."""
 from __future__ import annotations
 
 import statistics
-from pathlib import Path
 from typing import Any
 
 from .. import paper
 from ..fits import power_law
-from ..sweeps import Sweep, run_row, select
+from ..sweeps import RunOptions, Sweep, in_precision, run_row, select
 from .probe import prober, run_seconds
 from .records import FAMILY_KEYS, collect
 from .sweeps import recipe_sweep
 
 
 def dry_run(
-    name: str | Sweep,
-    root: str | Path = "checkpoints",
-    sec_per_step: float | None = None,
-    docs: str | Path = "docs/reproduction",
-    skip_recorded: bool = False,
-    only: list[str] | None = None,
-    device: str = "cpu",
+    name: str | Sweep, options: RunOptions = RunOptions(), *, sec_per_step: float | None = None
 ) -> list[dict[str, Any]]:
     """The recipe's (or sweep's) runs, their status and an estimate of what is left of each: the
     expected steps x the seconds per step, less the steps a partial run here already made.
@@ -34,18 +27,27 @@ def dry_run(
     failed counting as the whole budget, an unfinished seed without a tau as the margin x its
     steps, a lower bound), else the paper's tau for it, else the step cap (``tau_from`` says
     which); a condition whose only runs are unfinished takes the larger of the paper's guess and
-    their bound. Price: a short timed probe of the point's own configuration on ``device``
-    (``probe.prober``: its training step and its live evaluation, cached per shape under
-    ``root``), or, with ``sec_per_step``, that many seconds per step at batch 128 and nothing
-    for evaluation (``priced_from``). A run the
-    log records as finished costs nothing with ``skip_recorded`` (its status says "recorded").
-    ``only``: just these points (checked as training checks them)."""
-    sweep = recipe_sweep(name) if isinstance(name, str) else name
+    their bound. Price: a short timed probe of the point's own configuration on
+    ``options.device`` (``probe.prober``: its training step and its live evaluation, cached per
+    shape under ``options.root``), or, with ``sec_per_step``, that many seconds per step at batch
+    128 and nothing for evaluation (``priced_from``). A recipe named is read as ``options`` ask
+    (``max_steps``, ``precision``: as ``run_sweep_recipe`` trains it). A run the log (under
+    ``options.docs``) records as finished costs nothing with ``options.skip_recorded`` (its status
+    says "recorded"). ``options.only``: just these points (checked as training checks them)."""
+    if isinstance(name, str):
+        sweep = in_precision(recipe_sweep(name, options.max_steps), options.precision)
+    else:
+        sweep = name
+    root, docs, skip_recorded = options.root, options.docs, options.skip_recorded
+    # an unknown name is refused before any work (a probe writes its cache under root)
+    keep = set(select(sweep, options.only)) if options.only is not None else {p.name for p in sweep.points}
     runs = collect(sweep, root, docs)[0]
     if sec_per_step:
         price, priced_from = (lambda c: {"s_step": sec_per_step * c.train.batch_size / 128, "s_eval": 0.0}), "given"
     else:
-        price, priced_from = prober(root, device), "probe"
+        from ..devices import resolve  # torch: loaded when a probe runs
+
+        price, priced_from = prober(root, str(resolve(options.device))), "probe"
     # per condition: the steps each seed's run takes (here or recorded), and how many of them are
     # lower bounds (a partial run with no tau yet takes at least the margin x the steps it made)
     seen: dict[tuple, list[tuple[float, bool]]] = {}
@@ -55,6 +57,8 @@ def dry_run(
             seen.setdefault(_condition(p.cfg), []).append(own)
     rows = []
     for p, r in zip(sweep.points, runs):
+        if p.name not in keep:  # only the points asked for are priced
+            continue
         c = p.cfg
         path = sweep.folder(root) / p.name
         steps, tau_from = _expected_steps(c, seen.get(_condition(c), []))
@@ -79,8 +83,7 @@ def dry_run(
                 "priced_from": priced_from,
             }
         )
-    keep = set(select(sweep, only)) if only is not None else None
-    return [r for r, p in zip(rows, sweep.points) if keep is None or p.name in keep]
+    return rows
 
 
 def _expected_steps(c, seen: list[tuple[float, bool]]) -> tuple[float, str]:

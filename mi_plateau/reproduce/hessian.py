@@ -22,6 +22,7 @@ import json
 import math
 import sys
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -32,6 +33,7 @@ from ..checkpoints import Run, RunError, atomic_write_json, read_json
 from ..frames import records
 from ..passes.hessian import hessian_pass, plateau_checkpoints, table10
 from ..summaries import nan_to_none, nearest
+from ..sweeps import RunOptions
 from .writer import Built, Plot, Table, write_built
 
 READS = "k_sweep"  # the recipe whose runs the pass reads
@@ -246,13 +248,15 @@ def build_hessian(entries: dict[str, Any], settings: dict[str, Any]) -> Built:
     return Built(tables, figures)
 
 
-def dry_run_rows(only: list[str] | None, root: str | Path, docs: str | Path) -> list[dict[str, Any]]:
-    """Per run of Table 10: its tau and checkpoints where it is ready here, and ``pass``: its rows
-    are in the log for them ("computed"), would be computed ("to compute"), are in the log from a
+def dry_run_rows(options: RunOptions = RunOptions()) -> list[dict[str, Any]]:
+    """Per run of Table 10 (``options.only``: these) under ``options.root``: its tau and
+    checkpoints where it is ready here, and ``pass``: its rows are in the log (under
+    ``options.docs``) for them ("computed"), would be computed ("to compute"), are in the log from a
     run elsewhere ("computed (log)"), or the run is not ready here ("not here", "running", "no
     tau", "unreadable")."""
     from .sweeps import recipe_sweep
 
+    only, root, docs = options.only, options.root, options.docs
     entries = _read(Path(docs) / LOG).get("runs") or {}
     out = []
     for name in run_names(only):
@@ -297,44 +301,31 @@ def _locked(path: Path):
 
 
 def run_hessian_recipe(
+    options: RunOptions = RunOptions(),
     *,
-    train: bool = True,
-    only: list[str] | None = None,
-    jobs: int | None = None,
-    progress: bool = True,
-    root: str | Path = "checkpoints",
-    docs: str | Path = "docs/reproduction",
     analyses: str | Path = "analyses",
-    device: str = "auto",
     settings: dict[str, Any] | None = None,
-    static: bool | None = None,
 ) -> dict[str, Any]:
-    """Train the runs Table 10 reads, the K sweep's K = 3, 5, 10, 20 and 36 (``only``: these;
-    unless ``train=False``; through the ``k_sweep`` recipe, which also rewrites its own tables),
-    run the pass over every finished one here (of ``only``) whose rows the log does not hold for
-    ``settings``, then write Table 10, its checkpoint rows, the figure and the log. Two processes
-    may share the log (each read-merge-write holds a lock); nothing stops both from computing the
-    same run, so give each its own ``only``. ``settings``: the pass's (default ``SETTINGS``; a
-    smaller pass for tests); the tables read only the runs computed with them. Returns the log."""
+    """Train the runs Table 10 reads, the K sweep's K = 3, 5, 10, 20 and 36 (``options.only``:
+    these; unless ``options.train`` is False; through the ``k_sweep`` recipe with ``jobs``,
+    ``device`` and ``progress``, which also rewrites its own tables), run the pass over every
+    finished one here (of ``only``) whose rows the log does not hold for ``settings``, then write
+    Table 10, its checkpoint rows, the figure (``options.static``) and the log (under
+    ``options.docs``). Two processes may share the log (each read-merge-write holds a lock);
+    nothing stops both from computing the same run, so give each its own ``only``. ``settings``:
+    the pass's (default ``SETTINGS``; a smaller pass for tests); the tables read only the runs
+    computed with them. Returns the log."""
     from .sweeps import recipe_sweep, run_sweep_recipe
 
     settings = dict(SETTINGS if settings is None else settings)
-    names = run_names(only)
-    if only is not None and not names:
+    names = run_names(options.only)
+    if options.only is not None and not names:
         raise RunError("reproduce hessian --only: no run named")
-    if train:
-        run_sweep_recipe(
-            READS,
-            only=names,
-            jobs=jobs,
-            progress=progress,
-            root=root,
-            docs=docs,
-            analyses=analyses,
-            device=device,
-            static=static,
-        )
-    root, docs = Path(root), Path(docs)
+    if options.train:  # the K sweep's own runs: not its budget, precision or log's choices
+        sweep_options = replace(options, only=tuple(names), max_steps=None, precision=None, skip_recorded=False)
+        run_sweep_recipe(READS, sweep_options, analyses=analyses)
+    progress, static = options.progress, options.static
+    root, docs = Path(options.root), Path(options.docs)
     path = docs / LOG
     entries = dict(_read(path).get("runs") or {})
     folder = recipe_sweep(READS).folder(root)

@@ -20,6 +20,7 @@ import math
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ import tomllib
 from ..checkpoints import RunError
 from ..report import sweep_report
 from ..summaries import nan_to_none, num
-from ..sweeps import Sweep, load_sweep, parse_sweep, plan, run_sweep, select
+from ..sweeps import RunOptions, Sweep, in_precision, load_sweep, parse_sweep, plan, run_sweep, select
 from .boundary import build_lr_width, build_phase_boundary
 from .direction import build_direction
 from .mechanisms import build_dissipation, build_label_noise, build_selector_groups
@@ -133,73 +134,66 @@ def page_curves(sweep: Sweep, collected: Collected) -> dict[str, dict[str, Any]]
     return pages
 
 
-def train_points(sweep: Sweep, root: Path, docs: Path, todo: list[str], skip_recorded: bool, **run) -> str:
-    """Train the points ``todo`` (less, with ``skip_recorded``, those the log records as finished
-    elsewhere) with ``sweeps.run_sweep`` (``run``: its options), rewriting the log after each run
-    ends; returns the failed runs' errors, "" if none."""
-    if skip_recorded:
+def train_points(sweep: Sweep, docs: Path, todo: list[str], options: RunOptions) -> str:
+    """Train the points ``todo`` (less, with ``options.skip_recorded``, those the log records as
+    finished elsewhere) with ``sweeps.run_sweep`` as ``options`` ask, rewriting the log after each
+    run ends; returns the failed runs' errors, "" if none."""
+    root = Path(options.root)
+    if options.skip_recorded:
         rows = {r["run"]: r for r in collect(sweep, root, docs).rows}
         todo = [n for n in todo if not (rows[n]["source"] == "recorded" and rows[n]["status"] == "finished")]
-    table = run_sweep(sweep, root=root, only=todo, on_done=lambda: write_log(docs, sweep, root), **run)
+    table = run_sweep(sweep, replace(options, only=tuple(todo)), on_done=lambda: write_log(docs, sweep, root))
     bad = table[table["error"].notna() & table["run"].isin(todo)] if "error" in table else table.iloc[:0]
     return "; ".join(f"{r.run}: {r.error}" for r in bad.itertuples())
 
 
 def run_sweep_recipe(
     name: str,
+    options: RunOptions = RunOptions(),
     *,
-    jobs: int | None = None,
-    train: bool = True,
-    progress: bool = True,
-    root: str | Path = "checkpoints",
-    docs: str | Path = "docs/reproduction",
+    sweep: Sweep | None = None,
     analyses: str | Path = "analyses",
     n_boot: int = 2000,
     seed: int = 0,
-    batch_runs: int = 1,
-    only: list[str] | None = None,
-    skip_recorded: bool = False,
-    sweep: Sweep | None = None,
-    max_steps: int | None = None,
-    device: str = "auto",
-    static: bool | None = None,
 ) -> dict[str, Any]:
-    """Train (unless ``train=False``) the recipe's sweep, then build its tables, figures and the
-    sweep's HTML page (``analyses/<sweep>.html``); writes ``docs/<sweep>_log.json``, which also
-    records every run's row, config and loss curves (``records``: after each run ends, and at the
-    end), so that a rebuild on another machine keeps the runs trained here. ``only``: train just
-    these points (run names); ``skip_recorded``: do not train the points the log records as
-    finished elsewhere (a recipe continued across machines); the tables use every run either way.
-    ``sweep``: a sweep of your own (a variant of the recipe's file) built by the recipe
-    ``name``'s tables; ``max_steps``: the recipe's step budget replaced (``recipe_sweep``); ``device``: where the runs
-    train (``devices.resolve``); ``static``: the static figures (``tabular.write_figures``; the log's
-    ``static_note`` says when they were skipped). Runs that fail are named in an error raised
-    after the log is written."""
+    """Train (unless ``options.train`` is False) the recipe's sweep, then build its tables,
+    figures and the sweep's HTML page (``analyses/<sweep>.html``); writes ``docs/<sweep>_log.json``,
+    which also records every run's row, config and loss curves (``records``: after each run ends,
+    and at the end), so that a rebuild on another machine keeps the runs trained here.
+
+    Reads of ``options``: ``root``, ``docs``; ``max_steps`` (the recipe's step budget replaced,
+    ``recipe_sweep``) and ``precision`` (``sweeps.in_precision``); ``only`` (train just these
+    points) and ``skip_recorded`` (do not train the points the log records as finished elsewhere:
+    a recipe continued across machines), the tables using every run either way; ``jobs``,
+    ``batch_runs``, ``device`` and ``progress`` (``sweeps.run_sweep``); ``static`` (the static
+    figures, ``tabular.write_figures``; the log's ``static_note`` says when they were skipped).
+    ``sweep``: a sweep of your own (a variant of the recipe's file, with its own budget) built by
+    the recipe ``name``'s tables. Runs that fail are named in an error raised after the log is
+    written."""
     if name not in BUILDERS:
         raise RunError(f"unknown sweep recipe {name!r}: choose one of {', '.join(BUILDERS)}")
-    sweep = sweep or recipe_sweep(name, max_steps)
-    root, docs = Path(root), Path(docs)
+    sweep = in_precision(sweep or recipe_sweep(name, options.max_steps), options.precision)
+    root, docs, progress = Path(options.root), Path(options.docs), options.progress
     last = read_log(docs, sweep)  # an unreadable log is refused before any work: it may hold the only record of runs
-    todo = [p.name for p in sweep.points] if only is None else select(sweep, only)
+    todo = [p.name for p in sweep.points] if options.only is None else select(sweep, options.only)
     failed, t_train = "", last.get("recipe_wall_s")  # a rebuild trains nothing: the last training call's time
-    if train:
+    if options.train:
         t0 = time.perf_counter()
-        opts = {"jobs": jobs, "progress": progress, "batch_runs": batch_runs, "device": device}
-        failed = train_points(sweep, root, docs, todo, skip_recorded, **opts)
+        failed = train_points(sweep, docs, todo, options)
         t_train = time.perf_counter() - t0
-    elif only is not None or skip_recorded:
+    elif options.only is not None or options.skip_recorded:
         raise RunError("--only and --skip-recorded choose what to train: a rebuild (--no-train) trains nothing")
     else:
         plan(sweep, root)  # refuse runs whose config changed
     collected = collect(sweep, root, docs)  # the one read of the runs: the builder, the page and the log share it
-    if not train and not any(r["source"] for r in collected.rows):
+    if not options.train and not any(r["source"] for r in collected.rows):
         raise RunError(
             f"{sweep.folder(root)}: no run of this recipe has started here or is recorded in "
             f"{log_path(docs, sweep)}; run it without --no-train first"
         )
     built = build(name, collected, sweep, root, docs, n_boot, seed)
     docs.mkdir(parents=True, exist_ok=True)
-    written, static_note = write_built(docs, built, static)
+    written, static_note = write_built(docs, built, options.static)
     note = (BUILDERS[name].__doc__ or "").strip()
     page = Path(analyses) / f"{sweep.name}.html"
     html = sweep_report(page, sweep.name, built.rows(), built.figs(), page_curves(sweep, collected), note=note)

@@ -1,8 +1,10 @@
 """Sweeps (docs/reproduction_sweeps.md): a grid or list of run configs, each an ordinary run folder.
 
 ``load_sweep`` reads and validates a sweep file; ``run_sweep`` trains it on a local process pool
-or on Ray and returns its table; ``sweep_table`` reads the table of a sweep folder."""
+or on Ray, as its ``RunOptions`` ask, and returns its table; ``sweep_table`` reads the table of a
+sweep folder."""
 
+from ..config import RunOptions
 from .pool import train_local
 from .ray_tasks import train_ray
 from .runner import BACKENDS, run_sweep
@@ -13,6 +15,7 @@ from .table import run_row, sweep_table, train_wall
 __all__ = [
     "BACKENDS",
     "Point",
+    "RunOptions",
     "Sweep",
     "in_precision",
     "load_sweep",

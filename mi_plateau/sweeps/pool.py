@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..checkpoints import RunError
-from ..config import RunConfig
+from ..config import RunConfig, RunOptions
 from .progress import Progress
 from .schedule import status, work_units
 
@@ -23,28 +23,25 @@ Unit = list[tuple[Path, RunConfig]]  # the runs one process trains: one run, or 
 
 def train_local(
     runs: Sequence[tuple[Path, RunConfig]],
-    jobs: int | None = None,
+    options: RunOptions = RunOptions(),
     *,
     retries: int = 1,
-    progress: bool = True,
     logs: Path | None = None,
-    batch_runs: int = 1,
     order: str = "longest_first",
     on_done: Callable[[], None] | None = None,
-    device: str = "auto",
 ) -> dict[str, str]:
-    """Train the unfinished runs ``jobs`` processes at a time, one thread each (``jobs`` default:
-    the cores), each process one run or (``batch_runs`` > 1) one batch of runs; returns {run
-    folder: error} for the runs that failed. Each process's standard error goes to
-    ``logs/<first run>.log`` (default: beside the run folders)."""
-    jobs = jobs or os.cpu_count() or 1
+    """Train the unfinished runs ``options.jobs`` processes at a time, one thread each (default:
+    the cores), each process one run or (``options.batch_runs`` > 1) one batch of runs, on
+    ``options.device``; returns {run folder: error} for the runs that failed. Each process's
+    standard error goes to ``logs/<first run>.log`` (default: beside the run folders)."""
+    jobs, batch_runs, device = options.jobs or os.cpu_count() or 1, options.batch_runs, options.device
     if jobs < 1:
         raise RunError(f"jobs={jobs}: must be at least 1")
     todo = [(u, 0) for u in work_units(runs, batch_runs, order)]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     running: list[tuple[subprocess.Popen, Unit, int]] = []
     errors: dict[str, str] = {}
-    tally = Progress(sum(len(u) for u, _ in todo), progress, on_done)
+    tally = Progress(sum(len(u) for u, _ in todo), options.progress, on_done)
     while todo or running:
         while todo and len(running) < jobs:
             unit, tries = todo.pop(0)

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..checkpoints import RunError
-from ..config import RunConfig
+from ..config import RunConfig, RunOptions
 from .progress import Progress
 from .schedule import status, work_units
 
@@ -33,23 +33,22 @@ def _ray_train(items: list[tuple[dict, str]], device: str = "auto") -> list[str]
 
 def train_ray(
     runs: Sequence[tuple[Path, RunConfig]],
-    jobs: int | None = None,
+    options: RunOptions = RunOptions(),
     *,
-    address: str | None = None,
     retries: int = 1,
-    progress: bool = True,
-    batch_runs: int = 1,
     order: str = "longest_first",
     on_done: Callable[[], None] | None = None,
-    device: str = "auto",
 ) -> dict[str, str]:
-    """Train the unfinished runs as Ray tasks (one per run, or per batch with ``batch_runs`` > 1);
-    returns {run folder: error} for the failures."""
+    """Train the unfinished runs as Ray tasks (one per run, or per batch with
+    ``options.batch_runs`` > 1) on ``options.device``, on the cluster at ``options.address`` or
+    on a local Ray instance with ``options.jobs`` CPUs; returns {run folder: error} for the
+    failures."""
+    jobs, address, device = options.jobs, options.address, options.device
     try:
         import ray
     except ImportError:
         raise RunError("the ray backend needs Ray: pip install 'mi-plateau[ray]'") from None
-    units = work_units(runs, batch_runs, order)
+    units = work_units(runs, options.batch_runs, order)
     started = not ray.is_initialized()
     if started:
         if address:
@@ -60,7 +59,7 @@ def train_ray(
         task = ray.remote(num_cpus=1, max_retries=retries)(_ray_train)
         refs = {task.remote([(c.to_dict(), str(p.resolve())) for p, c in u], device): u for u in units}
         errors: dict[str, str] = {}
-        tally = Progress(sum(len(u) for u in units), progress, on_done)
+        tally = Progress(sum(len(u) for u in units), options.progress, on_done)
         pending = list(refs)
         while pending:
             done, pending = ray.wait(pending, num_returns=1)

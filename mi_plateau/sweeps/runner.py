@@ -21,15 +21,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from ..checkpoints import RunError, atomic_write_json, read_json, refuse_inside_run
-from ..config import RunConfig
+from ..config import RunConfig, RunOptions
 from ..tabular import write_table
 from .pool import train_local
 from .ray_tasks import train_ray
 from .schedule import plan, select, status, waves
-from .spec import Sweep
+from .spec import Sweep, in_precision
 from .table import sweep_table
 
 __all__ = ["BACKENDS", "GPU_BATCH_RUNS", "auto_batch_runs", "run_sweep"]
@@ -39,32 +40,30 @@ BACKENDS = ("local", "ray")
 
 def run_sweep(
     sweep: Sweep,
+    options: RunOptions = RunOptions(),
     *,
-    root: str | Path = "checkpoints",
-    jobs: int | None = None,
-    backend: str = "local",
-    address: str | None = None,
     retries: int = 1,
-    progress: bool = True,
-    batch_runs: int = 1,
-    only: Sequence[str] | None = None,
     on_done: Callable[[], None] | None = None,
-    device: str = "auto",
 ):
     """Train every point of the sweep (skipping finished runs, resuming partial ones) and return
     its table (``sweep_table``; ``table.attrs["failed"]``: {run name: error} of the runs this call
     trained that failed or were left unfinished). Writes the resolved sweep to ``<root>/<sweep>/sweep.json``.
-    ``only``: train just the points of these names (the table still has a row per point);
-    ``on_done``: called after each run (or batch) ends, e.g. to record what it made; ``device``:
-    where each process trains (``devices.resolve``); ``batch_runs`` "auto": ``auto_batch_runs``."""
-    batch_runs = auto_batch_runs(device) if batch_runs == "auto" else batch_runs
-    if backend not in BACKENDS:
-        raise RunError(f"backend {backend!r}: choose one of {', '.join(BACKENDS)}")
+    Reads of ``options``: ``root``; ``precision`` (the sweep in that precision, ``in_precision``);
+    ``only`` (train just the points of these names; the table still has a row per point);
+    ``backend``, ``address``, ``jobs``, ``batch_runs`` ("auto": ``auto_batch_runs``), ``device``
+    (where each process trains, ``devices.resolve``) and ``progress``, which go to the backend.
+    ``on_done``: called after each run (or batch) ends, e.g. to record what it made."""
+    if options.batch_runs == "auto":
+        options = replace(options, batch_runs=auto_batch_runs(options.device))
+    if options.backend not in BACKENDS:
+        raise RunError(f"backend {options.backend!r}: choose one of {', '.join(BACKENDS)}")
+    sweep = in_precision(sweep, options.precision)
     # an empty list: nothing left to train; the points left out are not checked either (a smaller
     # --max-steps than a finished run's own cap concerns that run only where it is selected)
+    only = options.only
     keep = None if only is None else set(select(sweep, only)) if only else set()
-    runs = plan(sweep, root, keep)
-    folder = sweep.folder(root)
+    runs = plan(sweep, options.root, keep)
+    folder = sweep.folder(options.root)
     # the writers' rule: the sweep folder is a real folder of its own, not inside a run folder
     refuse_inside_run(folder, "sweep")
     if folder.is_symlink():
@@ -73,19 +72,9 @@ def run_sweep(
     atomic_write_json(folder / "sweep.json", sweep.to_dict())
     t0 = time.perf_counter()
     errors: dict[str, str] = {}
-    common = dict(
-        retries=retries,
-        progress=progress,
-        batch_runs=batch_runs,
-        order=sweep.order,
-        on_done=on_done,
-        device=str(device),
-    )
+    train = train_ray if options.backend == "ray" else train_local
     for wave in waves(runs):
-        if backend == "ray":
-            errors |= train_ray(wave, jobs, address=address, **common)
-        else:
-            errors |= train_local(wave, jobs, **common)
+        errors |= train(wave, options, retries=retries, order=sweep.order, on_done=on_done)
     failed = _record_failures(folder, runs, errors)
     table = sweep_table(folder)
     write_table(

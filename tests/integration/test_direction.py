@@ -9,7 +9,7 @@ from mi_plateau.checkpoints import Run, RunError
 from mi_plateau.config import with_overrides
 from mi_plateau.reproduce.direction import role, table2
 from mi_plateau.summaries import forward_clock
-from mi_plateau.sweeps import parse_sweep, run_sweep
+from mi_plateau.sweeps import RunOptions, parse_sweep, run_sweep
 from mi_plateau.task import make_task
 from mi_plateau.train import should_stop, train
 
@@ -94,7 +94,7 @@ def test_sweep_trains_a_transfer_run_after_its_source(tmp_path):
         }
     )
     assert [role(p.cfg) for p in sweep.points] == ["transfer", "forward"]
-    table = run_sweep(sweep, root=tmp_path, jobs=2, progress=False, device="cpu")
+    table = run_sweep(sweep, RunOptions(root=tmp_path, jobs=2, progress=False, device="cpu"))
     assert not table.attrs["failed"]
     fwd, tr = Run(tmp_path / "direction_tiny" / "fwd"), Run(tmp_path / "direction_tiny" / "transfer")
     assert fwd.steps()[-1] == 100 and tr.manifest()["init"]["step"] == 100

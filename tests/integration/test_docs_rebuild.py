@@ -34,6 +34,7 @@ import mi_plateau.reproduce.controls as controls
 import mi_plateau.reproduce.figure3 as figure3
 import mi_plateau.reproduce.hessian as hessian
 from mi_plateau.reproduce import recipe_sweep, run_sweep_recipe
+from mi_plateau.sweeps import RunOptions
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "reproduction"
 TABLE_SUFFIXES = (".md", ".csv", ".json")
@@ -124,7 +125,9 @@ def rebuilt(tmp_path_factory):
             with pytest.MonkeyPatch.context() as mp:
                 fake_export(mp)
                 run_sweep_recipe(
-                    recipe, train=False, progress=False, root=tmp / "checkpoints", docs=docs, analyses=tmp / "analyses"
+                    recipe,
+                    RunOptions(train=False, progress=False, root=tmp / "checkpoints", docs=docs),
+                    analyses=tmp / "analyses",
                 )
             done[recipe] = docs
         return done[recipe]
@@ -216,7 +219,7 @@ def test_the_hessian_tables_equal_their_rebuild_from_the_log(tmp_path, monkeypat
     shutil.copy(DOCS / hessian.LOG, docs)
     fake_export(monkeypatch)
     monkeypatch.setattr(hessian, "hessian_pass", None)  # calling it would fail: the rebuild computes nothing
-    hessian.run_hessian_recipe(train=False, progress=False, root=tmp_path / "checkpoints", docs=docs)
+    hessian.run_hessian_recipe(RunOptions(train=False, progress=False, root=tmp_path / "checkpoints", docs=docs))
     _equal_committed(docs, PASS_TABLES["hessian"])
 
 

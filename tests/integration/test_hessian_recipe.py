@@ -13,6 +13,7 @@ from conftest import fake_export
 import mi_plateau.reproduce.hessian as recipe
 from mi_plateau.checkpoints import Run, RunError
 from mi_plateau.passes.hessian import plateau_checkpoints
+from mi_plateau.sweeps import RunOptions
 
 SMALL = {"n_examples": 16, "seed": 0, "k": 1, "tol": 1e-3, "dtype": "float64", "maxiter": 100}
 STEMS = ("table10", "table10_checkpoints")
@@ -67,7 +68,7 @@ def _tables(docs):
 
 def test_the_pass_is_kept_in_the_log_and_rebuilt_from_it(placed, tmp_path, monkeypatch):
     root, docs = placed
-    log = recipe.run_hessian_recipe(train=False, progress=False, root=root, docs=docs, settings=SMALL)
+    log = recipe.run_hessian_recipe(RunOptions(train=False, progress=False, root=root, docs=docs), settings=SMALL)
     run = Run(root / "paper_k_sweep" / "K3_seed0")
     tau = run.summary()["definitions"]["paper"]["tau"]
     entry = log["runs"]["K3_seed0"]
@@ -98,29 +99,33 @@ def test_the_pass_is_kept_in_the_log_and_rebuilt_from_it(placed, tmp_path, monke
         raise AssertionError("the pass ran again")
 
     monkeypatch.setattr(recipe, "hessian_pass", refuse)
-    recipe.run_hessian_recipe(train=False, progress=False, root=root, docs=docs, settings=SMALL)
+    recipe.run_hessian_recipe(RunOptions(train=False, progress=False, root=root, docs=docs), settings=SMALL)
     assert _tables(docs) == first  # nothing recomputed, the same tables
 
     elsewhere = tmp_path / "elsewhere"  # another machine: the log alone, no run folders
     elsewhere.mkdir()
     shutil.copy(docs / recipe.LOG, elsewhere)
-    recipe.run_hessian_recipe(train=False, progress=False, root=tmp_path / "empty", docs=elsewhere, settings=SMALL)
+    recipe.run_hessian_recipe(
+        RunOptions(train=False, progress=False, root=tmp_path / "empty", docs=elsewhere), settings=SMALL
+    )
     assert _tables(elsewhere) == first
 
     with pytest.raises(AssertionError, match="ran again"):  # other settings: computed anew
-        recipe.run_hessian_recipe(train=False, progress=False, root=root, docs=docs, settings={**SMALL, "seed": 1})
+        recipe.run_hessian_recipe(
+            RunOptions(train=False, progress=False, root=root, docs=docs), settings={**SMALL, "seed": 1}
+        )
 
 
 def test_rows_another_process_wrote_are_kept_and_other_settings_are_left_out(placed):
     root, docs = placed
-    recipe.run_hessian_recipe(train=False, progress=False, root=root, docs=docs, settings=SMALL)
+    recipe.run_hessian_recipe(RunOptions(train=False, progress=False, root=root, docs=docs), settings=SMALL)
     log = json.loads((docs / recipe.LOG).read_text())
     k3 = log["runs"]["K3_seed0"]
     # another process's run (its rows, renamed), and a run computed with other settings
     log["runs"]["K5_seed0"] = {**k3, "rows": [{**r, "run": "K5_seed0", "K": 5} for r in k3["rows"]]}
     log["runs"]["K10_seed0"] = {**k3, "settings": {**SMALL, "seed": 7}, "rows": [{**r, "K": 10} for r in k3["rows"]]}
     (docs / recipe.LOG).write_text(json.dumps(log))
-    out = recipe.run_hessian_recipe(train=False, progress=False, root=root, docs=docs, settings=SMALL)
+    out = recipe.run_hessian_recipe(RunOptions(train=False, progress=False, root=root, docs=docs), settings=SMALL)
     t10 = {r["run"]: r for r in out["tables"]["Table 10"]}
     assert t10["K5_seed0"]["status"] == "computed" and t10["K5_seed0"]["K"] == 5
     assert t10["K10_seed0"]["status"] == "other settings" and "anisotropy_lanczos" not in t10["K10_seed0"]
@@ -134,13 +139,13 @@ def test_a_log_without_rows_is_refused_and_left_as_it_was(placed):
     bad = {"runs": {"K3_seed0": {"settings": SMALL}}}  # an entry without its rows
     (docs / recipe.LOG).write_text(json.dumps(bad))
     with pytest.raises(RunError, match="not the Hessian recipe's log"):
-        recipe.run_hessian_recipe(train=False, progress=False, root=root, docs=docs, settings=SMALL)
+        recipe.run_hessian_recipe(RunOptions(train=False, progress=False, root=root, docs=docs), settings=SMALL)
     assert json.loads((docs / recipe.LOG).read_text()) == bad
 
 
 def test_a_rebuild_with_nothing_to_read_and_an_unknown_run_are_refused(tmp_path):
     with pytest.raises(RunError, match="no finished run of Table 10"):
-        recipe.run_hessian_recipe(train=False, progress=False, root=tmp_path / "c", docs=tmp_path / "d")
+        recipe.run_hessian_recipe(RunOptions(train=False, progress=False, root=tmp_path / "c", docs=tmp_path / "d"))
     with pytest.raises(RunError, match="not a run of Table 10"):
         recipe.run_names(["K4_seed0"])
     assert not (tmp_path / "d" / recipe.LOG).exists()
@@ -151,7 +156,9 @@ def test_the_recipe_with_the_real_pass(tiny_run, tmp_path, monkeypatch):
     root = tmp_path / "checkpoints"
     shutil.copytree(tiny_run.path if isinstance(tiny_run, Run) else tiny_run, root / "paper_k_sweep" / "K3_seed0")
     fake_export(monkeypatch)
-    log = recipe.run_hessian_recipe(train=False, progress=False, root=root, docs=tmp_path / "d", settings=SMALL)
+    log = recipe.run_hessian_recipe(
+        RunOptions(train=False, progress=False, root=root, docs=tmp_path / "d"), settings=SMALL
+    )
     rows = log["runs"]["K3_seed0"]["rows"]
     lz = [r for r in rows if r["estimator"] == "lanczos"]
     assert all(r["converged"] for r in lz) and all(r["lambda_max"] >= r["lambda_min"] for r in lz)

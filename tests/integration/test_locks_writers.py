@@ -18,7 +18,7 @@ import pytest
 
 from mi_plateau.checkpoints import RunError, RunLock
 from mi_plateau.config import preset, with_overrides
-from mi_plateau.sweeps import parse_sweep, run_sweep
+from mi_plateau.sweeps import RunOptions, parse_sweep, run_sweep
 from mi_plateau.train import train
 
 
@@ -100,12 +100,12 @@ def test_a_sweep_refuses_a_folder_inside_a_run_or_a_symlinked_one(tiny_run, tmp_
     before anything is written there."""
     sweep = parse_sweep({"name": "s", "preset": "tiny", "points": [{"K": 3}]})
     with pytest.raises(RunError, match="is inside the run folder"):
-        run_sweep(sweep, root=tiny_run.path, progress=False)
+        run_sweep(sweep, RunOptions(root=tiny_run.path, progress=False))
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "root").mkdir()
     (tmp_path / "root" / "s").symlink_to(tmp_path / "elsewhere")
     with pytest.raises(RunError, match="is a symbolic link"):
-        run_sweep(sweep, root=tmp_path / "root", progress=False)
+        run_sweep(sweep, RunOptions(root=tmp_path / "root", progress=False))
     assert not any((tmp_path / "elsewhere").iterdir())
 
 

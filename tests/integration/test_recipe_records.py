@@ -10,7 +10,7 @@ import pytest
 from mi_plateau.checkpoints import RunError, manifest_digest
 from mi_plateau.reproduce import dry_run, run_sweep_recipe
 from mi_plateau.reproduce.records import collect
-from mi_plateau.sweeps import load_sweep, run_sweep
+from mi_plateau.sweeps import RunOptions, load_sweep, run_sweep
 
 TINY = """
 name = "tiny_rec"
@@ -36,13 +36,10 @@ def recorded(tmp_path_factory):
     sweep = load_sweep(f)
     log = run_sweep_recipe(
         "k_sweep",
+        RunOptions(root=root / "ck", docs=root / "docs", jobs=2, progress=False),
         sweep=sweep,
-        root=root / "ck",
-        docs=root / "docs",
         analyses=root / "an",
         n_boot=50,
-        jobs=2,
-        progress=False,
     )
     return sweep, root, log
 
@@ -70,7 +67,11 @@ def test_a_rebuild_without_the_run_folders_gives_the_same_tables(recorded, tmp_p
     assert {r["source"] for r in log["runs"]} == {"here"} and all(r["status"] == "finished" for r in log["runs"])
     sweep, empty, docs = _without_folders(recorded, tmp_path)
     again = run_sweep_recipe(
-        "k_sweep", sweep=sweep, root=empty, docs=docs, analyses=tmp_path / "an", n_boot=50, train=False, progress=False
+        "k_sweep",
+        RunOptions(root=empty, docs=docs, train=False, progress=False),
+        sweep=sweep,
+        analyses=tmp_path / "an",
+        n_boot=50,
     )
     assert not empty.exists()  # nothing trained, nothing written among the runs
     assert [r["source"] for r in again["runs"]] == ["recorded"] * 3
@@ -121,18 +122,15 @@ def test_a_record_with_another_config_is_ignored_and_a_further_run_wins(recorded
 
 def test_skip_recorded_trains_nothing_the_log_has_finished(recorded, tmp_path):
     sweep, empty, docs = _without_folders(recorded, tmp_path)
-    rows = dry_run(sweep, root=empty, docs=docs, sec_per_step=0.1, skip_recorded=True)
+    rows = dry_run(sweep, RunOptions(root=empty, docs=docs, skip_recorded=True), sec_per_step=0.1)
     assert [r["status"] for r in rows] == ["finished (recorded)"] * 3 and all(r["est_core_min"] == 0 for r in rows)
-    assert all(r["est_core_min"] > 0 for r in dry_run(sweep, root=empty, docs=docs, sec_per_step=0.1))
+    assert all(r["est_core_min"] > 0 for r in dry_run(sweep, RunOptions(root=empty, docs=docs), sec_per_step=0.1))
     out = run_sweep_recipe(
         "k_sweep",
+        RunOptions(root=empty, docs=docs, skip_recorded=True, progress=False),
         sweep=sweep,
-        root=empty,
-        docs=docs,
         analyses=tmp_path / "an",
         n_boot=50,
-        skip_recorded=True,
-        progress=False,
     )
     assert not any((empty / sweep.name).glob("K*")) and [r["source"] for r in out["runs"]] == ["recorded"] * 3
 
@@ -141,7 +139,9 @@ def test_only_trains_the_named_points_and_refuses_unknown_names(recorded, tmp_pa
     sweep, _, _ = recorded
     with pytest.raises(RunError, match="no point named 'K9'"):
         run_sweep_recipe(
-            "k_sweep", sweep=sweep, root=tmp_path / "ck", docs=tmp_path / "docs", only=["K9"], progress=False
+            "k_sweep",
+            RunOptions(root=tmp_path / "ck", docs=tmp_path / "docs", only=("K9",), progress=False),
+            sweep=sweep,
         )
     assert not (tmp_path / "ck" / sweep.name / "K3").exists()
 
@@ -151,7 +151,9 @@ def test_an_unreadable_log_is_refused_before_any_work(recorded, tmp_path):
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / f"{sweep.name}_log.json").write_text("[1, 2]")
     with pytest.raises(RunError, match="not a recipe log"):
-        run_sweep_recipe("k_sweep", sweep=sweep, root=tmp_path / "ck", docs=tmp_path / "docs", progress=False)
+        run_sweep_recipe(
+            "k_sweep", RunOptions(root=tmp_path / "ck", docs=tmp_path / "docs", progress=False), sweep=sweep
+        )
     assert not (tmp_path / "ck").exists() and (tmp_path / "docs" / f"{sweep.name}_log.json").read_text() == "[1, 2]"
 
 
@@ -162,13 +164,13 @@ def test_the_cli_refuses_only_on_the_core_recipe_unknown_points_and_empty_lists(
         return p.stderr.strip()
 
     assert err("core", "--only", "K3") == (
-        "mi-plateau reproduce: error: reproduce core: --only, --skip-recorded and "
-        "--max-steps apply to the sweep recipes only"
+        "mi-plateau reproduce: error: reproduce core: --only does not apply "
+        "(it applies to: the sweep recipes (a plain run, --dry-run), reproduce hessian)"
     )
     assert "no point named 'K9'" in err("seeds_warmup", "--dry-run", "--only", "K9")
     assert "no point named 'K9'" in err("seeds_warmup", "--only", "K5_n_b1000_lr0.005_seed0,K9")
     assert "the list of points to train is empty" in err("seeds_warmup", "--only", ",")
-    assert "a rebuild (--no-train) trains nothing" in err(
+    assert "reproduce seeds_warmup --no-train: --only does not apply" in err(
         "seeds_warmup", "--no-train", "--only", "K5_n_b1000_lr0.005_seed0"
     )
     assert not any(tmp_path.iterdir())  # refused before any work
@@ -202,7 +204,7 @@ def test_a_folder_the_old_cap_stopped_reads_as_partial_under_a_raised_cap(tmp_pa
     f = tmp_path / "s.toml"
     f.write_text(TINY.replace("max_steps = 600", "max_steps = 60").split("[[points]]\nK = 4")[0])
     capped = load_sweep(f)
-    run_sweep(capped, root=tmp_path / "ck", jobs=1, progress=False)
+    run_sweep(capped, RunOptions(root=tmp_path / "ck", jobs=1, progress=False))
     assert collect(capped, tmp_path / "ck", tmp_path / "docs")[0][0]["status"] == "finished"  # its own cap
     f.write_text(TINY.replace("max_steps = 600", "max_steps = 1200").split("[[points]]\nK = 4")[0])
     (row,) = collect(load_sweep(f), tmp_path / "ck", tmp_path / "docs")[0]
@@ -226,7 +228,10 @@ def test_rows_recorded_before_configs_are_matched_by_name_while_the_recipe_is_un
     assert {r["source"] for r in collect(sweep, empty, docs)[0]} == {None}
     with pytest.raises(RunError, match="no run of this recipe has started here or is recorded"):
         run_sweep_recipe(
-            "k_sweep", sweep=sweep, root=empty, docs=docs, analyses=tmp_path / "an", train=False, progress=False
+            "k_sweep",
+            RunOptions(root=empty, docs=docs, train=False, progress=False),
+            sweep=sweep,
+            analyses=tmp_path / "an",
         )
     assert sorted(json.loads(path.read_text())) == ["recipe", "runs", "settings"]  # the refused rebuild wrote nothing
 
@@ -237,7 +242,11 @@ def test_rebuilt_from_rows_only_the_tables_leave_the_numbers_of_runs_without_cur
     log = json.loads(path.read_text())
     path.write_text(json.dumps({"recipe": "k_sweep", "runs": log["runs"]}))
     out = run_sweep_recipe(
-        "k_sweep", sweep=sweep, root=empty, docs=docs, analyses=tmp_path / "an", n_boot=20, train=False, progress=False
+        "k_sweep",
+        RunOptions(root=empty, docs=docs, train=False, progress=False),
+        sweep=sweep,
+        analyses=tmp_path / "an",
+        n_boot=20,
     )
     assert out["without_curves"] == ["K3", "K4", "K5"]
     assert [r["n"] for r in out["tables"]["Table 5"]] == [0] * 10  # no curve, no tau at another alpha
@@ -267,7 +276,10 @@ def test_a_partial_run_here_counts_its_steps_against_a_shorter_partial_record(re
     path.write_text(json.dumps(log))
     rows = {r["run"]: r for r in collect(sweep, tmp_path / "part", docs)[0]}
     assert rows["K4"]["source"] == "here" and rows["K4"]["steps"] == m["checkpoints"][2]["step"]
-    cost = {r["run"].rsplit("/", 1)[-1]: r for r in dry_run(sweep, root=tmp_path / "part", docs=docs, sec_per_step=0.1)}
+    cost = {
+        r["run"].rsplit("/", 1)[-1]: r
+        for r in dry_run(sweep, RunOptions(root=tmp_path / "part", docs=docs), sec_per_step=0.1)
+    }
     assert cost["K4"]["steps_done"] == m["checkpoints"][2]["step"]
 
 
@@ -286,10 +298,7 @@ def test_the_log_is_written_after_every_run(tmp_path):
 
     run_sweep(
         sweep,
-        root=tmp_path / "ck",
-        jobs=1,
-        progress=False,
-        only=["K3", "K4"],
+        RunOptions(root=tmp_path / "ck", jobs=1, progress=False, only=("K3", "K4")),
         on_done=lambda: (write_log(tmp_path / "docs", sweep, tmp_path / "ck"), snapshot()),
     )
     assert seen == [["K4"], ["K3", "K4"]]  # longest first (by D), and recorded as each one ends
@@ -297,7 +306,8 @@ def test_the_log_is_written_after_every_run(tmp_path):
 
 def test_the_cli_reads_the_log_and_runs_from_the_folders_given(run_cli, tmp_path):
     """--docs and --root: the dry run reads the recipe log from --docs (here a copy of the committed
-    one) and looks for run folders under --root; nothing is written to either."""
+    one) and looks for run folders under --root; nothing is written to either but the probe's
+    price cache (``probe.CACHE``, under --root)."""
     from pathlib import Path
 
     committed = Path(__file__).resolve().parents[2] / "docs" / "reproduction" / "paper_seeds_warmup_log.json"
@@ -322,7 +332,8 @@ def test_the_cli_reads_the_log_and_runs_from_the_folders_given(run_cli, tmp_path
     assert f"elsewhere/ck/paper_seeds_warmup/{name}" in row and "finished (recorded)" in row
     p = run_cli("reproduce", "seeds_warmup", "--dry-run", "--only", name, cwd=tmp_path)  # the defaults: no log there
     assert p.returncode == 0 and "finished (recorded)" not in p.stdout and "not started" in p.stdout
-    assert not (tmp_path / "elsewhere" / "ck").exists() and sorted(x.name for x in docs.iterdir()) == [committed.name]
+    assert [x.name for x in (tmp_path / "elsewhere" / "ck").iterdir()] == ["probe_cache.json"]
+    assert sorted(x.name for x in docs.iterdir()) == [committed.name]
 
 
 def test_a_failed_figure_export_leaves_every_table_written(tmp_path, monkeypatch):
@@ -339,7 +350,9 @@ def test_a_failed_figure_export_leaves_every_table_written(tmp_path, monkeypatch
     shutil.copy("docs/reproduction/paper_seeds_warmup_log.json", docs)
     with pytest.raises(RunError, match="static export failed"):
         run_sweep_recipe(
-            "seeds_warmup", train=False, root=tmp_path / "ck", docs=docs, analyses=tmp_path / "an", progress=False
+            "seeds_warmup",
+            RunOptions(train=False, root=tmp_path / "ck", docs=docs, progress=False),
+            analyses=tmp_path / "an",
         )
     assert all(
         (docs / f"{stem}.{ext}").exists()
@@ -399,8 +412,8 @@ def test_only_checks_the_named_points_a_smaller_cap_on_another_run_is_not_refuse
     f = tmp_path / "s.toml"
     f.write_text(TINY.replace("max_steps = 600", "max_steps = 40"))
     small = load_sweep(f)
-    run_sweep(small, root=ck, only=["K4"], progress=False)
+    run_sweep(small, RunOptions(root=ck, only=("K4",), progress=False))
     assert json.loads((ck / sweep.name / "K4" / "manifest.json").read_text())["status"] == "finished"
     assert (ck / sweep.name / "K3" / "manifest.json").read_bytes() == before
     with pytest.raises(RunError, match="K3: train.max_steps: stored 600, given 40"):
-        run_sweep(small, root=ck, only=["K3"], progress=False)
+        run_sweep(small, RunOptions(root=ck, only=("K3",), progress=False))

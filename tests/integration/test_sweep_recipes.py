@@ -23,7 +23,7 @@ from mi_plateau.reproduce.sweeps import (
     phase_boundary,
 )
 from mi_plateau.reproduce.writer import write_built
-from mi_plateau.sweeps import load_sweep, run_sweep
+from mi_plateau.sweeps import RunOptions, load_sweep, run_sweep
 
 TINY = """
 name = "tiny_k"
@@ -164,7 +164,7 @@ def test_every_recipe_parses_and_the_cli_lists_them():
 
 
 def test_dry_run_estimates_cost_without_training(tmp_path):
-    rows = dry_run("k_sweep", root=tmp_path, docs=tmp_path / "docs", sec_per_step=0.1)  # no log: nothing recorded
+    rows = dry_run("k_sweep", RunOptions(root=tmp_path, docs=tmp_path / "docs"), sec_per_step=0.1)  # no log there
     assert [r["status"] for r in rows] == ["not started"] * 10
     assert all(r["est_core_min"] > 0 for r in rows) and not any(tmp_path.iterdir())
 
@@ -175,14 +175,13 @@ def test_dry_run_expects_the_tau_measured_here_for_the_other_seeds(tmp_path):
     text = 'name = "two"\npreset = "tiny"\nstop = "tau"\n[overrides]\nmax_steps = 600\nK = 3\n'
     one = tmp_path / "one.toml"
     one.write_text(text + "[[points]]\nseed = 0\n")
-    table = run_sweep(load_sweep(one), root=tmp_path / "ck", progress=False)
+    table = run_sweep(load_sweep(one), RunOptions(root=tmp_path / "ck", progress=False))
     tau = int(max(table["tau_paper"].iloc[0], table["tau_first_token"].iloc[0]))  # the tiny preset stops on both
     both = tmp_path / "both.toml"
     both.write_text(text + "[[points]]\nseed = 0\n[[points]]\nseed = 1\n")
     sweep = load_sweep(both)
-    rows = dry_run(
-        sweep, root=tmp_path / "ck", sec_per_step=0.5, docs=tmp_path / "docs"
-    )  # seconds per step at batch 128
+    # seconds per step at batch 128
+    rows = dry_run(sweep, RunOptions(root=tmp_path / "ck", docs=tmp_path / "docs"), sec_per_step=0.5)
     assert [r["status"] for r in rows] == ["finished", "not started"]
     assert rows[0]["est_core_min"] == 0 and rows[1]["tau_from"] == "1 run measured"
     want = min(600, 1.2 * tau)
@@ -197,7 +196,7 @@ def tiny_sweep(tmp_path_factory):
     f = root / "s.toml"
     f.write_text(TINY)
     sweep = load_sweep(f)
-    table = run_sweep(sweep, root=root / "ck", jobs=2, progress=False)
+    table = run_sweep(sweep, RunOptions(root=root / "ck", jobs=2, progress=False))
     return sweep, root, table
 
 
@@ -321,7 +320,7 @@ def test_dry_run_counts_an_unfinished_seed_without_a_tau_as_a_lower_bound(tmp_pa
         dict(base, tau_paper=None, tau_first_token=None, status="not started", steps=None),
     ]
     monkeypatch.setattr(cost, "collect", lambda *a, **k: (rows, {}))
-    got = cost.dry_run(sweep, root=tmp_path / "ck", docs=tmp_path / "docs", sec_per_step=1.0)
+    got = cost.dry_run(sweep, RunOptions(root=tmp_path / "ck", docs=tmp_path / "docs"), sec_per_step=1.0)
     mean = (144 + 360 + 144) / 3
     assert [r["expected_steps"] for r in got] == [int(mean), 360, int(mean), int(mean)]
     assert got[3]["tau_from"] == "3 runs measured (2 unfinished without a tau: at least)"
@@ -333,7 +332,7 @@ def test_dry_run_counts_an_unfinished_seed_without_a_tau_as_a_lower_bound(tmp_pa
     two = load_sweep(f)
     guess = cost._paper_tau_guess(two.points[1].cfg)
     paper = min(600, 1.2 * guess) if guess else 600
-    got = cost.dry_run(two, root=tmp_path / "ck", docs=tmp_path / "docs", sec_per_step=1.0)
+    got = cost.dry_run(two, RunOptions(root=tmp_path / "ck", docs=tmp_path / "docs"), sec_per_step=1.0)
     assert [r["expected_steps"] for r in got] == [int(max(paper, 480))] * 2
     assert got[1]["tau_from"].endswith("at least 1 unfinished run")
 
@@ -358,7 +357,7 @@ def test_dry_run_costs_a_running_seed_by_its_own_stopping_family(tmp_path, monke
         dict(base, tau_paper=250, tau_first_token=None, status="running", steps=260),
     ]  # stops at 300
     monkeypatch.setattr(cost, "collect", lambda *a, **k: (rows, {}))
-    got = cost.dry_run(sweep, root=tmp_path / "ck", docs=tmp_path / "docs", sec_per_step=1.0)
+    got = cost.dry_run(sweep, RunOptions(root=tmp_path / "ck", docs=tmp_path / "docs"), sec_per_step=1.0)
     assert [r["expected_steps"] for r in got] == [int((120 + 360 + 300) / 3), 360, 300]
 
 
@@ -386,7 +385,7 @@ def test_width_builders_report_each_runs_own_width(tmp_path):
     f = tmp_path / "s.toml"
     f.write_text(TINY_FLOOR)
     sweep = load_sweep(f)
-    run_sweep(sweep, root=tmp_path / "ck", jobs=2, progress=False)
+    run_sweep(sweep, RunOptions(root=tmp_path / "ck", jobs=2, progress=False))
     want = {}
     for p in sweep.points:
         recs = Run(tmp_path / "ck" / sweep.name / p.name).records()

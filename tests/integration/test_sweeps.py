@@ -13,7 +13,7 @@ import torch
 
 from mi_plateau.checkpoints import Run, RunError
 from mi_plateau.config import ConfigError
-from mi_plateau.sweeps import load_sweep, parse_sweep, run_sweep
+from mi_plateau.sweeps import RunOptions, load_sweep, parse_sweep, run_sweep
 from mi_plateau.sweeps.schedule import status
 from mi_plateau.train import train
 
@@ -47,7 +47,7 @@ def local_grid(tmp_path_factory):
     """The 2 x 2 grid on the local pool, and each point trained alone for reference."""
     root = tmp_path_factory.mktemp("sweeps")
     sweep = _sweep(root)
-    table = run_sweep(sweep, root=root / "local", jobs=2, progress=False)
+    table = run_sweep(sweep, RunOptions(root=root / "local", jobs=2, progress=False))
     # the workers run one thread each; float reductions depend on the thread count, so the
     # reference is trained with one thread too
     threads = torch.get_num_threads()
@@ -85,12 +85,12 @@ def test_rerun_skips_finished_runs_and_refuses_a_changed_point(local_grid, tmp_p
     sweep, root, _, _ = local_grid
     folder = root / "local" / "grid"
     before = {p.name: (folder / p.name / "manifest.json").stat().st_mtime_ns for p in sweep.points}
-    again = run_sweep(sweep, root=root / "local", jobs=2, progress=False)
+    again = run_sweep(sweep, RunOptions(root=root / "local", jobs=2, progress=False))
     assert set(again["status"]) == {"finished"}
     assert {p.name: (folder / p.name / "manifest.json").stat().st_mtime_ns for p in sweep.points} == before
     changed = _sweep(tmp_path, GRID.replace("max_steps = 400", "max_steps = 400\nlr = 0.002"))
     with pytest.raises(RunError, match=r"K3_seed0: train.lr: stored 0.003, given 0.002"):
-        run_sweep(changed, root=root / "local", progress=False)
+        run_sweep(changed, RunOptions(root=root / "local", progress=False))
 
 
 @pytest.mark.long
@@ -102,10 +102,11 @@ def test_a_sweep_file_that_raises_the_cap_continues_its_runs(tmp_path):
         .replace("K = [3, 4]", "K = [3]")
         .replace("seed = [0, 1]", "seed = [0]")
     )
-    first = run_sweep(_sweep(tmp_path, text), root=tmp_path / "ck", progress=False)
+    first = run_sweep(_sweep(tmp_path, text), RunOptions(root=tmp_path / "ck", progress=False))
     assert list(first["steps"]) == [60] and first["tau_paper"].isna().all()  # stopped at the cap, on the plateau
     more = run_sweep(
-        _sweep(tmp_path, text.replace("max_steps = 60", "max_steps = 400")), root=tmp_path / "ck", progress=False
+        _sweep(tmp_path, text.replace("max_steps = 60", "max_steps = 400")),
+        RunOptions(root=tmp_path / "ck", progress=False),
     )
     run = Run(tmp_path / "ck" / "grid" / "K3_seed0")
     assert more["steps"].iloc[0] > 60 and more["tau_paper"].notna().all() and run.config().train.max_steps == 400
@@ -122,7 +123,7 @@ def test_a_sweep_file_that_raises_the_cap_continues_its_runs(tmp_path):
 def test_ray_backend_gives_the_same_runs(local_grid):
     pytest.importorskip("ray")
     sweep, root, _, alone = local_grid
-    table = run_sweep(sweep, root=root / "ray", jobs=2, backend="ray", progress=False)
+    table = run_sweep(sweep, RunOptions(root=root / "ray", jobs=2, backend="ray", progress=False))
     assert set(table["status"]) == {"finished"}
     for p in sweep.points:
         _same_run(Run(root / "ray" / "grid" / p.name), alone[p.name])
@@ -134,12 +135,14 @@ def test_batched_sweep_gives_the_same_taus(local_grid):
     and on Ray; same taus and steps as one run per process."""
     sweep, root, table, _ = local_grid
     cols = ["run", "tau_paper", "tau_first_token", "steps"]
-    batched = run_sweep(sweep, root=root / "batched", jobs=1, batch_runs=4, progress=False)
+    batched = run_sweep(sweep, RunOptions(root=root / "batched", jobs=1, batch_runs=4, progress=False))
     assert batched[cols].equals(table[cols])
     logs = list((root / "batched" / "grid" / "logs").iterdir())
     assert len(logs) == 1  # one process
     pytest.importorskip("ray")
-    on_ray = run_sweep(sweep, root=root / "ray_batched", jobs=2, backend="ray", batch_runs=2, progress=False)
+    on_ray = run_sweep(
+        sweep, RunOptions(root=root / "ray_batched", jobs=2, backend="ray", batch_runs=2, progress=False)
+    )
     assert on_ray[cols].equals(table[cols])
 
 
@@ -151,7 +154,7 @@ def test_a_killed_worker_costs_one_interval_and_the_sweep_completes(local_grid, 
     one = _sweep(tmp_path, GRID.replace("K = [3, 4]", "K = [4]").replace("seed = [0, 1]", "seed = [1]"))
     out = {}
     t = threading.Thread(
-        target=lambda: out.setdefault("table", run_sweep(one, root=tmp_path / "k", jobs=1, progress=False))
+        target=lambda: out.setdefault("table", run_sweep(one, RunOptions(root=tmp_path / "k", jobs=1, progress=False)))
     )
     t.start()
     run = tmp_path / "k" / "grid" / "K4_seed1"
@@ -183,7 +186,9 @@ def test_a_ray_task_lost_past_its_retries_fails_the_sweep(tmp_path, monkeypatch)
     ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
     monkeypatch.delenv("MI_PLATEAU_CRASH")
     try:
-        table = run_sweep(load_sweep(f), root=tmp_path / "ray", jobs=1, backend="ray", retries=1, progress=False)
+        table = run_sweep(
+            load_sweep(f), RunOptions(root=tmp_path / "ray", jobs=1, backend="ray", progress=False), retries=1
+        )
     finally:
         ray.shutdown()
     assert list(table.attrs["failed"]) == ["K4_seed1"]
@@ -336,7 +341,7 @@ def test_cli_dry_run_and_status(run_cli, tmp_path):
     sweep = load_sweep(f)
     for pt in sweep.points:  # trained here, in-process: the sweep then finds them finished
         train(pt.cfg, tmp_path / "root" / "grid" / pt.name, progress=False)
-    run_sweep(sweep, root=tmp_path / "root", jobs=1, progress=False)
+    run_sweep(sweep, RunOptions(root=tmp_path / "root", jobs=1, progress=False))
     p = run_cli("sweep", str(f), "--root", str(tmp_path / "root"), "--dry-run")
     assert p.returncode == 0 and "2 runs; 2 finished" in p.stdout
     p = run_cli("sweep", "status", str(tmp_path / "root" / "grid"))

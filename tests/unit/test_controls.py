@@ -168,7 +168,7 @@ def test_the_command_writes_table12(docs, capsys):
     assert main(["reproduce", "controls", "--docs", str(docs), "--dry-run"]) == 0
     assert "| label_noise.json | False |" in capsys.readouterr().out
     assert main(["reproduce", "controls", "--docs", str(docs), "--only", "x"]) == 2
-    assert "--only, --skip-recorded and --max-steps apply to the sweep recipes" in capsys.readouterr().err
+    assert "reproduce controls: --only does not apply (it applies to: the sweep recipes" in capsys.readouterr().err
 
 
 def test_edge_cases_read_not_measured_rather_than_a_verdict(docs):

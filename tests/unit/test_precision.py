@@ -95,7 +95,7 @@ def test_precision_flags_change_the_runs_or_are_refused(run_cli, tmp_path):
         r = run_cli("train", "--preset", "tiny", "--precision", "bf16", "--out", str(tmp_path / "r"))
         assert r.returncode == 2 and "no fast bf16" in r.stderr and not (tmp_path / "r").exists()
     r = run_cli("reproduce", "core", "--precision", "bf16", "--dry-run")
-    assert r.returncode == 2 and "--precision applies to the sweep recipes" in r.stderr
+    assert r.returncode == 2 and "--precision does not apply (it applies to: the sweep recipes" in r.stderr
     r = run_cli("reproduce", "k_sweep", "--precision", "bf16", "--dry-run")
     assert r.returncode == 2 and "give --docs another folder" in r.stderr
 

@@ -8,6 +8,7 @@ import torch
 import mi_plateau.devices as devices
 import mi_plateau.reproduce.probe as probe_mod
 from mi_plateau.reproduce.probe import CACHE, evaluations, prober, run_seconds
+from mi_plateau.sweeps import RunOptions
 
 
 def test_the_probe_times_a_step_and_an_evaluation_and_caches_them_per_shape(tmp_path, tiny_cfg, monkeypatch):
@@ -41,7 +42,7 @@ def test_the_dry_run_prices_each_run_by_its_probe(tmp_path, monkeypatch):
         return price
 
     monkeypatch.setattr(cost, "prober", fake)
-    rows = cost.dry_run("k_sweep", root=tmp_path / "ck", docs=tmp_path / "docs")
+    rows = cost.dry_run("k_sweep", RunOptions(root=tmp_path / "ck", docs=tmp_path / "docs"))
     sweep = cost.recipe_sweep("k_sweep")
     for r, p in zip(rows, sweep.points):
         price = {"s_step": 0.01 * p.cfg.task.K, "s_eval": 1.0}

@@ -1,0 +1,74 @@
+"""What a run, a sweep or a recipe is asked, as one frozen object: ``RunOptions``.
+
+``RunConfig`` says what a run trains; this says how a run, a sweep or a recipe is run. The
+command line builds it once (``RunOptions.from_args``) and the functions that train and build
+pass it down whole (``sweeps.run_sweep``, ``train_local``, ``train_ray``, the recipes of
+``mi_plateau.reproduce``); each reads the fields it needs. Which fields each command reads is
+declared once, in ``commands.applies``, which refuses the others. Standard library only: the
+command line imports it at start-up."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+
+def option(flag: str, default: Any = None) -> Any:
+    """A field of ``RunOptions`` and the command-line flag that sets it."""
+    return field(default=default, metadata={"flag": flag})
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How to run (not what: that is the runs' configs and the sweep file).
+
+    ``device``: where runs train and analyses run (``devices.resolve``); ``precision``: every new
+    run in this ``train.precision`` (None: as configured; a sweep in another precision gets its own
+    folder, ``sweeps.in_precision``); ``jobs``: processes at once (None: one per core);
+    ``batch_runs``: runs per process, trained as one stacked model ("auto": ``auto_batch_runs``);
+    ``max_steps``: a recipe's step budget replaced; ``only``: the points (run names) to train, None
+    for all; ``skip_recorded``: leave out the points a recipe's log records as finished elsewhere;
+    ``train``: False to build from what exists, training nothing; ``progress``: progress on
+    standard error; ``static``: the static figures (None: where a browser is found); ``root``:
+    where run and sweep folders live; ``docs``: where a recipe's tables and log go; ``backend``,
+    ``address``: the sweep backend ("local" or "ray") and a Ray cluster's address; ``dry_run``:
+    list what would run, run nothing."""
+
+    device: str = option("--device", "auto")
+    precision: str | None = option("--precision")
+    jobs: int | None = option("--jobs")
+    batch_runs: int | str = option("--batch-runs", 1)
+    max_steps: int | None = option("--max-steps")
+    only: tuple[str, ...] | None = option("--only")
+    skip_recorded: bool = option("--skip-recorded", False)
+    train: bool = option("--no-train", True)
+    progress: bool = option("--quiet", True)
+    static: bool | None = option("--static")
+    root: str | Path = option("--root", "checkpoints")
+    docs: str | Path = option("--docs", "docs/reproduction")
+    backend: str = option("--backend", "local")
+    address: str | None = option("--address")
+    dry_run: bool = option("--dry-run", False)
+
+    @classmethod
+    def from_args(cls, args) -> RunOptions:
+        """The options a parsed command line asks for: each field from the argument of the same
+        name where the command has one (``--quiet`` and ``--no-train`` read inverted; ``--only``'s
+        comma-separated names as a tuple), else its default."""
+        given = vars(args)
+        kw = {f.name: given[f.name] for f in fields(cls) if f.name in given}
+        if "quiet" in given:
+            kw["progress"] = not given["quiet"]
+        if "no_train" in given:
+            kw["train"] = not given["no_train"]
+        if given.get("only") is not None:
+            kw["only"] = tuple(n.strip() for n in given["only"].split(",") if n.strip())
+        return cls(**kw)
+
+    def given(self) -> list[str]:
+        """The fields set to something other than their default, in declaration order."""
+        return [f.name for f in fields(self) if getattr(self, f.name) != f.default]
+
+
+FLAGS = {f.name: f.metadata["flag"] for f in fields(RunOptions)}  # field -> its command-line flag
