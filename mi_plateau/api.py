@@ -9,6 +9,11 @@ from typing import Any
 from .checkpoints import Run, RunError, refuse_inside_run
 from .config import compare_name
 
+# The original's estimator replayed (numpy only, so imported here): the passes' own functions take
+# a run folder or a Run and return plain dicts already, so the API is those functions themselves.
+from .passes.sampled import sampled_tau as sampled_tau
+from .passes.sampled import sampled_width as sampled_width
+
 
 def summary(run: str | os.PathLike | Run) -> dict[str, Any]:
     """Plateau height, tau and convergence of a run, computed from its checkpoint records.
@@ -17,60 +22,6 @@ def summary(run: str | os.PathLike | Run) -> dict[str, Any]:
     last_step, n_checkpoints. NaN values become None so the dict is valid JSON.
     """
     return (run if isinstance(run, Run) else Run(run)).summary()
-
-
-def sampled_tau(
-    run: str | os.PathLike | Run,
-    *,
-    n_sample: int = 32,
-    draws: int = 1000,
-    every: int = 50,
-    seed: int = 0,
-    progress: bool = False,
-    shared=None,
-) -> dict[str, Any]:
-    """The run's tau as the original code measured it (L_seq on ``n_sample`` random groups, one
-    example each, every ``every`` steps), replayed ``draws`` times on its checkpoints: the spread
-    that estimator adds to tau, beside the exact tau (``passes.sampled``). ``shared``: a
-    ``passes.sampled.ExampleLosses`` of the run, to score each checkpoint once for both replays."""
-    from .passes.sampled import sampled_tau as replay
-
-    return replay(
-        run if isinstance(run, Run) else Run(run),
-        n_sample=n_sample,
-        draws=draws,
-        every=every,
-        seed=seed,
-        progress=progress,
-        shared=shared,
-    )
-
-
-def sampled_width(
-    run: str | os.PathLike | Run,
-    *,
-    n_sample: int = 32,
-    draws: int = 1000,
-    every: int = 50,
-    seed: int = 0,
-    progress: bool = False,
-    shared=None,
-) -> dict[str, Any]:
-    """The run's transition width as the original code measured it (t_start and t_end read off
-    L_seq estimated on ``n_sample`` random groups, one example each, every ``every`` steps),
-    replayed ``draws`` times on its checkpoints, beside the exact width (``passes.sampled``).
-    ``shared`` as in ``sampled_tau``."""
-    from .passes.sampled import sampled_width as replay
-
-    return replay(
-        run if isinstance(run, Run) else Run(run),
-        n_sample=n_sample,
-        draws=draws,
-        every=every,
-        seed=seed,
-        progress=progress,
-        shared=shared,
-    )
 
 
 def exact_check(run: str | os.PathLike | Run, *, progress: bool = False) -> dict[str, Any]:

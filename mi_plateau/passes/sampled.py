@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -168,7 +169,7 @@ def _checked_grid(run: Run, every: int) -> list[int]:
 
 
 def sampled_tau(
-    run: str | Run,
+    run: str | os.PathLike | Run,
     *,
     n_sample: int = ORIGINAL_N_SAMPLE,
     draws: int = 1000,
@@ -215,7 +216,7 @@ def sampled_tau(
     }
 
 
-def _checked_run(run: str | Run, n_sample: int, draws: int, every: int) -> Run:
+def _checked_run(run: str | os.PathLike | Run, n_sample: int, draws: int, every: int) -> Run:
     """The run, with an L_seq to estimate and positive replay settings (else a one-line error)."""
     run = run if isinstance(run, Run) else Run(run)
     cfg = run.config()
@@ -257,7 +258,7 @@ def width_grid(run: Run, every: int) -> tuple[list[int], int]:
 
 
 def sampled_width(
-    run: str | Run,
+    run: str | os.PathLike | Run,
     *,
     n_sample: int = ORIGINAL_N_SAMPLE,
     draws: int = 1000,

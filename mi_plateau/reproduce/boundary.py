@@ -16,7 +16,7 @@ from typing import Any
 from .. import figures, paper
 from ..sweeps import Sweep
 from .records import FAMILY_KEYS, Collected
-from .seeds import lr_figure
+from .seeds import lr_figure, per_condition
 from .writer import Built, Plot, Table
 
 FAMILIES = tuple(FAMILY_KEYS)
@@ -51,43 +51,35 @@ def width_stats(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     seed's width, their mean, std (ddof 0) and CV, the crossing tau's mean beside, the budgets of
     the runs that did not escape, the widths of undecided runs that have one (final once t_end is
     reached; not in the mean), and the paper's mean, std and CV (paper family only)."""
-    by: dict[tuple, list[dict]] = {}
-    for r in rows:
-        by.setdefault((r["D"], r["K"], r["lr"]), []).append(r)
     out = []
-    for (D, K, lr), rs in by.items():
-        ref = paper.TABLE4.get((D, K, lr))
-        for fam in FAMILIES:
-            ok = [r for r in rs if outcome(r) == "escaped" and r[f"tau_width_{fam}"] is not None]
-            widths = [r[f"tau_width_{fam}"] for r in ok]
-            mean, std, cv = _stats(widths)
-            taus = [r[f"tau_{fam}"] for r in ok if r[f"tau_{fam}"] is not None]
-            out.append(
-                {
-                    "D": D,
-                    "K": K,
-                    "lr": lr,
-                    "definition": fam,
-                    "runs": len(rs),
-                    "escaped": len(ok),
-                    "widths": widths,
-                    "t_starts": [r[f"t_start_{fam}"] for r in ok],
-                    "mean_width": mean,
-                    "std_width": std,
-                    "cv_width": cv,
-                    "mean_tau_crossing": sum(taus) / len(taus) if taus else None,
-                    "no_escape_by": [r["steps"] for r in rs if outcome(r) == "no escape"],
-                    "undecided": sum(outcome(r) == "undecided" for r in rs),
-                    "widths_undecided": [
-                        r[f"tau_width_{fam}"]
-                        for r in rs
-                        if outcome(r) == "undecided" and r.get(f"tau_width_{fam}") is not None
-                    ],
-                    "paper_mean": ref[0] if ref and fam == "paper" else None,
-                    "paper_std": ref[1] if ref and fam == "paper" else None,
-                    "paper_cv": ref[1] / ref[0] if ref and fam == "paper" else None,
-                }
-            )
+    for cond, fam, rs, lead in per_condition(rows):
+        ref = paper.TABLE4.get(cond)
+        ok = [r for r in rs if outcome(r) == "escaped" and r[f"tau_width_{fam}"] is not None]
+        widths = [r[f"tau_width_{fam}"] for r in ok]
+        mean, std, cv = _stats(widths)
+        taus = [r[f"tau_{fam}"] for r in ok if r[f"tau_{fam}"] is not None]
+        out.append(
+            {
+                **lead,
+                "escaped": len(ok),
+                "widths": widths,
+                "t_starts": [r[f"t_start_{fam}"] for r in ok],
+                "mean_width": mean,
+                "std_width": std,
+                "cv_width": cv,
+                "mean_tau_crossing": sum(taus) / len(taus) if taus else None,
+                "no_escape_by": [r["steps"] for r in rs if outcome(r) == "no escape"],
+                "undecided": sum(outcome(r) == "undecided" for r in rs),
+                "widths_undecided": [
+                    r[f"tau_width_{fam}"]
+                    for r in rs
+                    if outcome(r) == "undecided" and r.get(f"tau_width_{fam}") is not None
+                ],
+                "paper_mean": ref[0] if ref and fam == "paper" else None,
+                "paper_std": ref[1] if ref and fam == "paper" else None,
+                "paper_cv": ref[1] / ref[0] if ref and fam == "paper" else None,
+            }
+        )
     return out
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Iterator
 from typing import Any
 
 from .. import figures, paper
@@ -20,39 +21,44 @@ from .records import FAMILY_KEYS, Collected
 from .writer import Built, Plot, Table
 
 
+def per_condition(rows: list[dict[str, Any]]) -> Iterator[tuple[tuple, str, list[dict[str, Any]], dict[str, Any]]]:
+    """The rows by condition (D, K, lr), in the order the conditions first appear, once per
+    definition family: (the condition, the family, the condition's rows, the leading columns of
+    its table row: D, K, lr, definition and the number of runs). Table 4 by tau (``seed_stats``)
+    and by width (``boundary.width_stats``) has one row for each."""
+    by: dict[tuple, list[dict]] = {}
+    for r in rows:
+        by.setdefault((r["D"], r["K"], r["lr"]), []).append(r)
+    for (D, K, lr), rs in by.items():
+        for fam in FAMILY_KEYS:
+            yield (D, K, lr), fam, rs, {"D": D, "K": K, "lr": lr, "definition": fam, "runs": len(rs)}
+
+
 def seed_stats(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per (D, K, lr) and family: the runs, the taus of the seeds that escaped, their mean, sample
     standard deviation and CV = std / mean (None where fewer than two escaped), the paper's mean
     and std, and ``p_smaller_spread``: the one-sided F test of our spread against the paper's
     three seeds (``fits.smaller_spread_p``)."""
-    by: dict[tuple, list[dict]] = {}
-    for r in rows:
-        by.setdefault((r["D"], r["K"], r["lr"]), []).append(r)
     out = []
-    for (D, K, lr), rs in by.items():
-        for fam in FAMILY_KEYS:
-            taus = [r[f"tau_{fam}"] for r in rs if r[f"tau_{fam}"]]
-            mean = statistics.mean(taus) if taus else None
-            std = statistics.stdev(taus) if len(taus) > 1 else None
-            ref = paper.TABLE4.get((D, K, lr), (None, None))
-            paper_std = ref[1] if fam == "paper" else None
-            out.append(
-                {
-                    "D": D,
-                    "K": K,
-                    "lr": lr,
-                    "definition": fam,
-                    "runs": len(rs),
-                    "with_tau": len(taus),
-                    "taus": taus,
-                    "mean_tau": mean,
-                    "std_tau": std,
-                    "cv": std / mean if std is not None and mean else None,
-                    "paper_mean": ref[0] if fam == "paper" else None,
-                    "paper_std": paper_std,
-                    "p_smaller_spread": smaller_spread_p(std, len(taus), paper_std),
-                }
-            )
+    for cond, fam, rs, lead in per_condition(rows):
+        taus = [r[f"tau_{fam}"] for r in rs if r[f"tau_{fam}"]]
+        mean = statistics.mean(taus) if taus else None
+        std = statistics.stdev(taus) if len(taus) > 1 else None
+        ref = paper.TABLE4.get(cond, (None, None))
+        paper_std = ref[1] if fam == "paper" else None
+        out.append(
+            {
+                **lead,
+                "with_tau": len(taus),
+                "taus": taus,
+                "mean_tau": mean,
+                "std_tau": std,
+                "cv": std / mean if std is not None and mean else None,
+                "paper_mean": ref[0] if fam == "paper" else None,
+                "paper_std": paper_std,
+                "p_smaller_spread": smaller_spread_p(std, len(taus), paper_std),
+            }
+        )
     return out
 
 
