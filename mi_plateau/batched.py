@@ -82,7 +82,7 @@ def stacked_forward(cfg: RunConfig):
     pos = layout_for(cfg.task).pred_positions
 
     def one(params, tokens):
-        W = Weights.from_state_dict(params, m.n_layers, m.n_heads, m.d_head, m.act_fn)
+        W = Weights.of(params, m)
         return forward(W, tokens)[:, pos.start : pos.stop]
 
     f = vmap(one)

@@ -97,8 +97,7 @@ def bench_passes(cfg: RunConfig, *, reps: int, weights: dict | None = None) -> d
     model = build_model(cfg)
     if weights is not None:
         model.load_state_dict(weights, strict=False)
-    m = cfg.model
-    W = Weights.from_state_dict(model.state_dict(), m.n_layers, m.n_heads, m.d_head, m.act_fn)
+    W = Weights.of(model.state_dict(), cfg.model)
     ev = make_eval_set(make_task(cfg.task), cfg.eval)
     cands = {
         "toolkit_all": lambda: checkpoint_passes(W, ev, ablation=True),

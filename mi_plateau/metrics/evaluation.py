@@ -215,10 +215,7 @@ def _packing(ev: EvalSet):
 
 
 def _weights(model) -> Weights:
-    m = model.cfg
-    return Weights.from_state_dict(
-        model.state_dict(), m.n_layers, m.n_heads, m.d_head, getattr(m, "act_fn", "gelu"), getattr(m, "eps", 1e-5)
-    )
+    return Weights.of(model.state_dict(), model.cfg)
 
 
 @torch.no_grad()

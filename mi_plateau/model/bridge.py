@@ -157,7 +157,7 @@ def training_forward(cfg: RunConfig, model: TransformerBridge) -> Callable[[Tens
 
     def run(tokens: Tensor) -> Tensor:
         # rebuilt every step: the fused K/V weight is a concatenation of the current parameters
-        W = Weights.from_state_dict(params, m.n_layers, m.n_heads, m.d_head, m.act_fn)
+        W = Weights.of(params, m)
         return forward(W, tokens, start, shared)[:, pos.start - start : pos.stop - start]
 
     if not cfg.train.compile:

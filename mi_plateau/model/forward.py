@@ -86,6 +86,15 @@ class Weights:
             act=act_fn,
         )
 
+    @classmethod
+    def of(cls, sd: dict[str, Tensor], m) -> Weights:
+        """``from_state_dict`` with the sizes, activation and LayerNorm eps read from a model
+        config ``m``: our ``ModelConfig`` (no eps field: 1e-5, TransformerLens' default) or the
+        bridge's own ``model.cfg``. The one adapter every caller uses."""
+        return cls.from_state_dict(
+            sd, m.n_layers, m.n_heads, m.d_head, getattr(m, "act_fn", "gelu"), getattr(m, "eps", 1e-5)
+        )
+
 
 _CAUSAL: dict[tuple[int, str], Tensor] = {}
 

@@ -79,7 +79,7 @@ def weights_for(run: Run, step: int, cfg, device=None):
             raise RunError(f"{run.weights_path(step)}: {k} is {got}, the run's config expects {shape}")
     if device is not None:
         sd = {k: v.to(device) for k, v in sd.items()}
-    return Weights.from_state_dict(sd, m.n_layers, m.n_heads, m.d_head, m.act_fn)
+    return Weights.of(sd, m)
 
 
 def passes_on(device, W, ev, **kw) -> dict[str, list[dict[str, Any]]]:

@@ -137,7 +137,7 @@ def hessian_loss(
 
     def loss(th: Tensor) -> Tensor:
         parts = dict(zip(names, (p.view(s) for p, s in zip(th.split(sizes), shapes))))
-        W = Weights.from_state_dict({**fixed, **parts}, m.n_layers, m.n_heads, m.d_head, m.act_fn)
+        W = Weights.of({**fixed, **parts}, m)
         return batch_loss(cfg, forward(W, inputs, start), tokens)
 
     with torch.no_grad():  # one plain call first: the forward caches its causal mask outside any transform

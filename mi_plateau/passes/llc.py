@@ -130,7 +130,7 @@ class TargetLossModel(nn.Module):
     def forward(self, tokens: Int[Tensor, "batch seq_len"]) -> Float[Tensor, "batch n_pred d_vocab"]:
         m = self.run_cfg.model
         pos = layout_for(self.run_cfg.task).pred_positions
-        W = Weights.from_state_dict(self.state(), m.n_layers, m.n_heads, m.d_head, m.act_fn)
+        W = Weights.of(self.state(), m)
         return forward(W, tokens[:, :-1], pos.start)[:, : len(pos)]
 
 
