@@ -3,7 +3,7 @@ package's docstring for their definitions)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -136,19 +136,16 @@ def evaluate(model, ev: EvalSet, batch: int = 256, live: Live | None = None, seq
     crossings exact afterwards); with
     ``sequence=False`` too, L_seq is left out (NaN, ``L_seq_se`` None: unknown). Without
     ``live`` every group is scored and ``L_seq_se`` is 0 (``sequence=False``: no paper family)."""
-    W = _weights(model)
-    ev = ev.on(W.W_U.device)  # the evaluation runs where the model is
+    W, ev = _on_model(model, ev)
     K = ev.task.cfg.K
     if live is not None and ev.has_sequence_candidates:
-        Lc, L1, mass, swap = _first_token(W, ev, _packing(ev), batch)
+        Lc, L1, mass, swap = _first_token(W, ev, batch)
         sub = ev.subset(live.groups)
-        out = _per_example(W, sub, _packing(sub), batch, live.rows, sequence)
-        metrics = _metrics(Lc, L1, mass, out[3], out[4], swap, K, None)
+        r = _per_example(W, sub, batch, live.rows, sequence)
+        metrics = _metrics(r._replace(Lc=Lc, L1=L1, mass=mass, swap=swap), K)
         se = None
         if sequence:
-            picked = torch.as_tensor(live.rows, device=W.W_U.device)
-            own = torch.as_tensor(sub.s[live.rows], device=W.W_U.device)
-            L_seq, correct = sequence_losses(out[-1][picked], own)  # m rows of each group, group-major
+            L_seq, correct = _sequence(r, sub, live.rows)  # m rows of each group, group-major
             metrics["L_seq"], se = estimate(
                 group_means(L_seq, live.m).double().cpu().numpy(), ev.n_groups, rows_sampled=live.m < K
             )
@@ -158,7 +155,8 @@ def evaluate(model, ev: EvalSet, batch: int = 256, live: Live | None = None, seq
                 metrics.update(accuracy_stats(group_accuracy(correct, K), "paper"))
         metrics.update({"L_seq_se": se, "groups_scored": len(sub.groups), "rows_scored": int(live.rows.sum())})
         return metrics
-    metrics = _metrics(*_per_example(W, ev, _packing(ev), batch, np.ones(len(ev.tokens), dtype=bool), sequence))
+    r = _per_example(W, ev, batch, sequence=sequence)
+    metrics = _metrics(r, K, _sequence(r, ev) if r.scores is not None else None)
     metrics.update({"L_seq_se": 0.0 if sequence else None, "groups_scored": ev.n_groups})
     return metrics
 
@@ -168,12 +166,10 @@ def group_scores(model, ev: EvalSet, groups: np.ndarray, batch: int = 256) -> di
     """Per group of ``groups`` (in ``ev.groups``' order): the mean L_seq over its K rows and its
     candidate accuracy (the paper family; every candidate string of every row scored). What the
     settlement adds, stage by stage, where a live estimate cannot decide a crossing."""
-    W = _weights(model)
-    ev = ev.on(W.W_U.device)
+    W, ev = _on_model(model, ev)
     K = ev.task.cfg.K
     sub = ev.subset(groups)
-    out = _per_example(W, sub, _packing(sub), batch, np.ones(len(sub.tokens), dtype=bool), True)
-    L_seq, correct = sequence_losses(out[-1], torch.as_tensor(sub.s, device=W.W_U.device))
+    L_seq, correct = _sequence(_per_example(W, sub, batch), sub)
     return {
         "groups": np.asarray(sub.groups),
         "L_seq": group_means(L_seq, K).double().cpu().numpy(),
@@ -186,18 +182,18 @@ def first_token_losses(model, ev: EvalSet, batch: int = 256) -> dict[str, float]
     """The means of the first-token losses over every row (Lc, L1, the candidate mass, the
     swap gap), from the positions up to the one that predicts A1 only: what a live checkpoint
     computes on every group."""
-    W = _weights(model)
-    ev = ev.on(W.W_U.device)
-    Lc, L1, mass, swap = _first_token(W, ev, _packing(ev), batch)
+    W, ev = _on_model(model, ev)
+    Lc, L1, mass, swap = _first_token(W, ev, batch)
     gap = swap.mean().item() - Lc.mean().item() if swap is not None else float("nan")
     return {"Lc": Lc.mean().item(), "L1": L1.mean().item(), "cand_mass": mass.mean().item(), "swap_gap": gap}
 
 
-def _first_token(W: Weights, ev: EvalSet, pk, batch: int):
+def _first_token(W: Weights, ev: EvalSet, batch: int):
     """Per row (Lc, L1, candidate mass, swapped Lc or None): only the packs' nodes up to the
     position that predicts A1 run (``Packing.width``; they come first in every pack), and a
     swapped row's logits there are a node of its pack like a clean row's."""
     N, fp = len(ev.tokens), ev.task.layout.first_pred
+    pk = _packing(ev)
     w = pk.width(fp + 1)
     at_fp = torch.empty(pk.n_seqs, W.W_U.shape[1], device=W.W_U.device)
     for c, seqs in pk.chunks(batch):
@@ -214,8 +210,33 @@ def _packing(ev: EvalSet):
     return eval_packing(ev, (1,) if ev.task.cfg.has_selector else ())
 
 
-def _weights(model) -> Weights:
-    return Weights.of(model.state_dict(), model.cfg)
+def _on_model(model, ev: EvalSet) -> tuple[Weights, EvalSet]:
+    """The model's weights for the functional forward, and the evaluation set where they are
+    (the evaluation runs where the model is)."""
+    W = Weights.of(model.state_dict(), model.cfg)
+    return W, ev.on(W.W_U.device)
+
+
+class _Rows(NamedTuple):
+    """Per example of an evaluation set (its row order), what the metrics are means of."""
+
+    Lc: Tensor
+    L1: Tensor
+    mass: Tensor  # the candidates' share of the probability at fp
+    full: float  # the mean target loss (``target_loss``) over every row
+    correct: Tensor  # first-token family: every target token the argmax (``example_correct``)
+    swap: Tensor | None  # Lc with the selector k -> k+1 mod K; None without a selector
+    scores: Tensor | None  # [row, K] candidate scores (NaN where unscored); None: no paper family
+
+
+def _sequence(r: _Rows, ev: EvalSet, rows: np.ndarray | None = None) -> tuple[Tensor, Tensor]:
+    """Per row of ``ev`` (where the mask ``rows`` is true; default every row): its (L_seq,
+    candidate-correct) from ``r.scores`` against its own selector (``sequence_losses``)."""
+    scores, own = r.scores, torch.as_tensor(ev.s, device=r.scores.device)
+    if rows is not None:
+        picked = torch.as_tensor(rows, device=scores.device)
+        scores, own = scores[picked], own[picked]
+    return sequence_losses(scores, own)
 
 
 @torch.no_grad()
@@ -224,11 +245,10 @@ def example_losses(model, ev: EvalSet, batch: int = 256) -> dict[str, np.ndarray
     ``K * group + k``): ``L_seq`` (every candidate string scored; NaN where the paper family is
     undefined), ``Lc`` and ``swap_gap`` (Lc with the selector k -> k+1 mod K, minus Lc; NaN
     without a selector). ``evaluate`` reports their means."""
-    W = _weights(model)
-    ev = ev.on(W.W_U.device)
-    out = _per_example(W, ev, _packing(ev), batch, np.ones(len(ev.tokens), dtype=bool), True)
-    Lc, swap, scores = out[0], out[5], out[-1]
-    seq = sequence_losses(scores, torch.as_tensor(ev.s, device=scores.device))[0] if scores is not None else None
+    W, ev = _on_model(model, ev)
+    r = _per_example(W, ev, batch)
+    Lc, swap = r.Lc, r.swap
+    seq = _sequence(r, ev)[0] if r.scores is not None else None
     return {
         "L_seq": seq.cpu().numpy() if seq is not None else np.full(len(Lc), np.nan),
         "Lc": Lc.cpu().numpy(),
@@ -250,8 +270,8 @@ def _chunk_forward(W: Weights, ev: EvalSet, pk, c: slice, seqs: Tensor, keep_kv:
     return clean, swapped, clean_lg, swap_lg, kv
 
 
-def _per_example(W: Weights, ev: EvalSet, pk, batch: int, score: np.ndarray, sequence: bool):
-    """The forward passes behind ``evaluate`` and ``example_losses``.
+def _per_example(W: Weights, ev: EvalSet, batch: int, score: np.ndarray | None = None, sequence: bool = True) -> _Rows:
+    """The forward passes behind ``evaluate``, ``group_scores`` and ``example_losses``.
 
     The clean rows and the selector-swapped ones run as prefix packs (``model.packing``): one
     packed sequence per group in which every distinct prefix is computed once (the K examples
@@ -260,7 +280,7 @@ def _per_example(W: Weights, ev: EvalSet, pk, batch: int, score: np.ndarray, seq
     numbers equal ``evaluate_reference`` (plain bridge forwards) to float precision.
 
     The paper family scores the K candidate strings of the rows where ``score`` (a mask over
-    the rows) is true: each prompt is read from the packs' keys and values, and only the other
+    the rows; default every row) is true: each prompt is read from the packs' keys and values, and only the other
     candidates' four positions are computed (``sequence_scores``); the other rows' scores stay
     unset. ``sequence=False`` leaves the paper family out (None), for timing the first-token
     family alone.
@@ -270,10 +290,11 @@ def _per_example(W: Weights, ev: EvalSet, pk, batch: int, score: np.ndarray, seq
     P, fp = lay.seq_len - 1, lay.first_pred
     sel = ev.task.cfg.has_selector
     dev = W.W_U.device
+    pk = _packing(ev)
     logits = torch.zeros(N, P, W.W_U.shape[1], device=dev)  # the metrics read positions fp.. only
     swap_fp = torch.empty(N, W.W_U.shape[1], device=dev) if sel else None
     scores = torch.full((N, K), float("nan"), device=dev) if sequence and ev.has_sequence_candidates else None
-    wanted = torch.as_tensor(score, device=dev)
+    wanted = torch.ones(N, dtype=torch.bool, device=dev) if score is None else torch.as_tensor(score, device=dev)
     for c, seqs in pk.chunks(batch):
         clean, swapped, clean_lg, swap_lg, kv = _chunk_forward(W, ev, pk, c, seqs, keep_kv=scores is not None)
         logits[clean, fp:] = clean_lg
@@ -288,7 +309,7 @@ def _per_example(W: Weights, ev: EvalSet, pk, batch: int, score: np.ndarray, seq
     L1 = F.cross_entropy(logits[:, fp], ev.target_first, reduction="none")
     full = target_loss(logits, ev.tokens, lay).item()
     swap = candidate_losses(swap_fp, ev.candidates, ev.cand_index)[0] if sel else None
-    return Lc, L1, mass, full, example_correct(logits, ev.tokens, lay), swap, K, scores
+    return _Rows(Lc, L1, mass, full, example_correct(logits, ev.tokens, lay), swap, scores)
 
 
 def prefix_kv_of(
@@ -301,13 +322,10 @@ def prefix_kv_of(
     return [tuple(t.transpose(1, 2)[p, nodes].transpose(1, 2) for t in layer) for layer in kv]
 
 
-def _metrics(Lc, L1, mass, full, correct, swap, K, seq=None) -> dict[str, Any]:
+def _metrics(r: _Rows, K: int, seq: tuple[Tensor, Tensor] | None = None) -> dict[str, Any]:
     """The checkpoint's means. ``seq``: (per-row L_seq, candidate-correct) of the scored rows
-    (whole groups, group-major), or, straight from ``_per_example``, its score matrix (None
-    where the paper family is undefined)."""
-    if isinstance(seq, Tensor):
-        own = torch.arange(len(seq), device=seq.device) % K
-        seq = sequence_losses(seq, own)
+    (whole groups, group-major; None where the paper family is left out or undefined)."""
+    Lc, swap = r.Lc, r.swap
     paper = {
         "L_seq": seq[0].mean().item() if seq is not None else float("nan"),
         **accuracy_stats(group_accuracy(seq[1], K) if seq is not None else None, "paper"),
@@ -316,11 +334,11 @@ def _metrics(Lc, L1, mass, full, correct, swap, K, seq=None) -> dict[str, Any]:
     return {
         **paper,
         "Lc": Lc.mean().item(),
-        "L1": L1.mean().item(),
-        "full_loss": full,
-        "cand_mass": mass.mean().item(),
+        "L1": r.L1.mean().item(),
+        "full_loss": r.full,
+        "cand_mass": r.mass.mean().item(),
         "swap_gap": swap_gap,
-        **accuracy_stats(group_accuracy(correct, K), "first_token"),
+        **accuracy_stats(group_accuracy(r.correct, K), "first_token"),
     }
 
 
@@ -350,16 +368,16 @@ def evaluate_reference(model, ev: EvalSet, batch: int = 256) -> dict[str, Any]:
     seq = None
     if ev.has_sequence_candidates:
         seq = sequence_losses(sequence_scores_reference(model, ev, batch), torch.from_numpy(ev.s))
-    out = _metrics(
+    rows = _Rows(
         torch.cat(Lc),
         torch.cat(L1),
         torch.cat(mass),
         sum(f.item() for f in full) / len(ev.tokens),
         torch.cat(correct),
         torch.cat(swap) if has_swap else None,
-        K,
-        seq,
+        None,
     )
+    out = _metrics(rows, K, seq)
     out.update({"L_seq_se": 0.0, "groups_scored": ev.n_groups})
     return out
 
