@@ -28,7 +28,7 @@ from ..metrics import evaluate, live_subset
 from ..summaries import nan_to_none, summarize
 from ..task import make_eval_set, make_sampler, make_task
 from .init_from import load_init
-from .rules import next_interval, should_stop
+from .rules import next_interval, run_over
 from .step import load_optimizer, lr_at, make_optimizer, optimizer_tensors
 
 
@@ -81,7 +81,7 @@ class Member:
         ckpts = manifest["checkpoints"]
         if manifest.get("status") == "finished":
             recs = [c["record"] for c in ckpts]
-            if should_stop(cfg, recs) or recs[-1]["step"] >= cfg.train.max_steps:
+            if run_over(cfg, recs):
                 self.done, self.step, self.wall_before = True, recs[-1]["step"], 0.0
                 return
             manifest["status"] = "running"  # finished at a cap that `extends` has raised
@@ -132,7 +132,7 @@ class Member:
             "metrics": metrics,
         }
         self.records.append(record)
-        self.done = should_stop(cfg, self.records) or step >= cfg.train.max_steps
+        self.done = run_over(cfg, self.records)
         write_checkpoint(
             self.run.path,
             self.manifest,

@@ -46,6 +46,12 @@ def next_interval(cfg: RunConfig, records: Sequence[dict[str, Any]]) -> int:
     return cfg.train.ckpt_every
 
 
+def run_over(cfg: RunConfig, records: Sequence[dict[str, Any]]) -> bool:
+    """The run ends at its last checkpoint: its stopping rule says so (``should_stop``) or the
+    checkpoint is at ``max_steps``. What a live member and a resumed finished run both ask."""
+    return should_stop(cfg, records) or records[-1]["step"] >= cfg.train.max_steps
+
+
 def should_stop(cfg: RunConfig, records: Sequence[dict[str, Any]]) -> bool:
     """The stopping rule ``train.stop``.
 
