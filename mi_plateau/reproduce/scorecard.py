@@ -254,7 +254,10 @@ ROWS = (
     ("Claim: 16x label noise", "delay at p = 0.2", noise, "label_noise_split.json"),
     ("Claim: 1.8x tokens", "tokens to tau at B = 32 over the fewest at a larger B", tokens, "table1.md"),
 )
-SLOWER = "reduced budget: the K sweep stops at 1.2 x the L_seq tau, before the first-token loss onset at K >= 13"
+SLOWER = (
+    "reduced budget: the lead sweep (docs/sweeps/lead_sweep.toml) carries the K sweep's runs past the first-token "
+    "loss onset; the Ks it has not reached yet have no loss onset"
+)
 # what ours measures where it is not simply the paper's quantity ("yes")
 SAME = {
     "Table 1": "yes at B = 32 (clipped, as the original); the paper's B >= 64 are likely K = 10 cosine runs (SPEC 7)",
