@@ -104,7 +104,7 @@ def summary_rows(entries: dict[str, dict]) -> list[dict[str, Any]]:
     out = []
     for g in GAPS:
         s = sweep_lead([e["onsets"] for e in entries.values()], g)
-        s["Ks_positive"] = ", ".join(str(k) for k in s["Ks_positive"])
+        s["Ks_positive"] = ", ".join(str(k) for k in sorted(s["Ks_positive"]))  # one order, fresh or from the log
         out.append({**s, "paper_mean_lead_frac": paper.LEAD_FRACTION if g == GAPS[0] else None})
     return out
 
