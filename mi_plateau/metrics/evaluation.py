@@ -1,5 +1,4 @@
-"""The evaluation's forward passes and the checkpoint metrics of both families (see the
-package's docstring for their definitions)."""
+"""The evaluation's forward passes and the checkpoint metrics of both families (package docstring)."""
 
 from __future__ import annotations
 
