@@ -75,7 +75,7 @@ def stacked_forward(cfg: RunConfig):
     """``f(stacked_params, tokens[M, batch, seq_len - 1]) -> logits [M, batch, n_pred, vocab]``."""
     from torch.func import vmap
 
-    from .devices import autocast
+    from .devices import in_precision
     from .model.forward import Weights, forward
 
     m = cfg.model
@@ -85,16 +85,7 @@ def stacked_forward(cfg: RunConfig):
         W = Weights.of(params, m)
         return forward(W, tokens)[:, pos.start : pos.stop]
 
-    f = vmap(one)
-    if cfg.train.precision == "fp32":
-        return f
-
-    def cast(params, tokens):
-        with autocast(tokens.device, cfg.train.precision):
-            logits = f(params, tokens)
-        return logits.float()
-
-    return cast
+    return in_precision(vmap(one), cfg.train.precision)
 
 
 def _pad(batch: torch.Tensor, size: int) -> tuple[torch.Tensor, torch.Tensor | None]:

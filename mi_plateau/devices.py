@@ -10,6 +10,7 @@ a run resumed on another device continues the same run up to that rounding, not 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
@@ -77,6 +78,21 @@ def autocast(device: torch.device, precision: str) -> AbstractContextManager:
     if precision == "bf16":
         return torch.autocast(device.type, dtype=torch.bfloat16)
     return nullcontext()
+
+
+def in_precision(fn: Callable[..., torch.Tensor], precision: str) -> Callable[..., torch.Tensor]:
+    """``fn`` (a training forward: its last argument the input tokens, its result the logits)
+    under ``autocast`` on the tokens' device, its logits returned in fp32 so the loss is reduced in
+    fp32; for "fp32", ``fn`` itself."""
+    if precision == "fp32":
+        return fn
+
+    def cast(*args: Any) -> torch.Tensor:
+        with autocast(args[-1].device, precision):
+            logits = fn(*args)
+        return logits.float()
+
+    return cast
 
 
 def configure(device: torch.device) -> None:

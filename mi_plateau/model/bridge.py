@@ -16,6 +16,7 @@ import torch
 from torch import Tensor
 
 from ..config import RunConfig, layout_for
+from ..devices import in_precision
 from ..task import D_VOCAB
 from .forward import Weights, check_shared, forward
 
@@ -149,7 +150,7 @@ def training_forward(cfg: RunConfig, model: TransformerBridge) -> Callable[[Tens
     if kind == "bridge":
         net = getattr(model, "original_model", model)
         run = lambda tokens: net(tokens)[:, pos.start : pos.stop]  # noqa: E731
-        return _in_precision(cfg, torch.compile(run) if cfg.train.compile else run, model)
+        return in_precision(torch.compile(run) if cfg.train.compile else run, cfg.train.precision)
     m = cfg.model
     params = model.state_dict(keep_vars=True)  # the Parameter objects the optimizer steps
     start = pos.start if kind == "fast" else 0
@@ -161,31 +162,14 @@ def training_forward(cfg: RunConfig, model: TransformerBridge) -> Callable[[Tens
         return forward(W, tokens, start, shared)[:, pos.start - start : pos.stop - start]
 
     if not cfg.train.compile:
-        return _in_precision(cfg, run, model)
+        return in_precision(run, cfg.train.precision)
     compiled = torch.compile(run)
 
     def checked(tokens: Tensor) -> Tensor:
         check_shared(tokens, shared, start)  # data-dependent: outside the compiled graph
         return compiled(tokens)
 
-    return _in_precision(cfg, checked, model)
-
-
-def _in_precision(cfg: RunConfig, run: Callable[[Tensor], Tensor], model) -> Callable[[Tensor], Tensor]:
-    """``run`` under ``cfg.train.precision`` (``devices.autocast``), its logits returned in fp32
-    so the loss is reduced in fp32; fp32 runs ``run`` as it is."""
-    if cfg.train.precision == "fp32":
-        return run
-    from ..devices import autocast
-
-    device = next(model.parameters()).device
-
-    def cast(tokens: Tensor) -> Tensor:
-        with autocast(device, cfg.train.precision):
-            logits = run(tokens)
-        return logits.float()
-
-    return cast
+    return in_precision(checked, cfg.train.precision)
 
 
 def head_names(n_layers: int, n_heads: int) -> list[str]:
