@@ -52,7 +52,8 @@ TRAIN_FLAGS = train_flags()
 # the recipes of mi_plateau.reproduce, named here so that the parser imports nothing heavy
 RECIPE_NAMES = tuple(
     "core k_sweep fixed_d fixed_d_noclip len_z batch_size batch_size_noclip seeds_init seeds_warmup lr_sweep "
-    "phase_boundary dissipation label_noise direction selector_groups hessian figure3 controls scorecard".split()
+    "phase_boundary dissipation label_noise direction selector_groups hessian figure3 noise_estimator controls "
+    "scorecard".split()
 )
 
 RECIPE_HELP = (
@@ -63,9 +64,10 @@ RECIPE_HELP = (
     "original ran them, by the transition width; dissipation: Table 11; label_noise: Figure 2b; direction: Table 2; "
     "selector_groups: Table 12's gradient cancellation; hessian: Table 10, the Hessian pass over the K sweep's "
     "runs at K = 3, 5, 10, 20 and 36; figure3: Figure 3 and the ~50%% lead as the paper computed them, over the "
-    "K sweep's runs; controls: Table 12, every tested mechanism beside the paper's, read from the "
-    "other recipes' committed tables; scorecard: docs/scorecard.md, each of the paper's tables, figures and "
-    "claims beside ours, read from the committed tables)"
+    "K sweep's runs; noise_estimator: Figure 2b's p = 0.2 crossing under the original's 32-sample estimator, "
+    "over replays on docs/sweeps/noise_f2b.toml's runs; controls: Table 12, every tested mechanism beside the "
+    "paper's, read from the other recipes' committed tables; scorecard: docs/scorecard.md, each of the "
+    "paper's tables, figures and claims beside ours, read from the committed tables)"
 )
 
 

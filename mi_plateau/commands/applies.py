@@ -33,6 +33,7 @@ USES: dict[str, dict[str, str]] = {
         "": "device progress root docs static",
         "--dry-run": "dry_run root",
     },
+    "reproduce noise_estimator": {"": "progress root docs static", "--dry-run": "dry_run root"},  # trains nothing
     "reproduce controls": {"": "docs", "--dry-run": "dry_run docs"},  # read the committed tables
     "reproduce scorecard": {"": "docs", "--dry-run": "dry_run docs"},
     "sweep": {

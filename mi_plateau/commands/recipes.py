@@ -56,6 +56,7 @@ def cmd_reproduce(args) -> int:
         "core": reproduce_core,
         "hessian": reproduce_hessian,
         "figure3": reproduce_figure3,
+        "noise_estimator": reproduce_noise_estimator,
         "controls": reproduce_controls,
         "scorecard": reproduce_scorecard,
     }.get(args.recipe, reproduce_sweep)
@@ -125,6 +126,19 @@ def reproduce_figure3(recipe: str, options: RunOptions) -> int:
         return 0
     o = options
     return print_tables(run_figure3_recipe(o.root, o.docs, progress=o.progress, device=o.device, static=o.static))
+
+
+def reproduce_noise_estimator(recipe: str, options: RunOptions) -> int:
+    """``reproduce noise_estimator``: Figure 2b's p = 0.2 crossing under the original's estimator,
+    over the noise sweep's runs here and in its log (nothing is trained); its dry run lists the runs."""
+    from ..reproduce.noise_estimator import run_noise_estimator_recipe, sweep_runs
+    from ..sweeps import status
+
+    if options.dry_run:
+        print(to_markdown([{"run": str(p), "status": status(p)} for p in sweep_runs(Path(options.root))]), end="")
+        return 0
+    o = options
+    return print_tables(run_noise_estimator_recipe(o.root, o.docs, progress=o.progress, static=o.static))
 
 
 def reproduce_controls(recipe: str, options: RunOptions) -> int:

@@ -1,0 +1,199 @@
+"""``reproduce noise_estimator``: Figure 2b's 16x read the way the original measured it.
+
+The paper's delay at label noise p = 0.2 is the crossing of its 32-sample clean L_seq estimator
+(32 random groups, one example each), read every 200 steps: a random variable with a long tail,
+not the crossing of the exact mean. Over the runs of ``<root>/paper_noise_f2b/``
+(docs/sweeps/noise_f2b.toml: one long K = 10 run at p = 0.2 and its clean twin, a checkpoint every
+50 steps), this replays that estimator ``DRAWS`` times on each run (``passes.sampled.sampled_tau``:
+every 200 steps, 32 groups with one example each) and writes, per noisy run, its crossing as a
+distribution beside the exact one: median, 5-95%, the share of replays that never crossed, and the
+delay over the clean run's tau two ways: over the clean run's exact tau, and replay by replay (the
+two runs share an evaluation set and a seed, so replay i draws the same examples on both:
+paired). A noisy run whose exact mean has not crossed says "no escape by N steps".
+
+Nothing is trained. The log ``noise_estimator_log.json`` keeps each run's replays, so the table
+rebuilds where the run folders are gone (a run here replaces its logged entry).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import paper
+from ..checkpoints import Run, RunError, atomic_write_json, read_json
+from ..summaries import nan_to_none
+from ..sweeps import status
+from .writer import Built, Table, write_built
+
+SWEEP = "paper_noise_f2b"
+LOG = "noise_estimator_log.json"
+DRAWS = 2000  # replays per run
+EVERY = 200  # the original read its estimate every 200 steps on the noise runs
+N_SAMPLE = 32  # groups per estimate, one example each
+SEED = 0  # one seed for every run: paired replays
+_NAME = re.compile(r"K(\d+)_label_noise([0-9.]+)$")
+
+
+def sweep_runs(root: str | Path) -> list[Path]:
+    """The started runs of the sweep under ``root``, by (K, p)."""
+    folder = Path(root) / SWEEP
+    found = [p for p in (folder.iterdir() if folder.is_dir() else ()) if _NAME.match(p.name)]
+    found = [p for p in found if status(p) in ("finished", "running")]
+    return sorted(found, key=lambda p: tuple(float(x) for x in _NAME.match(p.name).groups()))
+
+
+def run_entry(run: Run, draws: int = DRAWS, every: int = EVERY, progress: bool = False) -> dict[str, Any]:
+    """One run's part of the log: K, p, status and steps, the tau of its records (settled) and
+    on the estimator's grid, and each replay's crossing (None: never crossed)."""
+    from ..passes.sampled import sampled_tau
+
+    cfg = run.config()
+    got = sampled_tau(run, n_sample=N_SAMPLE, draws=draws, every=every, seed=SEED, progress=progress)
+    return {
+        "run": run.name,
+        "K": cfg.task.K,
+        "p": cfg.task.label_noise,
+        "status": status(run.path),
+        "steps": run.steps()[-1],
+        "tau": got["tau_recorded"],
+        "tau_grid": got["tau_exact_grid"],
+        "draws": draws,
+        "every": every,
+        "n_sample": N_SAMPLE,
+        "seed": SEED,
+        "taus": got["taus"],
+    }
+
+
+def _late(taus: list[int | None]) -> np.ndarray:
+    """Replay crossings as floats, a replay that never crossed as +inf (later than any step)."""
+    return np.array([math.inf if t is None else float(t) for t in taus])
+
+
+def _q(x: np.ndarray, q: float) -> float | None:
+    v = float(np.percentile(x, q, method="lower"))
+    return v if math.isfinite(v) else None
+
+
+def delay_stats(x: np.ndarray, base, how: str) -> dict[str, float | None]:
+    """The delay ``x / base`` (replay crossings over a scalar tau, or over paired replays) as
+    its 5/50/95% quantiles and the share at or under the paper's delay; a pair whose clean
+    replay never crossed has no delay and is left out (``unknown``: their share). None where
+    there is no base."""
+    cols = [f"delay_{how}_q05", f"delay_{how}_q50", f"delay_{how}_q95", f"p_le_{paper.LABEL_NOISE_DELAY:g}x_{how}"]
+    out: dict[str, float | None] = dict.fromkeys(cols)
+    if how == "paired":
+        out["delay_paired_unknown"] = None
+    if base is None:
+        return out
+    known = np.isfinite(base) & np.ones_like(x, dtype=bool)
+    d = x[known] / (base[known] if np.ndim(base) else base)
+    if how == "paired":
+        out["delay_paired_unknown"] = float(1 - known.mean())
+    if len(d):
+        out.update(zip(cols, [*(_q(d, q) for q in (5, 50, 95)), float((d <= paper.LABEL_NOISE_DELAY).mean())]))
+    return out
+
+
+def estimator_rows(entries: dict[str, dict]) -> list[dict[str, Any]]:
+    """One row per noisy run (p > 0) whose K has a clean run (p = 0) in ``entries``."""
+    clean = {e["K"]: e for e in entries.values() if e["p"] == 0}
+    rows = []
+    for e in sorted(entries.values(), key=lambda e: (e["K"], e["p"])):
+        c = clean.get(e["K"])
+        if e["p"] == 0 or c is None:
+            continue
+        x = _late(e["taus"])
+        row: dict[str, Any] = {
+            "K": e["K"],
+            "p": e["p"],
+            "run": e["run"],
+            "status": e["status"],
+            "steps": e["steps"],
+            "tau_exact": e["tau"],
+            "no_escape_by": e["steps"] if e["tau"] is None else None,
+            "replays": len(x),
+            "crossing_q05": _q(x, 5),
+            "crossing_q50": _q(x, 50),
+            "crossing_q95": _q(x, 95),
+            "p_no_crossing": float(np.isinf(x).mean()),
+            "clean_tau_exact": c["tau"],
+        }
+        bases = {"exact": float(c["tau"]) if c["tau"] else None, "paired": None}
+        if (c["draws"], c["seed"], c["every"]) == (e["draws"], e["seed"], e["every"]):
+            bases["paired"] = _late(c["taus"])
+        for how, base in bases.items():
+            row.update(delay_stats(x, base, how))
+        row["exact_delay"] = e["tau"] / c["tau"] if e["tau"] and c["tau"] else None
+        row["paper_delay"] = paper.LABEL_NOISE_DELAY if e["p"] == 0.2 else None
+        rows.append(row)
+    return rows
+
+
+NOTE = (
+    "The original's estimator replayed: every {every} steps, L_seq averaged over {n} groups drawn with "
+    "replacement, one example each, {draws} replays per run; a replay's crossing is its first estimate "
+    "below 0.5 log K. crossing_q*: the noisy run's replay crossings (steps; a replay that never crossed counts "
+    "as later than any step, None where that is the quantile); p_no_crossing: the share that never crossed by "
+    "the run's last step. delay_exact_*: replay crossing over the clean run's exact tau; delay_paired_*: replay "
+    "i on the noisy run over replay i on the clean run (the same draws), left out where the clean replay never "
+    "crossed (delay_paired_unknown: their share); p_le_16x_*: the share of replays at "
+    "or under the paper's 16x (a replay that never crossed counts as over). tau_exact: the first checkpoint with "
+    "the full evaluation set's L_seq < 0.5 log K (settled); no_escape_by: the step the run got to without one. "
+    "Regenerate: `mi-plateau sweep docs/sweeps/noise_f2b.toml --jobs 1`, then `mi-plateau reproduce noise_estimator`."
+)
+
+
+def build(entries: dict[str, dict]) -> Built:
+    some = next(iter(entries.values()))
+    note = NOTE.format(every=some["every"], n=some["n_sample"], draws=some["draws"])
+    title = "Figure 2b by the original's estimator: the p = 0.2 crossing as a distribution over replays"
+    return Built({"Figure 2b, the estimator": Table("label_noise_estimator", estimator_rows(entries), title, note)})
+
+
+def run_noise_estimator_recipe(
+    root: str | Path = "checkpoints",
+    docs: str | Path = "docs/reproduction",
+    *,
+    draws: int = DRAWS,
+    every: int = EVERY,
+    progress: bool = True,
+    static: bool | None = None,
+) -> dict[str, Any]:
+    """Replay the estimator on the sweep's runs here (their entries replace the log's), write the
+    table and the log; returns the log without the replays."""
+    from ..checkpoints.files import provenance
+
+    root, docs = Path(root), Path(docs)
+    path = docs / LOG
+    log = read_json(path) if path.exists() else {}
+    if not isinstance(log, dict) or not isinstance(log.get("runs", {}), dict):
+        raise RunError(f"{path}: not the noise_estimator recipe's log (expected an object with a table of runs)")
+    entries = dict(log.get("runs") or {})
+    for p in sweep_runs(root):
+        if progress:
+            print(f"noise_estimator {p.name}: scoring every {every} steps, {draws} replays", file=sys.stderr)
+        entries[p.name] = run_entry(Run(p), draws, every, progress)
+    if not any(e["p"] == 0 for e in entries.values()) or all(e["p"] == 0 for e in entries.values()):
+        raise RunError(
+            f"{root / SWEEP}: needs a clean run (label_noise 0) and a noisy one of the same K, here or in {path}; "
+            "train them with `mi-plateau sweep docs/sweeps/noise_f2b.toml`"
+        )
+    built = build(entries)
+    docs.mkdir(parents=True, exist_ok=True)
+    written, note = write_built(docs, built, static)
+    out = {
+        "recipe": "noise_estimator",
+        "runs": entries,
+        "tables": built.rows(),
+        **provenance("mi-plateau reproduce noise_estimator", []),
+    }
+    atomic_write_json(path, nan_to_none({**out, "written": [str(w) for w in [*written, path]]}))
+    short = {k: v for k, v in out.items() if k != "runs"}
+    return nan_to_none({**short, "written": [str(w) for w in written], "static_note": note})

@@ -1,0 +1,75 @@
+"""``reproduce noise_estimator`` (Figure 2b read the original's way): the delays on hand-built
+replays, the recipe on two tiny runs against the replay pass itself, the rebuild from its log,
+and the one-line refusals."""
+
+import json
+
+import numpy as np
+import pytest
+
+from mi_plateau.checkpoints import Run, RunError
+from mi_plateau.reproduce.noise_estimator import SWEEP, estimator_rows, run_noise_estimator_recipe
+
+
+def entry(p, tau, taus, **kw):
+    return {"K": 10, "p": p, "run": f"p{p}", "status": "finished", "steps": 5000, "tau": tau, "draws": len(taus),
+            "seed": 0, "every": 200, "n_sample": 32, "taus": taus, **kw}  # fmt: skip
+
+
+def test_delays_on_hand_built_replays():
+    clean = entry(0.0, 100, [100, 100, 200, None])
+    noisy = entry(0.2, 2000, [1600, 3200, None, 800])
+    (row,) = estimator_rows({"c": clean, "n": noisy})
+    # over the clean exact tau: 16, 32, never (over any), 8
+    assert (row["delay_exact_q05"], row["delay_exact_q50"], row["delay_exact_q95"]) == (8.0, 16.0, 32.0)
+    assert row["p_le_16x_exact"] == 0.5 and row["p_no_crossing"] == 0.25
+    # paired: 16, 32, never / 200 = over; the fourth pair's clean replay never crossed: unknown
+    assert row["delay_paired_unknown"] == 0.25 and row["p_le_16x_paired"] == pytest.approx(1 / 3)
+    assert row["exact_delay"] == 20.0 and row["no_escape_by"] is None
+
+
+def test_no_escape_and_unpaired_settings():
+    clean = entry(0.0, 100, [100, 100, 100], seed=1)
+    noisy = entry(0.2, None, [None, None, 900])
+    (row,) = estimator_rows({"c": clean, "n": noisy})
+    assert row["no_escape_by"] == 5000 and row["exact_delay"] is None
+    assert row["crossing_q50"] is None and row["crossing_q05"] == 900.0  # the median replay never crossed
+    assert row["delay_paired_q50"] is None and row["delay_paired_unknown"] is None  # other seeds: not paired
+
+
+@pytest.fixture(scope="module")
+def noise_root(tmp_path_factory, tiny_cfg):
+    from mi_plateau.config.presets import with_overrides
+    from mi_plateau.train import train
+
+    root = tmp_path_factory.mktemp("noise")
+    for p in (0.0, 0.2):
+        cfg = with_overrides(tiny_cfg, {"label_noise": p, "max_steps": 160})
+        train(cfg, root / SWEEP / f"K{cfg.task.K}_label_noise{p}", progress=False)
+    return root
+
+
+def test_recipe_matches_the_replay_pass_and_rebuilds_from_its_log(noise_root, tmp_path):
+    from mi_plateau.passes.sampled import sampled_tau
+
+    docs = tmp_path / "docs"
+    out = run_noise_estimator_recipe(noise_root, docs, draws=50, every=20, progress=False, static=False)
+    (row,) = out["tables"]["Figure 2b, the estimator"]
+    noisy = Run(noise_root / SWEEP / "K4_label_noise0.2")
+    direct = sampled_tau(noisy, n_sample=32, draws=50, every=20, seed=0)
+    log = json.loads((docs / "noise_estimator_log.json").read_text())
+    assert log["runs"]["K4_label_noise0.2"]["taus"] == direct["taus"]
+    late = np.array([np.inf if t is None else t for t in direct["taus"]], dtype=float)
+    assert row["p_no_crossing"] == pytest.approx(np.isinf(late).mean())
+    assert row["crossing_q50"] == (v if np.isfinite(v := np.percentile(late, 50, method="lower")) else None)
+    assert (docs / "label_noise_estimator.md").exists()
+    # the run folders gone: the table rebuilds from the log alone, the same
+    again = run_noise_estimator_recipe(tmp_path / "nowhere", docs, progress=False, static=False)
+    assert again["tables"] == out["tables"]
+
+
+def test_without_a_clean_run_one_line_error(tmp_path):
+    with pytest.raises(RunError, match="needs a clean run") as e:
+        run_noise_estimator_recipe(tmp_path, tmp_path / "docs", progress=False, static=False)
+    assert "\n" not in str(e.value)
+    assert not (tmp_path / "docs").exists()
