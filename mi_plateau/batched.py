@@ -96,13 +96,17 @@ def _pad(batch: torch.Tensor, size: int) -> tuple[torch.Tensor, torch.Tensor | N
     return torch.cat([batch, batch[:1].expand(size - n, -1)]), weight
 
 
-def stacked_step(f, active: Sequence, batch_size: int) -> list[tuple[float, float]]:
+def stacked_step(f, active: Sequence, batch_size: int) -> list[tuple[float, float, float, torch.Tensor]]:
     """One update of every member (anything with ``cfg``, ``model``, ``opt``, ``sampler`` and
-    ``step``) through the stacked forward ``f``; returns their losses and gradient norms before
-    clipping. Does not count the step (``Member.after_step`` does)."""
+    ``step``) through the stacked forward ``f``; returns, per member, its loss, its gradient's
+    norm before clipping, its first-token loss (``train.first_token_loss``) and its batch. Does
+    not count the step (``Member.after_step`` does)."""
+    from .train import first_token_loss
+
     params = [m.model.state_dict(keep_vars=True) for m in active]
     stacked = {k: torch.stack([p[k] for p in params]) for k in params[0]}
-    padded = [_pad(m.sampler.sample().to(m.device, non_blocking=True), batch_size) for m in active]
+    batches = [m.sampler.sample().to(m.device, non_blocking=True) for m in active]
+    padded = [_pad(b, batch_size) for b in batches]
     tokens = torch.stack([t for t, _ in padded])
     logits = f(stacked, tokens[:, :, :-1])
     losses = [batch_loss(m.cfg, logits[i], tokens[i], w) for i, (m, (_, w)) in enumerate(zip(active, padded))]
@@ -110,7 +114,8 @@ def stacked_step(f, active: Sequence, batch_size: int) -> list[tuple[float, floa
         m.opt.zero_grad(set_to_none=True)
     torch.stack(losses).sum().backward()
     norms = [apply_update(m.cfg, m.opt, m.step) for m in active]
-    return [(loss.item(), norm) for loss, norm in zip(losses, norms)]
+    firsts = [first_token_loss(m.cfg, logits[i], tokens[i], w) for i, (m, (_, w)) in enumerate(zip(active, padded))]
+    return [(loss.item(), norm, first, b) for loss, norm, first, b in zip(losses, norms, firsts, batches)]
 
 
 def train_members(members: Sequence[Member], *, progress: bool = True) -> None:
@@ -134,8 +139,8 @@ def train_members(members: Sequence[Member], *, progress: bool = True) -> None:
         )
     try:
         while active:
-            for m, (loss, norm) in zip(active, stacked_step(f, active, B)):
-                m.after_step(loss, norm)
+            for m, (loss, norm, first, batch) in zip(active, stacked_step(f, active, B)):
+                m.after_step(loss, norm, first, batch)
             if bar is not None:
                 bar.update(len(active))
             active = [m for m in active if not m.done]

@@ -104,21 +104,41 @@ def transition_width(
     return t_start, t_end, t_end - t_start
 
 
+DISSIPATION_KEYS = tuple(f"dissipation_{g}{k}" for g in ("", "train_") for k in ("Q", "window_start", "window_end"))
+GAPS = {  # Table 11's z-gap per checkpoint record: ours (the evaluation set's) and the original's
+    "swap": lambda r: r["metrics"].get("swap_gap"),
+    "train": lambda r: (
+        r["train_first_loss_z_deranged"] - r["train_first_loss"]
+        if r.get("train_first_loss") is not None and r.get("train_first_loss_z_deranged") is not None
+        else None
+    ),
+}
+
+
 def dissipation(
-    records: Sequence[dict[str, Any]], log_K: float, lo: float = 0.1, hi_frac: float = 0.9
+    records: Sequence[dict[str, Any]], log_K: float, lo: float = 0.1, hi_frac: float = 0.9, gap: str = "swap"
 ) -> dict[str, Any]:
     """Table 11's gradient dissipation over the transition window (the original's definition):
     Q = sum over the checkpoints i in the window of lr_i x (mean squared gradient norm, before
     clipping, over the steps since checkpoint i - 1) x (step_i - step_{i-1}), in nats-free units
     of lr x |grad|^2 x steps. The window runs from the first checkpoint whose z-gap exceeds
-    ``lo`` nats to the first whose z-gap exceeds ``hi_frac`` log K, both included; the z-gap is
-    the record's ``swap_gap`` (first-token candidate loss with each selector replaced, minus the
-    clean one). None where the window never closes or a record in it lacks the squared norm
-    (runs recorded before the trainer kept it)."""
-    gap = [num(r["metrics"].get("swap_gap")) for r in records]
-    start = next((i for i, g in enumerate(gap) if g > lo), None)
-    end = next((i for i, g in enumerate(gap) if start is not None and i >= start and g > hi_frac * log_K), None)
+    ``lo`` nats to the first whose z-gap exceeds ``hi_frac`` log K, both included (the blocks
+    at both ends summed). The z-gap (``GAPS``): ``swap``, ours, the record's ``swap_gap``
+    (first-token candidate loss on the evaluation set with each selector replaced, minus the
+    clean one); ``train``, the original's, the first-token loss of the last training batch with
+    its selectors deranged across the batch minus the mean first-token training loss since the
+    previous checkpoint. None where the window never closes, a record in it lacks the squared
+    norm, or (``train``) the records lack the training batches' losses (runs trained before the
+    trainer kept them: ``missing`` says so)."""
+    read = GAPS[gap]
+    gaps = [read(r) for r in records[1:]]
     out: dict[str, Any] = {"Q": None, "window_start": None, "window_end": None}
+    if gap == "train" and (not gaps or any(g is None for g in gaps)):
+        out["missing"] = "records without the training batches' first-token losses (trained before they were kept)"
+        return out
+    gap_at = [num(g) for g in [read(records[0]) if records else None, *gaps]]
+    start = next((i for i, g in enumerate(gap_at) if g > lo), None)
+    end = next((i for i, g in enumerate(gap_at) if start is not None and i >= start and g > hi_frac * log_K), None)
     if start is None or end is None:
         return out
     out.update(window_start=int(records[start]["step"]), window_end=int(records[end]["step"]))
@@ -224,8 +244,9 @@ def summarize(cfg: RunConfig, records: list[dict[str, Any]]) -> dict[str, Any]:
         "swap_gap_0.1_step": gap_step,
         **(
             {f"dissipation_{k}": v for k, v in dissipation(records, log_K).items()}
+            | {f"dissipation_train_{k}": v for k, v in dissipation(records, log_K, gap="train").items()}
             if cfg.task.has_selector
-            else {"dissipation_Q": None, "dissipation_window_start": None, "dissipation_window_end": None}
+            else dict.fromkeys(DISSIPATION_KEYS)
         ),
         "last_step": steps[-1] if steps else None,
         "final_Lc": Lc[-1] if Lc else None,

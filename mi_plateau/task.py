@@ -270,6 +270,15 @@ class EvalSet:
         return self.task.tokens(self.g, (self.s + shift) % K, target_sel=self.s)
 
 
+def derangement(n: int, seed: int) -> np.ndarray:
+    """A random permutation of range(n) with no fixed point (n >= 2), from ``seed``."""
+    rng = np.random.default_rng([seed, 0x5F0F])
+    while True:
+        p = rng.permutation(n)
+        if n < 2 or not (p == np.arange(n)).any():
+            return p
+
+
 def make_eval_set(task: Task, cfg: EvalConfig) -> EvalSet:
     n = min(cfg.n_groups, task.cfg.n_b)
     rng = np.random.default_rng([cfg.eval_seed, 0xE7A1])

@@ -133,8 +133,7 @@ class _LoopPasses:
     the sums that ``add_batch`` adds each example batch to, and ``result``, their means."""
 
     def __init__(self, model, ev, shift: int):
-        from ..passes.probes import derangement
-        from ..task import CHAR0
+        from ..task import CHAR0, derangement
 
         task, lay = ev.task, ev.task.layout
         self.model, self.ev, self.shift = model, ev, shift

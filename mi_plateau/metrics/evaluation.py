@@ -31,6 +31,12 @@ def candidate_losses(
     return Lc, mass
 
 
+def first_token_rows(fp_logits: Float[Tensor, "batch vocab"], ev: EvalSet) -> tuple[Tensor, Tensor, Tensor]:
+    """Per row of ``ev``: (Lc, candidate mass, L1) from its logits at the position that predicts A1."""
+    Lc, mass = candidate_losses(fp_logits, ev.candidates, ev.cand_index)
+    return Lc, mass, F.cross_entropy(fp_logits, ev.target_first, reduction="none")
+
+
 def target_loss(logits: Float[Tensor, "batch pos vocab"], tokens: Int[Tensor, "batch pos"], layout: Layout) -> Tensor:
     """Mean next-token cross-entropy over the target tokens and EOS (what training minimises)."""
     pos = layout.pred_positions
@@ -132,9 +138,8 @@ def evaluate(model, ev: EvalSet, batch: int = 256, live: Live | None = None, seq
     first-token losses over every group; exact match and the full target loss over the live
     groups; L_seq and candidate accuracy over their live rows, L_seq recorded as an estimate of
     the full-set mean with its standard error (``L_seq_se``; ``checkpoints.settle`` makes the
-    crossings exact afterwards); with
-    ``sequence=False`` too, L_seq is left out (NaN, ``L_seq_se`` None: unknown). Without
-    ``live`` every group is scored and ``L_seq_se`` is 0 (``sequence=False``: no paper family)."""
+    crossings exact afterwards); with ``sequence=False`` too, L_seq is left out (NaN, ``L_seq_se``
+    None: unknown). Without ``live`` every group is scored and ``L_seq_se`` is 0."""
     W, ev = _on_model(model, ev)
     K = ev.task.cfg.K
     if live is not None and ev.has_sequence_candidates:
@@ -178,9 +183,8 @@ def group_scores(model, ev: EvalSet, groups: np.ndarray, batch: int = 256) -> di
 
 @torch.no_grad()
 def first_token_losses(model, ev: EvalSet, batch: int = 256) -> dict[str, float]:
-    """The means of the first-token losses over every row (Lc, L1, the candidate mass, the
-    swap gap), from the positions up to the one that predicts A1 only: what a live checkpoint
-    computes on every group."""
+    """The means of the first-token losses over every row (Lc, L1, the candidate mass, the swap
+    gap), from the positions up to the one that predicts A1 only (a live checkpoint's)."""
     W, ev = _on_model(model, ev)
     Lc, L1, mass, swap = _first_token(W, ev, batch)
     gap = swap.mean().item() - Lc.mean().item() if swap is not None else float("nan")
@@ -199,8 +203,7 @@ def _first_token(W: Weights, ev: EvalSet, batch: int):
         read, where = pk.rows(seqs, fp)
         lg, _ = run_packed(W, pk.tokens[c, :w], pk.positions[c, :w], pk.blocked_for(c, w), read)
         at_fp[seqs] = lg[pk.pack[seqs] - c.start, where]
-    Lc, mass = candidate_losses(at_fp[:N], ev.candidates, ev.cand_index)
-    L1 = F.cross_entropy(at_fp[:N], ev.target_first, reduction="none")
+    Lc, mass, L1 = first_token_rows(at_fp[:N], ev)
     swap = candidate_losses(at_fp[N:], ev.candidates, ev.cand_index)[0] if pk.n_seqs > N else None
     return Lc, L1, mass, swap
 
@@ -278,12 +281,10 @@ def _per_example(W: Weights, ev: EvalSet, batch: int, score: np.ndarray | None =
     example's clean input), and the last block computes only the positions that are read. The
     numbers equal ``evaluate_reference`` (plain bridge forwards) to float precision.
 
-    The paper family scores the K candidate strings of the rows where ``score`` (a mask over
-    the rows; default every row) is true: each prompt is read from the packs' keys and values, and only the other
-    candidates' four positions are computed (``sequence_scores``); the other rows' scores stay
-    unset. ``sequence=False`` leaves the paper family out (None), for timing the first-token
-    family alone.
-    """
+    The paper family scores the K candidate strings of the rows where ``score`` (a mask over the
+    rows; default every row) is true: each prompt is read from the packs' keys and values, and
+    only the other candidates' four positions are computed (``sequence_scores``); the other rows'
+    scores stay unset. ``sequence=False`` leaves the paper family out (None)."""
     lay = ev.task.layout
     K, N = ev.task.cfg.K, len(ev.tokens)
     P, fp = lay.seq_len - 1, lay.first_pred
@@ -304,8 +305,7 @@ def _per_example(W: Weights, ev: EvalSet, batch: int, score: np.ndarray | None =
             scores[rows] = sequence_scores(
                 W, ev, rows, prefix_kv_of(pk, kv, rows, fp, c.start), logits[rows, fp], logits[rows, fp + 1 :]
             )
-    Lc, mass = candidate_losses(logits[:, fp], ev.candidates, ev.cand_index)
-    L1 = F.cross_entropy(logits[:, fp], ev.target_first, reduction="none")
+    Lc, mass, L1 = first_token_rows(logits[:, fp], ev)
     full = target_loss(logits, ev.tokens, lay).item()
     swap = candidate_losses(swap_fp, ev.candidates, ev.cand_index)[0] if sel else None
     return _Rows(Lc, L1, mass, full, example_correct(logits, ev.tokens, lay), swap, scores)

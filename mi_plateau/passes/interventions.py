@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from jaxtyping import Float, Int
 from torch import Tensor
 
-from ..metrics import candidate_losses, target_loss
+from ..metrics import candidate_losses, first_token_rows, target_loss
 from ..model.forward import Weights, block, from_mid, unembed
 from ..model.packing import Packing
 from ..task import EvalSet
@@ -49,11 +49,12 @@ class Baseline:
             .view(N, -1)
             .mean(1)
         )
+        Lc, _, L1 = first_token_rows(run.clean_fp, ev)
         return cls(
             target_loss(run.clean, ev.tokens, lay).item(),
             full_ex,
-            candidate_losses(run.clean_fp, ev.candidates, ev.cand_index)[0],
-            F.cross_entropy(run.clean_fp, ev.target_first, reduction="none"),
+            Lc,
+            L1,
             tuple(candidate_losses(lg, ev.candidates, ev.cand_index)[0] for lg in run.swapped_fp),
         )
 

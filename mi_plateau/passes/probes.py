@@ -52,13 +52,20 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
-from ..metrics import accuracy_stats, candidate_losses, example_correct, group_means, sequence_losses, target_loss
+from ..metrics import (
+    accuracy_stats,
+    candidate_losses,
+    example_correct,
+    first_token_rows,
+    group_means,
+    sequence_losses,
+    target_loss,
+)
 from ..model import head_names
 from ..model.forward import Weights
-from ..task import CHAR0, EvalSet
+from ..task import CHAR0, EvalSet, derangement
 from .head_scores import HEAD_SCORES, HeadInputs
 from .interventions import Baseline, HeadEffects, ablate_layer, logit_diff, patch_layer
 from .packed import PackedRun, packed_forward
@@ -68,15 +75,6 @@ Columns = dict[str, Any]  # one pass's columns of a row: name -> value (a checkp
 NAN = float("nan")
 # the groups table's columns, in the order its rows list them
 GROUP_COLUMNS = ("acc", "Lc", "cand_acc", "L_seq", "swap_gap", "swap_gap_seq")
-
-
-def derangement(n: int, seed: int) -> np.ndarray:
-    """A random permutation of range(n) with no fixed point (n >= 2), from ``seed``."""
-    rng = np.random.default_rng([seed, 0x5F0F])
-    while True:
-        p = rng.permutation(n)
-        if n < 2 or not (p == np.arange(n)).any():
-            return p
 
 
 def same_group_row(ev: EvalSet, sel: np.ndarray) -> torch.Tensor:
@@ -158,8 +156,7 @@ def clean_pass(ev: EvalSet, run: PackedRun) -> tuple[Columns, Columns]:
     candidate mass and accuracy numbers (``metrics.accuracy_stats``); per group, its accuracy
     and mean Lc."""
     lay, K = ev.task.layout, ev.task.cfg.K
-    Lc, mass = candidate_losses(run.clean_fp, ev.candidates, ev.cand_index)
-    L1 = F.cross_entropy(run.clean_fp, ev.target_first, reduction="none")
+    Lc, mass, L1 = first_token_rows(run.clean_fp, ev)
     acc = group_means(example_correct(run.clean, ev.tokens, lay).float(), K)
     ck = {
         "Lc": Lc.mean().item(),

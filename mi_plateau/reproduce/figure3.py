@@ -23,11 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from .. import paper
-from ..checkpoints import Run, RunError, atomic_write_json, read_json
+from ..checkpoints import Run, RunError
 from ..frames import records
-from ..summaries import nan_to_none
 from ..sweeps import status
-from .writer import Built, Plot, Table, write_built
+from .writer import Built, Plot, Table, run_logged
 
 LOG = "figure3_log.json"
 SWEEP = "paper_k_sweep"
@@ -182,28 +181,18 @@ def run_figure3_recipe(
 ) -> dict[str, Any]:
     """Read the K sweep's runs here (their entries replace the log's), build, write the tables,
     the figures and the log; returns the log without the series."""
-    root, docs, analyses = Path(root), Path(docs), Path(analyses)
-    path = docs / LOG
-    log = read_json(path) if path.exists() else {}
-    if not isinstance(log, dict) or not isinstance(log.get("runs", {}), dict):
-        raise RunError(f"{path}: not the figure3 recipe's log (expected an object with a table of runs)")
-    entries = dict(log.get("runs") or {})
-    for p in sweep_runs(root):
-        if progress:
-            print(f"figure3 {p.name}: passes and displacements", file=sys.stderr)
-        entries[p.name] = run_entry(Run(p), analyses, delta, device, progress)
-    if not entries:
-        raise RunError(
-            f"{root / SWEEP}: no K-sweep run here and none in {path}; train them with `mi-plateau reproduce k_sweep` "
-            "or `mi-plateau sweep docs/sweeps/lead_sweep.toml`"
-        )
-    built = build_figure3(entries)
-    docs.mkdir(parents=True, exist_ok=True)
-    written, note = write_built(docs, built, static)
-    from ..checkpoints.files import provenance
+    root, analyses = Path(root), Path(analyses)
 
-    stamp = provenance("mi-plateau reproduce figure3", [])
-    out = {"recipe": "figure3", "delta": delta, "runs": entries, "tables": built.rows(), **stamp}
-    atomic_write_json(path, nan_to_none({**out, "written": [str(w) for w in [*written, path]]}))
-    short = {k: v for k, v in out.items() if k != "runs"}
-    return nan_to_none({**short, "written": [str(w) for w in written], "static_note": note})
+    def fresh() -> dict[str, dict]:
+        out = {}
+        for p in sweep_runs(root):
+            if progress:
+                print(f"figure3 {p.name}: passes and displacements", file=sys.stderr)
+            out[p.name] = run_entry(Run(p), analyses, delta, device, progress)
+        return out
+
+    missing = (
+        f"{root / SWEEP}: no K-sweep run here and none in {{log}}; train them with `mi-plateau reproduce k_sweep` "
+        "or `mi-plateau sweep docs/sweeps/lead_sweep.toml`"
+    )
+    return run_logged("figure3", docs, fresh, build_figure3, missing, static, delta=delta)

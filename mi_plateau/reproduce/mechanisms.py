@@ -16,16 +16,24 @@ from .records import NO_CURVES, Collected
 from .writer import Built, Plot, Table
 
 
-def table11(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per (K, lr): our Q (``summaries.dissipation``, None where the window has not
-    closed), its window (the first and last checkpoint summed), the run's status and steps, and
-    the paper's Q."""
+def table11(rows: list[dict[str, Any]], records: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """One row per (K, lr): Q by the original's z-gap (``Q_original``: the training batch's,
+    ``summaries.dissipation(gap="train")``; None where the window has not closed or the run
+    was trained before the trainer kept the training batches' losses) and by ours (``Q``: the
+    evaluation set's swap gap), each with its window (the first and last checkpoint summed),
+    the run's status and steps, and the paper's Q. ``records``: the recipe log's per-run records
+    (``Collected.kept["records"]``), which hold the original's Q beside each row."""
+    records = records or {}
+    orig = {r["run"]: ((records.get(r["run"]) or {}).get("dissipation_original") or {}) for r in rows}
     return [
         {
             "K": r["K"],
             "lr": r["lr"],
+            "Q_original": orig[r["run"]].get("Q"),
             "Q": r.get("dissipation_Q"),
             "paper_Q": paper.TABLE11.get((r["K"], r["lr"])),
+            "window_original_start": orig[r["run"]].get("window_start"),
+            "window_original_end": orig[r["run"]].get("window_end"),
             "window_start": r.get("dissipation_window_start"),
             "window_end": r.get("dissipation_window_end"),
             "tau_paper": r["tau_paper"],
@@ -39,12 +47,16 @@ def table11(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def build_dissipation(collected: Collected, sweep: Sweep, n_boot: int, seed: int) -> Built:
     """Table 11: Q per K and lr beside the paper's."""
     note = (
-        "Q = sum over the checkpoints from the first with a z-gap (swap gap) above 0.1 nats to the first "
-        "above 0.9 log K of lr x mean squared gradient norm before clipping x spacing; clipping 1.0. "
-        "None: the window has not closed (or the run was recorded before the squared norm was kept)."
+        "Q = sum over the checkpoints from the first with a z-gap above 0.1 nats to the first above 0.9 log K "
+        "(both blocks included) of lr x mean squared gradient norm before clipping x spacing; clipping 1.0. "
+        "Q_original: the original's z-gap, the first-token loss of the last training batch with z deranged "
+        "across that batch minus the mean clean first-token training loss since the previous checkpoint; "
+        "Q: ours, the evaluation set's swap gap (Lc with each selector replaced, minus Lc). None: the window "
+        "has not closed, or the run was recorded before the trainer kept what that column reads."
     )
     title = "Table 11: gradient dissipation Q during the transition"
-    return Built({"Table 11": Table("table11", table11(collected.rows), title, note)})
+    rows = table11(collected.rows, collected.kept.get("records"))
+    return Built({"Table 11": Table("table11", rows, title, note)})
 
 
 def noise_delays(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

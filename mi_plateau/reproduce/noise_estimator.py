@@ -26,10 +26,9 @@ from typing import Any
 import numpy as np
 
 from .. import paper
-from ..checkpoints import Run, RunError, atomic_write_json, read_json
-from ..summaries import nan_to_none
+from ..checkpoints import Run, RunError
 from ..sweeps import status
-from .writer import Built, Table, write_built
+from .writer import Built, Table, run_logged
 
 SWEEP = "paper_noise_f2b"
 LOG = "noise_estimator_log.json"
@@ -168,32 +167,23 @@ def run_noise_estimator_recipe(
 ) -> dict[str, Any]:
     """Replay the estimator on the sweep's runs here (their entries replace the log's), write the
     table and the log; returns the log without the replays."""
-    from ..checkpoints.files import provenance
+    root = Path(root)
 
-    root, docs = Path(root), Path(docs)
-    path = docs / LOG
-    log = read_json(path) if path.exists() else {}
-    if not isinstance(log, dict) or not isinstance(log.get("runs", {}), dict):
-        raise RunError(f"{path}: not the noise_estimator recipe's log (expected an object with a table of runs)")
-    entries = dict(log.get("runs") or {})
-    for p in sweep_runs(root):
-        if progress:
-            print(f"noise_estimator {p.name}: scoring every {every} steps, {draws} replays", file=sys.stderr)
-        entries[p.name] = run_entry(Run(p), draws, every, progress)
-    if not any(e["p"] == 0 for e in entries.values()) or all(e["p"] == 0 for e in entries.values()):
-        raise RunError(
-            f"{root / SWEEP}: needs a clean run (label_noise 0) and a noisy one of the same K, here or in {path}; "
-            "train them with `mi-plateau sweep docs/sweeps/noise_f2b.toml`"
-        )
-    built = build(entries)
-    docs.mkdir(parents=True, exist_ok=True)
-    written, note = write_built(docs, built, static)
-    out = {
-        "recipe": "noise_estimator",
-        "runs": entries,
-        "tables": built.rows(),
-        **provenance("mi-plateau reproduce noise_estimator", []),
-    }
-    atomic_write_json(path, nan_to_none({**out, "written": [str(w) for w in [*written, path]]}))
-    short = {k: v for k, v in out.items() if k != "runs"}
-    return nan_to_none({**short, "written": [str(w) for w in written], "static_note": note})
+    def fresh() -> dict[str, dict]:
+        out = {}
+        for p in sweep_runs(root):
+            if progress:
+                print(f"noise_estimator {p.name}: scoring every {every} steps, {draws} replays", file=sys.stderr)
+            out[p.name] = run_entry(Run(p), draws, every, progress)
+        return out
+
+    def build_checked(entries: dict[str, dict]) -> Built:
+        if not any(e["p"] == 0 for e in entries.values()) or all(e["p"] == 0 for e in entries.values()):
+            raise RunError(missing.format(log=Path(docs) / LOG))
+        return build(entries)
+
+    missing = (
+        f"{root / SWEEP}: needs a clean run (label_noise 0) and a noisy one of the same K, here or in {{log}}; "
+        "train them with `mi-plateau sweep docs/sweeps/noise_f2b.toml`"
+    )
+    return run_logged("noise_estimator", docs, fresh, build_checked, missing, static)

@@ -162,7 +162,15 @@ def _local(path: Path) -> dict[str, Any] | None:
     when = dt.datetime.fromtimestamp((path / "manifest.json").stat().st_mtime, dt.timezone.utc).date().isoformat()
     row = {k: row.get(k) for k in ROW_KEYS} | {"trained_at": when}
     curve = {"step": [r["step"] for r in recs]} | {k: [r["metrics"].get(k) for r in recs] for k in CURVE_KEYS}
-    return {"row": row, "config": cfg.to_dict(), "curve": curve, "threads": _threads(run)}
+    # Table 11 by the original's z-gap (the training batch's): kept beside the row, read by that table only
+    original = {k: s.get(f"dissipation_train_{k}") for k in ("Q", "window_start", "window_end", "missing")}
+    return {
+        "row": row,
+        "config": cfg.to_dict(),
+        "curve": curve,
+        "threads": _threads(run),
+        "dissipation_original": original,
+    }
 
 
 def _threads(run: Run) -> int | None:

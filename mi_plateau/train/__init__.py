@@ -20,12 +20,22 @@ from .init_from import init_source, load_init
 from .loop import train
 from .member import Member
 from .rules import next_interval, should_stop
-from .step import apply_update, batch_loss, load_optimizer, lr_at, make_optimizer, optimizer_tensors, train_step
+from .step import (
+    apply_update,
+    batch_loss,
+    first_token_loss,
+    load_optimizer,
+    lr_at,
+    make_optimizer,
+    optimizer_tensors,
+    train_step,
+)
 
 __all__ = [
     "Member",
     "apply_update",
     "batch_loss",
+    "first_token_loss",
     "init_source",
     "load_init",
     "load_optimizer",

@@ -65,8 +65,9 @@ def _train_loop(m: Member, *, progress: bool) -> None:
         )
     try:
         while not m.done:
-            loss, norm = train_step(cfg, forward, m.opt, m.sampler.sample().to(m.device, non_blocking=True), m.step)
-            wrote = m.after_step(loss, norm)
+            batch = m.sampler.sample().to(m.device, non_blocking=True)
+            loss, norm, first = train_step(cfg, forward, m.opt, batch, m.step)
+            wrote = m.after_step(loss, norm, first, batch)
             if bar is not None:
                 bar.update(1)
                 if wrote:

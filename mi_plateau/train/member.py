@@ -68,6 +68,8 @@ class Member:
         self.records = [c["record"] for c in self.manifest["checkpoints"]]
         self.t0 = time.perf_counter() - self.wall_before
         self.running, self.n_run, self.norms = 0.0, 0, []
+        self.firsts: list[float] = []  # the first-token loss of each step since the last checkpoint
+        self.last_batch: torch.Tensor | None = None
         if not self.done:
             if self.step == 0 and not self.records:
                 self.checkpoint(0, None)
@@ -127,6 +129,10 @@ class Member:
             "clipped_frac": norms["clipped"] if norms and cfg.train.grad_clip > 0 else None,
             # the mean squared norm over the same steps (Table 11's dissipation Q reads it)
             "grad_norm_sq_mean": norms["sq_mean"] if norms else None,
+            # Table 11's original z-gap: the training batches' first-token loss, the mean over the
+            # steps since the last checkpoint, and the last batch's with z deranged across it
+            "train_first_loss": sum(self.firsts) / len(self.firsts) if self.firsts else None,
+            "train_first_loss_z_deranged": self._deranged_first_loss(step),
             "device": str(self.device),
             "precision": cfg.train.precision,
             "metrics": metrics,
@@ -153,9 +159,34 @@ class Member:
         self.manifest["summary"] = nan_to_none(summary)
         write_manifest(self.run.path, self.manifest)
 
-    def after_step(self, loss: float, grad_norm: float | None = None) -> bool:
-        """Count the step just taken (its loss and gradient norm); checkpoint if one is due.
-        True if it did."""
+    def _deranged_first_loss(self, step: int) -> float | None:
+        """The first-token loss (whole vocabulary) of the last training batch with its selectors
+        deranged across the batch (a permutation without a fixed point, seeded by the step; the
+        target stays each example's own): the left side of Table 11's original z-gap. None
+        before the first step, or without a selector."""
+        from ..config import layout_for
+        from ..model.forward import Weights, forward
+        from ..task import derangement
+
+        batch, lay = self.last_batch, layout_for(self.cfg.task)
+        if batch is None or len(batch) < 2 or not self.cfg.task.has_selector:
+            return None
+        z, fp = lay.span("z"), lay.first_pred
+        perm = torch.as_tensor(derangement(len(batch), step), device=batch.device)
+        toks = batch[:, : fp + 1].clone()
+        toks[:, z.start : z.stop] = batch[perm, z.start : z.stop]
+        with torch.no_grad():
+            logits = forward(Weights.of(self.model.state_dict(), self.model.cfg), toks)[:, fp]
+            return float(torch.nn.functional.cross_entropy(logits.float(), batch[:, fp + 1]))
+
+    def after_step(
+        self, loss: float, grad_norm: float | None = None, first: float | None = None, batch: torch.Tensor | None = None
+    ) -> bool:
+        """Count the step just taken (its loss, gradient norm, first-token loss and batch);
+        checkpoint if one is due. True if it did."""
+        if first is not None:
+            self.firsts.append(first)
+        self.last_batch = batch
         self.running += loss
         self.step += 1
         self.n_run += 1
@@ -176,7 +207,7 @@ class Member:
                 else None
             )
             self.checkpoint(self.step, self.running / self.n_run, norms)
-            self.running, self.n_run, self.norms = 0.0, 0, []
+            self.running, self.n_run, self.norms, self.firsts = 0.0, 0, [], []
             self.next_ckpt = self.step + next_interval(self.cfg, self.records)
             return True
         return False

@@ -42,18 +42,33 @@ def make_optimizer(cfg: RunConfig, model: torch.nn.Module) -> torch.optim.AdamW:
 
 def train_step(
     cfg: RunConfig, forward, opt: torch.optim.Optimizer, tokens: torch.Tensor, step: int
-) -> tuple[float, float]:
+) -> tuple[float, float, float]:
     """One update: the mean next-token cross-entropy over the target positions (A1..A4, EOS) of
     the batch ``tokens``, backward, optional clipping, AdamW at ``lr_at(step)``; returns the
-    loss and the gradient's norm before clipping. ``forward`` maps the inputs [batch, seq_len - 1] (the EOS input
+    loss, the gradient's norm before clipping and the batch's first-token loss
+    (``first_token_loss``). ``forward`` maps the inputs [batch, seq_len - 1] (the EOS input
     predicts nothing) to the logits of the loss positions (``model.training_forward``). The trainer and the bench
     both step with this function; the batched trainer uses its parts (``batch_loss``,
     ``apply_update``)."""
-    loss = batch_loss(cfg, forward(tokens[:, :-1]), tokens)
+    logits = forward(tokens[:, :-1])
+    loss = batch_loss(cfg, logits, tokens)
     opt.zero_grad(set_to_none=True)
     loss.backward()
     norm = apply_update(cfg, opt, step)
-    return loss.item(), norm
+    return loss.item(), norm, first_token_loss(cfg, logits, tokens)
+
+
+def first_token_loss(
+    cfg: RunConfig, logits: torch.Tensor, tokens: torch.Tensor, weight: torch.Tensor | None = None
+) -> float:
+    """The batch's mean cross-entropy (whole vocabulary) of its first target token, read from
+    the step's loss-position ``logits`` (the first of them predicts A1) without a gradient:
+    Table 11's original z-gap subtracts its mean over the steps between two checkpoints.
+    ``weight`` as in ``batch_loss``."""
+    first = layout_for(cfg.task).pred_positions.start + 1
+    with torch.no_grad():
+        ce = F.cross_entropy(logits[:, 0].float(), tokens[:, first], reduction="none")
+        return float(ce.mean() if weight is None else (ce * weight).sum() / weight.sum())
 
 
 def batch_loss(

@@ -104,25 +104,25 @@ def test_linear_control_writes_its_artifact(tmp_path, run_cli):
 
 def test_sampled_pairs_replays_run_folders(tiny_run, tmp_path, run_cli):
     out = tmp_path / "pairs.json"
-    args = ["sampled-pairs", str(tiny_run.path), str(tiny_run.path), "--draws", "20", "--every", "20"]
+    args = ["sampled-pairs", str(tiny_run.path), str(tiny_run.path), "--draws", "20", "--every", "100"]
     p = run_cli(*args, "--out", str(out))
     assert p.returncode == 0, p.stderr
     doc = json.loads(out.read_text())
     assert doc["command"] == "mi-plateau " + " ".join([*args, "--out", str(out)])
     cond = doc["condition"]
-    assert cond["runs"] == [str(tiny_run.path)] * 2 and cond["draws"] == 20 and cond["every"] == 20
+    assert cond["runs"] == [str(tiny_run.path)] * 2 and cond["draws"] == 20 and cond["every"] == 100
     assert cond["exact"]["std"] == 0  # one run twice: the same widths
 
 
 def test_noise_split_writes_its_json(tiny_run, tmp_path, run_cli):
     """(The label-noise split itself, and reading a written file back: test_noise_split.py.)"""
     out = tmp_path / "split.json"
-    p = run_cli("noise-split", str(tiny_run.path), "--every", "10", "--out", str(out))
+    p = run_cli("noise-split", str(tiny_run.path), "--every", "50", "--out", str(out))
     assert p.returncode == 0, p.stderr
     doc = json.loads(out.read_text())
-    assert doc["command"] == f"mi-plateau noise-split {tiny_run.path} --every 10 --out {out}"
+    assert doc["command"] == f"mi-plateau noise-split {tiny_run.path} --every 50 --out {out}"
     (run,) = doc["runs"]
-    assert run["n_flipped"] == 0 and run["every"] == 10 and run["scored"]["command"] == doc["command"]
+    assert run["n_flipped"] == 0 and run["every"] == 50 and run["scored"]["command"] == doc["command"]
 
 
 def test_estimator_spread_writes_rows_and_its_command(tiny_run, tmp_path, run_cli, capsys):

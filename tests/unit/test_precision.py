@@ -57,7 +57,7 @@ def test_a_bf16_step_keeps_weights_and_optimizer_state_in_fp32(tiny_cfg):
     model, tokens = _model_and_tokens(cfg)
     before = {k: v.detach().clone() for k, v in model.state_dict().items()}
     opt = make_optimizer(cfg, model)
-    loss, norm = train_step(cfg, training_forward(cfg, model), opt, tokens, 0)
+    loss, norm, _ = train_step(cfg, training_forward(cfg, model), opt, tokens, 0)
     assert torch.isfinite(torch.tensor([loss, norm])).all()
     after = model.state_dict()
     assert all(v.dtype == torch.float32 for v in after.values() if v.is_floating_point())
