@@ -128,13 +128,15 @@ def dissipation(
     clean one); ``train``, the original's, the first-token loss of the last training batch with
     its selectors deranged across the batch minus the mean first-token training loss since the
     previous checkpoint. None where the window never closes, a record in it lacks the squared
-    norm, or (``train``) the records lack the training batches' losses (runs trained before the
-    trainer kept them: ``missing`` says so)."""
+    norm, or (``train``) a record lacks the training batches' losses (``missing`` says so)."""
     read = GAPS[gap]
     gaps = [read(r) for r in records[1:]]
     out: dict[str, Any] = {"Q": None, "window_start": None, "window_end": None}
     if gap == "train" and (not gaps or any(g is None for g in gaps)):
-        out["missing"] = "records without the training batches' first-token losses (trained before they were kept)"
+        out["missing"] = (
+            "a checkpoint record without the training batches' first-token losses (a run trained before the "
+            "trainer kept them, or a loss that was not finite)"
+        )
         return out
     gap_at = [num(g) for g in [read(records[0]) if records else None, *gaps]]
     start = next((i for i, g in enumerate(gap_at) if g > lo), None)

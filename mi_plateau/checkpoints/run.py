@@ -25,7 +25,7 @@ from .files import (
 
 # What a record's numbers may be: every metric and these record fields are a finite number or
 # null; losses (cross-entropies, nats) and counts are never negative; accuracies are shares.
-LOSSES = ("L_seq", "Lc", "L1", "full_loss", "train_loss")
+LOSSES = ("L_seq", "Lc", "L1", "full_loss", "train_loss", "train_first_loss", "train_first_loss_z_deranged")
 SHARES = ("acc_mean", "groups_ge80", "groups_100", "cand_acc", "cand_groups_ge80", "cand_groups_100", "clipped_frac")
 RECORD_NUMBERS = (
     "examples_seen",
@@ -35,6 +35,8 @@ RECORD_NUMBERS = (
     "grad_norm_max",
     "grad_norm_sq_mean",
     "clipped_frac",
+    "train_first_loss",
+    "train_first_loss_z_deranged",
 )
 NON_NEGATIVE = (
     "examples_seen",

@@ -192,7 +192,7 @@ def run_figure3_recipe(
         return out
 
     missing = (
-        f"{root / SWEEP}: no K-sweep run here and none in {{log}}; train them with `mi-plateau reproduce k_sweep` "
+        f"{root / SWEEP}: no K-sweep run here and none in " + "{log}; train them with `mi-plateau reproduce k_sweep` "
         "or `mi-plateau sweep docs/sweeps/lead_sweep.toml`"
     )
     return run_logged("figure3", docs, fresh, build_figure3, missing, static, delta=delta)

@@ -18,7 +18,6 @@ rebuilds where the run folders are gone (a run here replaces its logged entry).
 from __future__ import annotations
 
 import math
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -36,15 +35,14 @@ DRAWS = 2000  # replays per run
 EVERY = 200  # the original read its estimate every 200 steps on the noise runs
 N_SAMPLE = 32  # groups per estimate, one example each
 SEED = 0  # one seed for every run: paired replays
-_NAME = re.compile(r"K(\d+)_label_noise([0-9.]+)$")
 
 
 def sweep_runs(root: str | Path) -> list[Path]:
     """The started runs of the sweep under ``root``, by (K, p)."""
     folder = Path(root) / SWEEP
-    found = [p for p in (folder.iterdir() if folder.is_dir() else ()) if _NAME.match(p.name)]
-    found = [p for p in found if status(p) in ("finished", "running")]
-    return sorted(found, key=lambda p: tuple(float(x) for x in _NAME.match(p.name).groups()))
+    found = [p for p in (sorted(folder.iterdir()) if folder.is_dir() else ()) if status(p) in ("finished", "running")]
+    task = {p: Run(p).config().task for p in found}
+    return sorted(found, key=lambda p: (task[p].K, task[p].label_noise))
 
 
 def run_entry(run: Run, draws: int = DRAWS, every: int = EVERY, progress: bool = False) -> dict[str, Any]:
@@ -80,24 +78,37 @@ def _q(x: np.ndarray, q: float) -> float | None:
     return v if math.isfinite(v) else None
 
 
-def delay_stats(x: np.ndarray, base, how: str) -> dict[str, float | None]:
-    """The delay ``x / base`` (replay crossings over a scalar tau, or over paired replays) as
-    its 5/50/95% quantiles and the share at or under the paper's delay; a pair whose clean
-    replay never crossed has no delay and is left out (``unknown``: their share). None where
-    there is no base."""
-    cols = [f"delay_{how}_q05", f"delay_{how}_q50", f"delay_{how}_q95", f"p_le_{paper.LABEL_NOISE_DELAY:g}x_{how}"]
-    out: dict[str, float | None] = dict.fromkeys(cols)
-    if how == "paired":
-        out["delay_paired_unknown"] = None
+def delay_stats(x: np.ndarray, reached: int, base, base_reached: int | None, how: str) -> dict[str, float | None]:
+    """The delay ``x / base``: the noisy replays' crossings ``x`` (+inf: none by step
+    ``reached``) over a clean tau (a number) or over the paired clean replays (an array; +inf:
+    none by ``base_reached``). Its 5/50/95% quantiles count a noisy replay that never crossed as
+    later than any delay (None where that is the quantile) and leave out the pairs whose clean
+    replay never crossed (their delay is unknown); ``p_le_16x``: the share of replays whose delay
+    is known to be at most the paper's, ``p_open_16x``: the share the runs' ends leave undecided
+    (a replay that never crossed before 16x was reached, or a bound on the wrong side). None
+    where there is no base."""
+    lim = paper.LABEL_NOISE_DELAY
+    cols = [
+        f"delay_{how}_q05",
+        f"delay_{how}_q50",
+        f"delay_{how}_q95",
+        f"p_le_{lim:g}x_{how}",
+        f"p_open_{lim:g}x_{how}",
+    ]
     if base is None:
-        return out
-    known = np.isfinite(base) & np.ones_like(x, dtype=bool)
-    d = x[known] / (base[known] if np.ndim(base) else base)
-    if how == "paired":
-        out["delay_paired_unknown"] = float(1 - known.mean())
-    if len(d):
-        out.update(zip(cols, [*(_q(d, q) for q in (5, 50, 95)), float((d <= paper.LABEL_NOISE_DELAY).mean())]))
-    return out
+        return dict.fromkeys(cols)
+    base = np.broadcast_to(np.asarray(base, dtype=float), x.shape)
+    crossed, base_crossed = np.isfinite(x), np.isfinite(base)
+    both = crossed & base_crossed
+    d = np.where(both, x / np.where(base_crossed, base, 1.0), np.inf)
+    le = both & (d <= lim)
+    # a noisy replay that never crossed is over 16x once its run reached 16x its clean replay's
+    # crossing; a clean one that never crossed puts a noisy crossing under 16x once x <= 16 x reached
+    le |= crossed & ~base_crossed & (x <= lim * (base_reached or np.inf))
+    over = (both & (d > lim)) | (~crossed & base_crossed & (reached >= lim * np.where(base_crossed, base, 1.0)))
+    known = d[base_crossed]
+    out = dict(zip(cols[:3], (_q(known, q) for q in (5, 50, 95)))) if len(known) else dict.fromkeys(cols[:3])
+    return out | {cols[3]: float(le.mean()), cols[4]: float((~le & ~over).mean())}
 
 
 def estimator_rows(entries: dict[str, dict]) -> list[dict[str, Any]]:
@@ -123,12 +134,12 @@ def estimator_rows(entries: dict[str, dict]) -> list[dict[str, Any]]:
             "crossing_q95": _q(x, 95),
             "p_no_crossing": float(np.isinf(x).mean()),
             "clean_tau_exact": c["tau"],
+            "clean_tau_grid": c["tau_grid"],
         }
-        bases = {"exact": float(c["tau"]) if c["tau"] else None, "paired": None}
-        if (c["draws"], c["seed"], c["every"]) == (e["draws"], e["seed"], e["every"]):
-            bases["paired"] = _late(c["taus"])
-        for how, base in bases.items():
-            row.update(delay_stats(x, base, how))
+        # over the clean run's exact crossing on the estimator's own grid, and replay by replay
+        row |= delay_stats(x, e["steps"], float(c["tau_grid"]) if c["tau_grid"] else None, None, "exact")
+        paired = (c["draws"], c["seed"], c["every"]) == (e["draws"], e["seed"], e["every"])
+        row |= delay_stats(x, e["steps"], _late(c["taus"]) if paired else None, c["steps"], "paired")
         row["exact_delay"] = e["tau"] / c["tau"] if e["tau"] and c["tau"] else None
         row["paper_delay"] = paper.LABEL_NOISE_DELAY if e["p"] == 0.2 else None
         rows.append(row)
@@ -140,10 +151,11 @@ NOTE = (
     "replacement, one example each, {draws} replays per run; a replay's crossing is its first estimate "
     "below 0.5 log K. crossing_q*: the noisy run's replay crossings (steps; a replay that never crossed counts "
     "as later than any step, None where that is the quantile); p_no_crossing: the share that never crossed by "
-    "the run's last step. delay_exact_*: replay crossing over the clean run's exact tau; delay_paired_*: replay "
-    "i on the noisy run over replay i on the clean run (the same draws), left out where the clean replay never "
-    "crossed (delay_paired_unknown: their share); p_le_16x_*: the share of replays at "
-    "or under the paper's 16x (a replay that never crossed counts as over). tau_exact: the first checkpoint with "
+    "the run's last step. delay_exact_*: replay crossing over the clean run's exact crossing on the same 200-step "
+    "grid (clean_tau_grid); delay_paired_*: replay i on the noisy run over replay i on the clean run (the same "
+    "draws), the pairs whose clean replay never crossed left out; p_le_16x_*: the share of replays whose delay is "
+    "known to be at most the paper's 16x; p_open_16x_*: the share the runs' ends leave undecided (a noisy replay "
+    "that never crossed in a run shorter than 16x). tau_exact: the first checkpoint with "
     "the full evaluation set's L_seq < 0.5 log K (settled); no_escape_by: the step the run got to without one. "
     "Regenerate: `mi-plateau sweep docs/sweeps/noise_f2b.toml --jobs 1`, then `mi-plateau reproduce noise_estimator`."
 )
@@ -178,12 +190,12 @@ def run_noise_estimator_recipe(
         return out
 
     def build_checked(entries: dict[str, dict]) -> Built:
-        if not any(e["p"] == 0 for e in entries.values()) or all(e["p"] == 0 for e in entries.values()):
-            raise RunError(missing.format(log=Path(docs) / LOG))
+        if not estimator_rows(entries):
+            raise RunError(missing.replace("{log}", str(Path(docs) / LOG)))
         return build(entries)
 
     missing = (
-        f"{root / SWEEP}: needs a clean run (label_noise 0) and a noisy one of the same K, here or in {{log}}; "
+        f"{root / SWEEP}: needs a clean run (label_noise 0) and a noisy one of the same K, here or in " + "{log}; "
         "train them with `mi-plateau sweep docs/sweeps/noise_f2b.toml`"
     )
     return run_logged("noise_estimator", docs, fresh, build_checked, missing, static)

@@ -88,7 +88,7 @@ def run_logged(
         raise RunError(f"{path}: not the {recipe} recipe's log (expected an object with a table of runs)")
     entries = {**(log.get("runs") or {}), **fresh()}
     if not entries:
-        raise RunError(missing.format(log=path))
+        raise RunError(missing.replace("{log}", str(path)))
     built = build(entries)
     docs.mkdir(parents=True, exist_ok=True)
     written, note = write_built(docs, built, static)

@@ -165,6 +165,7 @@ class Member:
         target stays each example's own): the left side of Table 11's original z-gap. None
         before the first step, or without a selector."""
         from ..config import layout_for
+        from ..devices import in_precision
         from ..model.forward import Weights, forward
         from ..task import derangement
 
@@ -175,8 +176,9 @@ class Member:
         perm = torch.as_tensor(derangement(len(batch), step), device=batch.device)
         toks = batch[:, : fp + 1].clone()
         toks[:, z.start : z.stop] = batch[perm, z.start : z.stop]
-        with torch.no_grad():
-            logits = forward(Weights.of(self.model.state_dict(), self.model.cfg), toks)[:, fp]
+        W = Weights.of(self.model.state_dict(), self.model.cfg)
+        with torch.no_grad():  # in the training forward's precision, as the clean side is
+            logits = in_precision(lambda t: forward(W, t), self.cfg.train.precision)(toks)[:, fp]
             return float(torch.nn.functional.cross_entropy(logits.float(), batch[:, fp + 1]))
 
     def after_step(

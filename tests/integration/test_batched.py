@@ -51,6 +51,9 @@ def test_batched_losses_match_single_runs(tmp_path, one_thread):
             assert x["metrics"]["L_seq"] == pytest.approx(y["metrics"]["L_seq"], abs=1e-5)
             # each member's own gradient norm, not the stack's
             assert x["grad_norm_mean"] == pytest.approx(y["grad_norm_mean"], rel=1e-4)
+            # Table 11's original z-gap from each member's own (unpadded) batch
+            assert x["train_first_loss"] == pytest.approx(y["train_first_loss"], abs=1e-5)
+            assert x["train_first_loss_z_deranged"] == pytest.approx(y["train_first_loss_z_deranged"], abs=1e-5)
         assert Run(tmp_path / f"b{i}").config() == c  # an ordinary run folder
 
 

@@ -12,29 +12,37 @@ from mi_plateau.reproduce.noise_estimator import SWEEP, estimator_rows, run_nois
 
 
 def entry(p, tau, taus, **kw):
-    return {"K": 10, "p": p, "run": f"p{p}", "status": "finished", "steps": 5000, "tau": tau, "draws": len(taus),
-            "seed": 0, "every": 200, "n_sample": 32, "taus": taus, **kw}  # fmt: skip
+    return {"K": 10, "p": p, "run": f"p{p}", "status": "finished", "steps": 5000, "tau": tau, "tau_grid": tau,
+            "draws": len(taus), "seed": 0, "every": 200, "n_sample": 32, "taus": taus, **kw}  # fmt: skip
 
 
 def test_delays_on_hand_built_replays():
-    clean = entry(0.0, 100, [100, 100, 200, None])
+    clean = entry(0.0, 100, [100, 100, 200, None], steps=500)
     noisy = entry(0.2, 2000, [1600, 3200, None, 800])
     (row,) = estimator_rows({"c": clean, "n": noisy})
-    # over the clean exact tau: 16, 32, never (over any), 8
+    # over the clean tau: 16, 32, never by 5,000 (= 50x: over), 8
     assert (row["delay_exact_q05"], row["delay_exact_q50"], row["delay_exact_q95"]) == (8.0, 16.0, 32.0)
-    assert row["p_le_16x_exact"] == 0.5 and row["p_no_crossing"] == 0.25
-    # paired: 16, 32, never / 200 = over; the fourth pair's clean replay never crossed: unknown
-    assert row["delay_paired_unknown"] == 0.25 and row["p_le_16x_paired"] == pytest.approx(1 / 3)
+    assert row["p_le_16x_exact"] == 0.5 and row["p_open_16x_exact"] == pytest.approx(0) and row["p_no_crossing"] == 0.25
+    # paired: 16 (at most), 32 (over), never by 5,000 against 200 (over), and 800 against a clean
+    # replay that never crossed by 500 (under 800 / 500 = 1.6x: at most 16x); quantiles of the known three
+    assert row["p_le_16x_paired"] == 0.5 and row["p_open_16x_paired"] == pytest.approx(0)
+    assert (row["delay_paired_q05"], row["delay_paired_q50"]) == (16.0, 32.0)
     assert row["exact_delay"] == 20.0 and row["no_escape_by"] is None
 
 
-def test_no_escape_and_unpaired_settings():
+def test_no_escape_open_bounds_and_unpaired_settings():
     clean = entry(0.0, 100, [100, 100, 100], seed=1)
     noisy = entry(0.2, None, [None, None, 900])
     (row,) = estimator_rows({"c": clean, "n": noisy})
     assert row["no_escape_by"] == 5000 and row["exact_delay"] is None
     assert row["crossing_q50"] is None and row["crossing_q05"] == 900.0  # the median replay never crossed
-    assert row["delay_paired_q50"] is None and row["delay_paired_unknown"] is None  # other seeds: not paired
+    assert row["p_le_16x_exact"] == pytest.approx(1 / 3) and row["p_open_16x_exact"] == pytest.approx(
+        0
+    )  # 5,000 > 1,600
+    assert row["delay_paired_q50"] is None and row["p_le_16x_paired"] is None  # other seeds: not paired
+    short = entry(0.2, None, [None, None, 900], steps=1000)  # stopped at 10x: the two never-crossed are open
+    (row,) = estimator_rows({"c": clean, "n": short})
+    assert row["p_open_16x_exact"] == pytest.approx(2 / 3)
 
 
 @pytest.fixture(scope="module")
@@ -73,3 +81,10 @@ def test_without_a_clean_run_one_line_error(tmp_path):
         run_noise_estimator_recipe(tmp_path, tmp_path / "docs", progress=False, static=False)
     assert "\n" not in str(e.value)
     assert not (tmp_path / "docs").exists()
+    # a log that holds a noisy run only: the same line, nothing written
+    (tmp_path / "docs").mkdir()
+    log = {"runs": {"n": entry(0.2, None, [None])}}
+    (tmp_path / "docs" / "noise_estimator_log.json").write_text(json.dumps(log))
+    with pytest.raises(RunError, match="needs a clean run"):
+        run_noise_estimator_recipe(tmp_path, tmp_path / "docs", progress=False, static=False)
+    assert [p.name for p in (tmp_path / "docs").iterdir()] == ["noise_estimator_log.json"]

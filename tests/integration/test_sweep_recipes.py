@@ -59,7 +59,7 @@ def built(builder, sweep, root, docs, n_boot, seed):
 
 
 def test_every_recipe_parses_and_the_cli_lists_them():
-    assert RECIPE_NAMES == ("core", *SWEEP_RECIPES, "hessian", "figure3", "controls", "scorecard")
+    assert RECIPE_NAMES == ("core", *SWEEP_RECIPES, "hessian", "figure3", "noise_estimator", "controls", "scorecard")
     for name in SWEEP_RECIPES:
         sw = recipe_sweep(name)
         # the crossing recipes stop soon after tau; the width and duration recipes once L_seq is

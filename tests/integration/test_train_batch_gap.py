@@ -3,6 +3,7 @@
 
 import math
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -12,7 +13,7 @@ from mi_plateau.config import layout_for
 from mi_plateau.config.presets import preset, with_overrides
 from mi_plateau.summaries import dissipation
 from mi_plateau.task import derangement, make_sampler, make_task
-from mi_plateau.train import Member, first_token_loss
+from mi_plateau.train import Member
 
 
 def test_q_by_the_training_batch_gap_on_hand_built_records():
@@ -30,30 +31,35 @@ def test_q_by_the_training_batch_gap_on_hand_built_records():
     assert dissipation(recs, log_K)["Q"] is None  # our swap gap never opens a window here
     del recs[3]["train_first_loss"]  # a record written before the trainer kept it
     d = dissipation(recs, log_K, gap="train")
-    assert d["Q"] is None and "trained before" in d["missing"]
+    assert d["Q"] is None and "without the training batches" in d["missing"]
 
 
 def test_the_trainer_records_the_batch_losses_the_plain_bridge_gives(tmp_path):
+    from mi_plateau.model import training_forward
+    from mi_plateau.train import train_step
+
     cfg = with_overrides(preset("tiny"), {"max_steps": 40})
     m = Member(cfg, Run(tmp_path / "run"))
     lay = layout_for(cfg.task)
     fp = lay.first_pred
     batch = make_sampler(make_task(cfg.task), cfg.train.batching, cfg.train.batch_size, 5).sample()
-    m.model.eval()
-    with torch.no_grad():
-        logits = m.model(batch[:, :-1])
-    plain = F.cross_entropy(logits[:, fp], batch[:, fp + 1]).item()
-    assert first_token_loss(cfg, logits[:, lay.pred_positions.start :], batch) == pytest.approx(plain, abs=1e-6)
-    # the deranged side: every example shown another example's selector, its own target
+    with torch.no_grad():  # the whole sequence through the bridge, before the step
+        plain = F.cross_entropy(m.model(batch[:, :-1])[:, fp], batch[:, fp + 1]).item()
+    _, _, first = train_step(cfg, training_forward(cfg, m.model), m.opt, batch, 0)
+    assert first == pytest.approx(plain, abs=1e-5)  # the step's own logits, read before its update
+    # the deranged side, at the weights after the step: every example shown another example's
+    # selector (only the z positions change, each row's from another row), its own target
     m.last_batch = batch
     perm = derangement(len(batch), 7)
     z = lay.span("z")
     shown = batch.clone()
     shown[:, z.start : z.stop] = batch[perm, z.start : z.stop]
+    other = [c for c in range(batch.shape[1]) if c not in z]
+    assert torch.equal(shown[:, other], batch[:, other]) and (perm != np.arange(len(batch))).all()
     with torch.no_grad():
         want = F.cross_entropy(m.model(shown[:, : fp + 1])[:, fp], batch[:, fp + 1]).item()
     assert m._deranged_first_loss(7) == pytest.approx(want, abs=1e-5)
-    assert (perm != torch.arange(len(batch)).numpy()).all()
+    assert abs(want - F.cross_entropy(m.model(batch[:, : fp + 1])[:, fp], batch[:, fp + 1]).item()) > 0
 
 
 def test_a_trained_run_has_the_gap_at_every_checkpoint_but_the_first(tmp_path):
@@ -64,4 +70,9 @@ def test_a_trained_run_has_the_gap_at_every_checkpoint_but_the_first(tmp_path):
     assert recs[0]["train_first_loss"] is None and recs[0]["train_first_loss_z_deranged"] is None
     for r in recs[1:]:
         assert math.isfinite(r["train_first_loss"]) and math.isfinite(r["train_first_loss_z_deranged"])
-    assert "dissipation_train_Q" in run.summary() and "dissipation_train_missing" not in run.summary()
+    want = dissipation(recs, run.config().task.log_K, gap="train")
+    s = run.summary()
+    assert "missing" not in want and "dissipation_train_missing" not in s
+    assert [s[f"dissipation_train_{k}"] for k in ("Q", "window_start", "window_end")] == [
+        want[k] for k in ("Q", "window_start", "window_end")
+    ]
