@@ -100,3 +100,29 @@ def configure(device: torch.device) -> None:
     cores (torch's "high" matmul precision); the CPU is left as it is."""
     if device.type == "cuda":
         torch.set_float32_matmul_precision("high")
+
+
+def compiled_or_eager(fn: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
+    """``torch.compile(fn)``, or ``fn`` itself where its first call cannot compile (no C
+    compiler, a backend this machine lacks): one line on stderr says so, and the run trains
+    eagerly instead of not at all. An error on a later call is raised as it is."""
+    import sys
+
+    compiled = torch.compile(fn)
+    chosen: list[Callable[..., torch.Tensor]] = []
+
+    def call(*args: Any) -> torch.Tensor:
+        if chosen:
+            return chosen[0](*args)
+        try:
+            out = compiled(*args)
+        except Exception as e:  # noqa: BLE001 - whatever compiling raised: train without it
+            why = (str(e).strip().splitlines() or [""])[0][:200]
+            print(f"mi-plateau: torch.compile is unavailable here ({type(e).__name__}: {why}); training without it",
+                  file=sys.stderr)  # fmt: skip
+            chosen.append(fn)
+            return fn(*args)
+        chosen.append(compiled)
+        return out
+
+    return call

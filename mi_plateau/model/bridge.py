@@ -16,7 +16,7 @@ import torch
 from torch import Tensor
 
 from ..config import RunConfig, layout_for
-from ..devices import in_precision
+from ..devices import compiled_or_eager, in_precision
 from ..task import D_VOCAB
 from .forward import Weights, check_shared, forward
 
@@ -142,7 +142,8 @@ def training_forward(cfg: RunConfig, model: TransformerBridge) -> Callable[[Tens
     - ``bridge``: TransformerLens' own module (``original_model``). Runs written before this
       option existed trained this way, and resume this way.
 
-    ``cfg.train.compile`` puts the forward under ``torch.compile``.
+    ``cfg.train.compile`` puts the forward under ``torch.compile`` (``devices.compiled_or_eager``:
+    eager, with one line, where it cannot compile).
     """
 
     pos = layout_for(cfg.task).pred_positions
@@ -150,7 +151,7 @@ def training_forward(cfg: RunConfig, model: TransformerBridge) -> Callable[[Tens
     if kind == "bridge":
         net = getattr(model, "original_model", model)
         run = lambda tokens: net(tokens)[:, pos.start : pos.stop]  # noqa: E731
-        return in_precision(torch.compile(run) if cfg.train.compile else run, cfg.train.precision)
+        return in_precision(compiled_or_eager(run) if cfg.train.compile else run, cfg.train.precision)
     m = cfg.model
     params = model.state_dict(keep_vars=True)  # the Parameter objects the optimizer steps
     start = pos.start if kind == "fast" else 0
@@ -163,7 +164,7 @@ def training_forward(cfg: RunConfig, model: TransformerBridge) -> Callable[[Tens
 
     if not cfg.train.compile:
         return in_precision(run, cfg.train.precision)
-    compiled = torch.compile(run)
+    compiled = compiled_or_eager(run)
 
     def checked(tokens: Tensor) -> Tensor:
         check_shared(tokens, shared, start)  # data-dependent: outside the compiled graph

@@ -38,3 +38,32 @@ def test_provenance_and_cpu_copies():
 def test_cuda_index_past_the_devices_is_refused():
     with pytest.raises(DeviceError, match="CUDA device"):
         resolve(f"cuda:{torch.cuda.device_count()}")
+
+
+def test_compile_that_fails_falls_back_to_eager_with_one_line(monkeypatch, capsys):
+    """Where torch.compile cannot build the forward (here: its first call raises, as a missing C
+    compiler makes it), the forward runs eagerly and one line says so; the answer is eager's."""
+    from mi_plateau.devices import compiled_or_eager
+
+    def no_compiler(fn):
+        def fail(*args):
+            raise RuntimeError("InvalidCxxCompiler: No working C compiler detected.\n  (long explanation)")
+
+        return fail
+
+    monkeypatch.setattr(torch, "compile", no_compiler)
+    f = compiled_or_eager(lambda x: x * 2)
+    x = torch.arange(3.0)
+    assert torch.equal(f(x), x * 2) and torch.equal(f(x), x * 2)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "torch.compile is unavailable here (RuntimeError: InvalidCxxCompiler" in err
+
+
+def test_a_later_error_is_the_models_own(monkeypatch):
+    from mi_plateau.devices import compiled_or_eager
+
+    monkeypatch.setattr(torch, "compile", lambda fn: fn)  # compiles: the function itself
+    f = compiled_or_eager(lambda x: x.view(2, 2))
+    assert f(torch.zeros(4)).shape == (2, 2)
+    with pytest.raises(RuntimeError, match="shape"):
+        f(torch.zeros(3))  # after a first call that compiled: raised, no fallback
