@@ -23,11 +23,16 @@ ROLES = ("forward", "backward", "transfer")
 
 
 def role(cfg) -> str:
-    """Which of Table 2's three runs a point's config is."""
+    """Which of Table 2's runs a point's config is: the three per K, or the original's control,
+    B -> A without a selector (``b_a``)."""
     if cfg.task.direction == "az_b":
         return "forward"
+    if cfg.task.direction == "b_a":
+        return "control"
     if cfg.task.direction != "backward":
-        raise ValueError(f"task.direction={cfg.task.direction!r}: Table 2 has forward (az_b) and backward runs only")
+        raise ValueError(
+            f"task.direction={cfg.task.direction!r}: Table 2 has forward (az_b), backward and b_a control runs only"
+        )
     return "transfer" if cfg.train.init_from else "backward"
 
 
@@ -54,6 +59,10 @@ def table2(cells: dict[int, dict[str, dict[str, Any]]]) -> list[dict[str, Any]]:
                 "transfer": _ratio(bwd, tr),
                 **{f"{r}_status": c[r].get("status") for r in ROLES},
                 **{f"{r}_steps": c[r].get("steps") for r in ROLES},
+                # the control, B -> A without z: the lowest L_seq / log K it reached (it cannot beat 1)
+                "control_min_L_seq_over_log_K": cells[K].get("control", {}).get("tau"),
+                "control_status": cells[K].get("control", {}).get("status"),
+                "control_steps": cells[K].get("control", {}).get("steps"),
                 "paper_tau_fwd": ref[0],
                 "paper_tau_bwd": ref[1],
                 "paper_ratio": ref[2],
@@ -69,9 +78,12 @@ def build_direction(collected: Collected, sweep: Sweep, n_boot: int, seed: int) 
     cells: dict[int, dict[str, dict[str, Any]]] = {}
     for p, r in zip(sweep.points, collected.rows):
         kind = role(p.cfg)
+        c = collected.curves.get(r["run"]) or {}
         if kind == "forward":
-            c = collected.curves.get(r["run"]) or {}
             t = forward_clock(c["step"], c["L1"]) if c.get("L1") else None
+        elif kind == "control":
+            seq = [v for s, v in zip(c.get("step") or [], c.get("L_seq") or []) if s > 0 and v is not None]
+            t = min(seq) / p.cfg.task.log_K if seq else None
         else:
             t = r["tau_paper"]
         cells.setdefault(p.cfg.task.K, {})[kind] = {"tau": t, "status": r["status"], "steps": r["steps"]}
@@ -80,6 +92,8 @@ def build_direction(collected: Collected, sweep: Sweep, n_boot: int, seed: int) 
         "vocabulary below 0.1 nats; tau_bwd: the backward run ((B, z) -> A) from scratch at L_seq < 0.5 log K; "
         "ratio = tau_fwd / tau_bwd; tau_bwd_transfer: the backward run started from the forward run's weights "
         "after its 20,000 steps (fresh AdamW, step count reset); transfer = tau_bwd / tau_bwd_transfer. "
+        "control_min_L_seq_over_log_K: the original's control, B -> A without a selector, as the lowest L_seq "
+        "over log K at any checkpoint after step 0 (a model without z cannot go below 1 but by noise). "
         "Clipping 1.0; targets without the distinct-first-character rule. None: not reached (see the status "
         "and steps columns)."
     )

@@ -116,3 +116,25 @@ def test_table2_rows_from_hand_built_cells():
     assert r["ratio"] == pytest.approx(4.0) and r["transfer"] == pytest.approx(1.25)
     assert (r["paper_tau_fwd"], r["paper_tau_bwd"], r["paper_ratio"], r["paper_transfer"]) == (2650, 600, 4.4, 0.75)
     assert rows[1]["ratio"] is None and rows[1]["transfer"] is None and rows[1]["backward_status"] is None
+
+
+def test_the_control_without_z_reads_its_lowest_L_seq_over_log_K(tiny_cfg):
+    """The original's control, B -> A without a selector: its row holds the lowest L_seq / log K
+    at any checkpoint after step 0, beside the K's other cells."""
+    import math
+
+    from mi_plateau.reproduce.direction import build_direction
+    from mi_plateau.reproduce.records import Collected
+
+    points = [{"name": "bwd", "K": 4}, {"name": "ctl", "K": 4, "direction": "b_a", "stop": "budget"}]
+    sweep = parse_sweep({"name": "t", "preset": "tiny", "points": points})
+    assert [role(p.cfg) for p in sweep.points] == ["backward", "control"]
+    log4 = math.log(4)
+    rows = [
+        {"run": "bwd", "tau_paper": 300, "status": "finished", "steps": 400},
+        {"run": "ctl", "tau_paper": None, "status": "finished", "steps": 600},
+    ]
+    curves = {"ctl": {"step": [0, 200, 400, 600], "L_seq": [9.0, 1.2 * log4, 1.01 * log4, 1.05 * log4]}}
+    (row,) = build_direction(Collected(rows, curves, {}), sweep, 0, 0).tables["Table 2"].rows
+    assert row["tau_bwd"] == 300 and row["control_min_L_seq_over_log_K"] == pytest.approx(1.01)
+    assert (row["control_status"], row["control_steps"]) == ("finished", 600)
