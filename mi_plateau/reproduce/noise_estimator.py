@@ -111,6 +111,21 @@ def delay_stats(x: np.ndarray, reached: int, base, base_reached: int | None, how
     return out | {cols[3]: float(le.mean()), cols[4]: float((~le & ~over).mean())}
 
 
+def crossing_rate(taus: list[int | None], steps: int, every: int) -> tuple[float | None, float | None]:
+    """(The share of the replays still above the line that cross at each read, pooled over the
+    reads from the first crossing to the run's last; the step at which half the replays would have
+    crossed if that rate held on: an extrapolation past the run, not a measurement). None where
+    no replay crossed."""
+    crossed = sorted(t for t in taus if t is not None)
+    if not crossed:
+        return None, None
+    reads = range(crossed[0], steps // every * every + 1, every)
+    at_risk = sum(sum(t is None or t >= r for t in taus) for r in reads)
+    rate = len(crossed) / at_risk
+    half = crossed[0] + every * (math.log(2) / -math.log1p(-rate) - 1) if rate < 1 else float(crossed[0])
+    return rate, half
+
+
 def estimator_rows(entries: dict[str, dict]) -> list[dict[str, Any]]:
     """One row per noisy run (p > 0) whose K has a clean run (p = 0) in ``entries``."""
     clean = {e["K"]: e for e in entries.values() if e["p"] == 0}
@@ -140,6 +155,9 @@ def estimator_rows(entries: dict[str, dict]) -> list[dict[str, Any]]:
         row |= delay_stats(x, e["steps"], float(c["tau_grid"]) if c["tau_grid"] else None, None, "exact")
         paired = (c["draws"], c["seed"], c["every"]) == (e["draws"], e["seed"], e["every"])
         row |= delay_stats(x, e["steps"], _late(c["taus"]) if paired else None, c["steps"], "paired")
+        row["rate_per_read"], half = crossing_rate(e["taus"], e["steps"], e["every"])
+        row["median_if_rate_held"] = half
+        row["its_delay"] = half / c["tau_grid"] if half is not None and c["tau_grid"] else None
         row["exact_delay"] = e["tau"] / c["tau"] if e["tau"] and c["tau"] else None
         row["paper_delay"] = paper.LABEL_NOISE_DELAY if e["p"] == 0.2 else None
         rows.append(row)
@@ -155,7 +173,10 @@ NOTE = (
     "grid (clean_tau_grid); delay_paired_*: replay i on the noisy run over replay i on the clean run (the same "
     "draws), the pairs whose clean replay never crossed left out; p_le_16x_*: the share of replays whose delay is "
     "known to be at most the paper's 16x; p_open_16x_*: the share the runs' ends leave undecided (a noisy replay "
-    "that never crossed in a run shorter than 16x). tau_exact: the first checkpoint with "
+    "that never crossed in a run shorter than 16x). rate_per_read: the share of the replays not yet crossed that "
+    "cross at a read, pooled from the first crossing to the run's last read; median_if_rate_held: the step by "
+    "which half the replays would have crossed at that rate (an extrapolation past the run, not a measurement), "
+    "its_delay: that over clean_tau_grid. tau_exact: the first checkpoint with "
     "the full evaluation set's L_seq < 0.5 log K (settled); no_escape_by: the step the run got to without one. "
     "Regenerate: `mi-plateau sweep docs/sweeps/noise_f2b.toml --jobs 1`, then `mi-plateau reproduce noise_estimator`."
 )

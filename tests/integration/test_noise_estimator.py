@@ -45,6 +45,16 @@ def test_no_escape_open_bounds_and_unpaired_settings():
     assert row["p_open_16x_exact"] == pytest.approx(2 / 3)
 
 
+def test_the_crossing_rate_and_its_extrapolated_median():
+    from mi_plateau.reproduce.noise_estimator import crossing_rate
+
+    # reads at 200..1000: at risk 4, 3, 2, 2, 2 (13 replay-reads), 2 crossings
+    rate, half = crossing_rate([200, 400, None, None], 1000, 200)
+    assert rate == pytest.approx(2 / 13)
+    assert half == pytest.approx(200 + 200 * (np.log(2) / -np.log(1 - 2 / 13) - 1))
+    assert crossing_rate([None, None], 1000, 200) == (None, None)
+
+
 @pytest.fixture(scope="module")
 def noise_root(tmp_path_factory, tiny_cfg):
     from mi_plateau.config.presets import with_overrides
