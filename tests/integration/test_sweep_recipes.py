@@ -64,13 +64,17 @@ def test_every_recipe_parses_and_the_cli_lists_them():
         sw = recipe_sweep(name)
         # the crossing recipes stop soon after tau; the width and duration recipes once L_seq is
         # below a floor; Table 2's forward runs go the whole 20,000 steps (their weights seed the
-        # transfer runs)
+        # transfer runs), and its B -> A controls without z a fixed budget
         want = "floor" if name in ("phase_boundary", "lr_sweep", "selector_groups") else "tau"
         assert sw.points and all(
-            p.cfg.train.stop == ("budget" if p.cfg.task.direction == "az_b" else want) for p in sw.points
+            p.cfg.train.stop == ("budget" if p.cfg.task.direction in ("az_b", "b_a") else want) for p in sw.points
         ), name
     d = recipe_sweep("direction")
-    assert sorted({p.cfg.task.K for p in d.points}) == [5, 10, 20, 36] and len(d.points) == 12
+    assert sorted({p.cfg.task.K for p in d.points}) == [5, 10, 20, 36] and len(d.points) == 14
+    assert {p.name: p.cfg.train.max_steps for p in d.points if p.cfg.task.direction == "b_a"} == {
+        "control_K5": 2500,
+        "control_K10": 4000,
+    }
     assert {(p.cfg.train.grad_clip, p.cfg.task.distinct_first) for p in d.points} == {(1.0, False)}
     by = {p.name: p.cfg for p in d.points}
     for K in (5, 10, 20, 36):
