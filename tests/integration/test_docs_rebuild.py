@@ -33,6 +33,7 @@ from conftest import fake_export
 import mi_plateau.reproduce.controls as controls
 import mi_plateau.reproduce.figure3 as figure3
 import mi_plateau.reproduce.hessian as hessian
+import mi_plateau.reproduce.noise_estimator as noise_estimator
 from mi_plateau.reproduce import recipe_sweep, run_sweep_recipe
 from mi_plateau.sweeps import RunOptions
 
@@ -60,6 +61,7 @@ TABLES = {
 PASS_TABLES = {
     "hessian": ("table10", "table10_checkpoints"),
     "figure3": ("figure3_lead", "figure3_lead_summary", "figure3_descent"),
+    "noise_estimator": ("label_noise_estimator",),
 }
 # tables read off other committed tables (``reproduce controls``; ``reproduce scorecard``, compared in
 # test_scorecard.py): rebuilt from the committed files
@@ -195,7 +197,9 @@ def test_every_committed_table_and_log_is_accounted_for():
     rebuilt = {s for stems in (*TABLES.values(), *PASS_TABLES.values(), DERIVED_TABLES) for s in stems}
     assert tables == rebuilt | set(NOT_FROM_LOGS)
     logs = {p.name for p in DOCS.glob("*_log.json")}
-    assert logs - {_log(r).name for r in TABLES} - {hessian.LOG, figure3.LOG} == set(LOGS_WITHOUT_TABLES)
+    assert logs - {_log(r).name for r in TABLES} - {hessian.LOG, figure3.LOG, noise_estimator.LOG} == set(
+        LOGS_WITHOUT_TABLES
+    )
 
 
 def _equal_committed(docs: Path, stems) -> None:
@@ -233,6 +237,17 @@ def test_the_figure3_tables_equal_their_rebuild_from_the_log(tmp_path, monkeypat
     monkeypatch.setattr(figure3, "run_entry", None)  # calling it would fail: the rebuild computes nothing
     figure3.run_figure3_recipe(tmp_path / "checkpoints", docs, tmp_path / "analyses", progress=False)
     _equal_committed(docs, PASS_TABLES["figure3"])
+
+
+def test_the_noise_estimator_table_equals_its_rebuild_from_the_log(tmp_path, monkeypatch):
+    """Figure 2b by the original's estimator from the committed noise_estimator_log.json alone (no
+    run folders): the table equals the committed one."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    shutil.copy(DOCS / noise_estimator.LOG, docs)
+    monkeypatch.setattr(noise_estimator, "run_entry", None)  # calling it would fail: the rebuild computes nothing
+    noise_estimator.run_noise_estimator_recipe(tmp_path / "checkpoints", docs, progress=False, static=False)
+    _equal_committed(docs, PASS_TABLES["noise_estimator"])
 
 
 def test_table12_equals_its_rebuild_from_the_committed_tables(tmp_path):
