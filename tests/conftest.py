@@ -5,8 +5,11 @@ tests/integration (tiny runs trained end to end, the CLI, the report in Chromium
 import json
 import os
 import re
+import select
+import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -28,21 +31,109 @@ def tiny_run(tmp_path_factory, tiny_cfg):
     return train(tiny_cfg, out, progress=False)
 
 
-def _run_cli(*args, env=None, cwd=None, input=None):
-    """``mi-plateau ARGS`` in a fresh interpreter (``input``: its standard input); returns the
-    CompletedProcess."""
+# ``mi-plateau ARGS`` as ``python -m mi_plateau`` runs it, minus the interpreter start: one
+# process per test session imports the toolkit and its heavy packages once (with what the first
+# model built in a process loads lazily), then forks a child per
+# command. The child takes the command's working directory, environment, standard streams and
+# argv, and runs ``mi_plateau``'s __main__ as ``-m`` does (its exit code, traceback or
+# ``os._exit`` are the command's own). Each request is a JSON line; the answers are the child's pid,
+# then its exit code.
+_FORKER = """
+import atexit, importlib, json, os, runpy, sys, traceback
+import mi_plateau.cli, mi_plateau.train, mi_plateau.passes, mi_plateau.report  # noqa: F401
+# the first model a process builds loads many more modules (lazily): a child builds one and names
+# them, and they are imported here; nothing is computed here, so no thread pool is forked
+r, w = os.pipe()
+if os.fork() == 0:
+    from mi_plateau.config import preset
+    from mi_plateau.model.bridge import build_model
+    before = set(sys.modules)
+    build_model(preset("tiny"))
+    os.write(w, "\\n".join(sorted(set(sys.modules) - before)).encode())
+    os._exit(0)
+os.close(w)
+with os.fdopen(r) as names:
+    loaded = names.read().split()
+os.wait()
+for name in loaded:
+    try:
+        importlib.import_module(name)
+    except Exception:
+        pass
+answer = os.fdopen(os.dup(1), "w")
+os.dup2(2, 1)
+for line in sys.stdin:
+    req = json.loads(line)
+    pid = os.fork()
+    if pid == 0:
+        os.chdir(req["cwd"])
+        os.environ.clear()
+        os.environ.update(req["env"])
+        for fd, key in ((0, "stdin"), (1, "out"), (2, "err")):
+            os.dup2(os.open(req[key], os.O_WRONLY if fd else os.O_RDONLY), fd)
+        sys.stdin, sys.stdout, sys.stderr = (
+            open(fd, mode, encoding=f.encoding, errors=f.errors, closefd=False)
+            for fd, mode, f in ((0, "r", sys.stdin), (1, "w", sys.stdout), (2, "w", sys.stderr))
+        )
+        sys.argv = [mi_plateau.__file__, *req["args"]]
+        try:
+            runpy.run_module("mi_plateau", run_name="__main__", alter_sys=True)
+            code = 0
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else (e.code is not None and print(e.code, file=sys.stderr) or 1)
+        except BaseException:
+            traceback.print_exc()
+            code = 1
+        atexit._run_exitfuncs()  # then out without tearing the thousands of loaded modules down
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    answer.write(json.dumps(pid) + "\\n")
+    answer.flush()
+    answer.write(json.dumps(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])) + "\\n")
+    answer.flush()
+"""
+_forker: list = []  # the session's forking process, started by the first command
+# read once at interpreter start: a command that sets one of these needs a fresh interpreter
+_IMPORT_TIME_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "PYTHONHASHSEED")
+
+
+def _run_cli(*args, env=None, cwd=None, input=None, timeout=600):
+    """``mi-plateau ARGS`` (``input``: its standard input; ``env``: added to this process's
+    environment); returns a CompletedProcess. Runs in a child of the session's forking process
+    (``_FORKER``), or in a fresh interpreter where ``env`` changes what is read at start-up."""
     e = {k: v for k, v in os.environ.items() if k != "MI_PLATEAU_CRASH"}
-    if env:
-        e.update(env)
-    return subprocess.run(
-        [sys.executable, "-m", "mi_plateau", *args],
-        capture_output=True,
-        text=True,
-        env=e,
-        cwd=cwd,
-        timeout=600,
-        input=input,
-    )
+    e.update(env or {})
+    cmd = [sys.executable, "-m", "mi_plateau", *args]
+    if any(v != os.environ.get(k) for k, v in (env or {}).items() if k in _IMPORT_TIME_ENV):
+        return subprocess.run(cmd, capture_output=True, text=True, env=e, cwd=cwd, timeout=timeout, input=input)
+    if not _forker:
+        _forker.append(
+            subprocess.Popen([sys.executable, "-c", _FORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+        )
+    proc = _forker[0]
+    with tempfile.TemporaryDirectory() as tmp:
+        files = {k: os.path.join(tmp, k) for k in ("stdin", "out", "err")}
+        Path(files["stdin"]).write_text(input or "")
+        Path(files["out"]).touch()
+        Path(files["err"]).touch()
+        request = {"args": list(map(str, args)), "env": e, "cwd": str(cwd or os.getcwd()), **files}
+        proc.stdin.write((json.dumps(request) + "\n").encode())
+        pid = json.loads(proc.stdout.readline())  # unbuffered: select sees what readline has not read
+        if not select.select([proc.stdout], [], [], timeout)[0]:
+            os.kill(pid, signal.SIGKILL)
+            raise subprocess.TimeoutExpired(cmd, timeout)
+        rc = json.loads(proc.stdout.readline())
+        return subprocess.CompletedProcess(cmd, rc, Path(files["out"]).read_text(), Path(files["err"]).read_text())
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _close_forker():
+    yield
+    for proc in _forker:
+        proc.stdin.close()
+        proc.wait(timeout=60)
+        proc.stdout.close()
 
 
 @pytest.fixture(scope="session")

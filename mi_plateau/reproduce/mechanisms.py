@@ -21,14 +21,17 @@ def table11(rows: list[dict[str, Any]], records: dict[str, Any] | None = None) -
     ``summaries.dissipation(gap="train")``; None where the window has not closed or the run
     was trained before the trainer kept the training batches' losses) and by ours (``Q``: the
     evaluation set's swap gap), each with its window (the first and last checkpoint summed),
-    the run's status and steps, and the paper's Q. ``records``: the recipe log's per-run records
-    (``Collected.kept["records"]``), which hold the original's Q beside each row."""
+    the run's clipping and checkpoint spacing, status and steps, and the paper's Q. ``records``:
+    the recipe log's per-run records (``Collected.kept["records"]``), which hold the original's Q
+    beside each row."""
     records = records or {}
     orig = {r["run"]: ((records.get(r["run"]) or {}).get("dissipation_original") or {}) for r in rows}
     return [
         {
             "K": r["K"],
             "lr": r["lr"],
+            "clip": r.get("grad_clip"),
+            "spacing": r.get("train.ckpt_every"),
             "Q_original": orig[r["run"]].get("Q"),
             "Q": r.get("dissipation_Q"),
             "paper_Q": paper.TABLE11.get((r["K"], r["lr"])),
@@ -48,7 +51,9 @@ def build_dissipation(collected: Collected, sweep: Sweep, n_boot: int, seed: int
     """Table 11: Q per K and lr beside the paper's."""
     note = (
         "Q = sum over the checkpoints from the first with a z-gap above 0.1 nats to the first above 0.9 log K "
-        "(both blocks included) of lr x mean squared gradient norm before clipping x spacing; clipping 1.0. "
+        "(both blocks included) of lr x mean squared gradient norm before clipping x spacing. As the original "
+        "ran them, the lr = 1e-3 cells are unclipped with a checkpoint every 50 steps (its K sweep), the others "
+        "clipped at 1.0 (clip) with a checkpoint every 200 (spacing). "
         "Q_original: the original's z-gap, the first-token loss of the last training batch with z deranged "
         "across that batch minus the mean clean first-token training loss since the previous checkpoint; "
         "Q: ours, the evaluation set's swap gap (Lc with each selector replaced, minus Lc). None: the window "

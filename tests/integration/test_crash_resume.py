@@ -35,11 +35,34 @@ def _cfg():
     return with_overrides(preset("tiny"), {"max_steps": MAX_STEPS})
 
 
-def _train_code(cfg_path: Path, out: Path) -> str:
-    return (
-        "import json; from mi_plateau.config import RunConfig; from mi_plateau.train import train;"
-        f"train(RunConfig.from_dict(json.load(open({str(cfg_path)!r}))), {str(out)!r}, progress=False)"
-    )
+# One subprocess imports the toolkit once and forks a child per crash case (in parallel); each
+# child names its crash, trains, and dies there. Prints {out folder: exit code} as JSON.
+_FORK_CASES = """
+import json, os, sys, traceback
+import torch
+from mi_plateau.config import RunConfig
+from mi_plateau.train import train
+cfg = RunConfig.from_dict(json.load(open(sys.argv[1])))
+children = {}
+for out, spec in json.loads(sys.argv[2]):
+    pid = os.fork()
+    if pid == 0:
+        torch.set_num_threads(1)  # as the reference run (``_one_thread``)
+        os.dup2(os.open(out + ".stderr", os.O_WRONLY | os.O_CREAT | os.O_TRUNC), 2)
+        os.environ["MI_PLATEAU_CRASH"] = spec
+        try:
+            train(cfg, out, progress=False)
+        except BaseException:
+            traceback.print_exc()
+            os._exit(1)
+        os._exit(0)
+    children[pid] = out
+codes = {}
+for _ in children:
+    pid, status = os.wait()
+    codes[children[pid]] = os.waitstatus_to_exitcode(status)
+print(json.dumps(codes))
+"""
 
 
 def _temp_files(path: Path) -> list[Path]:
@@ -62,32 +85,36 @@ CRASHES = {
 }
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _one_thread():
+    """Every run of this module on one thread (the crash children's, the reference and the
+    resumes): a float sum can depend on the thread count, and the comparisons are bit for bit."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 @pytest.fixture(scope="module")
 def crashed(tmp_path_factory):
-    """Start every crash case as its own subprocess (in parallel), and the reference run here."""
+    """Every crash case in a child of one forking subprocess (in parallel), the reference run here."""
     base = tmp_path_factory.mktemp("crash")
     cfg = _cfg()
     cfg_path = base / "cfg.json"
     cfg_path.write_text(cfg.to_json())
-    procs = {}
-    for name, (spec, _, _) in CRASHES.items():
-        out = base / re.sub(r"\W+", "_", name)
-        procs[name] = (
-            out,
-            subprocess.Popen(
-                [sys.executable, "-c", _train_code(cfg_path, out)],
-                env={**os.environ, "MI_PLATEAU_CRASH": spec},
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            ),
-        )
+    outs = {name: base / re.sub(r"\W+", "_", name) for name in CRASHES}
+    cases = json.dumps([[str(outs[name]), spec] for name, (spec, _, _) in CRASHES.items()])
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _FORK_CASES, str(cfg_path), cases],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     ref = train(cfg, base / "ref", progress=False)
-    results = {}
-    for name, (out, p) in procs.items():
-        _, err = p.communicate(timeout=300)
-        results[name] = (out, p.returncode, err)
-    return ref, results
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    codes = json.loads(out)
+    return ref, {name: (o, codes[str(o)], Path(f"{o}.stderr").read_text()) for name, o in outs.items()}
 
 
 @pytest.mark.parametrize("name", list(CRASHES))
