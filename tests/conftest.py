@@ -33,11 +33,10 @@ def tiny_run(tmp_path_factory, tiny_cfg):
 
 # ``mi-plateau ARGS`` as ``python -m mi_plateau`` runs it, minus the interpreter start: one
 # process per test session imports the toolkit and its heavy packages once (with what the first
-# model built in a process loads lazily), then forks a child per
-# command. The child takes the command's working directory, environment, standard streams and
-# argv, and runs ``mi_plateau``'s __main__ as ``-m`` does (its exit code, traceback or
-# ``os._exit`` are the command's own). Each request is a JSON line; the answers are the child's pid,
-# then its exit code.
+# model built in a process loads lazily), then forks a child per command. The child takes the
+# command's working directory, environment, standard streams and argv, and runs ``mi_plateau``'s
+# __main__ as ``-m`` does (its exit code, traceback or ``os._exit`` are the command's own). Each
+# request is a JSON line; the answers are the child's pid, then its exit code.
 _FORKER = """
 import atexit, importlib, json, os, runpy, sys, traceback
 import mi_plateau.cli, mi_plateau.train, mi_plateau.passes, mi_plateau.report  # noqa: F401
@@ -79,8 +78,10 @@ for line in sys.stdin:
         try:
             runpy.run_module("mi_plateau", run_name="__main__", alter_sys=True)
             code = 0
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else (e.code is not None and print(e.code, file=sys.stderr) or 1)
+        except SystemExit as e:  # as the interpreter reads sys.exit's argument
+            code = e.code if isinstance(e.code, int) else int(e.code is not None)
+            if not isinstance(e.code, (int, type(None))):
+                print(e.code, file=sys.stderr)
         except BaseException:
             traceback.print_exc()
             code = 1

@@ -14,8 +14,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -35,34 +33,7 @@ def _cfg():
     return with_overrides(preset("tiny"), {"max_steps": MAX_STEPS})
 
 
-# One subprocess imports the toolkit once and forks a child per crash case (in parallel); each
-# child names its crash, trains, and dies there. Prints {out folder: exit code} as JSON.
-_FORK_CASES = """
-import json, os, sys, traceback
-import torch
-from mi_plateau.config import RunConfig
-from mi_plateau.train import train
-cfg = RunConfig.from_dict(json.load(open(sys.argv[1])))
-children = {}
-for out, spec in json.loads(sys.argv[2]):
-    pid = os.fork()
-    if pid == 0:
-        torch.set_num_threads(1)  # as the reference run (``_one_thread``)
-        os.dup2(os.open(out + ".stderr", os.O_WRONLY | os.O_CREAT | os.O_TRUNC), 2)
-        os.environ["MI_PLATEAU_CRASH"] = spec
-        try:
-            train(cfg, out, progress=False)
-        except BaseException:
-            traceback.print_exc()
-            os._exit(1)
-        os._exit(0)
-    children[pid] = out
-codes = {}
-for _ in children:
-    pid, status = os.wait()
-    codes[children[pid]] = os.waitstatus_to_exitcode(status)
-print(json.dumps(codes))
-"""
+TRAIN_ARGS = ("train", "--preset", "tiny", "--max-steps", str(MAX_STEPS), "--quiet")  # the command for _cfg()
 
 
 def _temp_files(path: Path) -> list[Path]:
@@ -85,36 +56,17 @@ CRASHES = {
 }
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread():
-    """Every run of this module on one thread (the crash children's, the reference and the
-    resumes): a float sum can depend on the thread count, and the comparisons are bit for bit."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 @pytest.fixture(scope="module")
-def crashed(tmp_path_factory):
-    """Every crash case in a child of one forking subprocess (in parallel), the reference run here."""
+def crashed(tmp_path_factory, run_cli):
+    """Every crash case as ``mi-plateau train`` killed where its case says, and the reference run."""
     base = tmp_path_factory.mktemp("crash")
-    cfg = _cfg()
-    cfg_path = base / "cfg.json"
-    cfg_path.write_text(cfg.to_json())
-    outs = {name: base / re.sub(r"\W+", "_", name) for name in CRASHES}
-    cases = json.dumps([[str(outs[name]), spec] for name, (spec, _, _) in CRASHES.items()])
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _FORK_CASES, str(cfg_path), cases],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    ref = train(cfg, base / "ref", progress=False)
-    out, err = proc.communicate(timeout=300)
-    assert proc.returncode == 0, err
-    codes = json.loads(out)
-    return ref, {name: (o, codes[str(o)], Path(f"{o}.stderr").read_text()) for name, o in outs.items()}
+    ref = train(_cfg(), base / "ref", progress=False)
+    results = {}
+    for name, (spec, _, _) in CRASHES.items():
+        out = base / re.sub(r"\W+", "_", name)
+        p = run_cli(*TRAIN_ARGS, "--out", str(out), env={"MI_PLATEAU_CRASH": spec})
+        results[name] = (out, p.returncode, p.stderr)
+    return ref, results
 
 
 @pytest.mark.parametrize("name", list(CRASHES))
