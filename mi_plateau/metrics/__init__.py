@@ -42,14 +42,12 @@ from .evaluation import (
     group_accuracy,
     group_means,
     group_scores,
-    prefix_kv_of,
     sequence_losses,
-    sequence_scores,
     sequence_scores_reference,
-    string_logprob,
     target_loss,
 )
 from .live import Live, live_subset
+from .packed import PackedRun, packed_forward, sequence_scores, string_logprob
 
 __all__ = [
     "ACC_THRESHOLD",
@@ -68,8 +66,9 @@ __all__ = [
     "group_means",
     "group_scores",
     "Live",
+    "PackedRun",
+    "packed_forward",
     "live_subset",
-    "prefix_kv_of",
     "sequence_losses",
     "sequence_scores",
     "sequence_scores_reference",

@@ -12,11 +12,11 @@ from torch import Tensor
 
 from ..config import Layout
 from ..definitions import definition
-from ..model.forward import Weights, run_packed, run_suffixes
-from ..model.packing import eval_packing
+from ..model.forward import Weights
 from ..summaries import ACC_THRESHOLD, ACC_TOL, estimate
-from ..task import EOS, EvalSet
+from ..task import EvalSet
 from .live import Live
+from .packed import packed_forward, string_logprob
 
 
 def candidate_losses(
@@ -88,49 +88,6 @@ def sequence_losses(scores: Float[Tensor, "batch K"], index: Int[Tensor, batch])
     return L_seq, scores.argmax(-1) == index
 
 
-def string_logprob(logits: Float[Tensor, "... L vocab"], next_tokens: Int[Tensor, "... L"]) -> Float[Tensor, ...]:
-    """Sum over positions of log softmax(logits)[next token]: a teacher-forced string's log-probability."""
-    return logits.log_softmax(-1).gather(-1, next_tokens[..., None]).squeeze(-1).sum(-1)
-
-
-def _next_tokens(cands: Tensor) -> Tensor:
-    """What each candidate's positions A1..A4 predict: A2, A3, A4, EOS."""
-    return torch.cat([cands[..., 1:], torch.full_like(cands[..., :1], EOS)], -1)
-
-
-def sequence_scores(
-    W: Weights,
-    ev: EvalSet,
-    rows: Int[Tensor, n],
-    prefix_kv: list[tuple[Tensor, Tensor]],
-    fp_logits: Float[Tensor, "n vocab"],
-    own_tail_logits: Float[Tensor, "n L vocab"],
-) -> Float[Tensor, "n K"]:
-    """Scores of every candidate string of each row's group given the row's prompt (B, z_k).
-
-    The prompt is computed once per row (its keys and values ``prefix_kv`` per layer, [n, head,
-    fp + 1, d_head], and its logits at fp, which score every candidate's first character); the
-    row's own target is the clean input, so ``own_tail_logits`` (the clean logits at A1..A4)
-    score candidate k, and only the K - 1 other candidates run, as continuations of the prompt
-    (``run_suffixes``).
-    """
-    K = ev.task.cfg.K
-    cands = ev.seq_candidates[rows]  # [n, K, L]
-    dev = rows.device
-    own = torch.as_tensor(ev.s, device=dev)[rows]
-    first = fp_logits.log_softmax(-1).gather(1, cands[..., 0])  # [n, K]
-    tail = torch.empty_like(first)
-    n = torch.arange(len(rows), device=dev)
-    tail[n, own] = string_logprob(own_tail_logits, _next_tokens(cands[n, own]))
-    if K > 1:
-        j = torch.arange(K, device=dev)
-        others = torch.stack([j[j != k] for k in range(K)])[own]  # [n, K-1]
-        suf = cands.gather(1, others[..., None].expand(-1, -1, cands.shape[-1]))
-        lg = run_suffixes(W, prefix_kv, suf, ev.task.layout.target_start)
-        tail.scatter_(1, others, string_logprob(lg, _next_tokens(suf)))
-    return first + tail
-
-
 @torch.no_grad()
 def evaluate(model, ev: EvalSet, batch: int = 256, live: Live | None = None, sequence: bool = True) -> dict[str, Any]:
     """Per-checkpoint metrics on the evaluation set: the means over its examples of what
@@ -192,24 +149,17 @@ def first_token_losses(model, ev: EvalSet, batch: int = 256) -> dict[str, float]
 
 
 def _first_token(W: Weights, ev: EvalSet, batch: int):
-    """Per row (Lc, L1, candidate mass, swapped Lc or None): only the packs' nodes up to the
-    position that predicts A1 run (``Packing.width``; they come first in every pack), and a
-    swapped row's logits there are a node of its pack like a clean row's."""
-    N, fp = len(ev.tokens), ev.task.layout.first_pred
-    pk = _packing(ev)
-    w = pk.width(fp + 1)
-    at_fp = torch.empty(pk.n_seqs, W.W_U.shape[1], device=W.W_U.device)
-    for c, seqs in pk.chunks(batch):
-        read, where = pk.rows(seqs, fp)
-        lg, _ = run_packed(W, pk.tokens[c, :w], pk.positions[c, :w], pk.blocked_for(c, w), read)
-        at_fp[seqs] = lg[pk.pack[seqs] - c.start, where]
-    Lc, mass, L1 = first_token_rows(at_fp[:N], ev)
-    swap = candidate_losses(at_fp[N:], ev.candidates, ev.cand_index)[0] if pk.n_seqs > N else None
+    """Per row (Lc, L1, candidate mass, swapped Lc or None) from the packs' nodes up to the
+    position that predicts A1 only (``packed_forward`` without the tail)."""
+    run = packed_forward(W, ev, _shifts(ev), chunk=batch, tail=False)
+    Lc, mass, L1 = first_token_rows(run.clean_fp, ev)
+    swap = candidate_losses(run.swapped_fp[0], ev.candidates, ev.cand_index)[0] if run.shifts else None
     return Lc, L1, mass, swap
 
 
-def _packing(ev: EvalSet):
-    return eval_packing(ev, (1,) if ev.task.cfg.has_selector else ())
+def _shifts(ev: EvalSet) -> tuple[int, ...]:
+    """The evaluation's one selector replacement, k -> k+1 mod K (none without a selector)."""
+    return (1,) if ev.task.cfg.has_selector else ()
 
 
 def _on_model(model, ev: EvalSet) -> tuple[Weights, EvalSet]:
@@ -258,67 +208,20 @@ def example_losses(model, ev: EvalSet, batch: int = 256) -> dict[str, np.ndarray
     }
 
 
-def _chunk_forward(W: Weights, ev: EvalSet, pk, c: slice, seqs: Tensor, keep_kv: bool):
-    """One chunk of packs through the packed forward: the logits at the nodes that are read
-    (each clean row's fp..P-1, each swapped row's fp), and the keys and values if asked."""
-    lay, N = ev.task.layout, len(ev.tokens)
-    P, fp = lay.seq_len - 1, lay.first_pred
-    clean, swapped = seqs[seqs < N], seqs[seqs >= N]
-    want = pk.node[clean][:, fp:P].contiguous()  # each clean row's nodes at fp..P-1
-    read = torch.unique(torch.cat([want.reshape(-1), pk.node[swapped, fp]]))
-    lg, kv = run_packed(W, pk.tokens[c], pk.positions[c], pk.blocked_for(c), read, keep_kv=keep_kv)
-    clean_lg = lg[(pk.pack[clean] - c.start)[:, None], torch.searchsorted(read, want)]
-    swap_lg = lg[pk.pack[swapped] - c.start, torch.searchsorted(read, pk.node[swapped, fp])]
-    return clean, swapped, clean_lg, swap_lg, kv
-
-
 def _per_example(W: Weights, ev: EvalSet, batch: int, score: np.ndarray | None = None, sequence: bool = True) -> _Rows:
-    """The forward passes behind ``evaluate``, ``group_scores`` and ``example_losses``.
-
-    The clean rows and the selector-swapped ones run as prefix packs (``model.packing``): one
-    packed sequence per group in which every distinct prefix is computed once (the K examples
-    share BOS, B and SEP; a swapped input is, up to the position that predicts A1, another
-    example's clean input), and the last block computes only the positions that are read. The
-    numbers equal ``evaluate_reference`` (plain bridge forwards) to float precision.
+    """The rows behind ``evaluate``, ``group_scores`` and ``example_losses``, from one
+    ``packed_forward`` over the clean rows and their swaps (k -> k+1 mod K). The numbers equal
+    ``evaluate_reference`` (plain bridge forwards) to float precision.
 
     The paper family scores the K candidate strings of the rows where ``score`` (a mask over the
-    rows; default every row) is true: each prompt is read from the packs' keys and values, and
-    only the other candidates' four positions are computed (``sequence_scores``); the other rows'
-    scores stay unset. ``sequence=False`` leaves the paper family out (None)."""
+    rows; default every row) is true; the other rows' scores stay NaN. ``sequence=False`` leaves
+    the paper family out (None)."""
     lay = ev.task.layout
-    K, N = ev.task.cfg.K, len(ev.tokens)
-    P, fp = lay.seq_len - 1, lay.first_pred
-    sel = ev.task.cfg.has_selector
-    dev = W.W_U.device
-    pk = _packing(ev)
-    logits = torch.zeros(N, P, W.W_U.shape[1], device=dev)  # the metrics read positions fp.. only
-    swap_fp = torch.empty(N, W.W_U.shape[1], device=dev) if sel else None
-    scores = torch.full((N, K), float("nan"), device=dev) if sequence and ev.has_sequence_candidates else None
-    wanted = torch.ones(N, dtype=torch.bool, device=dev) if score is None else torch.as_tensor(score, device=dev)
-    for c, seqs in pk.chunks(batch):
-        clean, swapped, clean_lg, swap_lg, kv = _chunk_forward(W, ev, pk, c, seqs, keep_kv=scores is not None)
-        logits[clean, fp:] = clean_lg
-        if sel:
-            swap_fp[swapped - N] = swap_lg
-        rows = clean[wanted[clean]]
-        if scores is not None and len(rows):
-            scores[rows] = sequence_scores(
-                W, ev, rows, prefix_kv_of(pk, kv, rows, fp, c.start), logits[rows, fp], logits[rows, fp + 1 :]
-            )
-    Lc, mass, L1 = first_token_rows(logits[:, fp], ev)
-    full = target_loss(logits, ev.tokens, lay).item()
-    swap = candidate_losses(swap_fp, ev.candidates, ev.cand_index)[0] if sel else None
-    return _Rows(Lc, L1, mass, full, example_correct(logits, ev.tokens, lay), swap, scores)
-
-
-def prefix_kv_of(
-    pk, kv: list[tuple[Tensor, Tensor]], rows: Tensor, fp: int, first_pack: int
-) -> list[tuple[Tensor, Tensor]]:
-    """Each row's keys and values at its positions 0..fp, per layer, from a packed run's
-    ``kv`` ([packs, head, node, d_head] each; packs counted from ``first_pack``)."""
-    p = (pk.pack[rows] - first_pack)[:, None]
-    nodes = pk.node[rows, : fp + 1]
-    return [tuple(t.transpose(1, 2)[p, nodes].transpose(1, 2) for t in layer) for layer in kv]
+    run = packed_forward(W, ev, _shifts(ev), chunk=batch, sequence=sequence, score=score)
+    Lc, mass, L1 = first_token_rows(run.clean_fp, ev)
+    full = target_loss(run.clean, ev.tokens, lay).item()
+    swap = candidate_losses(run.swapped_fp[0], ev.candidates, ev.cand_index)[0] if run.shifts else None
+    return _Rows(Lc, L1, mass, full, example_correct(run.clean, ev.tokens, lay), swap, run.scores)
 
 
 def _metrics(r: _Rows, K: int, seq: tuple[Tensor, Tensor] | None = None) -> dict[str, Any]:

@@ -34,9 +34,9 @@ if TYPE_CHECKING:  # annotations only: importing the registry must not import to
     from jaxtyping import Float
     from torch import Tensor
 
+    from ..metrics import PackedRun
     from ..task import EvalSet
     from .interventions import HeadEffects
-    from .packed import PackedRun
 
 # The passes' own revision, in the pass cache's key beside the registered scores: change it when
 # what a pass computes changes under the same names (a formula, a baseline), which the names

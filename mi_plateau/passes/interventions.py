@@ -1,5 +1,5 @@
 """The interventions the per-head and patching passes run, restarting from the packed forward's
-activations (``packed.PackedRun``): head ablation (``ablate_layer``; what it does to every head
+activations (``metrics.PackedRun``): head ablation (``ablate_layer``; what it does to every head
 is a ``HeadEffects``) and the causal patching of the selector positions (``patch_layer``).
 Definitions in ``probes``.
 """
@@ -13,11 +13,10 @@ import torch.nn.functional as F
 from jaxtyping import Float, Int
 from torch import Tensor
 
-from ..metrics import candidate_losses, first_token_rows, target_loss
+from ..metrics import PackedRun, candidate_losses, first_token_rows, target_loss
 from ..model.forward import Weights, block, from_mid, unembed
 from ..model.packing import Packing
 from ..task import EvalSet
-from .packed import PackedRun
 
 NAN = float("nan")
 

@@ -39,7 +39,7 @@ row of the score matrix, read at the true target's index: the paper's swap gap
   last layer the selector positions feed nothing that reaches fp, so its fraction is 0).
 
 One function per pass, each returning its own columns or rows (``checkpoint_passes`` runs them
-all after one ``packed.packed_forward``): ``clean_pass`` (losses, accuracy), ``paper_pass``
+all after one ``metrics.packed_forward``): ``clean_pass`` (losses, accuracy), ``paper_pass``
 (the paper family), ``swap_pass``, ``shuffle_pass``, ``ablation_pass`` and ``head_rows`` (the
 per-head scores, one column per score registered in ``head_scores``), ``patching_pass``.
 """
@@ -55,11 +55,13 @@ import torch
 from torch import Tensor
 
 from ..metrics import (
+    PackedRun,
     accuracy_stats,
     candidate_losses,
     example_correct,
     first_token_rows,
     group_means,
+    packed_forward,
     sequence_losses,
     target_loss,
 )
@@ -68,7 +70,6 @@ from ..model.forward import Weights
 from ..task import CHAR0, EvalSet, derangement
 from .head_scores import HEAD_SCORES, HeadInputs
 from .interventions import Baseline, HeadEffects, ablate_layer, logit_diff, patch_layer
-from .packed import PackedRun, packed_forward
 
 Rows = list[dict[str, Any]]
 Columns = dict[str, Any]  # one pass's columns of a row: name -> value (a checkpoint) or [group] tensor
@@ -125,7 +126,8 @@ def checkpoint_passes(
     clock = _Clock(timings)
     K = ev.task.cfg.K
     shifts = tuple(s % K for s in shifts if s % K) if ev.task.cfg.has_selector else ()
-    run = packed_forward(W, ev, shifts, keep=ablation, sequence=ablation if sequence is None else sequence, chunk=chunk)
+    seq = ablation if sequence is None else sequence
+    run = packed_forward(W, ev, shifts, chunk=chunk, sequence=seq, attention=True, keep=ablation)
     shuffled = ev.s[derangement(len(ev.tokens), shuffle_seed)]
     ck_clean, g_clean = clean_pass(ev, run)
     ck_paper, g_paper = paper_pass(ev, run, shuffled)

@@ -137,6 +137,40 @@ def test_packed_evaluate_equals_two_plain_forwards(overrides):
         assert abs(a["swap_gap"]) > 0.01  # the swap really changes something here
 
 
+def test_every_way_of_asking_the_packed_forward_reads_the_same_logits():
+    """One packed forward, asked for less or more: the lean last block (only the nodes read),
+    the packs cut at fp (no tail), and the full forward with attention and kept activations
+    give the same logits at fp, clean and swapped, and the same candidate scores on the rows
+    asked for (NaN on the others); asking for scores without the tail is an error."""
+    from mi_plateau.metrics import packed_forward
+    from mi_plateau.model.forward import Weights
+
+    cfg = preset("tiny")
+    torch.manual_seed(3)
+    model = build_model(cfg)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.5 * torch.randn_like(p))
+    ev = make_eval_set(make_task(cfg.task), cfg.eval)
+    W = Weights.of(model.state_dict(), model.cfg)
+    half = np.arange(len(ev.tokens)) % 2 == 0
+    lean = packed_forward(W, ev, (1, 2), chunk=7, sequence=True, score=half)
+    full = packed_forward(W, ev, (1, 2), sequence=True, attention=True, keep=True)
+    short = packed_forward(W, ev, (1, 2), chunk=5, tail=False)
+    assert short.clean is None and lean.sel_attn is None and full.sel_attn is not None
+    assert len(full.resid[0]) == full.pk.n_packs and len(lean.resid[0]) == 0
+    for run in (lean, short):
+        torch.testing.assert_close(run.clean_fp, full.clean_fp, atol=1e-5, rtol=0)
+        for a, b in zip(run.swapped_fp, full.swapped_fp):
+            torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+    assert not torch.equal(full.swapped_fp[0], full.swapped_fp[1])  # two shifts, two inputs
+    torch.testing.assert_close(lean.clean, full.clean, atol=1e-5, rtol=0)
+    torch.testing.assert_close(lean.scores[half], full.scores[half], atol=1e-5, rtol=0)
+    assert torch.isnan(lean.scores[~half]).all() and not torch.isnan(full.scores).any()
+    with pytest.raises(ValueError, match="need the tail"):
+        packed_forward(W, ev, (1,), tail=False, sequence=True)
+
+
 def test_z_blind_uniform_model_scores_log_K_exactly():
     """A model whose logits are all equal gives every candidate string the same score: L_seq is
     log K exactly (and Lc too); the argmax of K equal scores is the first candidate, so the
