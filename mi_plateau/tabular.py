@@ -63,6 +63,23 @@ def cell(
     return format(v, spec)
 
 
+def lead(ro: dict, key: str) -> str:
+    """A routing number with its bootstrap interval, e.g. ``0.83 [0.78, 0.85]``; an interval of
+    one value says why: every resample of the groups gave the same checkpoint (the timing is
+    resolved only to the checkpoint spacing)."""
+    lo, hi = ro.get(f"{key}_lo"), ro.get(f"{key}_hi")
+    if not (finite(lo) and finite(hi)):
+        return cell(ro.get(key), ".2f")
+    if f"{lo:.2f}" == f"{hi:.2f}":
+        return cell(ro.get(key), ".2f") + f" [{lo:.2f}: every resample, the same checkpoint]"
+    return cell(ro.get(key), ".2f") + f" [{lo:.2f}, {hi:.2f}]"
+
+
+def finite(v) -> bool:
+    """A number that is neither missing (None), NaN nor infinite."""
+    return isinstance(v, (int, float)) and math.isfinite(v)
+
+
 def _md_cell(text: str) -> str:
     """One Markdown table cell: pipes escaped, line breaks flattened (a newline ends a row)."""
     return " ".join(text.replace("|", "\\|").split()) if ("\n" in text or "\r" in text) else text.replace("|", "\\|")

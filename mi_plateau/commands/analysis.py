@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from ..tabular import cell
-from .text import head_table, lead, print_checkpoint
+from ..tabular import cell, lead
+from .text import head_table, print_checkpoint
 
 
 def cmd_analyze(args) -> int:

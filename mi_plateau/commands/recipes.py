@@ -8,11 +8,8 @@ import sys
 from pathlib import Path
 
 from ..config import RunOptions
-from ..tabular import cell, to_markdown
+from ..tabular import to_markdown
 from .applies import SWEEP_RECIPES_KIND, refuse_unused
-from .text import lead
-
-DOCS = "docs/reproduction"  # --docs' default: the committed tables
 
 
 def cmd_bench(args) -> int:
@@ -45,6 +42,11 @@ def reproduce_kind(recipe: str) -> str:
 
 
 def cmd_reproduce(args) -> int:
+    """Every recipe the same way (``reproduce.registry``): its dry run (a table and, where there
+    is one, a closing line), or its run (its tables, the files it wrote, the line that says static
+    figures were skipped)."""
+    from ..reproduce.registry import recipe
+
     options = RunOptions.from_args(args)
     refuse_unused(reproduce_kind(args.recipe), options, f"reproduce {args.recipe}")
     if options.static:  # before any training: the figures come last
@@ -52,152 +54,20 @@ def cmd_reproduce(args) -> int:
 
         if chromium() is None:
             raise ValueError(f"--static: no browser found: {STATIC_NEEDS}")
-    command = {
-        "core": reproduce_core,
-        "hessian": reproduce_hessian,
-        "figure3": reproduce_figure3,
-        "noise_estimator": reproduce_noise_estimator,
-        "controls": reproduce_controls,
-        "scorecard": reproduce_scorecard,
-    }.get(args.recipe, reproduce_sweep)
-    return command(args.recipe, options)
-
-
-def reproduce_core(recipe: str, options: RunOptions) -> int:
-    """``reproduce core``: its dry run (the runs and whether they are done), or its runs trained
-    and analysed and its tables and figures written."""
-    from ..reproduce import plan, run_recipe
-    from ..sweeps import status
-
+    r = recipe(args.recipe)
     if options.dry_run:
-        for p, c in plan(recipe, options.root):
-            print(f"{p}  preset={c.preset} K={c.task.K} seed={c.task.data_seed}  {status(p)}")
+        rows, note = r.dry_run(options)
+        print(to_markdown(rows), end="")
+        if note:
+            print(note)
         return 0
-    log = run_recipe(recipe, options)
-    for name, s in log["summaries"].items():
-        ro, fam = log["routing"][name], s["definitions"]
-        print(
-            f"{name}: tau paper (L_seq) {fam['paper']['tau']} steps, first token (Lc) {fam['first_token']['tau']} "
-            f"steps; plateau/log K paper {cell(fam['paper']['plateau_ratio'], '.3f')}, "
-            f"first token {cell(fam['first_token']['plateau_ratio'], '.3f')}; "
-            f"routing head {ro.get('routing_head')}, "
-            f"lead (tau - t_r)/tau attention {lead(ro, 'routing_lead_sel_attn')}, "
-            f"causal {lead(ro, 'routing_lead_swap_contrib')}"
-        )
-    print(f"wrote {', '.join(log['written'])}")
-    static_note(log)
-    return 0
-
-
-def static_note(log: dict) -> None:
-    """The one line that says a recipe's static figures were skipped (no browser), on stderr."""
-    if log.get("static_note"):
-        print(f"mi-plateau reproduce: {log['static_note']}", file=sys.stderr)
-
-
-def print_tables(log: dict) -> int:
-    """A recipe's tables as Markdown, then the files it wrote."""
+    log = r.run(options)
     for title, rows in log["tables"].items():
         print(f"## {title}\n{to_markdown(rows)}")
     print(f"wrote {', '.join(log['written'])}")
-    static_note(log)
+    if log.get("static_note"):
+        print(f"mi-plateau reproduce: {log['static_note']}", file=sys.stderr)
     return 0
-
-
-def reproduce_hessian(recipe: str, options: RunOptions) -> int:
-    """``reproduce hessian``: its dry run (the runs, whether they are here and whether the log
-    holds their rows), or the runs trained, the pass run and Table 10 written."""
-    from ..reproduce.hessian import dry_run_rows, run_hessian_recipe
-
-    if options.dry_run:
-        print(to_markdown(dry_run_rows(options)))
-        return 0
-    return print_tables(run_hessian_recipe(options))
-
-
-def reproduce_figure3(recipe: str, options: RunOptions) -> int:
-    """``reproduce figure3``: Figure 3 and the lead over the K sweep's runs here and in its log
-    (nothing is trained); its dry run lists the runs it would read."""
-    from ..reproduce.figure3 import run_figure3_recipe, sweep_runs
-    from ..sweeps import status
-
-    if options.dry_run:
-        print(to_markdown([{"run": str(p), "status": status(p)} for p in sweep_runs(Path(options.root))]), end="")
-        return 0
-    o = options
-    return print_tables(run_figure3_recipe(o.root, o.docs, progress=o.progress, device=o.device, static=o.static))
-
-
-def reproduce_noise_estimator(recipe: str, options: RunOptions) -> int:
-    """``reproduce noise_estimator``: Figure 2b's p = 0.2 crossing under the original's estimator,
-    over the noise sweep's runs here and in its log (nothing is trained); its dry run lists the runs."""
-    from ..reproduce.noise_estimator import run_noise_estimator_recipe, sweep_runs
-    from ..sweeps import status
-
-    if options.dry_run:
-        print(to_markdown([{"run": str(p), "status": status(p)} for p in sweep_runs(Path(options.root))]), end="")
-        return 0
-    o = options
-    return print_tables(run_noise_estimator_recipe(o.root, o.docs, progress=o.progress, static=o.static))
-
-
-def reproduce_controls(recipe: str, options: RunOptions) -> int:
-    """``reproduce controls``: Table 12 from the committed tables under ``--docs`` (nothing is
-    trained); its dry run lists the artifacts it reads and whether each is there."""
-    from ..reproduce.controls import SOURCES, write_controls
-
-    if options.dry_run:
-        return print_sources(SOURCES, Path(options.docs))
-    rows, paths = write_controls(options.docs)
-    print(to_markdown(rows))
-    print(f"wrote {', '.join(str(p) for p in paths)}")
-    return 0
-
-
-def reproduce_scorecard(recipe: str, options: RunOptions) -> int:
-    """``reproduce scorecard``: docs/scorecard.md from the committed tables under ``--docs``
-    (nothing is trained); its dry run lists the artifacts it reads and whether each is there."""
-    from ..reproduce.scorecard import SOURCES, write_scorecard
-
-    if options.dry_run:
-        return print_sources(SOURCES, Path(options.docs))
-    rows, paths = write_scorecard(options.docs)
-    print(to_markdown([{k: r[k] for k in ("artifact", "verdict")} for r in rows]))
-    print(f"wrote {', '.join(str(p) for p in paths)}")
-    return 0
-
-
-def print_sources(sources, docs: Path) -> int:
-    """The dry run of a recipe that reads committed tables: each artifact and whether it is there."""
-    print(to_markdown([{"artifact": s, "present": (docs / s).exists()} for s in sources]))
-    return 0
-
-
-def reproduce_sweep(recipe: str, options: RunOptions) -> int:
-    """``reproduce`` of a sweep recipe: its dry run (runs, what is left, the cost here), or its
-    runs trained and its tables written."""
-    from ..reproduce import dry_run, recipe_sweep, run_sweep_recipe
-    from ..sweeps import in_precision
-
-    own = recipe_sweep(recipe)
-    if in_precision(own, options.precision).name != own.name and Path(options.docs) == Path(DOCS):
-        raise ValueError(
-            f"reproduce {recipe} --precision {options.precision}: its tables would replace the recipe's own in "
-            f"{DOCS}; give --docs another folder"
-        )
-    if options.dry_run:
-        from ..devices import resolve
-
-        rows = dry_run(recipe, options)
-        print(to_markdown(rows), end="")
-        todo = [r for r in rows if r["est_core_min"] > 0]
-        print(
-            f"{len(rows)} runs, {len(rows) - len(todo)} with nothing left to train; the rest should take about "
-            f"{sum(r['est_core_min'] for r in todo):.0f} core-minutes on {resolve(options.device)} here "
-            "(one thread per run)"
-        )
-        return 0
-    return print_tables(run_sweep_recipe(recipe, options))
 
 
 def cmd_sweep(args) -> int:

@@ -4,9 +4,7 @@ per-head table of inspect and ablate, a number with its bootstrap interval. Numb
 
 from __future__ import annotations
 
-import math
-
-from ..tabular import cell
+from ..tabular import cell, finite
 
 # the unit of every number the summary prints
 UNITS = {
@@ -37,11 +35,6 @@ HEAD_LEGEND = {
     "dL_95%": "dL_95% = 95% bootstrap interval of dL over the evaluation groups (nats)",
     "top_share": "top_share = share of the bootstrap resamples in which the head has the largest dL",
 }
-
-
-def finite(v) -> bool:
-    """A number that is neither missing (None), NaN nor infinite."""
-    return isinstance(v, (int, float)) and math.isfinite(v)
 
 
 def with_unit(key: str, v) -> str:
@@ -85,18 +78,6 @@ def print_costs(c: dict) -> None:
             f"settlement {c['settle_s']:.0f} s)"
         )
     print(line)
-
-
-def lead(ro: dict, key: str) -> str:
-    """A routing number with its bootstrap interval, e.g. ``0.83 [0.78, 0.85]``; an interval of
-    one value says why: every resample of the groups gave the same checkpoint (the timing is
-    resolved only to the checkpoint spacing)."""
-    lo, hi = ro.get(f"{key}_lo"), ro.get(f"{key}_hi")
-    if not (finite(lo) and finite(hi)):
-        return cell(ro.get(key), ".2f")
-    if f"{lo:.2f}" == f"{hi:.2f}":
-        return cell(ro.get(key), ".2f") + f" [{lo:.2f}: every resample, the same checkpoint]"
-    return cell(ro.get(key), ".2f") + f" [{lo:.2f}, {hi:.2f}]"
 
 
 def interval(lo, hi) -> str:

@@ -19,7 +19,7 @@ from ..checkpoints import Run, RunError, atomic_write_json, atomic_write_text
 from ..config import config_diff, preset, run_name, with_overrides
 from ..summaries import nan_to_none, num
 from ..sweeps import RunOptions, status, train_local, train_wall
-from ..tabular import read_json_rows, to_markdown, write_figures
+from ..tabular import cell, lead, read_json_rows, to_markdown, write_figures
 
 RECIPES = {
     # (preset, K, seed): the paper recipe at every K, seeds at K = 10 and 20, and today's K = 10
@@ -221,8 +221,30 @@ def run_recipe(
         "sum_of_run_train_wall_s": sum(v for v in results["train_wall"].values() if math.isfinite(v)),
         "summaries": results["summaries"],
         "routing": results["routing"],
+        "tables": {"Runs (tau in steps; leads (tau - t_r) / tau, ours)": run_rows(results)},
         "written": [str(w) for w in written],
         "static_note": static_note,
     }
     atomic_write_json(Path(options.docs) / "recipe_log.json", log)
     return nan_to_none(log)
+
+
+def run_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per run: both families' tau and plateau height over log K, the routing head and
+    its leads (tau - t_r) / tau with their bootstrap intervals."""
+    rows = []
+    for name, s in results["summaries"].items():
+        ro, fam = results["routing"][name], s["definitions"]
+        rows.append(
+            {
+                "run": name,
+                "tau_paper": fam["paper"]["tau"],
+                "tau_first_token": fam["first_token"]["tau"],
+                "plateau_ratio_paper": cell(fam["paper"]["plateau_ratio"], ".3f"),
+                "plateau_ratio_first_token": cell(fam["first_token"]["plateau_ratio"], ".3f"),
+                "routing_head": ro.get("routing_head"),
+                "lead_attention": lead(ro, "routing_lead_sel_attn"),
+                "lead_causal": lead(ro, "routing_lead_swap_contrib"),
+            }
+        )
+    return rows

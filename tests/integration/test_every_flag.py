@@ -337,7 +337,7 @@ def sweep_batch_runs(t: T) -> None:
 
 def recipe_options(t: T, recipe: str, *argv) -> object:
     """The ``RunOptions`` ``reproduce RECIPE ARGV`` hands to its recipe (a recorder here)."""
-    calls = t.record("mi_plateau.reproduce.run_sweep_recipe", {"tables": {}, "written": []})
+    calls = t.record("mi_plateau.reproduce.sweeps.run_sweep_recipe", {"tables": {}, "written": []})
     t.ok("reproduce", recipe, "--root", t.tmp / "ck", "--docs", t.tmp / "docs", *argv)
     return calls[0][0][1]
 
@@ -392,9 +392,9 @@ def reproduce_skip_recorded(t: T) -> None:
 
 
 def reproduce_root(t: T) -> None:
-    lines = t.ok("reproduce", "core", "--dry-run", "--root", t.tmp / "ck").splitlines()
-    assert lines and all(line.startswith(str(t.tmp / "ck")) for line in lines)
-    assert all(line.startswith("checkpoints/") for line in t.ok("reproduce", "core", "--dry-run").splitlines())
+    runs = column(t.ok("reproduce", "core", "--dry-run", "--root", t.tmp / "ck"), "run")
+    assert runs and all(r.startswith(str(t.tmp / "ck")) for r in runs)
+    assert all(r.startswith("checkpoints/") for r in column(t.ok("reproduce", "core", "--dry-run"), "run"))
 
 
 def reproduce_docs(t: T) -> None:

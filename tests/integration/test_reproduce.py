@@ -21,7 +21,7 @@ def test_core_recipe_plan_names_the_paper_runs(run_cli, tmp_path):
     )
     assert {c.model.init_seed for _, c in runs if c.preset == "paper"} == {42}
     p = run_cli("reproduce", "core", "--dry-run")
-    assert p.returncode == 0 and p.stdout.count("K=") == len(RECIPES["core"])
+    assert p.returncode == 0 and p.stdout.count("| not started |") == len(RECIPES["core"])
 
 
 @pytest.mark.browser
