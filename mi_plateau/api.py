@@ -11,8 +11,8 @@ from .config import compare_name
 
 # The original's estimator replayed (numpy only, so imported here): the passes' own functions take
 # a run folder or a Run and return plain dicts already, so the API is those functions themselves.
-from .passes.sampled import sampled_tau as sampled_tau
-from .passes.sampled import sampled_width as sampled_width
+from .replays.sampled import sampled_tau as sampled_tau
+from .replays.sampled import sampled_width as sampled_width
 
 
 def summary(run: str | os.PathLike | Run) -> dict[str, Any]:
@@ -28,15 +28,15 @@ def exact_check(run: str | os.PathLike | Run, *, progress: bool = False) -> dict
     """Are the settled crossings of this run the all-exact ones? Every checkpoint up to the
     lowest crossing scored on the full evaluation set, each default question (tau at eval.alpha
     and Table 5's alphas, the width) and both families' clocks compared (``checkpoints.settle``)."""
-    from .passes.exact_check import exact_check as check
+    from .replays.exact_check import exact_check as check
 
     return check(run if isinstance(run, Run) else Run(run), progress=progress)
 
 
 def spacing_check(run: str | os.PathLike | Run, *, ckpt_every_max: int) -> dict[str, Any]:
     """Would ``train.ckpt_every_max = ckpt_every_max`` have kept every tau and width of this densely
-    checkpointed run? Its records replayed under the widening spacing (``passes.spacing``)."""
-    from .passes.spacing import spacing_check as check
+    checkpointed run? Its records replayed under the widening spacing (``replays.spacing``)."""
+    from .replays.spacing import spacing_check as check
     from .summaries import nan_to_none
 
     return nan_to_none(check(run if isinstance(run, Run) else Run(run), ckpt_every_max))

@@ -30,7 +30,7 @@ that drifts during the run falls on every candidate alike):
 Nothing is written outside temporary folders. See docs/performance.md for results.
 """
 
-from .fast import make_candidate
+from .candidates import make_candidate
 from .reference import PlainBlock, PlainTransformer, loop_passes
 from .runner import FULL_CANDIDATES, QUICK_CANDIDATES, run_benchmarks, to_markdown
 from .sections import E2E_RUN, bench_end_to_end, bench_overhead, bench_passes, bench_threads, bench_train

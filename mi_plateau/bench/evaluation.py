@@ -19,7 +19,7 @@ import statistics
 from typing import Any
 
 from ..config import preset, with_overrides
-from .fast import make_candidate
+from .candidates import make_candidate
 from .timing import alternate
 
 KINDS = ("full", "live", "first_token", "losses_A1")

@@ -18,7 +18,7 @@ import torch
 from ..checkpoints import FORMAT_VERSION
 from ..config import RunConfig, layout_for
 from ..task import make_eval_set, make_sampler, make_task
-from .fast import make_candidate
+from .candidates import make_candidate
 from .reference import PlainTransformer, loop_passes, max_diff
 from .timing import alternate, timed, train_step_flops
 

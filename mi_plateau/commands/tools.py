@@ -1,8 +1,8 @@
 """The study commands: each runs one study beside the pipeline's passes and writes one JSON
 artifact that names the command line which wrote it. ``linear-control`` (Table 12's linear
 network, ``control.linear``), ``sampled-pairs`` (a condition's seeds under the original's
-estimator, ``passes.sampled``), ``llc`` (the learning coefficient, ``passes.llc``), ``noise-split``
-(label-noise runs on the examples their noise left alone, ``passes.noise``) and
+estimator, ``replays.sampled``), ``llc`` (the learning coefficient, ``estimators.llc``), ``noise-split``
+(label-noise runs on the examples their noise left alone, ``replays.noise``) and
 ``estimator-spread`` (L_seq's spread over the evaluation set, ``bench.spread``).
 
 Each checks its --out file and its inputs before any work, then calls its module's function;
@@ -73,7 +73,7 @@ def cmd_sampled_pairs(args, argv: Sequence[str] = ()) -> int:
 
     writable_out(args.out)
     checked_sources(args.runs)
-    from ..passes.sampled import condition_from
+    from ..replays.sampled import condition_from
 
     condition = condition_from(args.runs, **given(args, "n_sample", "draws", "every", "seed"))
     emit_json({"condition": condition, **provenance("mi-plateau", list(argv))}, args.out)
@@ -88,7 +88,7 @@ def cmd_llc(args, argv: Sequence[str] = ()) -> int:
         raise ValueError(f"--{next(iter(curve))}: does not apply with --calibrate (its own grid)")
     writable_out(args.out)
     run = checked_run(args.run)
-    from ..passes.llc import record_calibration, record_curve, require_devinterp
+    from ..estimators.llc import record_calibration, record_curve, require_devinterp
 
     require_devinterp()
     if args.calibrate:
@@ -104,7 +104,7 @@ def cmd_noise_split(args, argv: Sequence[str] = ()) -> int:
 
     writable_out(args.out)
     checked_sources(args.runs)
-    from ..passes.noise import noise_splits
+    from ..replays.noise import noise_splits
 
     stamp = provenance("mi-plateau", list(argv))
     runs = noise_splits(args.runs, **given(args, "every"), stamp=stamp, progress=sys.stderr.isatty())

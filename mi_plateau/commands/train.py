@@ -150,7 +150,7 @@ def cmd_summary(args) -> int:
     t = w = None
     progress = not args.json and sys.stderr.isatty()
     if args.sampled_tau or args.sampled_width:
-        from ..passes.sampled import ExampleLosses
+        from ..replays.sampled import ExampleLosses
 
         given["shared"] = ExampleLosses(run, progress)  # one scoring per checkpoint for both
     if args.sampled_tau:
@@ -181,7 +181,7 @@ def cmd_summary(args) -> int:
 def print_exact_check(args) -> int:
     """``summary --exact-check``: every settled crossing against the all-exact one."""
     from ..checkpoints import Run
-    from ..passes.exact_check import exact_check
+    from ..replays.exact_check import exact_check
     from ..sweeps.table import run_costs
 
     run = Run(args.run)

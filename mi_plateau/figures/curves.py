@@ -136,7 +136,7 @@ def _step_axis_buttons() -> dict[str, Any]:
 def llc_curve(name: str, checkpoint_rows: Rows, llc_rows: Rows, log_K: float, tau: int | None = None):
     """The learning coefficient beside the loss: L_seq and Lc (nats, left axis) at every
     checkpoint and the LLC estimate (right axis) at the sampled ones, its error bars the spread
-    over chains; log K long-dashed, tau dotted (``passes.llc``)."""
+    over chains; log K long-dashed, tau dotted (``estimators.llc``)."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 

@@ -1,5 +1,5 @@
 """What a report reads besides the runs' checkpoints: each run's command line (``command.json``),
-the learning-coefficient curves recorded by ``passes.llc``, and the passes' tidy tables with the
+the learning-coefficient curves recorded by ``estimators.llc``, and the passes' tidy tables with the
 outputs made from them (``gather``)."""
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def gather(run: Run, analyses: Path, pc, progress: bool, device: str | None = "a
 
 
 def read_llc(paths: Sequence[str | os.PathLike], runs: Sequence[Run]) -> dict[str, list[dict]]:
-    """{run name: LLC rows} from recorded curves (``passes.llc``'s JSON: "run" and "rows" with
+    """{run name: LLC rows} from recorded curves (``estimators.llc``'s JSON: "run" and "rows" with
     step, llc_mean, llc_std); one line naming the file where one is unreadable, has no rows, or
     names none of ``runs``."""
     names = {r.name for r in runs}

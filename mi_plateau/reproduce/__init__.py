@@ -8,8 +8,8 @@ against D, K, len_z, B: Tables 3, 5, 7, 1), ``seeds`` (Tables 4 and 8 by the cro
 (Table 2). Each returns a ``writer.Built``; ``writer.write_built`` writes its tables, then its
 figures. The paper's reference numbers come from ``mi_plateau.paper``; ``cost`` estimates what a
 recipe has left to train; ``registry`` holds every recipe (these and the ones built from
-committed tables) as one kind of thing, with its dry run and its run. What a recipe is asked (device, precision, jobs, ...) is one
-``RunOptions``, passed whole."""
+committed tables) as one kind of thing, with its dry run and its run. What a recipe is asked
+(device, precision, jobs, ...) is one ``RunOptions``, passed whole."""
 
 from ..sweeps import RunOptions
 from .core import RECIPES, plan, run_recipe, write_assets

@@ -172,7 +172,7 @@ def label_noise(docs: Path) -> dict[str, Any]:
 
 
 def _kept_delays(docs: Path) -> tuple[str, list[bool]]:
-    """The kept examples' tau at each p over the same K's without noise (``passes.noise``): the
+    """The kept examples' tau at each p over the same K's without noise (``replays.noise``): the
     text, and per K with a p = 0.2 run, whether it crossed no earlier than without noise (a run
     with no kept tau counts as later, by its last step)."""
     doc = _json_rows(docs, "label_noise_split.json", document=True)

@@ -1,5 +1,5 @@
 """Table 10 as a recipe: ``mi-plateau reproduce hessian`` runs the Hessian pass
-(``passes.hessian``: the original code's power iteration and converged Lanczos) over the K sweep's
+(``estimators.hessian``: the original code's power iteration and converged Lanczos) over the K sweep's
 runs at Table 10's K (3, 5, 10, 20, 36), the run folders of the ``k_sweep`` recipe (training
 them, where they are missing, goes through that recipe), and writes Table 10 beside the paper's,
 every checkpoint's row, and the spectrum's extremes across each run as a figure.
@@ -30,8 +30,8 @@ import torch
 
 from .. import paper
 from ..checkpoints import Run, RunError, atomic_write_json, read_json
+from ..estimators.hessian import hessian_pass, plateau_checkpoints, table10
 from ..frames import records
-from ..passes.hessian import hessian_pass, plateau_checkpoints, table10
 from ..summaries import nan_to_none, nearest
 from ..sweeps import RunOptions
 from .writer import Built, Plot, Table, write_built
@@ -148,7 +148,7 @@ NUMERIC = ("lambda_max", "lambda_min", "anisotropy", "residual_max", "residual_m
 
 
 def table10_rows(entries: dict[str, Any], settings: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per K of Table 10: ``passes.hessian.table10`` over the plateau rows of each run
+    """One row per K of Table 10: ``estimators.hessian.table10`` over the plateau rows of each run
     the log holds for ``settings`` (both estimators); "not computed" where it holds none, "other
     settings" where its rows came from another pass (left out); the paper's beside."""
     rows = []

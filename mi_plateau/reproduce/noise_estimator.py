@@ -4,7 +4,7 @@ The paper's delay at label noise p = 0.2 is the crossing of its 32-sample clean 
 (32 random groups, one example each), read every 200 steps: a random variable with a long tail,
 not the crossing of the exact mean. Over the runs of ``<root>/paper_noise_f2b/``
 (docs/sweeps/noise_f2b.toml: one long K = 10 run at p = 0.2 and its clean twin, a checkpoint every
-50 steps), this replays that estimator ``DRAWS`` times on each run (``passes.sampled.sampled_tau``:
+50 steps), this replays that estimator ``DRAWS`` times on each run (``replays.sampled.sampled_tau``:
 every 200 steps, 32 groups with one example each) and writes, per noisy run, its crossing as a
 distribution beside the exact one: median, 5-95%, the share of replays that never crossed, and the
 delay over the clean run's tau two ways: over the clean run's exact tau, and replay by replay (the
@@ -12,7 +12,9 @@ two runs share an evaluation set and a seed, so replay i draws the same examples
 paired). A noisy run whose exact mean has not crossed says "no escape by N steps".
 
 Nothing is trained. The log ``noise_estimator_log.json`` keeps each run's replays, so the table
-rebuilds where the run folders are gone (a run here replaces its logged entry).
+rebuilds where the run folders are gone (a run here replaces its logged entry). Every checkpoint's
+scores are kept under ``<analyses>/paper_noise_f2b/<run>/example_losses/``, so the recipe run again
+on a run that trained further scores only its new checkpoints.
 """
 
 from __future__ import annotations
@@ -45,13 +47,18 @@ def sweep_runs(root: str | Path) -> list[Path]:
     return sorted(found, key=lambda p: (task[p].K, task[p].label_noise))
 
 
-def run_entry(run: Run, draws: int = DRAWS, every: int = EVERY, progress: bool = False) -> dict[str, Any]:
+def run_entry(
+    run: Run, draws: int = DRAWS, every: int = EVERY, progress: bool = False, keep: Path | None = None
+) -> dict[str, Any]:
     """One run's part of the log: K, p, status and steps, the tau of its records (settled) and
-    on the estimator's grid, and each replay's crossing (None: never crossed)."""
-    from ..passes.sampled import sampled_tau
+    on the estimator's grid, and each replay's crossing (None: never crossed). ``keep``: the
+    folder of its checkpoints' scores (``ExampleLosses``)."""
+    from ..replays.example_losses import ExampleLosses
+    from ..replays.sampled import sampled_tau
 
     cfg = run.config()
-    got = sampled_tau(run, n_sample=N_SAMPLE, draws=draws, every=every, seed=SEED, progress=progress)
+    shared = ExampleLosses(run, progress, keep=keep)
+    got = sampled_tau(run, n_sample=N_SAMPLE, draws=draws, every=every, seed=SEED, progress=progress, shared=shared)
     return {
         "run": run.name,
         "K": cfg.task.K,
@@ -192,6 +199,7 @@ def build(entries: dict[str, dict]) -> Built:
 def run_noise_estimator_recipe(
     root: str | Path = "checkpoints",
     docs: str | Path = "docs/reproduction",
+    analyses: str | Path = "analyses",
     *,
     draws: int = DRAWS,
     every: int = EVERY,
@@ -207,7 +215,8 @@ def run_noise_estimator_recipe(
         for p in sweep_runs(root):
             if progress:
                 print(f"noise_estimator {p.name}: scoring every {every} steps, {draws} replays", file=sys.stderr)
-            out[p.name] = run_entry(Run(p), draws, every, progress)
+            keep = Path(analyses) / SWEEP / p.name / "example_losses"
+            out[p.name] = run_entry(Run(p), draws, every, progress, keep)
         return out
 
     def build_checked(entries: dict[str, dict]) -> Built:

@@ -240,7 +240,7 @@ def lead(docs: Path) -> dict[str, Any]:
 
 
 def noise(docs: Path) -> dict[str, Any]:
-    """The delay at p = 0.2 on the examples the noise left alone, per K (``passes.noise``)."""
+    """The delay at p = 0.2 on the examples the noise left alone, per K (``replays.noise``)."""
     runs = [r for d in table_rows(docs, "label_noise_split.json") for r in d.get("runs", []) if isinstance(r, dict)]
     tau = lambda r: num((r.get("kept") or {}).get("tau"))  # the crossing on the examples the noise left alone
     base = {r.get("K"): tau(r) for r in runs if r.get("label_noise") == 0 and tau(r)}

@@ -191,7 +191,7 @@ def asks(flag: str, *value: str, question: str) -> Proof:
 
 def sampled(flag: str, target: str) -> Proof:
     def proof(t: T) -> None:
-        t.mp.setattr(importlib.import_module("mi_plateau.passes.sampled"), "ExampleLosses", lambda *a, **k: None)
+        t.mp.setattr(importlib.import_module("mi_plateau.replays.sampled"), "ExampleLosses", lambda *a, **k: None)
         calls = t.record(target, {"stub": True})
         got = summary_json(t, flag)
         assert len(calls) == 1 and got[flag.removeprefix("--").replace("-", "_")] == {"stub": True}
@@ -201,7 +201,7 @@ def sampled(flag: str, target: str) -> Proof:
 
 def sampled_setting(flag: str, key: str) -> Proof:
     def proof(t: T) -> None:
-        t.mp.setattr(importlib.import_module("mi_plateau.passes.sampled"), "ExampleLosses", lambda *a, **k: None)
+        t.mp.setattr(importlib.import_module("mi_plateau.replays.sampled"), "ExampleLosses", lambda *a, **k: None)
         calls = t.record("mi_plateau.api.sampled_tau", {"stub": True})
         summary_json(t, "--sampled-tau", flag, "7")
         assert calls[0][1][key] == 7
@@ -211,7 +211,7 @@ def sampled_setting(flag: str, key: str) -> Proof:
 
 
 def exact_check(t: T) -> None:
-    calls = t.record("mi_plateau.passes.exact_check.exact_check", lambda: {"stub": True})
+    calls = t.record("mi_plateau.replays.exact_check.exact_check", lambda: {"stub": True})
     assert summary_json(t, "--exact-check")["stub"] is True and len(calls) == 1
     assert "stub" not in summary_json(t)
 
@@ -416,7 +416,7 @@ def reproduce_static(t: T) -> None:
 def tool(command: str, target: str, result, argv: Callable[[T], list]) -> Callable:
     def call(t: T, *flags) -> tuple[list, str]:
         if command == "llc":
-            t.record("mi_plateau.passes.llc.require_devinterp")
+            t.record("mi_plateau.estimators.llc.require_devinterp")
         calls = t.record(target, result)
         return calls, t.ok(command, *argv(t), *flags)
 
@@ -425,10 +425,12 @@ def tool(command: str, target: str, result, argv: Callable[[T], list]) -> Callab
 
 linear = tool("linear-control", "mi_plateau.control.linear.control_record", ({"table12": []}, []), lambda t: [])
 pairs = tool(
-    "sampled-pairs", "mi_plateau.passes.sampled.condition_from", {"c": 1}, lambda t: [t.json_file, t.json_file]
+    "sampled-pairs", "mi_plateau.replays.sampled.condition_from", {"c": 1}, lambda t: [t.json_file, t.json_file]
 )
-curve = tool("llc", "mi_plateau.passes.llc.record_curve", {"rows": []}, lambda t: [t.run, "--out", t.tmp / "l.json"])
-split = tool("noise-split", "mi_plateau.passes.noise.noise_splits", [], lambda t: [t.json_file])
+curve = tool(
+    "llc", "mi_plateau.estimators.llc.record_curve", {"rows": []}, lambda t: [t.run, "--out", t.tmp / "l.json"]
+)
+split = tool("noise-split", "mi_plateau.replays.noise.noise_splits", [], lambda t: [t.json_file])
 spread = tool("estimator-spread", "mi_plateau.bench.spread.run_spread", {"s": 1}, lambda t: [t.run])
 
 
@@ -471,7 +473,7 @@ def llc_setting(flag: str, value: str, key: str, want) -> Proof:
 
 
 def llc_calibrate(t: T) -> None:
-    cal = t.record("mi_plateau.passes.llc.record_calibration", {"rows": []})
+    cal = t.record("mi_plateau.estimators.llc.record_calibration", {"rows": []})
     calls, _ = curve(t, "--calibrate")
     assert len(cal) == 1 and not calls
     curve(t)

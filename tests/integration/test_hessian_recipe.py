@@ -12,7 +12,7 @@ from conftest import fake_export
 
 import mi_plateau.reproduce.hessian as recipe
 from mi_plateau.checkpoints import Run, RunError
-from mi_plateau.passes.hessian import plateau_checkpoints
+from mi_plateau.estimators.hessian import plateau_checkpoints
 from mi_plateau.sweeps import RunOptions
 
 SMALL = {"n_examples": 16, "seed": 0, "k": 1, "tol": 1e-3, "dtype": "float64", "maxiter": 100}

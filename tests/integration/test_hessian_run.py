@@ -6,7 +6,7 @@ import math
 import pytest
 
 from mi_plateau.checkpoints import Run
-from mi_plateau.passes.hessian import hessian_pass, plateau_checkpoints, table10
+from mi_plateau.estimators.hessian import hessian_pass, plateau_checkpoints, table10
 
 
 @pytest.mark.long  # Lanczos to 1e-6 at five checkpoints: CI's second step

@@ -68,7 +68,7 @@ def noise_root(tmp_path_factory, tiny_cfg):
 
 
 def test_recipe_matches_the_replay_pass_and_rebuilds_from_its_log(noise_root, tmp_path):
-    from mi_plateau.passes.sampled import sampled_tau
+    from mi_plateau.replays.sampled import sampled_tau
 
     docs = tmp_path / "docs"
     out = run_noise_estimator_recipe(noise_root, docs, draws=50, every=20, progress=False, static=False)

@@ -10,7 +10,7 @@ import pytest
 from mi_plateau.checkpoints import RunError
 from mi_plateau.cli import main
 from mi_plateau.config import preset, with_overrides
-from mi_plateau.passes.noise import flipped_rows, noise_split
+from mi_plateau.replays.noise import flipped_rows, noise_split
 from mi_plateau.summaries import tau, transition_width
 from mi_plateau.task import make_eval_set, make_task
 

@@ -413,7 +413,7 @@ def test_passes_equal_the_transformer_lens_loop(overrides):
 
 def test_llc_record_names_its_run_command_and_code(tiny_run, tmp_path):
     from mi_plateau.checkpoints.files import code_commit
-    from mi_plateau.passes.llc import _stamp
+    from mi_plateau.estimators.llc import _stamp
 
     out = tmp_path / "llc.json"
     doc = _stamp(tiny_run, out, ["--n", "2"], [{"step": 0, "llc": float("nan")}])

@@ -59,7 +59,7 @@ def reports(tiny_run, tmp_path_factory):
         max_head_checkpoints=6,
         plotly="directory",
     )
-    llc_file = tmp / "llc.json"  # a recorded LLC curve (passes.llc's format), numbers made up
+    llc_file = tmp / "llc.json"  # a recorded LLC curve (estimators.llc's format), numbers made up
     steps = tiny_run.steps()
     rows = [
         {

@@ -11,7 +11,7 @@ import torch
 
 from mi_plateau.api import sampled_tau, sampled_width
 from mi_plateau.metrics import evaluate, example_losses, sequence_losses, sequence_scores_reference
-from mi_plateau.passes.sampled import estimator_grid
+from mi_plateau.replays.sampled import estimator_grid
 
 
 def test_per_example_losses_average_to_evaluate(tiny_run):
@@ -76,7 +76,7 @@ def test_replayed_width_on_a_run(tiny_run):
 
 def test_shared_losses_score_each_checkpoint_once_and_change_nothing(tiny_run, tmp_path):
     from mi_plateau.checkpoints import Run
-    from mi_plateau.passes.sampled import ExampleLosses
+    from mi_plateau.replays.sampled import ExampleLosses
 
     run = tiny_run
     every = run.steps()[1] - run.steps()[0]
@@ -93,6 +93,33 @@ def test_shared_losses_score_each_checkpoint_once_and_change_nothing(tiny_run, t
     copy = Run(shutil.copytree(run.path, tmp_path / "copy"))
     with pytest.raises(ValueError, match="the shared losses belong to"):
         sampled_tau(copy, **settings, shared=shared)  # another run's losses are refused
+
+
+def test_kept_losses_are_read_back_exactly_and_only_new_checkpoints_are_scored(tiny_run, tmp_path, monkeypatch):
+    """With a ``keep`` folder each checkpoint's scores go to disk: a second scorer reads them
+    back equal to the float64 values the first computed, without computing; a checkpoint
+    rewritten with other weights (another checksum) is scored again."""
+    import mi_plateau.metrics as metrics
+    from mi_plateau.replays.example_losses import ExampleLosses
+
+    run, keep = tiny_run, tmp_path / "kept"
+    steps = run.steps()[:3]
+    first = ExampleLosses(run, keep=keep)
+    want = {s: first.at(s) for s in steps}
+    assert len(list(keep.glob("step_*.safetensors"))) == 3
+
+    def refuse(*a, **k):
+        raise AssertionError("scored again")
+
+    monkeypatch.setattr(metrics, "example_losses", refuse)
+    again = ExampleLosses(run, keep=keep)
+    for s in steps:
+        for k, v in want[s].items():
+            np.testing.assert_array_equal(again.at(s)[k], v)
+            assert again.at(s)[k].dtype == np.float64
+    monkeypatch.setattr(type(run), "weights_sha256", lambda self, st: {x: "0" * 64 for x in st})
+    with pytest.raises(AssertionError, match="scored again"):
+        ExampleLosses(run, keep=keep).at(steps[0])  # another checksum: not the kept file
 
 
 @pytest.mark.long

@@ -10,7 +10,7 @@ import pytest
 from mi_plateau.checkpoints import Run
 from mi_plateau.checkpoints.settle import SETTLED_FILE, Crossing, Width, settle
 from mi_plateau.config import with_overrides
-from mi_plateau.passes.exact_check import exact_check
+from mi_plateau.replays.exact_check import exact_check
 from mi_plateau.train import train
 
 
@@ -63,7 +63,7 @@ def test_a_threshold_asked_after_training_is_settled_with_counted_scorings(tmp_p
     assert {c["question"]: c for c in s2["paper_crossings"]} == asked
     # the answers equal an independent full scoring of every checkpoint
     from mi_plateau.checkpoints.answers import answer
-    from mi_plateau.passes.exact_check import score_exact
+    from mi_plateau.replays.exact_check import score_exact
     from mi_plateau.summaries import num
 
     run = Run(path)

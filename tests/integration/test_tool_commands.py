@@ -142,9 +142,9 @@ def quoted_defaults() -> dict[str, dict[str, float]]:
 
     from mi_plateau.bench.spread import run_spread
     from mi_plateau.control.linear import LinearConfig
-    from mi_plateau.passes.llc import SGLDSettings, record_curve
-    from mi_plateau.passes.noise import noise_splits
-    from mi_plateau.passes.sampled import condition_from
+    from mi_plateau.estimators.llc import SGLDSettings, record_curve
+    from mi_plateau.replays.noise import noise_splits
+    from mi_plateau.replays.sampled import condition_from
 
     def defaults(f, *names):
         return {f"--{n.replace('_', '-')}": signature(f).parameters[n].default for n in names}

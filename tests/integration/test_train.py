@@ -416,9 +416,9 @@ def test_a_widening_spacing_writes_a_subset_of_the_dense_checkpoints(tmp_path, t
     on a quiet plateau under a widening spacing writes fewer checkpoints, each with the dense
     run's evaluation at that step (the training means cover the steps since the last checkpoint),
     the same final weights, and exactly the steps the records replay
-    (``passes.spacing``) picks; a dense run resumed under the wider spacing is accepted
+    (``replays.spacing``) picks; a dense run resumed under the wider spacing is accepted
     (``config.extends``) and ends with the same weights."""
-    from mi_plateau.passes.spacing import kept_records
+    from mi_plateau.replays.spacing import kept_records
 
     base = {"lr": 1e-5, "max_steps": 200, "train.ckpt_every": 10, "eval.plateau_start": 20}
     dense_cfg = with_overrides(tiny_cfg, base)

@@ -18,7 +18,7 @@ STAGES = [
     ("metrics",),
     ("checkpoints",),
     ("train", "batched"),
-    ("passes", "control"),
+    ("passes", "replays", "estimators", "control"),
     ("tabular", "figures"),
     ("report",),
     ("api", "sweeps"),

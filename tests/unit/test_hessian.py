@@ -10,7 +10,7 @@ import torch
 
 from mi_plateau.checkpoints import RunError
 from mi_plateau.config import preset, with_overrides
-from mi_plateau.passes.hessian import (
+from mi_plateau.estimators.hessian import (
     Extremes,
     hessian_examples,
     hessian_loss,

@@ -10,8 +10,7 @@ import torch
 pytest.importorskip("devinterp")
 
 from mi_plateau.checkpoints import Run  # noqa: E402
-from mi_plateau.model import training_forward  # noqa: E402
-from mi_plateau.passes.llc import (  # noqa: E402
+from mi_plateau.estimators.llc import (  # noqa: E402
     TINY,
     SGLDSettings,
     TargetLossModel,
@@ -21,6 +20,7 @@ from mi_plateau.passes.llc import (  # noqa: E402
     spread_steps,
     target_loss,
 )
+from mi_plateau.model import training_forward  # noqa: E402
 from mi_plateau.train import batch_loss  # noqa: E402
 
 # the tests' larger step and weaker pull (TINY), short chains
@@ -110,7 +110,7 @@ def test_spread_steps_cover_zero_to_past_tau(run):
 
 
 def test_calibration_sweeps_the_step_at_a_fixed_pull(run):
-    from mi_plateau.passes.llc import PULL, calibrate
+    from mi_plateau.estimators.llc import PULL, calibrate
 
     short = {k: v for k, v in SHORT.items() if k not in ("lr", "localization", "nbeta")}
     rows = calibrate(run, fractions=(0.5, 1.2), lrs=(1e-5, 3e-5), **short)

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from mi_plateau.passes.sampled import condition_spread, estimates, estimator_grid, replay_taus, replay_widths
+from mi_plateau.replays.sampled import condition_spread, estimates, estimator_grid, replay_taus, replay_widths
 from mi_plateau.summaries import transition_width
 
 K = 5

@@ -211,7 +211,7 @@ def test_spacing_replay_keeps_the_checkpoints_a_wider_run_would_write():
     """``kept_records`` walks dense records as the widening rule would: hand-built records with a
     quiet plateau to 4,000, the swap gap up from 3,000, the loss down from 3,600; the kept steps
     are the rule's, dense again from the gap's rise, so the width is the dense run's."""
-    from mi_plateau.passes.spacing import kept_records
+    from mi_plateau.replays.spacing import kept_records
     from mi_plateau.summaries import transition_width
 
     cfg = with_overrides(

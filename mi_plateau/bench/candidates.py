@@ -1,5 +1,5 @@
-"""Training-step candidates: the trainer's steps (``train.impl`` standard, fast, bridge) and
-``PlainTransformer`` variants."""
+"""The benchmarks' training-step candidates: the trainer's own steps (``train.impl`` standard,
+fast, bridge) and ``PlainTransformer`` variants, each wrapped as one callable step."""
 
 from __future__ import annotations
 

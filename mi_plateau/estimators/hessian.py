@@ -6,7 +6,7 @@ of ``n`` training examples, as a function of the flat vector ``theta`` of every 
 parameter (in state-dict order). ``H = d^2 L / d theta^2`` (nats per unit parameter squared)
 is never formed: every estimator sees it only through Hessian-vector products (``hvp``).
 
-Two estimators of its extreme eigenvalues (``passes.spectrum``, re-exported here):
+Two estimators of its extreme eigenvalues (``estimators.spectrum``, re-exported here):
 
 - ``power_extremes`` ("original_power"), the original code's: power iteration for lambda_max,
   then power iteration on ``H - sigma I`` with ``sigma = lambda_max + 1`` for lambda_min.

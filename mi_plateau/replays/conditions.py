@@ -1,5 +1,5 @@
 """One Table 4 condition as the original's 32-example estimator would have read its seeds: the
-seeds' replayed widths (``passes.sampled.sampled_width``) paired replay by replay."""
+seeds' replayed widths (``replays.sampled.sampled_width``) paired replay by replay."""
 
 from __future__ import annotations
 

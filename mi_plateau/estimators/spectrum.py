@@ -1,5 +1,5 @@
 """Extreme eigenvalues of a symmetric operator H seen only through its products ``v -> H v``
-(``matvec``): the two estimators of the Hessian pass (``passes.hessian``, Table 10).
+(``matvec``): the two estimators of the Hessian pass (``estimators.hessian``, Table 10).
 
 - ``power_extremes`` ("original_power"), the original code's: power iteration for lambda_max,
   then power iteration on ``H - sigma I`` with ``sigma = lambda_max + 1`` for lambda_min.
