@@ -91,7 +91,7 @@ def packed_forward(
     first = fp if tail else 0  # where a clean row's positions land in ``clean``
     for c, seqs in pk.chunks(chunk):
         mine, other = seqs[seqs < N], seqs[seqs >= N]
-        want = pk.node[mine][:, fp:P] if tail else pk.node[mine][:, fp : fp + 1]
+        want = (pk.node[mine][:, fp:P] if tail else pk.node[mine][:, fp : fp + 1]).contiguous()
         want_swap = pk.node[other, fp]
         args = (pk.tokens[c, :width], pk.positions[c, :width], pk.blocked_for(c, width))
         if cached:
