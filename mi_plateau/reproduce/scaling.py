@@ -160,10 +160,14 @@ def build_k_sweep(collected: Collected, sweep: Sweep, n_boot: int, seed: int) ->
     )
 
 
-def nominal_d(D: int) -> int:
-    """The D a fixed-D point belongs to: D to the nearest 1,000 (n_b = D / K rounded to a whole
-    number of groups: at K = 36, D = 10,008 belongs to 10,000)."""
-    return int(round(D, -3))
+def nominal_d(Ds: list[int]) -> list[int]:
+    """The D each fixed-D point belongs to: the smallest of the Ds within 1% above it (n_b = D / K
+    is a whole number of groups, so at K = 36 D = 10,008 belongs to 10,000)."""
+    level: dict[int, int] = {}
+    for D in sorted(set(Ds)):
+        low = min((d for d in level.values() if D <= d * 1.01), default=D)
+        level[D] = low
+    return [level[D] for D in Ds]
 
 
 def build_fixed_d(collected: Collected, sweep: Sweep, n_boot: int, seed: int) -> Built:
@@ -173,7 +177,7 @@ def build_fixed_d(collected: Collected, sweep: Sweep, n_boot: int, seed: int) ->
         fam: power_law(
             [r["K"] for r in rows],
             [r[f"tau_{fam}"] for r in rows],
-            groups=[nominal_d(r["D"]) for r in rows],
+            groups=nominal_d([r["D"] for r in rows]),
             n_boot=n_boot,
             seed=seed,
         )
@@ -190,7 +194,7 @@ def build_fixed_d(collected: Collected, sweep: Sweep, n_boot: int, seed: int) ->
     )
     stem = sweep.name.removeprefix("paper_")
     note = (
-        f"One slope, one intercept per D (to the nearest 1,000); ci: 95% percentile bootstrap over runs within each D "
+        f"One slope, one intercept per D (Ds within 1% one D); ci: 95% percentile bootstrap over runs within each D "
         f"({n_boot} resamples, seed {seed}); R^2 of the within-D variation."
     )
     return Built(
@@ -323,9 +327,9 @@ def table1_figure(rows: list[dict[str, Any]], unit: str, clip: str):
 
 def build_batch_size(collected: Collected, sweep: Sweep, n_boot: int, seed: int) -> Built:
     """Table 1: tau in steps and in examples seen (steps x B), and both ratios to the largest B;
-    the figure draws the recipe's K = 20 runs (the K = 10 cosine rows are in the table)."""
+    the figure draws the recipe's constant-lr runs (the K = 10 cosine rows are in the table)."""
     rows = sorted(collected.rows, key=lambda r: r["batch_size"])
-    k20 = [r for r in rows if r["K"] == 20 and r.get("schedule") != "cosine"]
+    drawn = [r for r in rows if r.get("schedule") != "cosine"]
     # the original's recipe (clipping 1.0) writes table1; the unclipped variant table1_noclip
     stem = "table1" if sweep.name.endswith("_clip") else "table1_noclip"
     clip = "clipping 1.0" if stem == "table1" else "no clipping"
@@ -337,7 +341,7 @@ def build_batch_size(collected: Collected, sweep: Sweep, n_boot: int, seed: int)
     return Built(
         {"Table 1": Table(stem, table1(rows), f"Table 1: batch size, lr 1e-3, {clip}", note)},
         {
-            f"tau in {unit} against B": Plot(f"{stem}_{unit}", table1_figure(k20, unit, clip))
+            f"tau in {unit} against B": Plot(f"{stem}_{unit}", table1_figure(drawn, unit, clip))
             for unit in ("steps", "examples")
         },
     )

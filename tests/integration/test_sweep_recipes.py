@@ -84,7 +84,8 @@ def test_every_recipe_parses_and_the_cli_lists_them():
     assert [p.cfg.task.K for p in k.points] == [3, 5, 7, 10, 13, 17, 20, 25, 30, 36]
     assert {p.cfg.task.n_b for p in k.points} == {1000} and {p.cfg.train.tau_on for p in k.points} == {"paper"}
     fd = recipe_sweep("fixed_d")
-    assert sorted({p.cfg.task.K * p.cfg.task.n_b for p in fd.points}) == [10000, 20000]
+    assert sorted({p.cfg.task.K * p.cfg.task.n_b for p in fd.points}) == [10000, 10008, 20000, 20016]
+    assert sorted({p.cfg.task.K for p in fd.points}) == [5, 10, 20, 25, 36]
     assert {p.cfg.train.grad_clip for p in fd.points} == {1.0}
     assert {p.cfg.train.grad_clip for p in recipe_sweep("fixed_d_noclip").points} == {0.0}
     warm, init = recipe_sweep("seeds_warmup"), recipe_sweep("seeds_init")
@@ -121,10 +122,13 @@ def test_every_recipe_parses_and_the_cli_lists_them():
     # Table 1 as the original ran it: clipping 1.0, 200,000 steps, an evaluation every 200 steps
     bs = recipe_sweep("batch_size")
     assert {p.cfg.train.batch_size for p in bs.points} == {32, 64, 128, 256, 512}
-    assert {
-        (p.cfg.train.grad_clip, p.cfg.train.max_steps, p.cfg.train.ckpt_every, p.cfg.train.lr, p.cfg.task.K)
-        for p in bs.points
-    } == {(1.0, 200000, 200, 1e-3, 20)}
+    setting = lambda c: (c.train.grad_clip, c.train.ckpt_every, c.train.lr, c.train.schedule, c.task.K)  # noqa: E731
+    assert {(setting(p.cfg), p.cfg.train.max_steps) for p in bs.points if p.cfg.task.K == 20} == {
+        ((1.0, 200, 1e-3, "constant", 20), 200000)
+    }
+    # and one point of the kind the paper's B >= 64 rows most likely are: K = 10, cosine, warm-up
+    (cos,) = [p.cfg for p in bs.points if p.cfg.task.K != 20]
+    assert (setting(cos), cos.train.batch_size, cos.train.warmup_steps) == ((1.0, 200, 1e-3, "cosine", 10), 128, 500)
     assert {p.cfg.train.grad_clip for p in recipe_sweep("batch_size_noclip").points} == {0.0}
     # Figure 2b: fixed label noise, clipping 1.0, K 10 / 20 / 36 x six rates
     ln = recipe_sweep("label_noise")
@@ -219,6 +223,13 @@ def test_k_sweep_builder_reports_the_runs_own_taus_and_their_fit(tiny_sweep):
     assert (root / "docs" / "figure4.svg").read_text().lstrip().startswith("<svg")
 
 
+def test_fixed_d_points_a_whole_number_of_groups_off_fit_with_their_nominal_d():
+    from mi_plateau.reproduce.scaling import nominal_d
+
+    assert nominal_d([10000, 20000, 10008, 20016, 192, 384]) == [10000, 20000, 10000, 20000, 192, 384]
+    assert nominal_d([1000, 1011]) == [1000, 1011]  # 1.1% apart: two Ds
+
+
 def test_other_builders_group_and_ratio_the_same_rows(tiny_sweep):
     sweep, root, table = tiny_sweep
     fd = built(build_fixed_d, sweep, root / "ck", root / "d2", 100, 0)
@@ -226,7 +237,7 @@ def test_other_builders_group_and_ratio_the_same_rows(tiny_sweep):
     rows = fd["tables"]["Figure 5"]
     want = power_law(
         [r["K"] for r in rows], [r["tau_paper"] for r in rows], groups=[r["D"] for r in rows], n_boot=100, seed=0
-    )
+    )  # the tiny sweep's Ds lie more than 1% apart: one level each
     assert fit["slope"] == pytest.approx(want["slope"])
     b1 = built(build_batch_size, sweep, root / "ck", root / "d3", 100, 0)
     t1 = b1["tables"]["Table 1"]
