@@ -185,7 +185,8 @@ def sampled_tau(
     estimator's grid. Over the replays: ``q05``, ``q50``, ``q95``, ``max`` counting a replay that
     never crossed as later than any step (None where that is the answer), ``min``; ``mean`` and
     ``std`` of the replays that crossed; ``p_none``, the share that never crossed within the
-    checkpoints there are; ``taus``, each replay's tau (None where none). ``shared``: an
+    checkpoints there are (up to ``last_step_read``, the grid's last step: a run still training
+    has more checkpoints later); ``taus``, each replay's tau (None where none). ``shared``: an
     ``ExampleLosses`` of this run to score through (and keep the scores for another replay)."""
     run = _checked_run(run, n_sample, draws, every)
     cfg = run.config()
@@ -212,6 +213,7 @@ def sampled_tau(
         "tau_exact_grid": grid,
         **replay_spread(taus),
         "checkpoints_scored": len(scored),
+        "last_step_read": int(steps[-1]),
         "taus": [None if math.isnan(t) else int(t) for t in taus],
     }
 

@@ -64,7 +64,7 @@ def run_entry(
         "K": cfg.task.K,
         "p": cfg.task.label_noise,
         "status": status(run.path),
-        "steps": run.steps()[-1],
+        "steps": got["last_step_read"],  # what the replays read (a running run has trained on since)
         "tau": got["tau_recorded"],
         "tau_grid": got["tau_exact_grid"],
         "draws": draws,
