@@ -26,6 +26,22 @@ def table11(rows: list[dict[str, Any]], records: dict[str, Any] | None = None) -
     beside each row."""
     records = records or {}
     orig = {r["run"]: ((records.get(r["run"]) or {}).get("dissipation_original") or {}) for r in rows}
+    return [_with_split(row) for row in _table11_rows(rows, orig)]
+
+
+def _with_split(row: dict[str, Any]) -> dict[str, Any]:
+    """Q_original split into its two factors: the steps its blocks cover (the window, the first
+    block included: end - start + spacing) and the mean squared gradient norm over them (Q / (lr x
+    steps)); and the window the paper's Q would need at that gradient (``paper_window_steps``)."""
+    q, a, b, dt, lr = (row[k] for k in ("Q_original", "window_original_start", "window_original_end", "spacing", "lr"))
+    steps = b - a + dt if None not in (a, b, dt) else None
+    g2 = q / (lr * steps) if q is not None and steps else None
+    paper_q = row["paper_Q"]
+    need = round(paper_q / (lr * g2)) if paper_q is not None and g2 else None
+    return {**row, "window_original_steps": steps, "mean_grad_sq_original": g2, "paper_window_steps": need}
+
+
+def _table11_rows(rows: list[dict[str, Any]], orig: dict[str, dict]) -> list[dict[str, Any]]:
     return [
         {
             "K": r["K"],
@@ -57,7 +73,9 @@ def build_dissipation(collected: Collected, sweep: Sweep, n_boot: int, seed: int
         "Q_original: the original's z-gap, the first-token loss of the last training batch with z deranged "
         "across that batch minus the mean clean first-token training loss since the previous checkpoint; "
         "Q: ours, the evaluation set's swap gap (Lc with each selector replaced, minus Lc). None: the window "
-        "has not closed, or the run was recorded before the trainer kept what that column reads."
+        "has not closed, or the run was recorded before the trainer kept what that column reads. "
+        "window_original_steps: the steps Q_original's blocks cover; mean_grad_sq_original: Q_original / (lr x "
+        "those steps); paper_window_steps: the window the paper's Q needs at that mean squared gradient."
     )
     title = "Table 11: gradient dissipation Q during the transition"
     rows = table11(collected.rows, collected.kept.get("records"))

@@ -243,3 +243,19 @@ def test_spacing_replay_keeps_the_checkpoints_a_wider_run_would_write():
     assert len(kept) < len(dense)
     curve = lambda rs: ([r["step"] for r in rs], [r["metrics"]["L_seq"] for r in rs])
     assert transition_width(*curve(kept), LOG5) == transition_width(*curve(dense), LOG5) == (3550, 3950, 400)
+
+
+def test_table11_splits_the_original_q_into_window_and_mean_squared_gradient():
+    """Q = lr x sum of g^2 x spacing over inclusive blocks: a window 1,000-2,000 at spacing 200
+    covers 1,200 steps; Q 6 at lr 1e-3 is a mean g^2 of 5, at which the paper's Q 3 needs 600
+    steps. Without a closed window the split is empty."""
+    from mi_plateau.reproduce.mechanisms import table11
+
+    run = {"run": "r", "K": 10, "lr": 1e-3, "train.ckpt_every": 200, "tau_paper": 1500, "status": "finished"}
+    rec = {"r": {"dissipation_original": {"Q": 6.0, "window_start": 1000, "window_end": 2000}}}
+    (row,) = table11([{**run, "steps": 2800}], rec)
+    assert row["window_original_steps"] == 1200
+    assert row["mean_grad_sq_original"] == pytest.approx(5.0)
+    assert row["paper_window_steps"] == round(7.42 / (1e-3 * 5.0))  # the paper's Q at K = 10, lr 1e-3
+    (empty,) = table11([{**run, "steps": 900}], {})
+    assert empty["window_original_steps"] is None and empty["mean_grad_sq_original"] is None
