@@ -298,9 +298,9 @@ SLOWER = (
 SAME = {
     "Table 1": "yes at B = 32 (K = 20, clipped, as the original); at B >= 64 our K = 10 cosine runs, what the "
     "paper's rows most likely are (SPEC 7); our K = 20 runs at B >= 64 are in table1.md",
-    "Figure 2(a)": "as Table 1: B = 32 at K = 20, B >= 64 our K = 10 cosine runs (SPEC 7)",
-    "Claim: 1.8x tokens": "B = 32 at K = 20 over our K = 10 cosine runs at B >= 64, the rows the paper's most "
-    "likely are (SPEC 7): two Ks in one ratio, as the paper's would be",
+    "Figure 2(a)": "yes, read as Table 1: B = 32 at K = 20, B >= 64 our K = 10 cosine runs (SPEC 7)",
+    "Claim: 1.8x tokens": "yes, read as the paper's rows most likely are (SPEC 7): B = 32 at K = 20 over our "
+    "K = 10 cosine runs at B >= 64, two Ks in one ratio",
     "Table 2": "our variant: tau_fwd on the evaluation set's L1 at checkpoints, not the training first-token loss",
     "Table 10": "our variant: plateau checkpoints snapped to ours; the original's filter (its 100-step grid, strictly "
     "before 0.8 tau) applied to ours in the note",
