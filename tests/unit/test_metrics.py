@@ -113,6 +113,18 @@ def test_summary_paper_family_on_a_synthetic_curve():
     assert cfg.examples_seen(79) == 10000 and cfg.examples_seen(78) == 78 * 128
 
 
+def perturbed_tiny(overrides: dict, seed: int):
+    """(config, model, evaluation set) of the tiny preset with ``overrides``, its weights moved
+    off the init (0.5 x a seeded normal), so that the selector matters."""
+    cfg = with_overrides(preset("tiny"), overrides)
+    torch.manual_seed(seed)
+    model = build_model(cfg)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.5 * torch.randn_like(p))
+    return cfg, model, make_eval_set(make_task(cfg.task), cfg.eval)
+
+
 @pytest.mark.parametrize(
     "overrides",
     [{"len_z": 1}, {"len_z": 2}, {"len_z": 3}, {"direction": "az_b"}, {"direction": "b_a"}, {"direction": "forward"}],
@@ -122,13 +134,7 @@ def test_packed_evaluate_equals_two_plain_forwards(overrides):
     forwards of every clean and every swapped row, in every direction."""
     from mi_plateau.metrics import evaluate_reference
 
-    cfg = with_overrides(preset("tiny"), overrides)
-    torch.manual_seed(len(str(overrides)))
-    model = build_model(cfg)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(0.5 * torch.randn_like(p))
-    ev = make_eval_set(make_task(cfg.task), cfg.eval)
+    cfg, model, ev = perturbed_tiny(overrides, seed=len(str(overrides)))
     a, b = evaluate(model, ev), evaluate_reference(model, ev)
     assert a.keys() == b.keys()
     for k in a:
@@ -145,13 +151,7 @@ def test_every_way_of_asking_the_packed_forward_reads_the_same_logits():
     from mi_plateau.metrics import packed_forward
     from mi_plateau.model.forward import Weights
 
-    cfg = preset("tiny")
-    torch.manual_seed(3)
-    model = build_model(cfg)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(0.5 * torch.randn_like(p))
-    ev = make_eval_set(make_task(cfg.task), cfg.eval)
+    cfg, model, ev = perturbed_tiny({}, seed=3)
     W = Weights.of(model.state_dict(), model.cfg)
     half = np.arange(len(ev.tokens)) % 2 == 0
     lean = packed_forward(W, ev, (1, 2), chunk=7, sequence=True, score=half)
