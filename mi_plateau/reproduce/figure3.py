@@ -165,7 +165,10 @@ def build_figure3(entries: dict[str, dict]) -> Built:
                 "grid the run's checkpoints hold.",
             ),
         },
-        {"Figure 3(a)": Plot("figure3a", figure3_paper(a)), "Figure 3(b)": Plot("figure3b", figure3_paper(b))},
+        {
+            "Figure 3(a)": Plot("figure3a", figure3_paper(a, "a")),
+            "Figure 3(b)": Plot("figure3b", figure3_paper(b, "b")),
+        },
     )
 
 

@@ -108,6 +108,20 @@ def test_figure3_as_the_paper_drew_it_marks_both_onsets_and_tau():
     assert list(fig.data[-1].y) == [0.1, 0.7] and [s.x0 for s in fig.layout.shapes] == [300]
 
 
+def test_figure3_draws_only_the_panels_asked():
+    from mi_plateau.figures import figure3_paper
+
+    a = [{"step": 0, "Lc_over_logK": 1.0, "zgap_over_logK": 0.0}]
+    d = {"K=10": {"a": a, "onsets": {}, "b": [{"step": 200, "cos_smooth": 0.3}], "windows": {"tau": 300}}}
+    only_b = figure3_paper(d, "b")
+    assert [t.name for t in only_b.data] == ["K=10: cos (5-point mean)"]
+    assert [a.text for a in only_b.layout.annotations][0].startswith("(b)") and "xaxis2" not in only_b.layout
+    only_a = figure3_paper(d, "a")
+    assert [t.name for t in only_a.data] == ["K=10: Lc / log K", "K=10: z-gap / log K"] and not only_a.layout.shapes
+    with pytest.raises(ValueError, match="panels must be"):
+        figure3_paper(d, "c")
+
+
 @pytest.fixture
 def toy_score():
     """A per-head score declared for one test (passes.head_scores, as docs/design.md shows),
