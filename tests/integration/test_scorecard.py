@@ -112,6 +112,24 @@ def test_the_core_tables_and_documents_are_read(tiny):
     assert _row(rows, "Claim: 16x label noise")["verdict"] == sc.INSIDE
 
 
+def test_the_16x_claim_reads_the_estimator_where_its_replays_are_committed(tiny):
+    """The abstract's 16x is the original's estimator (SPEC 7): with its replays committed the claim
+    row reads them, as Figure 2(b)'s row does, and keeps our exact-crossing variant in its text."""
+    kept = lambda p, tau: {"K": 10, "label_noise": p, "kept": {"tau": tau}}  # noqa: E731
+    _write(tiny, "label_noise_split.json", {"runs": [kept(0.0, 1000), kept(0.2, 1200)]})
+    est = {"K": 10, "p": 0.2, "replays": 2000, "steps": 40000, "clean_tau_grid": 2000, "p_no_crossing": 0.4}
+    est |= {"p_le_16x_paired": 0.45, "delay_paired_q50": 18.5, "delay_paired_q05": 2.3, "delay_paired_q95": None}
+    _write(tiny, "label_noise_estimator.json", [est])
+    claim, fig = _row(sc.scorecard(tiny), "Claim: 16x label noise"), _row(sc.scorecard(tiny), "Figure 2(b)")
+    assert claim["same_quantity"] == fig["same_quantity"] and claim["same_quantity"].startswith("yes at K = 10")
+    assert claim["ours"].startswith("K = 10, estimator median [5-95%]: 18.5")
+    assert "45% at most 16x" in claim["ours"] and "noise left alone: 1.2" in claim["ours"]
+    assert claim["verdict"] == "open"  # 16 is not the one replayed median
+    (tiny / "label_noise_estimator.json").unlink()
+    claim = _row(sc.scorecard(tiny), "Claim: 16x label noise")
+    assert claim["ours"] == "p = 0.2: 1.2" and claim["same_quantity"].startswith("our variant")
+
+
 def test_the_command_writes_the_page(tiny, capsys):
     assert main(["reproduce", "scorecard", "--docs", str(tiny)]) == 0
     assert "| Claim: 3.6x over 7x in lr" in (tiny.parent / "scorecard.md").read_text()
