@@ -57,15 +57,19 @@ def replay_taus(
     n_sample: int = ORIGINAL_N_SAMPLE,
     draws: int = 1000,
     seed: int = 0,
+    means: list | None = None,
 ) -> tuple[np.ndarray, int | None]:
     """(the first step at which each of ``draws`` replays of the estimator is below
     ``threshold``, NaN where none is; the first step at which the exact mean is). ``losses``:
     per checkpoint of ``steps``, the per-example L_seq of the evaluation set (group-major rows, K
     per group), or a callable giving it for a step, called in step order and no further than
-    the step by which every replay and the exact mean have crossed."""
+    the step by which every replay and the exact mean have crossed. ``means``: a list that gets
+    (step, the exact mean) at each step read."""
     taus, exact = np.full(draws, np.nan), None
     for step, L in _scored(steps, losses):
         L = np.asarray(L, dtype=np.float64).reshape(-1, K)
+        if means is not None:
+            means.append((int(step), float(L.mean())))
         est = estimates(L, step, n_sample, draws, seed)
         taus[np.isnan(taus) & (est < threshold)] = step
         if exact is None and L.mean() < threshold:
@@ -186,7 +190,8 @@ def sampled_tau(
     never crossed as later than any step (None where that is the answer), ``min``; ``mean`` and
     ``std`` of the replays that crossed; ``p_none``, the share that never crossed within the
     checkpoints there are (up to ``last_step_read``, the grid's last step: a run still training
-    has more checkpoints later); ``taus``, each replay's tau (None where none). ``shared``: an
+    has more checkpoints later); ``taus``, each replay's tau (None where none); ``exact_means``,
+    (step, exact L_seq) at each step read (nats). ``shared``: an
     ``ExampleLosses`` of this run to score through (and keep the scores for another replay)."""
     run = _checked_run(run, n_sample, draws, every)
     cfg = run.config()
@@ -194,7 +199,8 @@ def sampled_tau(
     K, alpha = cfg.task.K, cfg.eval.alpha
     threshold = alpha * math.log(K)
     losses, scored, ev = replay_scorer(run, shared, progress)
-    taus, grid = replay_taus(steps, losses, K, threshold, n_sample, draws, seed)
+    means: list[tuple[int, float]] = []
+    taus, grid = replay_taus(steps, losses, K, threshold, n_sample, draws, seed, means)
     if progress:
         print(file=sys.stderr)
     n = min(cfg.eval.live_groups or len(ev.groups), len(ev.groups))
@@ -215,6 +221,7 @@ def sampled_tau(
         "checkpoints_scored": len(scored),
         "last_step_read": int(steps[-1]),
         "taus": [None if math.isnan(t) else int(t) for t in taus],
+        "exact_means": [list(m) for m in means],
     }
 
 

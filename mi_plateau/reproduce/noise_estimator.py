@@ -72,6 +72,7 @@ def run_entry(
         "n_sample": N_SAMPLE,
         "seed": SEED,
         "taus": got["taus"],
+        "exact_means": got["exact_means"],  # (step, exact L_seq in nats) at each read
     }
 
 
@@ -150,6 +151,7 @@ def estimator_rows(entries: dict[str, dict]) -> list[dict[str, Any]]:
             "steps": e["steps"],
             "tau_exact": e["tau"],
             "no_escape_by": e["steps"] if e["tau"] is None else None,
+            "exact_last_over_logK": e["exact_means"][-1][1] / math.log(e["K"]) if e.get("exact_means") else None,
             "replays": len(x),
             "crossing_q05": _q(x, 5),
             "crossing_q50": _q(x, 50),
@@ -184,7 +186,8 @@ NOTE = (
     "cross at a read, pooled from the first crossing to the run's last read; median_if_rate_held: the step by "
     "which half the replays would have crossed at that rate (an extrapolation past the run, not a measurement), "
     "its_delay: that over clean_tau_grid. tau_exact: the first checkpoint with "
-    "the full evaluation set's L_seq < 0.5 log K (settled); no_escape_by: the step the run got to without one. "
+    "the full evaluation set's L_seq < 0.5 log K (settled); no_escape_by: the step the run got to without one; "
+    "exact_last_over_logK: the full evaluation set's clean L_seq at the last read, over log K. "
     "Regenerate: `mi-plateau sweep docs/sweeps/noise_f2b.toml --jobs 1`, then `mi-plateau reproduce noise_estimator`."
 )
 

@@ -80,6 +80,7 @@ def test_recipe_matches_the_replay_pass_and_rebuilds_from_its_log(noise_root, tm
     late = np.array([np.inf if t is None else t for t in direct["taus"]], dtype=float)
     assert row["p_no_crossing"] == pytest.approx(np.isinf(late).mean())
     assert row["crossing_q50"] == (v if np.isfinite(v := np.percentile(late, 50, method="lower")) else None)
+    assert row["exact_last_over_logK"] == pytest.approx(direct["exact_means"][-1][1] / np.log(4))
     assert (docs / "label_noise_estimator.md").exists()
     # the run folders gone: the table rebuilds from the log alone, the same
     again = run_noise_estimator_recipe(tmp_path / "nowhere", docs, progress=False, static=False)

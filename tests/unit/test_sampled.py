@@ -24,6 +24,15 @@ def test_without_spread_between_examples_every_replay_crosses_at_the_exact_step(
     assert np.all(taus == 100) and exact == 100
 
 
+def test_the_exact_means_are_given_at_every_step_read_and_no_further():
+    """Each read's exact mean lands in ``means``; the reading stops where every replay and the
+    mean have crossed (here at 100), so 150 is never read."""
+    means = []
+    half = np.repeat(np.r_[np.zeros(100), np.full(100, 2.0)], K)
+    replay_taus([0, 50, 100, 150], [_flat(1.7), half, _flat(0.1), _flat(0.0)], K, THR, draws=40, means=means)
+    assert means == [(0, pytest.approx(1.7)), (50, pytest.approx(1.0)), (100, pytest.approx(0.1))]
+
+
 def test_never_below_the_threshold_gives_no_tau():
     taus, exact = replay_taus([0, 50], [_flat(1.7), _flat(0.9)], K, THR, draws=50)
     assert np.isnan(taus).all() and exact is None
