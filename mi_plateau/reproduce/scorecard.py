@@ -321,7 +321,8 @@ SAME = {
     "Table 10": "our variant: plateau checkpoints snapped to ours; the original's filter (its 100-step grid, strictly "
     "before 0.8 tau) applied to ours in the note",
     "Table 11": "yes (Q_original: the training batch's z-deranged gap; the lr 1e-3 cells unclipped, a checkpoint "
-    "every 50 steps, the others clipped, every 200; SPEC 8); cells not run yet are empty",
+    "every 50 steps, the others clipped, every 200; SPEC 8); a cell whose window has not closed (not run, or on "
+    "the plateau at its last step: table11.md) is empty",
     "Figure 1": "yes; our first-token variant (Lc) is in recipe_log.json",
     "Figure 2(b)": "our variant: the exact crossing of the clean L_seq, not the 32-sample estimator's (SPEC 7)",
     "Figure 3(a)": SLOWER,
