@@ -68,11 +68,12 @@ def replay_taus(
     taus, exact = np.full(draws, np.nan), None
     for step, L in _scored(steps, losses):
         L = np.asarray(L, dtype=np.float64).reshape(-1, K)
+        mean = float(L.mean())
         if means is not None:
-            means.append((int(step), float(L.mean())))
+            means.append((int(step), mean))
         est = estimates(L, step, n_sample, draws, seed)
         taus[np.isnan(taus) & (est < threshold)] = step
-        if exact is None and L.mean() < threshold:
+        if exact is None and mean < threshold:
             exact = step
         if exact is not None and not np.isnan(taus).any():
             break

@@ -196,7 +196,7 @@ def figure2b(docs: Path) -> dict[str, Any]:
     delay = [r.get("delay") for (k, p), r in rows.items() if p == 0.2 and k not in est]
     over = lambda k, s: f"K = {k}: no crossing by step {fmt(s)}, a delay over {fmt(s / base[k])}x"
     bound = "; ".join(over(k, s) for k, s in late.items() if s and k not in est)
-    pts = [point("p = 0.2", paper.LABEL_NOISE_DELAY, delay)] if delay else []
+    pts, by_estimator = ([point("p = 0.2", paper.LABEL_NOISE_DELAY, delay)] if delay else []), []
     for k, r in sorted(est.items()):  # the estimator's delay: replay by replay where paired, else over tau(0)
         how = "paired" if r.get("p_le_16x_paired") is not None else "exact"
         q = [r.get(f"delay_{how}_q{x}") for x in ("50", "05", "95")]
@@ -204,7 +204,7 @@ def figure2b(docs: Path) -> dict[str, Any]:
         # a 95th percentile past the run is above the run's end: [5%, end] lies inside the 5-95% range
         past = q[2] is None and s and t0 and q[0] is not None
         label = f"K = {k}, estimator median [5-95%" + ("; 95% past the run's end, shown at the end]" if past else "]")
-        pts.append(point(label, paper.LABEL_NOISE_DELAY, [q[0]], [q[1], s / t0] if past else q[1:]))
+        by_estimator.append(point(label, paper.LABEL_NOISE_DELAY, [q[0]], [q[1], s / t0] if past else q[1:]))
         pct = lambda key: fmt(100 * v) if (v := num(r.get(key))) is not None else "—"
         end = f"step {fmt(s)}" + (f" ({fmt(s / t0)}x tau(0))" if s and t0 else "")
         ends = [f"{x}% {'by ' + fmt(v) + 'x' if v is not None else 'past the run'}" for x, v in zip((5, 95), q[1:])]
@@ -219,7 +219,7 @@ def figure2b(docs: Path) -> dict[str, Any]:
         if est
         else None
     )
-    return {"points": pts, "bound": bound, "note": bound, "same": same}
+    return {"points": pts + by_estimator, "estimator": by_estimator, "bound": bound, "note": bound, "same": same}
 
 
 def figure3a(docs: Path) -> dict[str, Any]:
@@ -259,11 +259,10 @@ def noise(docs: Path) -> dict[str, Any]:
     delay = [tau(r) / base[r["K"]] for r in runs if r.get("label_noise") == 0.2 and tau(r) and r.get("K") in base]
     split = point("p = 0.2", paper.LABEL_NOISE_DELAY, delay)
     f2b = figure2b(docs)
-    est = [p for p in f2b["points"] if "estimator" in p["label"]]
-    if not est:
+    if not f2b["estimator"]:
         return {"points": [split]}
     variant = f"our variant, the exact crossing on the examples the noise left alone: {ours_text(split)}"
-    return {"points": est, "note": f"{f2b['note']}; {variant}", "bound": f2b["bound"], "same": f2b["same"]}
+    return {"points": f2b["estimator"], "note": f"{f2b['note']}; {variant}", "bound": f2b["bound"], "same": f2b["same"]}
 
 
 def tokens(docs: Path) -> dict[str, Any]:
