@@ -25,6 +25,7 @@ from .commands.options import (
     positive_int,
     width_pair,
 )
+from .commands.settle import add_settle
 from .commands.tool_args import TOOL_SUBCOMMANDS
 from .config import PRESETS, SECTIONS, ConfigError, settings
 from .config import kind as field_kind
@@ -117,6 +118,7 @@ def add_summary(sub) -> None:
     s = sub.add_parser("summary", help="plateau height, tau and convergence of a run")
     s.add_argument("run")
     s.add_argument("--json", action="store_true")
+    s.add_argument("--all", action="store_true", help="every key after the short block (--json always has them)")
     s.add_argument(
         "--sampled-tau",
         action="store_true",
@@ -154,7 +156,8 @@ def add_summary(sub) -> None:
         action="append",
         default=None,
         metavar="ALPHA",
-        help="also settle tau at this fraction of log K exactly (repeatable); the full scorings it takes are counted",
+        help="also answer tau at this fraction of log K (repeatable): the estimate with its interval, exact where "
+        "settled (mi-plateau settle --alpha makes it exact)",
     )
     s.add_argument(
         "--width-at",
@@ -162,7 +165,8 @@ def add_summary(sub) -> None:
         action="append",
         default=None,
         metavar="HI,LO",
-        help="also settle the transition width at these fractions of log K exactly (repeatable), e.g. 0.9,0.05",
+        help="also answer the transition width at these fractions of log K (repeatable), e.g. 0.9,0.05: estimates "
+        "with intervals until settled (mi-plateau settle --width)",
     )
     s.add_argument(
         "--exact-check",
@@ -354,6 +358,7 @@ SUBCOMMANDS = (
     add_train,
     add_train_batch,
     add_summary,
+    add_settle,
     add_analyze,
     add_inspect,
     add_ablate,
@@ -387,6 +392,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, RunError, ValueError) as e:
         print(f"mi-plateau {args.command}: error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader went away (`... | head`): nothing left to say to it
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
+        return 0
     except OSError as e:  # unwritable --out, full disk, ...
         print(f"mi-plateau {args.command}: error: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
         return 2

@@ -9,6 +9,7 @@ a run resumed on another device continues the same run up to that rounding, not 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
@@ -57,19 +58,73 @@ def to_cpu(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return {k: v.detach().cpu() if torch.is_tensor(v) else v for k, v in tensors.items()}
 
 
-def bf16_supported(device: torch.device) -> bool:
-    """Whether ``device`` runs bf16 matmuls at speed: a CUDA GPU that supports bf16, or a CPU
-    with AVX512-BF16 / AMX (oneDNN's bf16 path; elsewhere torch emulates bf16 far below fp32)."""
+def bf16_units(device: torch.device) -> str | None:
+    """What gives ``device`` fast bf16 arithmetic, in words, or None where it has none: a CUDA GPU
+    that supports bf16 (``torch.cuda.is_bf16_supported``); a CPU whose flags (``/proc/cpuinfo``)
+    name AMX-BF16 or AVX512-BF16, the units oneDNN's bf16 matmuls run on. Elsewhere torch emulates
+    bf16 far below fp32 speed, so ``auto`` keeps fp32 there."""
     if device.type == "cuda":
-        return torch.cuda.is_bf16_supported()
-    return device.type == "cpu" and bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+        return "a CUDA GPU with bf16" if torch.cuda.is_bf16_supported() else None
+    if device.type != "cpu":
+        return None
+    flags = cpu_flags()
+    for flag, name in (("amx_bf16", "AMX-BF16"), ("avx512_bf16", "AVX512-BF16")):
+        if flag in flags:
+            return f"a CPU with {name}"
+    return None
+
+
+@functools.cache
+def cpu_flags() -> frozenset[str]:
+    """The CPU's feature flags as Linux lists them (empty where ``/proc/cpuinfo`` is not there:
+    another OS, where ``auto`` then keeps fp32)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return frozenset(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return frozenset()
+
+
+def bf16_supported(device: torch.device) -> bool:
+    """Whether ``device`` runs bf16 matmuls at speed (``bf16_units``)."""
+    return bf16_units(device) is not None
+
+
+def resolve_precision(precision: str, device: torch.device, recorded: str | None = None) -> str:
+    """The arithmetic a run trains in: ``recorded`` (what an existing run used: a resume keeps it)
+    when there is one, else ``precision`` with ``auto`` resolved for ``device`` (bf16 where it has
+    bf16 units, ``bf16_units``; fp32 elsewhere). A one-line ``DeviceError`` where the answer is
+    bf16 and ``device`` cannot run it."""
+    chosen = recorded or precision
+    if chosen == "auto":
+        chosen = "bf16" if bf16_supported(device) else "fp32"
+    if chosen == "bf16" and not bf16_supported(device):
+        what = "this GPU" if device.type == "cuda" else "this CPU (no AVX512-BF16 or AMX-BF16)"
+        if recorded:
+            raise DeviceError(
+                f"this run trained in bf16 (its recorded train.precision) and {what} has no fast bf16 units; "
+                "resume it on a machine that has them"
+            )
+        raise DeviceError(
+            f"train.precision 'bf16': {what} has no fast bf16 units; use --precision fp32 (or auto: fp32 here)"
+        )
+    return chosen
+
+
+def precision_reason(device: torch.device) -> str:
+    """Why ``auto`` picks what it picks on ``device``, in one line (the bench and selfcheck say it)."""
+    units = bf16_units(device)
+    if units:
+        return f"auto = bf16: {units}"
+    return "auto = fp32: no bf16 units (a CPU without AVX512-BF16 or AMX-BF16, or a GPU without bf16)"
 
 
 def check_precision(device: torch.device, precision: str) -> None:
     """A one-line ``DeviceError`` where ``precision`` cannot run on ``device``."""
-    if precision == "bf16" and not bf16_supported(device):
-        what = "this GPU" if device.type == "cuda" else "this CPU (no AVX512-BF16 or AMX)"
-        raise DeviceError(f"train.precision 'bf16': {what} has no fast bf16 arithmetic; use fp32 (--precision fp32)")
+    resolve_precision(precision, device)
 
 
 def autocast(device: torch.device, precision: str) -> AbstractContextManager:
@@ -88,7 +143,10 @@ def in_precision(fn: Callable[..., torch.Tensor], precision: str) -> Callable[..
         return fn
 
     def cast(*args: Any) -> torch.Tensor:
-        with autocast(args[-1].device, precision):
+        p = resolve_precision(precision, args[-1].device)  # "auto": what this device runs best
+        if p == "fp32":
+            return fn(*args)
+        with autocast(args[-1].device, p):
             logits = fn(*args)
         return logits.float()
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from . import crossings
 from .config import RunConfig
 
 
@@ -180,27 +181,59 @@ def mean_over_window(steps: Sequence[int], values: Sequence[float], start: int, 
     return float(np.mean(v)) if v else float("nan")
 
 
+def every_group_live(cfg: RunConfig) -> bool:
+    """Did the run score every group live? (Records written before ``L_seq_se`` existed carry
+    none: exact unless the run's live subset was smaller than the evaluation set.)"""
+    return not cfg.eval.live_groups or cfg.eval.live_groups >= min(cfg.eval.n_groups, cfg.task.n_b)
+
+
+def seq_band(metrics: dict[str, Any], exact_live: bool) -> tuple[float, float]:
+    """(value, standard error) of a record's L_seq. A record without ``L_seq_se`` is exact where
+    the run scored every group live (``exact_live``), else an estimate of unknown error (inf), as
+    is a record whose L_seq the live evaluation left out (``checkpoints.settle.retire_live``)."""
+    v = num(metrics.get("L_seq"))
+    se = metrics.get("L_seq_se")
+    if se is None:
+        return v, 0.0 if exact_live and "L_seq" in metrics and "groups_scored" not in metrics else float("inf")
+    return v, num(se)
+
+
+def seq_bands(records: Sequence[dict[str, Any]], exact_live: bool) -> tuple[list, list]:
+    """(values, standard errors) of L_seq over the records (``seq_band``)."""
+    pairs = [seq_band(r["metrics"], exact_live) for r in records]
+    return [v for v, _ in pairs], [s for _, s in pairs]
+
+
+def loss_bands(cfg: RunConfig, records: Sequence[dict[str, Any]], family: str) -> tuple[list, list]:
+    """(values, standard errors) of a family's loss over the records: L_seq with its recorded
+    standard error (``seq_band``), Lc exact (0)."""
+    if family == "paper":
+        return seq_bands(records, every_group_live(cfg))
+    return [num(r["metrics"].get("Lc")) for r in records], [0.0] * len(records)
+
+
 def family_summary(cfg: RunConfig, records: list[dict[str, Any]], family: str) -> dict[str, Any]:
-    """tau (steps and examples), plateau height and its ratio to log K under one definition."""
+    """tau (steps and examples), the transition width, plateau height and its ratio to log K
+    under one definition. Each crossing (tau, t_start, t_end, tau_width) is a value with its
+    interval and whether it is exact (``crossings``: ``tau``, ``tau_lo``, ``tau_hi``,
+    ``tau_exact``); the first-token family's are exact, L_seq's estimates until settled."""
     steps = [r["step"] for r in records]
     key = "L_seq" if family == "paper" else "Lc"
-    vals = [num(r["metrics"].get(key)) for r in records]
+    vals, ses = loss_bands(cfg, records, family)
     log_K = cfg.task.log_K
-    t = tau(steps, vals, log_K, cfg.eval.alpha)
+    t = crossings.first_below(steps, vals, ses, cfg.eval.alpha * log_K)
     if family == "paper":
         ph = mean_over_window(steps, vals, cfg.eval.seq_plateau_start, cfg.eval.seq_plateau_end)
     else:
         ph = plateau_height(steps, vals, log_K, cfg.eval.plateau_start) if steps else float("nan")
     # log K is the reference only where the first target token carries a K-fold ambiguity (A
     # targets); a B-target task has one target per group: no ratio to print
-    t_start, t_end, width = transition_width(steps, vals, log_K, cfg.eval.width_hi, cfg.eval.width_lo)
+    w = crossings.width(steps, vals, ses, cfg.eval.width_hi * log_K, cfg.eval.width_lo * log_K)
     return {
         "loss": key,
-        "tau": t,
-        "t_start": t_start,
-        "t_end": t_end,
-        "tau_width": width,
-        "tau_examples": None if t is None else cfg.examples_seen(t),
+        **crossings.columns("tau", t),
+        **{k: v for name, c in w.items() for k, v in crossings.columns(name, c).items()},
+        "tau_examples": None if t.value is None else cfg.examples_seen(t.value),
         "plateau_loss": ph,
         "plateau_ratio": ph / log_K if log_K > 0 and cfg.task.targets_A else float("nan"),
     }
@@ -235,11 +268,7 @@ def summarize(cfg: RunConfig, records: list[dict[str, Any]]) -> dict[str, Any]:
         "plateau_loss": head["plateau_loss"],
         "plateau_ratio": head["plateau_ratio"],
         "alpha": cfg.eval.alpha,
-        "tau": head["tau"],
-        "tau_examples": head["tau_examples"],
-        "t_start": head["t_start"],
-        "t_end": head["t_end"],
-        "tau_width": head["tau_width"],
+        **{k: head[k] for k in head if k.startswith(("tau", "t_start", "t_end"))},
         "definitions": fams,
         "converged": conv is not None,
         "converged_step": conv,

@@ -6,25 +6,28 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..summaries import num, summarize, tau, transition_width
-from .settle import KEY, Crossing, Width, band, default_questions, every_group_live, settle
+from .. import crossings
+from ..summaries import every_group_live, seq_bands, summarize
+from .settle import Crossing, Width, band, default_questions, settle
 
 
-def answer(q: Crossing | Width, records: Sequence[dict[str, Any]], log_K: float) -> dict[str, Any]:
-    """A question's answer on (settled) records: tau at alpha, or (t_start, t_end, tau_width)."""
+def answer(q: Crossing | Width, records: Sequence[dict[str, Any]], log_K: float, exact_live: bool = False) -> dict[str, Any]:
+    """A question's answer on (settled) records, each crossing a value with its interval and
+    whether it is exact (``crossings``): tau at alpha, or t_start, t_end and tau_width; ``text``
+    reads it in one line (``tau 1,050 [1,000, 1,100] (estimate)``). ``exact_live``: the run
+    scored every group live (a record without a standard error is then exact)."""
     steps = [int(r["step"]) for r in records]
-    vals = [num(r["metrics"].get(KEY)) for r in records]
+    vals, ses = seq_bands(records, exact_live)
     if isinstance(q, Crossing):
-        return {"question": f"tau at {q.alpha:g} log K", "alpha": q.alpha, "tau": tau(steps, vals, log_K, q.alpha)}
-    t_start, t_end, width = transition_width(steps, vals, log_K, q.hi, q.lo)
-    return {
-        "question": f"width {q.hi:g} -> {q.lo:g} log K",
-        "hi": q.hi,
-        "lo": q.lo,
-        "t_start": t_start,
-        "t_end": t_end,
-        "tau_width": width,
-    }
+        c = crossings.first_below(steps, vals, ses, q.alpha * log_K)
+        return {"question": f"tau at {q.alpha:g} log K", "alpha": q.alpha, **crossings.columns("tau", c),
+                "text": f"tau {c.text()}"}  # fmt: skip
+    w = crossings.width(steps, vals, ses, q.hi * log_K, q.lo * log_K)
+    out = {"question": f"width {q.hi:g} -> {q.lo:g} log K", "hi": q.hi, "lo": q.lo}
+    for name, c in w.items():
+        out.update(crossings.columns(name, c))
+    out["text"] = f"t_start {w['t_start'].text()}, t_end {w['t_end'].text()}, width {w['tau_width'].text()}"
+    return out
 
 
 def settled_summary(run, questions=None, *, allow_scoring: bool = True, score=None) -> dict[str, Any]:
@@ -46,6 +49,6 @@ def settled_summary(run, questions=None, *, allow_scoring: bool = True, score=No
         and band(r["metrics"], every_group_live(cfg))[1] != 0.0
     ]
     s["definitions"]["paper"]["plateau_estimates"] = len(window)
-    s["paper_crossings"] = [answer(q, st.records, cfg.task.log_K) for q in dict.fromkeys(questions)]
+    s["paper_crossings"] = [answer(q, st.records, cfg.task.log_K, every_group_live(cfg)) for q in dict.fromkeys(questions)]
     s["settlement"] = st.note()
     return s

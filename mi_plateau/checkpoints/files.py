@@ -26,6 +26,7 @@ TMP_NAME = re.compile(r"\..+\.tmp\d+")
 # how those runs were trained (a stored config without the field gets it, not today's default).
 LEGACY_DEFAULTS = (
     ("train", "impl", "bridge", lambda d: True),
+    ("train", "precision", "fp32", lambda d: True),  # before train.precision existed every run was fp32
     # only where it changes what was trained: without label noise the mode means nothing
     ("task", "label_noise_mode", "per_draw", lambda d: bool(d.get("task", {}).get("label_noise"))),
 )

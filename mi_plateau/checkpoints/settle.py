@@ -41,9 +41,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..summaries import estimate, group_order, group_shares, nan_to_none, num
+from ..crossings import Z_EXACT
+from ..summaries import estimate, every_group_live, group_order, group_shares, nan_to_none, num, seq_band
 
-Z = 4.0  # a band's half-width in standard errors
+Z = Z_EXACT  # a band decides a side at this many standard errors (6e-5 per look): the settled, exact answer
 SETTLED_FILE = "settled.json"
 KEY = "L_seq"  # the one loss recorded as an estimate; the first-token family is exact live
 # what a full scoring replaces in a record (the paper family's numbers over the scored rows)
@@ -79,14 +80,8 @@ def default_questions(cfg) -> tuple[Crossing | Width, ...]:
 
 
 def band(metrics: dict[str, Any], exact_live: bool) -> tuple[float, float]:
-    """(value, standard error) of a record's L_seq. A record without ``L_seq_se`` is exact where
-    the run scored every group live (``exact_live``), else an estimate of unknown error (inf), as
-    is a record whose L_seq the live evaluation left out (``retire_live``)."""
-    v = num(metrics.get(KEY))
-    se = metrics.get(f"{KEY}_se")
-    if se is None:
-        return v, 0.0 if exact_live and KEY in metrics and "groups_scored" not in metrics else float("inf")
-    return v, num(se)
+    """(value, standard error) of a record's L_seq (``summaries.seq_band``)."""
+    return seq_band(metrics, exact_live)
 
 
 def retire_live(cfg, records: Sequence[dict[str, Any]]) -> bool:
@@ -221,8 +216,9 @@ def overlay(entry: dict[str, Any], n_total: int) -> dict[str, Any]:
 class Settlement:
     """What ``settle`` did: the records with every settled value in place; the scorings it made
     now (``scored``: one per step and stage), the steps whose full set it holds now and held
-    before (``full``, ``cached``), and the steps it needed but could not score (``unsettled``:
-    their weights are gone), which answer by their estimate."""
+    before (``full``, ``cached``), and the steps it needed but did not score (``unsettled``),
+    which answer by their estimate: ``missing`` those whose weights are gone, the rest because
+    no scoring was asked (a summary reads the cache only)."""
 
     records: list[dict[str, Any]]
     scored: list[int]
@@ -230,15 +226,19 @@ class Settlement:
     full: list[int]
     cached: list[int]
     unsettled: list[int]
+    missing: list[int]
+    asked: bool = True
 
     def note(self) -> dict[str, Any]:
         return {
+            "asked": self.asked,
             "scorings_now": len(self.scored),
             "groups_scored_now": self.groups_scored,
             "full_sets_now": len([s for s in self.full if s not in self.cached]),
             "full_sets_cached": len(self.cached),
             "scored_steps": sorted(set(self.scored)),
             "unsettled_steps": self.unsettled,
+            "missing_weights": self.missing,
             "exact": not self.unsettled,
         }
 
@@ -269,7 +269,7 @@ def settle(
     cache = _valid(doc, entries)
     n_total = min(cfg.eval.n_groups, cfg.task.n_b)
     cached = sorted(s for s, e in cache.items() if len(e["L_seq"]) >= n_total)
-    scored, unsettled, seconds, n_groups = [], [], 0.0, 0
+    scored, unsettled, missing, seconds, n_groups = [], [], [], 0.0, 0
     order: list[int] | None = None
     exact_live = every_group_live(cfg)
     if score is None and allow_scoring:
@@ -283,6 +283,8 @@ def settle(
         for step in need:
             if not allow_scoring or not run.weights_path(step).exists():
                 unsettled.append(step)
+                if allow_scoring:
+                    missing.append(step)
                 continue
             if order is None:
                 order = group_order(run.eval_set().groups, cfg.eval.eval_seed)
@@ -301,7 +303,9 @@ def settle(
             _write(path, cfg, cache, float(doc.get("settle_s") or 0.0) + seconds)
     full = sorted(s for s, e in cache.items() if len(e["L_seq"]) >= n_total)
     final = resolve(records, {s: overlay(e, n_total) for s, e in cache.items()})
-    return Settlement(final, scored, n_groups, full, cached, sorted(set(unsettled)))
+    return Settlement(
+        final, scored, n_groups, full, cached, sorted(set(unsettled)), sorted(set(missing)), allow_scoring
+    )
 
 
 def _write(path, cfg, cache: dict[int, dict[str, Any]], settle_s: float) -> None:
@@ -343,12 +347,6 @@ def cached_exact(run) -> dict[int, dict[str, Any]]:
         return {s: overlay(e, n_total) for s, e in cache.items()}
     except (RunError, ValueError, TypeError, AttributeError, KeyError):
         return {}
-
-
-def every_group_live(cfg) -> bool:
-    """Did the run score every group live? (Records written before ``L_seq_se`` existed carry
-    none: exact unless the run's live subset was smaller than the evaluation set.)"""
-    return not cfg.eval.live_groups or cfg.eval.live_groups >= min(cfg.eval.n_groups, cfg.task.n_b)
 
 
 def scorer(run, ev=None, device=None) -> Callable[[int, list[int]], dict[str, Any]]:

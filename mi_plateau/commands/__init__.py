@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from .analysis import cmd_ablate, cmd_analyze, cmd_inspect, cmd_report
 from .recipes import cmd_bench, cmd_reproduce, cmd_sweep
+from .settle import cmd_settle
 from .tools import cmd_estimator_spread, cmd_linear_control, cmd_llc, cmd_noise_split, cmd_sampled_pairs
 from .train import cmd_summary, cmd_train, cmd_train_batch
 
@@ -23,6 +24,7 @@ COMMANDS = {
     "train": cmd_train,
     "train-batch": cmd_train_batch,
     "summary": cmd_summary,
+    "settle": cmd_settle,
     "analyze": cmd_analyze,
     "inspect": cmd_inspect,
     "ablate": cmd_ablate,

@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import math
 
+from ..config import PRECISIONS
+
 
 class OneLineParser(argparse.ArgumentParser):
     """A bad argument is one line on standard error (``PROG: error: ...``, exit 2), as every
@@ -85,9 +87,10 @@ def add_device(parser: argparse.ArgumentParser) -> None:
 def add_precision(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--precision",
-        choices=("fp32", "bf16"),
+        choices=PRECISIONS,
         default=None,
-        help="train every new run in this precision (train.precision; default: as configured); a sweep in "
+        help="train every new run in this precision (train.precision: auto = bf16 where the device has bf16 units, "
+        "else fp32; default: as configured); a sweep in "
         "another precision than its file's gets its own folder, <name>_<precision>",
     )
 

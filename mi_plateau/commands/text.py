@@ -44,24 +44,72 @@ def with_unit(key: str, v) -> str:
     return f"{text} {u}" if u and v is not None and not isinstance(v, bool) else text
 
 
-def print_summary(s: dict) -> None:
-    """The run summary (``api.summary``), one value a line, the definition families one line each,
-    each settled crossing of L_seq one line, and what the settlement scored."""
+def crossing_text(d: dict, name: str) -> str:
+    """A crossing's columns (``crossings.columns``) in one phrase: ``1,050 (exact)`` or
+    ``1,050 [1,000, 1,100] (estimate)``; ``none`` where there is none."""
+    v, lo, hi = d.get(name), d.get(f"{name}_lo"), d.get(f"{name}_hi")
+    if d.get(f"{name}_exact", True):
+        return "none (exact)" if v is None else f"{v:,} (exact)"
+    show = lambda x: "-" if x is None else f"{x:,}"  # noqa: E731
+    return f"{'none' if v is None else f'{v:,}'} [{show(lo)}, {show(hi)}] (estimate)"
+
+
+def short_block(s: dict, costs: dict | None = None) -> list[str]:
+    """The summary at a glance: plateau height and window, the transition's start and end, tau
+    with its interval, the converged step and the evaluation's share of the run's wall time."""
+    fams = s.get("definitions") or {}
+    paper, first = fams.get("paper") or {}, fams.get("first_token") or {}
+    lines = [
+        f"K {s['K']}, n_b {s['n_b']}, log K {s['log_K']:.4g} nats; {s.get('status') or 'unknown'} at step "
+        f"{cell(s.get('last_step'), ',')} ({s['n_checkpoints']} checkpoints)"
+    ]
+    ph = [
+        f"{fam} {cell(d.get('plateau_loss'), '.4g')} nats ({cell(d.get('plateau_ratio'), '.3f')} log K)"
+        for fam, d in (("L_seq", paper), ("Lc", first))
+        if finite(d.get("plateau_loss"))
+    ]
+    if ph:
+        lines.append("plateau: " + "; ".join(ph) + " (L_seq: mean over the paper's window; Lc: median before onset)")
+    for label, d in (("L_seq", paper), ("Lc", first)):
+        if d.get("t_end") is None and d.get("t_end_lo") is None and d.get("tau") is None:
+            continue
+        lines.append(
+            f"{label}: tau {crossing_text(d, 'tau')}; transition {crossing_text(d, 't_start')} -> "
+            f"{crossing_text(d, 't_end')}"
+        )
+    lines.append(
+        f"converged: step {s['converged_step']:,}" if s.get("converged") else "converged: not by the last checkpoint"
+    )
+    if costs and costs.get("wall_s") is not None and costs.get("eval_share") is not None:
+        lines.append(
+            f"evaluation: {100 * costs['eval_share']:.1f}% of the run's {costs['run_wall_s']:.0f} s "
+            f"(live, every checkpoint); settlement {costs['settle_s']:.0f} s on request"
+        )
+    return lines
+
+
+def print_summary(s: dict, costs: dict | None = None, full: bool = False) -> None:
+    """The run summary (``api.summary``): the short block (``short_block``); with ``full`` every
+    key after it, one value a line (the definition families and each crossing asked one line
+    each), no line for a value that does not apply."""
+    for line in short_block(s, costs):
+        print(f"  {line}")
+    if not full:
+        print("  (every key: --all or --json; exact crossings: mi-plateau settle RUN)")
+        return
     for k, v in s.items():
-        if k == "run":
-            continue  # printed above
+        if k == "run" or v is None:
+            continue  # printed above, or does not apply
         if k == "definitions":  # one line per family
             for fam, d in v.items():
-                print(f"  {k + ' ' + fam:>18}: " + ", ".join(f"{kk} {with_unit(kk, vv)}" for kk, vv in d.items()))
+                shown = {kk: vv for kk, vv in d.items() if vv is not None}
+                print(f"  {k + ' ' + fam:>18}: " + ", ".join(f"{kk} {with_unit(kk, vv)}" for kk, vv in shown.items()))
         elif k == "paper_crossings":
             for c in v:
-                print(f"  {c['question']:>18}: " + ", ".join(f"{kk} {vv}" for kk, vv in c.items() if kk != "question"))
+                print(f"  {c['question']:>18}: {c['text']}")
         elif k == "settlement":
-            state = "exact" if v["exact"] else f"ESTIMATE at steps {v['unsettled_steps']} (weights gone)"
-            print(
-                f"  {k:>18}: {state}; {v['scorings_now']} scorings now ({v['groups_scored_now']} groups; "
-                f"{v['full_sets_now']} checkpoints reached the full set), {v['full_sets_cached']} full sets cached"
-            )
+            state = "every crossing exact" if v["exact"] else "estimates where not exact (mi-plateau settle RUN)"
+            print(f"  {k:>18}: {state}; {v['full_sets_cached']} full sets cached")
         else:
             print(f"  {k:>18}: {with_unit(k, v)}")
 

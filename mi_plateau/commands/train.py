@@ -78,9 +78,11 @@ def cmd_train(args, argv: Sequence[str] = ()) -> int:
     from ..train import train
 
     run = train(cfg, out, resume=args.resume, progress=not args.quiet, argv=["mi-plateau", *argv], device=args.device)
+    from ..sweeps.table import run_costs
+
     s = summary(run.path)
     print(f"run: {run.path}")
-    print_summary(s)
+    print_summary(s, run_costs(run))
     return 0
 
 
@@ -146,7 +148,7 @@ def cmd_summary(args) -> int:
     run = Run(args.run)
     run.manifest()  # a missing or broken folder says so before anything else
     asked = [Crossing(a) for a in args.tau_at or ()] + [Width(h, lo) for h, lo in args.width_at or ()]
-    s = run.summary([*default_questions(run.config()), *asked], settle=True)
+    s = run.summary([*default_questions(run.config()), *asked])  # estimates where not settled: no scoring
     t = w = None
     progress = not args.json and sys.stderr.isatty()
     if args.sampled_tau or args.sampled_width:
@@ -169,8 +171,7 @@ def cmd_summary(args) -> int:
         print(json.dumps(s | {"costs": costs} | extra, indent=2))
         return 0
     print(f"run: {args.run}")
-    print_summary(s)
-    print_costs(costs)
+    print_summary(s, costs, full=args.all)
     if t:
         print_sampled_tau(t)
     if w:

@@ -19,6 +19,7 @@ from .presets import (
     with_overrides,
 )
 from .schema import (
+    PRECISIONS,
     QUIET_GAP,
     QUIET_SPACING_FRAC,
     SECTIONS,
@@ -49,6 +50,7 @@ __all__ = [
     "SECTIONS",
     "SELECTOR_DIRECTIONS",
     "SETTING",
+    "PRECISIONS",
     "STOPS",
     "Bounds",
     "ConfigError",

@@ -43,6 +43,9 @@ def _presets() -> dict[str, RunConfig]:
             ckpt_every=20,
             ckpt_every_transition=10,
             margin_steps=40,
+            # fp32 on every machine: its matmuls are too small for bf16 units to pay, and the tests
+            # that compare it with plain references read the same arithmetic everywhere
+            precision="fp32",
         ),
         # every group scored at every checkpoint (the tests' full-set reference; 48 groups are cheap)
         eval=EvalConfig(n_groups=48, plateau_start=60, seq_plateau_start=20, seq_plateau_end=80, live_groups=0),
@@ -144,7 +147,13 @@ def extends(stored: RunConfig, cfg: RunConfig) -> bool:
     t, old = cfg.train, stored.train
     same = dataclasses.replace(
         cfg,
-        train=dataclasses.replace(t, max_steps=old.max_steps, ckpt_every_max=old.ckpt_every_max),
+        # "auto" (the default) continues a run in the precision it recorded (``devices.resolve_precision``)
+        train=dataclasses.replace(
+            t,
+            max_steps=old.max_steps,
+            ckpt_every_max=old.ckpt_every_max,
+            precision=old.precision if t.precision == "auto" else t.precision,
+        ),
         eval=dataclasses.replace(cfg.eval, live_groups=stored.eval.live_groups),
     )
     if same != stored or cfg == stored or t.max_steps < old.max_steps:

@@ -109,12 +109,13 @@ class TrainConfig:
         False, help="run the training forward under torch.compile (opt-in; 12-15 s to compile)", alias="compile"
     )
     precision: str = setting(
-        "fp32",
-        choices=("fp32", "bf16"),
+        "auto",
+        choices=("auto", "fp32", "bf16"),
         alias="precision",
         flag="--precision",
-        help="the training forward and backward's arithmetic: fp32, or bf16 autocast (weights, optimizer state, "
-        "softmax and loss stay fp32; a CUDA GPU with bf16 or a CPU with AVX512-BF16/AMX); evaluation stays fp32",
+        help="the training forward and backward's arithmetic: auto (bf16 where the device has bf16 units: a CUDA GPU "
+        "with bf16, a CPU with AVX512-BF16 or AMX-BF16; fp32 elsewhere), fp32, or bf16 autocast (weights, optimizer "
+        "state, softmax and loss stay fp32); a new run's config records what auto chose; evaluation stays fp32",
     )
     batch_size: int = setting(128, help="batch size", bounds=POSITIVE, alias="batch_size", flag="--batch-size")
     batching: str = setting(
@@ -229,6 +230,7 @@ def _choices(key: str) -> tuple[str, ...]:
 
 # the choice lists other modules name, read from the fields that declare them
 STOPS = _choices("train.stop")
+PRECISIONS = _choices("train.precision")
 
 
 @dataclass(frozen=True)

@@ -70,6 +70,7 @@ def _check_recipe_config(path: Path, cfg) -> None:
     ``max_steps`` may have been raised."""
     stored, want = Run(path).config().to_dict(), cfg.to_dict()
     keys = STEP_IMPL + (("max_steps",) if stored["train"]["max_steps"] >= want["train"]["max_steps"] else ())
+    keys += ("precision",) if want["train"]["precision"] == "auto" else ()  # auto continues what the run chose
     for d in (stored, want):  # (a cap raised with `config.extends` continues the same run)
         for k in keys:
             d["train"].pop(k, None)

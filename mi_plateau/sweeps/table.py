@@ -74,15 +74,17 @@ def train_wall(run: Run) -> float | None:
 
 def run_costs(run: Run) -> dict[str, float | int | None]:
     """Where a run's wall time went, from its checkpoint records and its settlement cache:
-    ``wall_s`` (the run's whole wall time across resumes: training, every live evaluation and
-    the settlement's full scorings), ``live_eval_s`` (the evaluations of every checkpoint),
-    ``settle_s`` (the full scorings ``checkpoints.settle`` made, ``settled.json``), ``eval_s``
-    (their sum), ``eval_share`` (``eval_s`` over ``wall_s``) and ``checkpoints``. The
+    ``run_wall_s`` (the training run's wall time across resumes, every live evaluation in it),
+    ``live_eval_s`` (the evaluations of every checkpoint), ``eval_share`` (``live_eval_s`` over
+    ``run_wall_s``: what evaluation costs a run), ``settle_s`` (the full scorings ``mi-plateau
+    settle`` made on request, ``settled.json``), ``wall_s`` (both), ``eval_s`` (live and
+    settlement) and ``checkpoints``. The
     evaluation numbers are None where a record lacks ``eval_s`` (runs written before it was
     recorded). A run of the batched trainer shares its process's wall time with the other runs
     in it, so its share reads low."""
     out: dict[str, float | int | None] = {
         "wall_s": None,
+        "run_wall_s": None,
         "live_eval_s": None,
         "settle_s": None,
         "eval_s": None,
@@ -104,12 +106,13 @@ def run_costs(run: Run) -> dict[str, float | int | None]:
             settle_s = float(read_json(path).get("settle_s") or 0.0)
     except (ValueError, TypeError, AttributeError, RunError):
         settle_s = 0.0
-    wall = last_wall + ev[-1] + settle_s
+    run_wall = last_wall + ev[-1]
     out.update(
-        wall_s=wall,
+        wall_s=run_wall + settle_s,
+        run_wall_s=run_wall,
         live_eval_s=sum(ev),
         settle_s=settle_s,
         eval_s=sum(ev) + settle_s,
-        eval_share=(sum(ev) + settle_s) / wall if wall > 0 else None,
+        eval_share=sum(ev) / run_wall if run_wall > 0 else None,
     )
     return out

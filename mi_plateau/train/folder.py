@@ -4,6 +4,7 @@ another checkpoint-spacing maximum (``config.extends``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import platform
 import time
 from collections.abc import Sequence
@@ -14,6 +15,7 @@ import torch
 from ..checkpoints import Run, RunError, atomic_write_json, check_own_folder, write_manifest
 from ..config import RunConfig, config_diff, extends, validate
 from ..devices import describe as describe_device
+from ..devices import resolve_precision
 from .member import Member
 from .rules import should_stop
 
@@ -61,6 +63,10 @@ def open_config(
             )
         stored = run.config()  # validated, and checked against the config the manifest records
         recorded = run.recorded_config()
+        # a resume keeps the precision the run recorded (one line where this machine cannot run it)
+        resolve_precision(stored.train.precision, device or torch.device("cpu"), recorded=stored.train.precision)
+        if cfg is not None and cfg.train.precision == "auto":
+            cfg = with_precision(cfg, stored.train.precision)
         if cfg is not None and cfg.to_dict() != stored.to_dict():
             if not extends(stored, cfg):
                 diff = config_diff(stored.to_dict(), cfg.to_dict())
@@ -77,6 +83,8 @@ def open_config(
         if cfg is None:
             raise RunError(f"{run.path}: no run to resume here")
         validate(cfg)
+        # what auto means on this device, written into the run's config: the run records it
+        cfg = with_precision(cfg, resolve_precision(cfg.train.precision, device or torch.device("cpu")))
         if not write:
             return cfg
         run.path.mkdir(parents=True, exist_ok=True)
@@ -85,6 +93,11 @@ def open_config(
         atomic_write_json(run.path / "command.json", _provenance(argv, device))
         atomic_write_json(run.path / "config.json", cfg.to_dict())
     return validate(cfg)
+
+
+def with_precision(cfg: RunConfig, precision: str) -> RunConfig:
+    """``cfg`` training in ``precision`` (``train.precision``)."""
+    return dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, precision=precision))
 
 
 def _write_raised_cap(cfg: RunConfig, run: Run, device: torch.device | None) -> None:

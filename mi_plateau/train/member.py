@@ -21,7 +21,7 @@ from ..checkpoints import (
     write_manifest,
 )
 from ..checkpoints.answers import settled_summary
-from ..checkpoints.settle import retire_live, scorer
+from ..checkpoints.settle import retire_live
 from ..config import RunConfig
 from ..devices import to_cpu
 from ..metrics import evaluate, live_subset
@@ -150,12 +150,13 @@ class Member:
             eval_s=eval_s,
         )
         if self.done:
-            self.settle()
+            self.finish()
 
-    def settle(self) -> None:
-        """Settle the run's crossings (``checkpoints.settle``) with the model on this member's
-        device, and put the settled summary (``Run.summary``'s) in the manifest."""
-        summary = settled_summary(self.run, score=scorer(self.run, self.ev, self.device))
+    def finish(self) -> None:
+        """Put the finished run's summary (``Run.summary``'s) in the manifest: every crossing the
+        live estimate's, with its interval, or exact where a settlement cache already holds it.
+        Training never settles (``mi-plateau settle`` does, on request)."""
+        summary = settled_summary(self.run, allow_scoring=False)
         self.manifest["summary"] = nan_to_none(summary)
         write_manifest(self.run.path, self.manifest)
 

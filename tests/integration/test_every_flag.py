@@ -189,6 +189,26 @@ def asks(flag: str, *value: str, question: str) -> Proof:
     return proof
 
 
+def summary_all(t: T) -> None:
+    full, short = t.ok("summary", t.run, "--all"), t.ok("summary", t.run)
+    assert "log_K: " in full and "log_K: " not in short and "--all" in short
+
+
+def settles(flag: str, *value: str, question) -> Proof:
+    def proof(t: T) -> None:
+        asked = lambda *a: [c["question"] for c in json.loads(t.ok("settle", t.run, "--json", *a))["answers"]]  # noqa: E731
+        q = question(t) if callable(question) else question
+        assert asked(flag, *value) == [q] and q not in asked()
+
+    return proof
+
+
+def threshold_question(t: T) -> str:
+    from mi_plateau.checkpoints import Run
+
+    return f"tau at {0.5 / Run(t.run).config().task.log_K:g} log K"
+
+
 def sampled(flag: str, target: str) -> Proof:
     def proof(t: T) -> None:
         t.mp.setattr(importlib.import_module("mi_plateau.replays.sampled"), "ExampleLosses", lambda *a, **k: None)
@@ -513,6 +533,11 @@ EXPECT: dict[tuple[str, str], Proof] = {
     ),
     ("train-batch", "--device"): batch_flag(["--device", "cpu"], lambda a, k: k["device"] == "cpu"),
     ("summary", "--json"): prints_json("summary"),
+    ("summary", "--all"): summary_all,
+    ("settle", "--json"): prints_json("settle"),
+    ("settle", "--alpha"): settles("--alpha", "0.35", question="tau at 0.35 log K"),
+    ("settle", "--threshold"): settles("--threshold", "0.5", question=threshold_question),
+    ("settle", "--width"): settles("--width", "0.9", "0.1", question="width 0.9 -> 0.1 log K"),
     ("summary", "--sampled-tau"): sampled("--sampled-tau", "mi_plateau.api.sampled_tau"),
     ("summary", "--sampled-width"): sampled("--sampled-width", "mi_plateau.api.sampled_width"),
     ("summary", "--draws"): sampled_setting("--draws", "draws"),

@@ -155,12 +155,13 @@ def test_cli_train_and_summary(run_cli, tmp_path):
     settled = out / "settled.json"
     settle_s = json.loads(settled.read_text())["settle_s"] if settled.is_file() else 0.0
     assert c["checkpoints"] == s["n_checkpoints"] == len(files) and c["settle_s"] == pytest.approx(settle_s)
-    assert c["wall_s"] == pytest.approx(files[-1]["wall_s"] + files[-1]["eval_s"] + settle_s)
+    assert c["run_wall_s"] == pytest.approx(files[-1]["wall_s"] + files[-1]["eval_s"])
+    assert c["wall_s"] == pytest.approx(c["run_wall_s"] + settle_s)
     assert c["live_eval_s"] == pytest.approx(sum(f["eval_s"] for f in files)) and c["live_eval_s"] > 0
     assert c["eval_s"] == pytest.approx(c["live_eval_s"] + settle_s)
-    assert c["eval_share"] == pytest.approx(c["eval_s"] / c["wall_s"])
+    assert c["eval_share"] == pytest.approx(c["live_eval_s"] / c["run_wall_s"])  # what evaluation costs the run
     text = run_cli("summary", str(out)).stdout
-    assert f"over {len(files)} checkpoints, of which evaluation" in text
+    assert f"evaluation: {100 * c['eval_share']:.1f}% of the run's" in text
     for f in (out / "ckpt").glob("step_*.json"):  # a run written before eval_s was recorded
         d = json.loads(f.read_text())
         del d["eval_s"]
@@ -341,7 +342,10 @@ def test_summary_prints_units_and_no_line_twice(tiny_run, run_cli):
     lines = p.stdout.splitlines()
     assert len(lines) == len(set(lines)) and sum(ln.startswith("run:") or "  run:" in ln for ln in lines) == 1
     s = tiny_run.summary()
-    assert f"tau: {s['tau']} steps" in p.stdout and "log_K: " in p.stdout and " nats" in p.stdout
+    assert f"L_seq: tau {s['tau']:,} (exact)" in p.stdout and "log K 1.386 nats" in p.stdout
+    assert "None" not in p.stdout
+    full = run_cli("summary", str(tiny_run.path), "--all").stdout
+    assert f"tau: {s['tau']} steps" in full and "log_K: " in full and "None" not in full
 
 
 @pytest.mark.parametrize("clip", [0.0, 0.05])

@@ -12,6 +12,7 @@ PKG = Path(mi_plateau.__file__).parent
 # The pipeline, earliest first; a module may import only from its own stage or earlier ones.
 STAGES = [
     ("config", "definitions", "frames", "paper"),
+    ("crossings",),
     ("summaries", "fits"),
     ("task", "devices"),
     ("model",),

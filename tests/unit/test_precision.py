@@ -82,12 +82,13 @@ def test_a_sweep_in_another_precision_gets_its_own_folder():
     from mi_plateau.sweeps import in_precision
 
     sweep = recipe_sweep("k_sweep")
-    assert in_precision(sweep, None) is sweep and in_precision(sweep, "fp32") is sweep
+    assert in_precision(sweep, None) is sweep and in_precision(sweep, "auto") is sweep
+    assert in_precision(sweep, "fp32").name == f"{sweep.name}_fp32"
     bf = in_precision(sweep, "bf16")
     assert bf.name == f"{sweep.name}_bf16" and bf.overrides["train.precision"] == "bf16"
     assert [p.name for p in bf.points] == [p.name for p in sweep.points]
     assert all(p.cfg.train.precision == "bf16" for p in bf.points)
-    assert all(p.cfg.train.precision == "fp32" for p in sweep.points)  # the recipe's own is untouched
+    assert all(p.cfg.train.precision == "auto" for p in sweep.points)  # the recipe's own is untouched
 
 
 def test_precision_flags_change_the_runs_or_are_refused(run_cli, tmp_path):
