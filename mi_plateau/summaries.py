@@ -280,6 +280,8 @@ def summarize(cfg: RunConfig, records: list[dict[str, Any]]) -> dict[str, Any]:
             else dict.fromkeys(DISSIPATION_KEYS)
         ),
         "last_step": steps[-1] if steps else None,
+        # a run whose loss stopped being a number: the step and the first quantity (a result)
+        "diverged": next((r["diverged"] for r in records if isinstance(r.get("diverged"), dict)), None),
         "final_Lc": Lc[-1] if Lc else None,
         "final_L_seq": num(records[-1]["metrics"].get("L_seq")) if records else None,
         "n_checkpoints": len(records),

@@ -38,7 +38,9 @@ def make_candidate(cfg: RunConfig, name: str) -> Callable[[], float]:
     candidate) and its own sampler (the same batches). Names:
 
     - ``toolkit``: the trainer's default step, ``model.training_forward`` with
-      ``train.impl = "standard"`` on the bridge's parameters, ``make_optimizer``.
+      ``train.impl = "standard"`` on the bridge's parameters, ``make_optimizer``, in the
+      config's precision (the default ``auto``: bf16 where the machine has bf16 units);
+      ``+fp32`` forces fp32 (``toolkit+fp32``: what auto would be without bf16 units).
     - ``bridge``: the same with ``train.impl = "bridge"`` (TransformerLens' own module; how
       runs written before the option existed trained).
     - ``fast``: the trainer's opt-in ``train.impl = "fast"`` (last block at the loss positions
@@ -54,8 +56,9 @@ def make_candidate(cfg: RunConfig, name: str) -> Callable[[], float]:
     bridge.train()
     base, *opts = name.split("+")
     kinds = {"toolkit": "standard", "bridge": "bridge", "fast": "fast"}
-    if base in kinds and set(opts) <= {"compile"}:
-        c = replace(cfg, train=replace(cfg.train, impl=kinds[base], compile="compile" in opts))
+    if base in kinds and set(opts) <= {"compile", "fp32"}:
+        precision = "fp32" if "fp32" in opts else cfg.train.precision
+        c = replace(cfg, train=replace(cfg.train, impl=kinds[base], compile="compile" in opts, precision=precision))
         return _stepper(c, training_forward(c, bridge), make_optimizer(c, bridge))
     if base != "plain" or not set(opts) <= {"sdpa", "last", "fused", "compile"}:
         raise ValueError(f"unknown candidate {name!r}")

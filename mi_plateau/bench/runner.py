@@ -19,9 +19,10 @@ from ..config import RunConfig, preset
 from .sections import E2E_RUN, bench_end_to_end, bench_overhead, bench_passes, bench_threads, bench_train
 from .timing import machine, matmul_peak_gflops
 
-QUICK_CANDIDATES = ["toolkit", "bridge", "plain", "fast", "fast+compile"]
+QUICK_CANDIDATES = ["toolkit", "toolkit+fp32", "bridge", "plain", "fast", "fast+compile"]
 FULL_CANDIDATES = [
     "toolkit",
+    "toolkit+fp32",
     "bridge",
     "plain",
     "plain+sdpa",
@@ -263,7 +264,9 @@ def _train_lines(res: dict[str, Any]) -> list[str]:
         "",
         f"**Training step** (preset {res['preset']}, {t['tokens_per_step']} tokens, "
         f"{t['flops_per_step'] / 1e9:.2f} GFLOP nominal; loss checked over {t['check_steps']} steps; "
-        f"{next(iter(t['candidates'].values()))['n_steps']} timed steps per candidate)",
+        f"{next(iter(t['candidates'].values()))['n_steps']} timed steps per candidate; the toolkit's step in "
+        f"train.precision {t.get('precision', 'fp32')}: {t.get('precision_reason', 'fp32 before auto existed')}; "
+        "plain is fp32 eager)",
         "",
         "| candidate | ms/step (median) | mean | GFLOP/s | of peak | vs toolkit | vs plain "
         "| max abs loss diff | first step (s) |",

@@ -55,7 +55,12 @@ def bench_train(cfg: RunConfig, which: list[str], *, reps: int, inner: int, chec
         }
         for k, v in times.items()
     }
+    from ..devices import precision_reason, resolve_precision
+
+    cpu = torch.device("cpu")
     return {
+        "precision": resolve_precision(cfg.train.precision, cpu),
+        "precision_reason": precision_reason(cpu) if cfg.train.precision == "auto" else "set in the config",
         "flops_per_step": flops,
         "tokens_per_step": cfg.train.batch_size * (layout_for(cfg.task).seq_len - 1),
         "check_steps": check_steps,

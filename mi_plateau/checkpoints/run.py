@@ -120,8 +120,12 @@ def check_manifest(m: Any, path: Path) -> None:
             raise bad(f"checkpoints[{i}].record has no metrics")
         if rec.get("step") != step or isinstance(rec.get("step"), bool):  # the readers take a record's step from it
             raise bad(f"checkpoints[{i}].record.step {rec.get('step')!r} is not the checkpoint's step {step}")
-        if not isinstance(rec["metrics"].get("Lc"), (int, float)) or isinstance(rec["metrics"].get("Lc"), bool):
-            raise bad(f"checkpoints[{i}].record.metrics.Lc is not a number")
+        diverged = rec.get("diverged")
+        if diverged is not None and not (isinstance(diverged, dict) and diverged.get("step") == step):
+            raise bad(f"checkpoints[{i}].record.diverged is not the record of a divergence at its step")
+        lc = rec["metrics"].get("Lc")
+        if not (diverged is not None and lc is None) and (not isinstance(lc, (int, float)) or isinstance(lc, bool)):
+            raise bad(f"checkpoints[{i}].record.metrics.Lc is not a number")  # a diverged record's may be null
         check_record(rec, f"checkpoints[{i}].record", bad)
     if "config" in m and not isinstance(m["config"], dict):
         raise bad("config is not an object")

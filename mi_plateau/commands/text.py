@@ -77,6 +77,9 @@ def short_block(s: dict, costs: dict | None = None) -> list[str]:
             f"{label}: tau {crossing_text(d, 'tau')}; transition {crossing_text(d, 't_start')} -> "
             f"{crossing_text(d, 't_end')}"
         )
+    if s.get("diverged"):
+        d = s["diverged"]
+        lines.append(f"diverged: at step {d['step']:,} ({d['quantity']} not finite); the run ended there")
     lines.append(
         f"converged: step {s['converged_step']:,}" if s.get("converged") else "converged: not by the last checkpoint"
     )

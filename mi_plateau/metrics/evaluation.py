@@ -12,6 +12,7 @@ from torch import Tensor
 
 from ..config import Layout
 from ..definitions import definition
+from ..devices import autocast
 from ..model.forward import Weights
 from ..summaries import ACC_THRESHOLD, ACC_TOL, estimate
 from ..task import EvalSet
@@ -88,8 +89,18 @@ def sequence_losses(scores: Float[Tensor, "batch K"], index: Int[Tensor, batch])
     return L_seq, scores.argmax(-1) == index
 
 
-@torch.no_grad()
-def evaluate(model, ev: EvalSet, batch: int = 256, live: Live | None = None, sequence: bool = True) -> dict[str, Any]:
+def evaluate(
+    model, ev: EvalSet, batch: int = 256, live: Live | None = None, sequence: bool = True, precision: str = "fp32"
+) -> dict[str, Any]:
+    """``evaluate_in`` under ``precision``: "fp32" (the default), or "bf16" autocast (matmuls in
+    bf16, reductions and losses as autocast keeps them in fp32; ``eval.precision``)."""
+    with torch.no_grad(), autocast(next(iter(model.parameters())).device, precision):
+        return evaluate_in(model, ev, batch, live, sequence)
+
+
+def evaluate_in(
+    model, ev: EvalSet, batch: int = 256, live: Live | None = None, sequence: bool = True
+) -> dict[str, Any]:
     """Per-checkpoint metrics on the evaluation set: the means over its examples of what
     ``example_losses`` computes per example (see there). ``live`` (``live_subset``): the
     first-token losses over every group; exact match and the full target loss over the live

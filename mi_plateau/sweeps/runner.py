@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from ..checkpoints import RunError, atomic_write_json, read_json, refuse_inside_run
+from ..checkpoints import RunError, atomic_write_json, manifest_digest, read_json, refuse_inside_run
 from ..config import RunConfig, RunOptions
 from ..tabular import write_table
 from .pool import train_local
@@ -69,7 +69,9 @@ def run_sweep(
     if folder.is_symlink():
         raise RunError(f"{folder}: is a symbolic link; a sweep writes only into its own folder")
     folder.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(folder / "sweep.json", sweep.to_dict())
+    doc = sweep.to_dict()
+    doc["digest"] = manifest_digest(doc)  # sealed like a run's manifest: the table refuses an edited one
+    atomic_write_json(folder / "sweep.json", doc)
     t0 = time.perf_counter()
     errors: dict[str, str] = {}
     train = train_ray if options.backend == "ray" else train_local

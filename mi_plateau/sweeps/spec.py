@@ -37,6 +37,9 @@ import tomllib
 from ..config import STOPS, ConfigError, RunConfig, preset, validate, with_overrides
 
 TOP_KEYS = {"name", "preset", "stop", "order", "overrides", "grid", "points"}
+# every name that becomes a folder (the sweep's, each point's): one path component, never ".." or
+# absolute, so a sweep file cannot make the runner write (or skip, or resume) outside its folder
+FOLDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.=-]{0,99}")
 ORDERS = ("longest_first", "listed")  # the order the unfinished runs start in
 
 
@@ -88,6 +91,17 @@ def load_sweep(path: str | Path) -> Sweep:
         raise ConfigError(f"{path}: {e}") from None
 
 
+def folder_name(name: Any, key: str, what: str) -> str:
+    """``name`` where it is safe as one folder inside the sweep's (``FOLDER_NAME``); else a one-line
+    ``ConfigError`` naming ``key`` and the value."""
+    if not isinstance(name, str) or not FOLDER_NAME.fullmatch(name):
+        raise ConfigError(
+            f"{key}={name!r}: give {what} a name of letters, digits, '_', '.', '=' or '-' starting with a letter or "
+            "digit (it names a folder inside the sweep's; no '/' or '..')"
+        )
+    return name
+
+
 def _point_name(settings: dict[str, Any]) -> str:
     """K3_seed0 from {"K": 3, "seed": 0}: the swept keys in order, file-name safe."""
     parts = [f"{k.split('.')[-1]}{v}" for k, v in settings.items()]
@@ -99,9 +113,7 @@ def parse_sweep(data: dict[str, Any]) -> Sweep:
     unknown = sorted(set(data) - TOP_KEYS)
     if unknown:
         raise ConfigError(f"unknown key {unknown[0]!r} (a sweep file has {', '.join(sorted(TOP_KEYS))})")
-    name = data.get("name")
-    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}", name):
-        raise ConfigError(f"name={name!r}: give the sweep a name of letters, digits, '_', '.' or '-' (its folder name)")
+    name = folder_name(data.get("name"), "name", "the sweep")
     base_name = data.get("preset", "paper")
     if not isinstance(base_name, str):
         raise ConfigError(f"preset={base_name!r}: expected a preset name")
@@ -144,8 +156,8 @@ def parse_sweep(data: dict[str, Any]) -> Sweep:
     seen_name: dict[str, str] = {}
     for where, s in settings_list:
         explicit = s.pop("name", None)
-        if explicit is not None and not isinstance(explicit, str):
-            raise ConfigError(f"{where}: name={explicit!r}: expected a string")
+        if explicit is not None:
+            folder_name(explicit, f"{where}: name", "the point")
         try:
             cfg = validate(with_overrides(base, s))
         except ConfigError as e:

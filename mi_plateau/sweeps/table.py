@@ -5,8 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..checkpoints import Run, RunError, read_json
+from ..checkpoints import Run, RunError, manifest_digest, read_json
+from ..config import ConfigError, RunConfig, config_diff, extends
 from .schedule import status
+from .spec import folder_name
 
 
 def sweep_table(folder: str | Path):
@@ -16,12 +18,7 @@ def sweep_table(folder: str | Path):
     from ..frames import frame
 
     folder = Path(folder)
-    try:
-        spec = read_json(folder / "sweep.json")
-        if not isinstance(spec, dict) or not isinstance(spec.get("points"), list):
-            raise RunError(f"{folder / 'sweep.json'}: not a resolved sweep")
-    except RunError as e:
-        raise RunError(f"{folder}: not a sweep folder ({e})") from None
+    spec = read_sweep_json(folder)
     try:
         errors = read_json(folder / "errors.json")
     except RunError:
@@ -30,9 +27,47 @@ def sweep_table(folder: str | Path):
     rows = []
     for p in spec["points"]:
         row: dict[str, Any] = {"run": p["name"], **p["settings"], **run_row(folder / p["name"])}
-        row["error"] = row.get("error") or errors.get(p["name"])
+        row["error"] = row.get("error") or _config_mismatch(folder / p["name"], p) or errors.get(p["name"])
         rows.append(row)
     return frame(rows)
+
+
+def read_sweep_json(folder: Path) -> dict[str, Any]:
+    """The resolved sweep of ``folder``, checked: its seal (the digest the runner wrote; a file
+    edited since is refused, as a run's manifest is) and every point's name (one folder inside
+    the sweep's, ``spec.FOLDER_NAME``). A file written before sweeps were sealed has no digest."""
+    path = folder / "sweep.json"
+    try:
+        spec = read_json(path)
+        if not isinstance(spec, dict) or not isinstance(spec.get("points"), list):
+            raise RunError(f"{path}: not a resolved sweep")
+    except RunError as e:
+        raise RunError(f"{folder}: not a sweep folder ({e})") from None
+    if "digest" in spec and spec["digest"] != manifest_digest(spec):
+        raise RunError(f"{path}: its content does not match its digest: edited or damaged after it was written")
+    for i, p in enumerate(spec["points"]):
+        if not isinstance(p, dict) or not isinstance(p.get("settings"), dict):
+            raise RunError(f"{path}: points[{i}] is not a resolved point")
+        try:
+            folder_name(p.get("name"), f"points[{i}].name", "the point")
+        except ConfigError as e:
+            raise RunError(f"{path}: {e}") from None
+    return spec
+
+
+def _config_mismatch(path: Path, point: dict[str, Any]) -> str | None:
+    """Where the run folder's config is not the one the sweep records for the point (a swapped or
+    edited entry): one line naming the settings that differ; None where they agree or the run
+    has not started."""
+    if not (path / "config.json").exists() or not isinstance(point.get("config"), dict):
+        return None
+    try:
+        stored, want = Run(path).config(), RunConfig.from_dict(dict(point["config"]))
+    except (RunError, ConfigError, TypeError, ValueError, AttributeError):
+        return None  # the run's own error is in its row already
+    if stored.to_dict() == want.to_dict() or extends(stored, want):
+        return None
+    return f"the sweep records another config for this run ({config_diff(stored.to_dict(), want.to_dict())})"
 
 
 def run_row(path: Path) -> dict[str, Any]:
@@ -56,6 +91,7 @@ def run_row(path: Path) -> dict[str, Any]:
                     "steps": s["last_step"],
                     "wall_s": train_wall(run),
                     "dissipation_Q": s.get("dissipation_Q"),
+                    "diverged_step": (s.get("diverged") or {}).get("step"),
                 }
             )
         except RunError as e:

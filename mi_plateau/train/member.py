@@ -4,6 +4,7 @@ when the spacing rule says one is due."""
 
 from __future__ import annotations
 
+import math
 import time
 
 import torch
@@ -30,6 +31,17 @@ from ..task import make_eval_set, make_sampler, make_task
 from .init_from import load_init
 from .rules import next_interval, run_over
 from .step import load_optimizer, lr_at, make_optimizer, optimizer_tensors
+
+
+def diverged_quantity(record: dict) -> str | None:
+    """The first quantity of a checkpoint record that is not finite (the training loss since the
+    last checkpoint, then Lc, the gradient norm): the run has diverged; None where all are."""
+    checks = [("train_loss", record.get("train_loss")), ("Lc", record["metrics"].get("Lc"))]
+    checks.append(("grad_norm_max", record.get("grad_norm_max")))
+    for name, v in checks:
+        if v is not None and not math.isfinite(v):
+            return name
+    return None
 
 
 class Member:
@@ -137,6 +149,9 @@ class Member:
             "precision": cfg.train.precision,
             "metrics": metrics,
         }
+        bad = diverged_quantity(record)
+        if bad is not None:  # a result, not damage: recorded, and the run ends here
+            record["diverged"] = {"step": step, "quantity": bad}
         self.records.append(record)
         self.done = run_over(cfg, self.records)
         write_checkpoint(

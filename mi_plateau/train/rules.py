@@ -49,7 +49,7 @@ def next_interval(cfg: RunConfig, records: Sequence[dict[str, Any]]) -> int:
 def run_over(cfg: RunConfig, records: Sequence[dict[str, Any]]) -> bool:
     """The run ends at its last checkpoint: its stopping rule says so (``should_stop``) or the
     checkpoint is at ``max_steps``. What a live member and a resumed finished run both ask."""
-    return should_stop(cfg, records) or records[-1]["step"] >= cfg.train.max_steps
+    return "diverged" in records[-1] or should_stop(cfg, records) or records[-1]["step"] >= cfg.train.max_steps
 
 
 def should_stop(cfg: RunConfig, records: Sequence[dict[str, Any]]) -> bool:
@@ -84,7 +84,7 @@ def should_stop(cfg: RunConfig, records: Sequence[dict[str, Any]]) -> bool:
         taus = [tau_for(k) for k in keys]
         return None not in taus and steps[-1] >= cfg.train.tau_margin * max(taus)
     known = [t for t in (tau_for("Lc"), tau_for("L_seq")) if t is not None]
-    Lc = [r["metrics"]["Lc"] for r in records]
+    Lc = [_num(r["metrics"].get("Lc")) for r in records]
     conv = next((s for s, v in zip(steps, Lc) if v < cfg.train.converge_Lc), None)
     if conv is None:
         return False

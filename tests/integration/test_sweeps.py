@@ -297,6 +297,13 @@ BAD = [
     ("", "no points"),
     ("stop = 'never'\n[grid]\nK = [3]\n", "stop='never'"),
     ("order = 'random'\n[grid]\nK = [3]\n", "order='random': must be one of longest_first, listed"),
+    # a point's name is one folder inside the sweep's: never a path out of it
+    ("[[points]]\nname = '../x'\nK = 3\n", "points[0]: name='../x'"),
+    ("[[points]]\nname = '../../x'\nK = 3\n", "points[0]: name='../../x'"),
+    ("[[points]]\nname = '/abs/path'\nK = 3\n", "points[0]: name='/abs/path'"),
+    ("[[points]]\nname = 'a/b'\nK = 3\n", "points[0]: name='a/b'"),
+    ("[[points]]\nname = '..'\nK = 3\n", "points[0]: name='..'"),
+    ("[[points]]\nname = 7\nK = 3\n", "points[0]: name=7"),
 ]
 
 
@@ -333,6 +340,46 @@ def test_runs_start_longest_first_or_in_the_listed_order(tmp_path):
 def test_sweep_names_are_checked():
     with pytest.raises(ConfigError, match="name="):
         parse_sweep({"name": "../x", "grid": {"K": [3]}})
+
+
+def test_a_point_named_out_of_the_sweep_is_refused_before_any_work(run_cli, tmp_path):
+    f = tmp_path / "esc.toml"
+    f.write_text('name = "esc"\npreset = "tiny"\n[[points]]\nname = "../x"\nK = 3\n')
+    for extra in ([], ["--dry-run"]):
+        p = run_cli("sweep", str(f), "--root", str(tmp_path / "root"), *extra)
+        assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "name='../x'" in p.stderr
+    assert not (tmp_path / "root").exists() and not (tmp_path / "x").exists()
+
+
+def test_an_edited_sweep_json_is_refused_and_a_swapped_point_is_named(run_cli, tmp_path):
+    import json as _json
+
+    from mi_plateau.checkpoints import manifest_digest
+    from mi_plateau.sweeps import sweep_table
+
+    f = tmp_path / "s.toml"
+    f.write_text(GRID.replace("max_steps = 400", "max_steps = 40").replace("seed = [0, 1]", "seed = [0]"))
+    sweep = load_sweep(f)
+    root = tmp_path / "root"
+    run_sweep(sweep, RunOptions(root=root, jobs=1, progress=False))
+    folder = root / "grid"
+    clean = sweep_table(folder)
+    assert clean["error"].isna().all()
+    spec = _json.loads((folder / "sweep.json").read_text())
+    a, b = spec["points"][0], spec["points"][1]
+    a["name"], b["name"] = b["name"], a["name"]  # two points' names swapped
+    (folder / "sweep.json").write_text(_json.dumps(spec))
+    p = run_cli("sweep", "status", str(folder))
+    assert p.returncode == 2 and "edited or damaged" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    spec["digest"] = manifest_digest(spec)  # resealed by hand: the runs' own configs still disagree
+    (folder / "sweep.json").write_text(_json.dumps(spec))
+    table = sweep_table(folder)
+    assert table["error"].str.contains("the sweep records another config for this run").all()
+    spec["points"][0]["name"] = "../x"
+    spec["digest"] = manifest_digest(spec)
+    (folder / "sweep.json").write_text(_json.dumps(spec))
+    p = run_cli("sweep", "status", str(folder))
+    assert p.returncode == 2 and "points[0].name='../x'" in p.stderr
 
 
 def test_cli_dry_run_and_status(run_cli, tmp_path):

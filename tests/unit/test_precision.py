@@ -109,3 +109,49 @@ def test_a_recipes_dry_run_in_bf16_lists_its_own_folder(tmp_path, monkeypatch, c
     argv = ["reproduce", "k_sweep", "--precision", "bf16", "--dry-run", "--docs", str(tmp_path / "docs")]
     assert main([*argv, "--root", str(tmp_path / "ck")]) == 0
     assert "paper_k_sweep_bf16/K3_seed0" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "flags, want",
+    [({"avx2", "amx_bf16"}, "bf16"), ({"avx512f", "avx512_bf16"}, "bf16"), ({"avx2", "fma"}, "fp32"), (set(), "fp32")],
+)
+def test_auto_reads_the_cpus_bf16_units(monkeypatch, flags, want):
+    monkeypatch.setattr(devices, "cpu_flags", lambda: frozenset(flags))
+    cpu = torch.device("cpu")
+    assert devices.resolve_precision("auto", cpu) == want
+    assert devices.resolve_precision("fp32", cpu) == "fp32"
+    assert devices.precision_reason(cpu).startswith(f"auto = {want}")
+
+
+def _tiny_auto(tiny_cfg, max_steps=20):
+    return _with(tiny_cfg, precision="auto", max_steps=max_steps)
+
+
+@pytest.mark.parametrize("flags, want", [({"avx512_bf16"}, "bf16"), ({"avx2"}, "fp32")])
+def test_a_new_run_records_what_auto_chose_and_a_resume_keeps_it(tiny_cfg, tmp_path, monkeypatch, flags, want):
+    from mi_plateau.checkpoints import Run
+    from mi_plateau.train import train
+
+    monkeypatch.setattr(devices, "cpu_flags", lambda: frozenset(flags))
+    run = train(_tiny_auto(tiny_cfg), tmp_path / "r", progress=False)
+    assert Run(run.path).config().train.precision == want
+    assert {r["precision"] for r in Run(run.path).records()} == {want}
+    # resumed with a raised cap and the default (auto): the same precision, the run continued
+    run = train(_tiny_auto(tiny_cfg, max_steps=40), tmp_path / "r", resume=True, progress=False)
+    assert Run(run.path).config().train.precision == want and Run(run.path).steps()[-1] == 40
+
+
+def test_a_bf16_run_resumed_where_there_are_no_bf16_units_is_one_line(tiny_cfg, tmp_path, monkeypatch):
+    from mi_plateau.checkpoints import Run
+    from mi_plateau.train import train
+
+    monkeypatch.setattr(devices, "cpu_flags", lambda: frozenset({"avx512_bf16"}))
+    train(_tiny_auto(tiny_cfg), tmp_path / "r", progress=False)
+    before = sorted(p.name for p in (tmp_path / "r" / "ckpt").iterdir())
+    monkeypatch.setattr(devices, "cpu_flags", lambda: frozenset({"avx2"}))
+    with pytest.raises(DeviceError) as e:
+        train(_tiny_auto(tiny_cfg, max_steps=40), tmp_path / "r", resume=True, progress=False)
+    msg = str(e.value)
+    assert "\n" not in msg and "recorded train.precision" in msg and "bf16" in msg
+    assert sorted(p.name for p in (tmp_path / "r" / "ckpt").iterdir()) == before  # nothing written
+    assert Run(tmp_path / "r").steps()[-1] == 20
