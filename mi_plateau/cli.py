@@ -20,6 +20,7 @@ from .commands.options import (
     add_static,
     add_step,
     batch_runs,
+    draws_int,
     fraction,
     num_arg,
     positive_int,
@@ -134,7 +135,7 @@ def add_summary(sub) -> None:
     )
     s.add_argument(
         "--draws",
-        type=positive_int,
+        type=draws_int,
         default=None,
         help="with --sampled-tau or --sampled-width: replays of the estimator (default 1000)",
     )

@@ -38,6 +38,17 @@ def positive_int(text: str) -> int:
     return v
 
 
+MAX_DRAWS = 1_000_000  # replays of an estimator: far past where its quantiles settle, and within memory
+
+
+def draws_int(text: str) -> int:
+    """--draws: a positive integer up to ``MAX_DRAWS`` (each replay holds its own crossing)."""
+    v = positive_int(text)
+    if v > MAX_DRAWS:
+        raise argparse.ArgumentTypeError(f"{text!r}: at most {MAX_DRAWS:,} replays")
+    return v
+
+
 def nonnegative_int(text: str) -> int:
     v = num_arg(int)(text)
     if v < 0:

@@ -84,6 +84,8 @@ def cmd_sweep(args) -> int:
         raise ValueError(f"sweep {args.target}: unexpected second argument {args.folder!r}")
     refuse_unused("sweep", options, "sweep")
     sweep = in_precision(load_sweep(args.target), options.precision)
+    if Path(options.root).exists() and not Path(options.root).is_dir():
+        raise ValueError(f"--root {options.root}: is a file, not a folder for the sweep's runs")
     if options.dry_run:
         from ..batched import group_batches
         from ..devices import resolve

@@ -4,7 +4,7 @@ time, so that bad input answers before anything is imported or read."""
 
 from __future__ import annotations
 
-from .options import nonnegative_int, positive_float, positive_int
+from .options import draws_int, nonnegative_int, positive_float, positive_int
 
 # Defaults are None: the study's own function supplies them, so each lives in one place; the help
 # quotes them (tests/integration/test_tool_commands.py checks the quotes against the functions).
@@ -57,7 +57,7 @@ def add_sampled_pairs(sub) -> None:
         help="two or more seeds: run folders (replayed here), or JSON files from "
         "`mi-plateau summary RUN --sampled-width --json`",
     )
-    p.add_argument("--draws", type=positive_int, default=None, help="replays per run folder (default 1000)")
+    p.add_argument("--draws", type=draws_int, default=None, help="replays per run folder (default 1000)")
     p.add_argument(
         "--n-sample",
         type=positive_int,

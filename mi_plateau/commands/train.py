@@ -11,7 +11,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ..config import ConfigError
+from ..config import ConfigError, parse_json
 from ..tabular import cell
 from .text import print_costs, print_summary
 
@@ -37,9 +37,9 @@ def train_config(args) -> Any:
 
         try:
             text = sys.stdin.read() if args.config == "-" else Path(args.config).read_text()
-            base = RunConfig.from_dict(json.loads(text))
-        except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
+        except (OSError, UnicodeDecodeError) as e:
             raise ConfigError(f"{args.config}: not a readable config JSON ({' '.join(str(e).split())})") from None
+        base = RunConfig.from_dict(parse_json(text, args.config))
         return with_overrides(base, overrides)
     if args.preset is None and args.resume:
         if args.out is not None and not (Path(args.out) / "config.json").exists():
@@ -90,10 +90,12 @@ def cmd_train_batch(args) -> int:
     from ..config import RunConfig
 
     text = sys.stdin.read() if args.runs == "-" else Path(args.runs).read_text()
+    items = parse_json(text, args.runs)
     try:
-        items = json.loads(text)
         if not isinstance(items, list) or not all(isinstance(i, dict) and isinstance(i.get("out"), str) for i in items):
             raise ValueError('expected a list of objects with an "out" folder')
+        if not items:
+            raise ValueError("an empty list: no run to train")
         pairs = [(RunConfig.from_dict(i["config"]) if i.get("config") is not None else None, i["out"]) for i in items]
     except (json.JSONDecodeError, ValueError, TypeError) as e:
         raise ValueError(f"{args.runs}: not a list of runs ({' '.join(str(e).split())})") from None

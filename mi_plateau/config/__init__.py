@@ -31,7 +31,7 @@ from .schema import (
     TrainConfig,
     settings,
 )
-from .settings import SETTING, Bounds, ConfigError, Setting, coerce, kind, setting
+from .settings import SETTING, Bounds, ConfigError, Setting, check_depth, coerce, kind, parse_json, setting
 from .task_section import A_TARGET_DIRECTIONS, MAX_NB, N_CHARS, SELECTOR_DIRECTIONS, TaskConfig, layout_for
 from .validation import reductions, validate
 
@@ -54,6 +54,8 @@ __all__ = [
     "STOPS",
     "Bounds",
     "ConfigError",
+    "check_depth",
+    "parse_json",
     "EvalConfig",
     "Layout",
     "ModelConfig",

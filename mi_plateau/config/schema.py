@@ -283,6 +283,8 @@ class RunConfig:
                 raise ConfigError(f"{where}: unknown keys {sorted(unknown)}")
             return kls(**{k: coerce(kls, k, v, f"{where}.{k}") for k, v in sub.items()})
 
+        if not isinstance(d, dict):
+            raise ConfigError(f"config: expected an object of sections, got {type(d).__name__} ({str(d)[:40]!r})")
         unknown = set(d) - {*SECTIONS, "preset"}
         if unknown:
             raise ConfigError(f"config: unknown keys {sorted(unknown)}")

@@ -131,6 +131,34 @@ def _field_type(kls, key):
 _BOOL_WORDS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
 
+MAX_DEPTH = 64  # nesting a config, a sweep file or a list of runs may have (they need 3 or 4)
+
+
+def parse_json(text: str, where: str) -> Any:
+    """JSON text as Python values, or one ``ConfigError`` line naming ``where``: invalid JSON, or
+    nested deeper than ``MAX_DEPTH`` (checked by ``check_depth``; the parser itself would raise
+    RecursionError far deeper)."""
+    import json
+
+    try:
+        value = json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{where}: not valid JSON ({' '.join(str(e).split())})") from None
+    except RecursionError:
+        raise ConfigError(f"{where}: not valid JSON (nested too deeply)") from None
+    check_depth(value, where)
+    return value
+
+
+def check_depth(value: Any, where: str, depth: int = 0) -> None:
+    """A one-line ``ConfigError`` where ``value`` (parsed JSON or TOML) nests deeper than ``MAX_DEPTH``."""
+    if depth > MAX_DEPTH:
+        raise ConfigError(f"{where}: nested more than {MAX_DEPTH} levels deep")
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    for v in items:
+        check_depth(v, where, depth + 1)
+
+
 def coerce(kls, key: str, value: Any, where: str) -> Any:
     """Convert value (possibly a CLI string) to the field's declared type, or fail clearly."""
     typ = _field_type(kls, key)

@@ -16,7 +16,6 @@ trained on.
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from collections.abc import Sequence
@@ -26,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..checkpoints import Run, RunError
+from ..config import parse_json
 from ..summaries import tau, transition_width
 from .example_losses import ExampleLosses
 
@@ -113,7 +113,7 @@ def noise_splits(
     results: dict[str, dict[str, Any]] = {}
     for src in sources:
         if src.endswith(".json"):
-            doc = json.loads(Path(src).read_text())
+            doc = parse_json(Path(src).read_text(), src)
             got = doc.get("runs") if isinstance(doc, dict) else None
             if not isinstance(got, list) or not all(isinstance(r, dict) and "run" in r for r in got):
                 raise ValueError(f"{src}: no runs in it (mi-plateau noise-split RUN --out FILE)")

@@ -31,7 +31,6 @@ pass another seed for independent ones.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import sys
@@ -42,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from ..checkpoints import Run, RunError
+from ..config import parse_json
 from .conditions import condition_spread, replay_spread
 from .example_losses import ExampleLosses, replay_scorer
 
@@ -340,7 +340,7 @@ def condition_from(
     results = []
     for src in sources:
         if src.endswith(".json"):
-            doc = json.loads(Path(src).read_text())
+            doc = parse_json(Path(src).read_text(), src)
             got = doc.get("sampled_width") if isinstance(doc, dict) else None
             if not isinstance(got, dict):
                 raise ValueError(f"{src}: no sampled_width in it (mi-plateau summary RUN --sampled-width --json)")

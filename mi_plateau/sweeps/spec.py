@@ -27,6 +27,7 @@ names the key (or the points).
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -34,12 +35,13 @@ from typing import Any
 
 import tomllib
 
-from ..config import STOPS, ConfigError, RunConfig, preset, validate, with_overrides
+from ..config import STOPS, ConfigError, RunConfig, check_depth, preset, validate, with_overrides
 
 TOP_KEYS = {"name", "preset", "stop", "order", "overrides", "grid", "points"}
 # every name that becomes a folder (the sweep's, each point's): one path component, never ".." or
 # absolute, so a sweep file cannot make the runner write (or skip, or resume) outside its folder
 FOLDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.=-]{0,99}")
+MAX_POINTS = 10_000  # a sweep's runs: the paper's whole grid is 61; a typo in a grid should not hang the reader
 ORDERS = ("longest_first", "listed")  # the order the unfinished runs start in
 
 
@@ -85,7 +87,10 @@ def load_sweep(path: str | Path) -> Sweep:
         raise ConfigError(f"{path}: cannot be read ({' '.join(str(e).split())})") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: not valid TOML ({e})") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: not valid TOML (nested too deeply)") from None
     try:
+        check_depth(data, "the file")
         return parse_sweep(data)
     except ConfigError as e:
         raise ConfigError(f"{path}: {e}") from None
@@ -139,6 +144,9 @@ def parse_sweep(data: dict[str, Any]) -> Sweep:
             raise ConfigError(f"grid.{key}={values!r}: expected a list of values")
         if not values:
             raise ConfigError(f"grid.{key}: empty list (a grid over nothing has no points)")
+    size = math.prod(len(v) for v in grid.values()) if grid else 0
+    if size + len(points) > MAX_POINTS:
+        raise ConfigError(f"{size + len(points):,} points: a sweep holds at most {MAX_POINTS:,} runs (split it)")
     settings_list: list[tuple[str, dict[str, Any]]] = []
     if grid:
         keys = list(grid)
