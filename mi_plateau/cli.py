@@ -323,6 +323,12 @@ def add_reproduce(sub) -> None:
         help="sweep recipes: train only these points (run names); hessian: train and pass over only these runs",
     )
     rep.add_argument(
+        "--settle",
+        action="store_true",
+        help="sweep recipes: settle every run's crossings exactly (mi-plateau settle) before building the tables; "
+        "without it they show the live estimates with their intervals",
+    )
+    rep.add_argument(
         "--skip-recorded",
         action="store_true",
         help="sweep recipes: do not train the runs the recipe's log in "

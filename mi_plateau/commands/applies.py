@@ -20,8 +20,8 @@ USES: dict[str, dict[str, str]] = {
         "--dry-run": "dry_run root",
     },
     SWEEP_RECIPES_KIND: {
-        "": "device precision jobs batch_runs max_steps only skip_recorded progress root docs static",
-        "--no-train": "train precision max_steps progress root docs static",
+        "": "device precision jobs batch_runs max_steps only skip_recorded progress root docs static settle",
+        "--no-train": "train precision max_steps progress root docs static settle",
         "--dry-run": "dry_run device precision max_steps only skip_recorded root docs",
     },
     "reproduce hessian": {  # the pass itself runs on the CPU: --device is where the K sweep trains

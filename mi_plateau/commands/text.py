@@ -46,10 +46,10 @@ def with_unit(key: str, v) -> str:
 
 def crossing_text(d: dict, name: str) -> str:
     """A crossing's columns (``crossings.columns``) in one phrase: ``1,050 (exact)`` or
-    ``1,050 [1,000, 1,100] (estimate)``; ``none`` where there is none."""
+    ``1,050 [1,000, 1,100] (estimate)``; ``not reached`` where there is none."""
     v, lo, hi = d.get(name), d.get(f"{name}_lo"), d.get(f"{name}_hi")
     if d.get(f"{name}_exact", True):
-        return "none (exact)" if v is None else f"{v:,} (exact)"
+        return "not reached" if v is None else f"{v:,} (exact)"
     show = lambda x: "-" if x is None else f"{x:,}"  # noqa: E731
     return f"{'none' if v is None else f'{v:,}'} [{show(lo)}, {show(hi)}] (estimate)"
 
@@ -71,12 +71,13 @@ def short_block(s: dict, costs: dict | None = None) -> list[str]:
     if ph:
         lines.append("plateau: " + "; ".join(ph) + " (L_seq: mean over the paper's window; Lc: median before onset)")
     for label, d in (("L_seq", paper), ("Lc", first)):
-        if d.get("t_end") is None and d.get("t_end_lo") is None and d.get("tau") is None:
-            continue
-        lines.append(
-            f"{label}: tau {crossing_text(d, 'tau')}; transition {crossing_text(d, 't_start')} -> "
-            f"{crossing_text(d, 't_end')}"
-        )
+        if not d or not finite(d.get("plateau_loss")) and d.get("tau") is None:
+            continue  # a family this task does not have
+        if d.get("t_end") is None and d.get("t_end_lo") is None:
+            transition = "not ended by the last checkpoint"
+        else:
+            transition = f"{crossing_text(d, 't_start')} -> {crossing_text(d, 't_end')}"
+        lines.append(f"{label}: tau {crossing_text(d, 'tau')}; transition {transition}")
     if s.get("diverged"):
         d = s["diverged"]
         lines.append(f"diverged: at step {d['step']:,} ({d['quantity']} not finite); the run ended there")

@@ -33,7 +33,9 @@ class RunOptions:
     standard error; ``static``: the static figures (None: where a browser is found); ``root``:
     where run and sweep folders live; ``docs``: where a recipe's tables and log go; ``backend``,
     ``address``: the sweep backend ("local" or "ray") and a Ray cluster's address; ``dry_run``:
-    list what would run, run nothing."""
+    list what would run, run nothing; ``settle``: make every crossing of the recipe's runs exact
+    (``checkpoints.settle``) before the tables are built (they show estimates with intervals
+    otherwise)."""
 
     device: str = option("--device", "auto")
     precision: str | None = option("--precision")
@@ -50,6 +52,7 @@ class RunOptions:
     backend: str = option("--backend", "local")
     address: str | None = option("--address")
     dry_run: bool = option("--dry-run", False)
+    settle: bool = option("--settle", False)
 
     @classmethod
     def from_args(cls, args) -> RunOptions:

@@ -27,7 +27,8 @@ from typing import Any
 
 import tomllib
 
-from ..checkpoints import RunError
+from ..checkpoints import Run, RunError
+from ..checkpoints.settle import settle
 from ..report import sweep_report
 from ..summaries import nan_to_none, num
 from ..sweeps import RunOptions, Sweep, in_precision, load_sweep, parse_sweep, plan, run_sweep, select
@@ -134,6 +135,16 @@ def page_curves(sweep: Sweep, collected: Collected) -> dict[str, dict[str, Any]]
     return pages
 
 
+def settle_runs(sweep: Sweep, root: Path, progress: bool) -> None:
+    """``checkpoints.settle`` on every started run of ``sweep`` (its default questions)."""
+    for p in sweep.points:
+        path = sweep.folder(root) / p.name
+        if (path / "manifest.json").exists():
+            note = settle(Run(path)).note()
+            if progress:
+                print(f"{sweep.name}/{p.name}: settled, {note['full_sets_now']} full scorings now", file=sys.stderr)
+
+
 def train_points(sweep: Sweep, docs: Path, todo: list[str], options: RunOptions) -> str:
     """Train the points ``todo`` (less, with ``options.skip_recorded``, those the log records as
     finished elsewhere) with ``sweeps.run_sweep`` as ``options`` ask, rewriting the log after each
@@ -185,6 +196,8 @@ def run_sweep_recipe(
         raise RunError("--only and --skip-recorded choose what to train: a rebuild (--no-train) trains nothing")
     else:
         plan(sweep, root)  # refuse runs whose config changed
+    if options.settle:  # exact crossings on request only: the full scorings each run pays are cached in it
+        settle_runs(sweep, root, progress)
     collected = collect(sweep, root, docs)  # the one read of the runs: the builder, the page and the log share it
     if not options.train and not any(r["source"] for r in collected.rows):
         raise RunError(

@@ -126,7 +126,9 @@ class Member:
         t_eval = time.perf_counter()
         # L_seq live until its estimate is below every threshold a live rule or a default question reads
         seq = self.live is None or not retire_live(cfg, self.records)
-        metrics = evaluate(model, self.ev, live=self.live, sequence=seq)
+        # in the training's precision: bf16 evaluation moved no crossing on the runs checked
+        # (docs/reproduction/eval_precision.md); settlement's full scorings stay fp32
+        metrics = evaluate(model, self.ev, live=self.live, sequence=seq, precision=cfg.train.precision)
         eval_s = time.perf_counter() - t_eval
         model.train()
         record = {
@@ -147,6 +149,7 @@ class Member:
             "train_first_loss_z_deranged": self._deranged_first_loss(step),
             "device": str(self.device),
             "precision": cfg.train.precision,
+            "eval_precision": cfg.train.precision,
             "metrics": metrics,
         }
         bad = diverged_quantity(record)

@@ -639,6 +639,7 @@ EXPECT: dict[tuple[str, str], Proof] = {
     ("reproduce", "--docs"): reproduce_docs,
     ("reproduce", "--static"): reproduce_static,
     ("reproduce", "--quiet"): recipe_option(["--quiet"], lambda o: o.progress is False, "scorecard"),
+    ("reproduce", "--settle"): recipe_option(["--settle"], lambda o: o.settle is True, "scorecard"),
     ("reproduce", "--precision"): reproduce_precision,
     ("reproduce", "--device"): device_changes("reproduce", "k_sweep", "--dry-run", "--root", "TMP", "--docs", "TMP"),
     ("linear-control", "--out"): linear_out,

@@ -125,3 +125,17 @@ def test_a_threshold_outside_the_range_is_one_line(tmp_path, live_run, run_cli, 
 def test_a_bad_threshold_is_one_line(tiny_run, run_cli, bad):
     p = run_cli("summary", str(tiny_run.path), "--tau-at", bad)
     assert p.returncode == 2 and "Traceback" not in p.stderr and bad in p.stderr
+
+
+def test_a_recipe_settles_its_runs_only_when_asked(tmp_path, live_run):
+    from mi_plateau.reproduce.sweeps import settle_runs
+    from mi_plateau.sweeps.spec import Point, Sweep
+
+    sweep = Sweep("s", "tiny", None, {}, (Point("r", {}, Run(live_run.path).config()), Point("absent", {}, None)))
+    shutil.copytree(live_run.path, tmp_path / "s" / "r", ignore=shutil.ignore_patterns(SETTLED_FILE))
+    Run(tmp_path / "s" / "r").summary()  # a summary alone scores nothing
+    assert not (tmp_path / "s" / "r" / SETTLED_FILE).exists()
+    settle_runs(sweep, tmp_path, progress=False)
+    s = Run(tmp_path / "s" / "r").summary()
+    assert (tmp_path / "s" / "r" / SETTLED_FILE).is_file() and s["settlement"]["exact"]
+    assert all(s[f"{k}_exact"] for k in ("tau", "t_start", "t_end", "tau_width"))
