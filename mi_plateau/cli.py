@@ -255,9 +255,10 @@ def add_bench(sub) -> None:
     bench.add_argument("--json", action="store_true")
     bench.add_argument(
         "--only",
-        choices=["train", "passes", "overhead", "sweep", "eval", "price"],
+        choices=["train", "precision", "passes", "overhead", "sweep", "eval", "price"],
         default=None,
-        help="run one section alone (sweep: the batched trainer against single runs; eval: the "
+        help="run one section alone (precision: the default step, in train.precision auto, against fp32 and "
+        "plain fp32 eager; sweep: the batched trainer against single runs; eval: the "
         "evaluation's share of training at K = 10, 20, 36; price: the dry run's prices against runs it trains)",
     )
     bench.add_argument(

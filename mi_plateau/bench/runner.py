@@ -41,7 +41,8 @@ def _log(msg: str) -> None:
 # --- the whole benchmark ------------------------------------------------------------
 
 
-SECTIONS = ("train", "passes", "overhead", "sweep", "eval", "price")
+SECTIONS = ("train", "precision", "passes", "overhead", "sweep", "eval", "price")
+PRECISION_CANDIDATES = ["toolkit", "toolkit+fp32", "plain"]  # the default step (auto) against fp32 eager
 
 
 def run_benchmarks(
@@ -103,9 +104,9 @@ def run_benchmarks(
     t0 = time.perf_counter()
     _warn_if_busy(res["load_start"][0])
     res["matmul_peak_gflops"] = _matmul_peak(quick)
-    if only in (None, "train", "overhead"):
+    if only in (None, "train", "overhead", "precision"):
         res["train"] = _train_section(cfg, quick, only, res["matmul_peak_gflops"])
-    if only == "train":
+    if only in ("train", "precision"):
         return _finish(res, t0)
     if not quick and only is None and (os.cpu_count() or 1) > 1:
         _log("training step at 1 thread and at one per core")
@@ -158,7 +159,9 @@ def _train_section(cfg: RunConfig, quick: bool, only: str | None, peak_gflops: f
     """The training step of each candidate (only the toolkit's for ``only="overhead"``), with its
     share of the fp32 matmul peak."""
     _log("training step")
-    which = ["toolkit"] if only == "overhead" else QUICK_CANDIDATES if quick else FULL_CANDIDATES
+    which = {"overhead": ["toolkit"], "precision": PRECISION_CANDIDATES}.get(
+        only or "", QUICK_CANDIDATES if quick else FULL_CANDIDATES
+    )
     train = bench_train(cfg, which, reps=4 if quick else 6, inner=5 if quick else 10, check_steps=10 if quick else 50)
     for row in train["candidates"].values():
         row["frac_of_peak"] = row["gflops"] / peak_gflops

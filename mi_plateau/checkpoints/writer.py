@@ -115,9 +115,10 @@ def remove_stale_files(run: Run, manifest: dict[str, Any]) -> list[Path]:
 class RunLock:
     """An exclusive lock on a run folder, so two trainers never write into one run."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, what: str = "run folder"):
         self.file = Path(path) / ".lock"
         self.fd: int | None = None
+        self.what = what  # "run folder", or "sweep folder" (``sweeps.run_sweep`` holds one per sweep)
 
     def __enter__(self) -> RunLock:
         import fcntl
@@ -139,9 +140,8 @@ class RunLock:
             holder = os.read(self.fd, 64).decode(errors="replace").strip() or "unknown"
             os.close(self.fd)
             self.fd = None
-            raise RunError(
-                f"{self.file.parent}: another process (pid {holder}) is training into this run folder"
-            ) from None
+            doing = "training into this run folder" if self.what == "run folder" else f"running this {self.what}"
+            raise RunError(f"{self.file.parent}: another process (pid {holder}) is {doing}") from None
         os.ftruncate(self.fd, 0)
         os.write(self.fd, str(os.getpid()).encode())
         return self

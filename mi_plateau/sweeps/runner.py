@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from ..checkpoints import RunError, atomic_write_json, manifest_digest, read_json, refuse_inside_run
+from ..checkpoints import RunError, RunLock, atomic_write_json, manifest_digest, read_json, refuse_inside_run
 from ..config import RunConfig, RunOptions
 from ..tabular import write_table
 from .pool import train_local
@@ -69,22 +69,24 @@ def run_sweep(
     if folder.is_symlink():
         raise RunError(f"{folder}: is a symbolic link; a sweep writes only into its own folder")
     folder.mkdir(parents=True, exist_ok=True)
-    doc = sweep.to_dict()
-    doc["digest"] = manifest_digest(doc)  # sealed like a run's manifest: the table refuses an edited one
-    atomic_write_json(folder / "sweep.json", doc)
-    t0 = time.perf_counter()
-    errors: dict[str, str] = {}
-    train = train_ray if options.backend == "ray" else train_local
-    for wave in waves(runs):
-        errors |= train(wave, options, retries=retries, order=sweep.order, on_done=on_done)
-    failed = _record_failures(folder, runs, errors)
-    table = sweep_table(folder)
-    write_table(
-        folder / "table",
-        table,
-        title=f"Sweep {sweep.name}: one row per run",
-        note="tau in steps (tau_examples: examples seen); plateau in nats; paper = L_seq, first_token = Lc.",
-    )
+    # one sweep process per sweep folder: a second one says so in one line instead of failing its points
+    with RunLock(folder, what="sweep folder"):
+        doc = sweep.to_dict()
+        doc["digest"] = manifest_digest(doc)  # sealed like a run's manifest: the table refuses an edited one
+        atomic_write_json(folder / "sweep.json", doc)
+        t0 = time.perf_counter()
+        errors: dict[str, str] = {}
+        train = train_ray if options.backend == "ray" else train_local
+        for wave in waves(runs):
+            errors |= train(wave, options, retries=retries, order=sweep.order, on_done=on_done)
+        failed = _record_failures(folder, runs, errors)
+        table = sweep_table(folder)
+        write_table(
+            folder / "table",
+            table,
+            title=f"Sweep {sweep.name}: one row per run",
+            note="tau in steps (tau_examples: examples seen); plateau in nats; paper = L_seq, first_token = Lc.",
+        )
     table.attrs["wall_s"] = time.perf_counter() - t0
     table.attrs["failed"] = failed  # {run name: error} of this call's runs; the CLI exits non-zero on any
     return table

@@ -9,6 +9,7 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 
 from ..checkpoints import Run, RunError
+from ..checkpoints.files import file_sha256
 from ..config import RunConfig, config_diff, extends
 from .spec import ORDERS, Sweep
 
@@ -26,15 +27,23 @@ def select(sweep: Sweep, only: Sequence[str]) -> list[str]:
 
 def status(path: Path) -> str:
     """finished / running (a partial run) / not started, from the run folder's manifest, read
-    with every check a reader makes (``Run.manifest``); "damaged" where those checks refuse it,
+    with every check a reader makes (``Run.manifest``; for a finished run also its config.json and
+    its last weights file against their checksum); "damaged" where those checks refuse it,
     so that a sweep retries the run (whose resume then names the damage) instead of counting an
     edited manifest that says "finished" as done."""
     f = Path(path) / "manifest.json"
     if not (f.exists() or f.is_symlink()):
         return "not started"
     try:
-        return Run(path).manifest()["status"]
-    except RunError:
+        run = Run(path)
+        m = run.manifest()
+        if m["status"] == "finished":  # what a finished run's readers need is still there and whole
+            run.config()  # config.json present, and the config the manifest vouches for
+            last = m["checkpoints"][-1]
+            if last.get("sha256") and file_sha256(run.inside(last["weights"])) != last["sha256"]:
+                return "damaged"
+        return m["status"]
+    except (RunError, OSError):
         return "damaged"
 
 

@@ -393,3 +393,37 @@ def test_cli_dry_run_and_status(run_cli, tmp_path):
     assert p.returncode == 0 and "2 runs; 2 finished" in p.stdout
     p = run_cli("sweep", "status", str(tmp_path / "root" / "grid"))
     assert p.returncode == 0 and p.stdout.count("finished") == 2 and "tau_paper" in p.stdout
+
+
+@pytest.mark.parametrize("damage", ["weights deleted", "weights truncated", "config deleted"])
+def test_damage_to_a_finished_run_fails_the_sweep_rerun(run_cli, tmp_path, damage):
+    f = tmp_path / "s.toml"
+    f.write_text('name = "dm"\npreset = "tiny"\n[overrides]\nmax_steps = 40\n[[points]]\nK = 3\n')
+    root = tmp_path / "root"
+    assert run_cli("sweep", str(f), "--root", str(root), "--jobs", "1", "--quiet").returncode == 0
+    run = root / "dm" / "K3"
+    last = sorted((run / "ckpt").glob("*.safetensors"))[-1]
+    if damage == "weights deleted":
+        last.unlink()
+    elif damage == "weights truncated":
+        last.write_bytes(last.read_bytes()[:100])
+    else:
+        (run / "config.json").unlink()
+    p = run_cli("sweep", str(f), "--root", str(root), "--jobs", "1", "--quiet")
+    assert p.returncode != 0 and "K3" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_a_second_sweep_of_one_folder_says_it_is_busy(tmp_path):
+    from mi_plateau.checkpoints import RunError, RunLock
+
+    sweep = load_sweep_text(tmp_path, 'name = "busy"\npreset = "tiny"\n[[points]]\nK = 3\n')
+    with RunLock(tmp_path / "root" / "busy", what="sweep folder"):
+        with pytest.raises(RunError, match="is running this sweep folder") as e:
+            run_sweep(sweep, RunOptions(root=tmp_path / "root", jobs=1, progress=False))
+    assert "\n" not in str(e.value) and not (tmp_path / "root" / "busy" / "K3").exists()
+
+
+def load_sweep_text(tmp_path, text):
+    f = tmp_path / "x.toml"
+    f.write_text(text)
+    return load_sweep(f)
