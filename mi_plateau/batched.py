@@ -1,22 +1,26 @@
 """The batched trainer: M runs whose tensors have the same shapes train in one process as one
 stacked model.
 
-Each run (a ``train.Member``) keeps its own TransformerBridge, AdamW, sampler, evaluation set,
-learning-rate schedule, clipping, stopping rule and ordinary run folder with its own checkpoints
-and exact resume. Only the training forward and backward are batched: at every step the
-members' parameters are stacked along a new leading dimension, ``torch.func.vmap`` runs the
-plain functional forward (``model.forward``) over the stack and the members' batches, each
-member's mean cross-entropy is taken on its own slice, and one backward of their sum gives every
-member the gradient of its own loss (the members share no parameter). Each member then clips and
-steps on its own. A member that stops drops out; the others go on.
+Each run (a ``train.Member``) keeps its own sampler, evaluation set, learning-rate schedule,
+clipping, stopping rule and ordinary run folder with its own checkpoints and exact resume. The
+training state is one ``train.stack.Stack``: every trainable tensor of the members stacked into
+one leaf ``[M, ...]`` with AdamW's moments beside it, so ``torch.func.vmap`` runs the plain
+functional forward (``model.forward``) over the stack and the members' batches, each member's
+mean cross-entropy is taken on its own slice, one backward of their sum gives every member the
+gradient of its own loss (the members share no parameter), and one fused update clips and steps
+every member with its own learning rate and clipping norm. Nothing inside the step is read back
+to the host: losses, gradient norms and first-token losses accumulate in device buffers, read
+when a member's checkpoint is due; only then does the member's own module and AdamW receive its
+slice (``Stack.sync``), which its checkpoint and resume files record in the single-run format. A
+member that stops drops out of the stack; the others go on.
 
 Batches of different sizes (epoch batching keeps each epoch's last partial batch, and members
 have different D) are padded to the batch size with a weight of 0 on the padding rows.
 
 Runs are batchable when ``batch_key`` agrees: model shapes, batch size, sequence layout (len_z,
 direction) and ``train.impl = "standard"`` without compile. Losses match the single-run trainer
-to float rounding (the stacked matmuls sum in another order), not bit for bit; a batched run
-resumed in a batch of the same members continues bit-identically.
+to float rounding (the stacked matmuls sum in another order, the bias corrections are tensors),
+not bit for bit; a batched run resumed in a batch of the same members continues bit-identically.
 """
 
 from __future__ import annotations
@@ -28,12 +32,14 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import torch
+import torch.nn.functional as F
 
 from .checkpoints import Run, RunError, RunLock
 from .config import RunConfig, layout_for, validate
 from .devices import check_precision
 from .devices import resolve as resolve_device
-from .train import Member, apply_update, batch_loss, open_config
+from .train import Member, batch_loss, open_config
+from .train.stack import Stack
 
 
 def batch_key(cfg: RunConfig) -> tuple:
@@ -96,36 +102,55 @@ def _pad(batch: torch.Tensor, size: int) -> tuple[torch.Tensor, torch.Tensor | N
     return torch.cat([batch, batch[:1].expand(size - n, -1)]), weight
 
 
-def stacked_step(f, active: Sequence, batch_size: int) -> list[tuple[float, float, float, torch.Tensor]]:
-    """One update of every member (anything with ``cfg``, ``model``, ``opt``, ``sampler`` and
-    ``step``) through the stacked forward ``f``; returns, per member, its loss, its gradient's
-    norm before clipping, its first-token loss (``train.first_token_loss``) and its batch. Does
-    not count the step (``Member.after_step`` does)."""
-    from .train import first_token_loss
+def first_token_losses(
+    cfg: RunConfig, logits: torch.Tensor, tokens: torch.Tensor, weights: torch.Tensor
+) -> torch.Tensor:
+    """Per member, its batch's mean whole-vocabulary cross-entropy of the first target token
+    (``train.first_token_loss``, as a device tensor ``[M]``; padding rows weigh 0)."""
+    first = layout_for(cfg.task).pred_positions.start + 1
+    with torch.no_grad():
+        m, b, v = logits.shape[0], logits.shape[1], logits.shape[-1]
+        ce = F.cross_entropy(
+            logits[:, :, 0].float().reshape(m * b, v), tokens[:, :, first].reshape(-1), reduction="none"
+        )
+        return (ce.view(m, b) * weights).sum(1) / weights.sum(1)
 
-    params = [m.model.state_dict(keep_vars=True) for m in active]
-    stacked = {k: torch.stack([p[k] for p in params]) for k in params[0]}
-    batches = [m.sampler.sample().to(m.device, non_blocking=True) for m in active]
+
+def stacked_step(f, stack: Stack, batch_size: int) -> list[torch.Tensor]:
+    """One update of every member of ``stack`` through the stacked forward ``f``: each member's
+    batch (drawn by its own sampler: the single run's batches), its weighted loss, one backward
+    of their sum (the members share no parameter), one fused clipped AdamW step
+    (``Stack.update``); the losses, norms and first-token losses go into the stack's device
+    buffers. No value is read back to the host. Returns the members' batches (host tensors)."""
+    members = stack.members
+    dev = members[0].device
+    batches = [m.sampler.sample() for m in members]
     padded = [_pad(b, batch_size) for b in batches]
-    tokens = torch.stack([t for t, _ in padded])
-    logits = f(stacked, tokens[:, :, :-1])
-    losses = [batch_loss(m.cfg, logits[i], tokens[i], w) for i, (m, (_, w)) in enumerate(zip(active, padded))]
-    for m in active:
-        m.opt.zero_grad(set_to_none=True)
-    torch.stack(losses).sum().backward()
-    norms = [apply_update(m.cfg, m.opt, m.step) for m in active]
-    firsts = [first_token_loss(m.cfg, logits[i], tokens[i], w) for i, (m, (_, w)) in enumerate(zip(active, padded))]
-    return [(loss.item(), norm, first, b) for loss, norm, first, b in zip(losses, norms, firsts, batches)]
+    tokens = torch.stack([t for t, _ in padded]).to(dev, non_blocking=True)
+    weights = torch.stack([w if w is not None else torch.ones(batch_size) for _, w in padded]).to(
+        dev, non_blocking=True
+    )
+    lr = stack.lrs()
+    logits = f(stack.weights(), tokens[:, :, :-1])
+    losses = torch.stack([batch_loss(m.cfg, logits[i], tokens[i], weights[i]) for i, m in enumerate(members)])
+    losses.sum().backward()
+    norm, clipped = stack.update(lr)
+    stack.stats.add(losses, first_token_losses(members[0].cfg, logits, tokens, weights), norm, clipped)
+    return batches
 
 
 def train_members(members: Sequence[Member], *, progress: bool = True) -> None:
-    """Train the members (opened, locked) until each stops."""
+    """Train the members (opened, locked) until each stops, as one ``Stack``: a member whose
+    checkpoint is due gets its slice of the stack and its means over the steps since its last
+    one (``Member.take_checkpoint``); a member that stops drops out of the stack."""
     active = [m for m in members if not m.done]
     if not active:
         return
     check_batchable([m.cfg for m in active])
     f = stacked_forward(active[0].cfg)
     B = active[0].cfg.train.batch_size
+    stack = Stack(active)
+    since = [0] * len(active)
     bar = None
     if progress:
         from tqdm import tqdm
@@ -138,14 +163,23 @@ def train_members(members: Sequence[Member], *, progress: bool = True) -> None:
             file=sys.stderr,
         )
     try:
-        while active:
-            for m, (loss, norm, first, batch) in zip(active, stacked_step(f, active, B)):
-                m.after_step(loss, norm, first, batch)
+        while stack.members:
+            batches = stacked_step(f, stack, B)
+            for i, (m, batch) in enumerate(zip(stack.members, batches)):
+                since[i] += 1
+                if m.count(batch):
+                    stack.sync(i)
+                    loss, norms, first = stack.stats.take(i, since[i], m.cfg.train.grad_clip)
+                    m.take_checkpoint(loss, norms, first)
+                    since[i] = 0
             if bar is not None:
-                bar.update(len(active))
-            active = [m for m in active if not m.done]
-            if bar is not None:
-                bar.set_postfix(running=len(active))
+                bar.update(len(stack.members))
+            keep = [i for i, m in enumerate(stack.members) if not m.done]
+            if len(keep) < len(stack.members):
+                since = [since[i] for i in keep]
+                stack.keep(keep)
+                if bar is not None:
+                    bar.set_postfix(running=len(keep))
     finally:
         if bar is not None:
             bar.close()

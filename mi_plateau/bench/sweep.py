@@ -43,6 +43,7 @@ def measure(
     from ..model import build_model, training_forward
     from ..task import make_sampler, make_task
     from ..train import make_optimizer, train_step
+    from ..train.stack import Stack
 
     dev = resolve(device)
     members = []
@@ -64,10 +65,11 @@ def measure(
         )
     B = members[0].cfg.train.batch_size
     f = stacked_forward(members[0].cfg) if batched else None
+    stack = Stack(members) if batched else None
 
     def one_step():
         if batched:
-            stacked_step(f, members, B)
+            stacked_step(f, stack, B)
         else:
             for m in members:
                 train_step(m.cfg, m.forward, m.opt, m.sampler.sample().to(dev), m.step)

@@ -207,14 +207,11 @@ class Member:
         checkpoint if one is due. True if it did."""
         if first is not None:
             self.firsts.append(first)
-        self.last_batch = batch
         self.running += loss
-        self.step += 1
         self.n_run += 1
         if grad_norm is not None:
             self.norms.append(grad_norm)
-        crash_point("step")
-        if self.step >= self.next_ckpt or self.step >= self.cfg.train.max_steps:
+        if self.count(batch):
             n = self.norms
             clip = self.cfg.train.grad_clip
             norms = (
@@ -227,8 +224,23 @@ class Member:
                 if n
                 else None
             )
-            self.checkpoint(self.step, self.running / self.n_run, norms)
-            self.running, self.n_run, self.norms, self.firsts = 0.0, 0, [], []
-            self.next_ckpt = self.step + next_interval(self.cfg, self.records)
+            first_mean = sum(self.firsts) / len(self.firsts) if self.firsts else None
+            self.take_checkpoint(self.running / self.n_run, norms, first_mean)
             return True
         return False
+
+    def count(self, batch: torch.Tensor | None) -> bool:
+        """Count one step taken on ``batch`` (the last one is kept: Table 11's deranged loss reads
+        it); True when a checkpoint is due."""
+        self.last_batch = batch
+        self.step += 1
+        crash_point("step")
+        return self.step >= self.next_ckpt or self.step >= self.cfg.train.max_steps
+
+    def take_checkpoint(self, train_loss: float, norms: dict[str, float] | None, first_mean: float | None) -> None:
+        """Write the due checkpoint from the means over the steps since the last one (the training
+        loss, the gradient norm's statistics, the training batches' first-token loss), and reset."""
+        self.firsts = [] if first_mean is None else [first_mean]
+        self.checkpoint(self.step, train_loss, norms)
+        self.running, self.n_run, self.norms, self.firsts = 0.0, 0, [], []
+        self.next_ckpt = self.step + next_interval(self.cfg, self.records)

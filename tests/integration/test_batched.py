@@ -115,3 +115,40 @@ def test_a_refused_member_leaves_every_folder_as_it_was(tmp_path, one_thread):
     assert not (tmp_path / "new" / "config.json").exists() and not (tmp_path / "new" / "command.json").exists()
     after = {p.name: p.read_bytes() for p in (tmp_path / "old").iterdir() if p.is_file() and p.name != ".lock"}
     assert after == before
+
+
+def test_no_value_is_read_back_to_the_host_inside_a_stacked_step(tmp_path, one_thread):
+    """The step keeps losses, norms and first-token losses in device buffers: a dispatch mode that
+    counts host reads (``_local_scalar_dense``, what ``.item()``, ``float()`` and ``.tolist()`` run,
+    and ``is_nonzero``, what ``bool(tensor)`` runs) sees none in five steps of three members."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from mi_plateau.batched import stacked_forward, stacked_step
+    from mi_plateau.train import Member, open_config
+    from mi_plateau.train.stack import Stack
+
+    cfgs = [*_cfgs(), with_overrides(_cfgs()[0], {"seed": 5})]
+    members = []
+    for i, c in enumerate(cfgs):
+        run = Run(tmp_path / f"m{i}")
+        members.append(Member(open_config(c, run, False, None), run))
+    stack = Stack(members)
+    f = stacked_forward(cfgs[0])
+
+    class Count(TorchDispatchMode):
+        reads: list[str] = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            name = str(func)
+            if "_local_scalar_dense" in name or "is_nonzero" in name or name.startswith("aten.item"):
+                self.reads.append(name)
+            return func(*args, **(kwargs or {}))
+
+    stacked_step(f, stack, cfgs[0].train.batch_size)  # warm-up outside the count
+    with Count() as c:
+        for _ in range(5):
+            stacked_step(f, stack, cfgs[0].train.batch_size)
+    assert c.reads == []
+    # and the buffers hold what the members' checkpoints will read: six steps of each
+    loss, norms, first = stack.stats.take(2, 6, 0.0)
+    assert 0 < loss < 10 and norms["max"] >= norms["mean"] > 0 and 0 < first < 10
