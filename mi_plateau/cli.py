@@ -26,7 +26,7 @@ from .commands.options import (
     positive_int,
     width_pair,
 )
-from .commands.settle import add_settle
+from .commands.settle import add_selfcheck, add_settle
 from .commands.tool_args import TOOL_SUBCOMMANDS
 from .config import PRESETS, SECTIONS, ConfigError, settings
 from .config import kind as field_kind
@@ -372,6 +372,7 @@ SUBCOMMANDS = (
     add_ablate,
     add_report,
     add_bench,
+    add_selfcheck,
     add_sweep,
     add_reproduce,
     *TOOL_SUBCOMMANDS,

@@ -154,10 +154,11 @@ def in_precision(fn: Callable[..., torch.Tensor], precision: str) -> Callable[..
 
 
 def configure(device: torch.device) -> None:
-    """Process-wide arithmetic for ``device``: on a CUDA GPU fp32 matmuls may use TF32 tensor
-    cores (torch's "high" matmul precision); the CPU is left as it is."""
+    """Process-wide arithmetic for ``device``: fp32 means fp32 (no TF32 on a CUDA GPU, torch's
+    "highest" matmul precision), so a GPU's fp32 run meets the CPU's at rounding level; the
+    speed comes from ``train.precision = auto`` (bf16 where the device has it)."""
     if device.type == "cuda":
-        torch.set_float32_matmul_precision("high")
+        torch.set_float32_matmul_precision("highest")
 
 
 def compiled_or_eager(fn: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from .analysis import cmd_ablate, cmd_analyze, cmd_inspect, cmd_report
 from .recipes import cmd_bench, cmd_reproduce, cmd_sweep
-from .settle import cmd_settle
+from .settle import cmd_selfcheck, cmd_settle
 from .tools import cmd_estimator_spread, cmd_linear_control, cmd_llc, cmd_noise_split, cmd_sampled_pairs
 from .train import cmd_summary, cmd_train, cmd_train_batch
 
@@ -25,6 +25,7 @@ COMMANDS = {
     "train-batch": cmd_train_batch,
     "summary": cmd_summary,
     "settle": cmd_settle,
+    "selfcheck": cmd_selfcheck,
     "analyze": cmd_analyze,
     "inspect": cmd_inspect,
     "ablate": cmd_ablate,

@@ -1,4 +1,4 @@
-"""``mi-plateau settle RUN``: exact full-set crossings, on request. Every crossing a summary
+"""``mi-plateau settle RUN`` (and ``selfcheck``, this machine's own check): exact full-set crossings, on request. Every crossing a summary
 shows is the live estimate's, with its interval (``crossings``); ``settle`` scores the checkpoints
 inside the intervals of the crossings asked (default: tau at eval.alpha and Table 5's alphas, the
 transition width) on the full evaluation set until each is exact, caches what it scored in the
@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from .options import num_arg
+from .options import num_arg, positive_int
 
 
 def alpha_arg(text: str) -> float:
@@ -99,3 +99,26 @@ def cmd_settle(args) -> int:
             "the crossings that need them stay estimates"
         )
     return 0
+
+
+def add_selfcheck(sub) -> None:
+    s = sub.add_parser(
+        "selfcheck",
+        help="train the demo on this machine's device and on the CPU, compare them, a batched stack and an analysis "
+        "pass; print steps/s",
+    )
+    s.add_argument("--device", default="auto", metavar="DEVICE", help="auto (default: a CUDA GPU when there is one), "
+                   "cpu, cuda or cuda:N")  # fmt: skip
+    s.add_argument("--steps", type=positive_int, default=200, help="training steps of each demo run (default 200)")
+    s.add_argument("--runs", type=positive_int, default=4, help="members of the batched stack (default 4)")
+    s.add_argument("--keep", default=None, metavar="DIR", help="train in DIR and keep it (default: a temporary folder)")
+
+
+def cmd_selfcheck(args) -> int:
+    from ..selfcheck import selfcheck
+
+    res = selfcheck(args.device, args.steps, args.runs, args.keep)
+    print(f"device {res['device']}; train.precision {res['precision']}; runs in {res['folder']}")
+    for c in res["checks"]:
+        print(c.line())
+    return 0 if all(c.ok for c in res["checks"]) else 1

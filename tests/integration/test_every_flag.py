@@ -257,6 +257,20 @@ def reaches(command: str, target: str, argv: list, check: Callable[[tuple, dict]
     return proof
 
 
+def selfcheck_flag(argv: list, check: Callable[[tuple], bool]) -> Proof:
+    """``selfcheck ARGV`` hands the value to ``selfcheck.selfcheck`` (a recorder), the plain one does not."""
+
+    def proof(t: T) -> None:
+        calls = t.record(
+            "mi_plateau.selfcheck.selfcheck", {"device": "cpu", "precision": "", "folder": "", "checks": []}
+        )
+        t.ok("selfcheck", *argv)
+        t.ok("selfcheck")
+        assert check(calls[0][0]) and not check(calls[1][0])
+
+    return proof
+
+
 def analyze_json(t: T) -> None:
     t.record("mi_plateau.api.analyze", {"runs": {}})
     assert json.loads(t.ok("analyze", t.run, "--json")) == {"runs": {}} and t.ok("analyze", t.run) == ""
@@ -535,6 +549,10 @@ EXPECT: dict[tuple[str, str], Proof] = {
     ("summary", "--json"): prints_json("summary"),
     ("summary", "--all"): summary_all,
     ("settle", "--json"): prints_json("settle"),
+    ("selfcheck", "--device"): selfcheck_flag(["--device", "cpu"], lambda a: a[0] == "cpu"),
+    ("selfcheck", "--steps"): selfcheck_flag(["--steps", "7"], lambda a: a[1] == 7),
+    ("selfcheck", "--runs"): selfcheck_flag(["--runs", "3"], lambda a: a[2] == 3),
+    ("selfcheck", "--keep"): selfcheck_flag(["--keep", "somewhere"], lambda a: a[3] == "somewhere"),
     ("settle", "--alpha"): settles("--alpha", "0.35", question="tau at 0.35 log K"),
     ("settle", "--threshold"): settles("--threshold", "0.5", question=threshold_question),
     ("settle", "--width"): settles("--width", "0.9", "0.1", question="width 0.9 -> 0.1 log K"),

@@ -22,7 +22,7 @@ STAGES = [
     ("passes", "replays", "estimators", "control"),
     ("tabular", "figures"),
     ("report",),
-    ("api", "sweeps"),
+    ("api", "sweeps", "selfcheck"),
     ("reproduce", "bench"),
     ("commands", "cli", "__main__", "__init__"),
 ]
