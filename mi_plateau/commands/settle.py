@@ -1,4 +1,5 @@
-"""``mi-plateau settle RUN`` (and ``selfcheck``, this machine's own check): exact full-set crossings, on request. Every crossing a summary
+"""``mi-plateau settle RUN`` (and ``selfcheck``, this machine's own check, at the end): exact
+full-set crossings, on request. Every crossing a summary
 shows is the live estimate's, with its interval (``crossings``); ``settle`` scores the checkpoints
 inside the intervals of the crossings asked (default: tau at eval.alpha and Table 5's alphas, the
 transition width) on the full evaluation set until each is exact, caches what it scored in the
