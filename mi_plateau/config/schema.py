@@ -126,7 +126,11 @@ class TrainConfig:
         "epoch, consecutive slices, the last partial batch kept (DataLoader(shuffle=True))",
     )
     max_steps: int = setting(
-        20000, help="stop here if not converged earlier", bounds=POSITIVE, alias="max_steps", flag="--max-steps"
+        20000,
+        help="stop here if not converged earlier",
+        bounds=Bounds(ge=1, le=10**9, text="must be in 1..10^9 (a step budget)"),
+        alias="max_steps",
+        flag="--max-steps",
     )
     batch_seed: int = setting(0, help="seed of the batch order", bounds=SEED)
     ckpt_every: int = setting(50, help="steps between checkpoints", bounds=POSITIVE)

@@ -92,6 +92,10 @@ def estimates(L: np.ndarray, step: int, n_sample: int, draws: int, seed: int) ->
     is seeded by (seed, step) only, so the tau and the width replays read the same draws."""
     K = L.shape[1]
     rng = np.random.default_rng([seed, step, 0x5A4])
+    if n_sample > L.shape[0]:
+        raise ValueError(
+            f"--n-sample {n_sample}: more groups than the run's evaluation set holds ({L.shape[0]}); the original drew 32"
+        )
     g = rng.integers(0, L.shape[0], size=(draws, n_sample))
     k = rng.integers(0, K, size=(draws, n_sample))
     return L[g, k].mean(-1)

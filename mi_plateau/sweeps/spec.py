@@ -109,7 +109,8 @@ def folder_name(name: Any, key: str, what: str) -> str:
 
 def _point_name(settings: dict[str, Any]) -> str:
     """K3_seed0 from {"K": 3, "seed": 0}: the swept keys in order, file-name safe."""
-    parts = [f"{k.split('.')[-1]}{v}" for k, v in settings.items()]
+    # "+" of an exponent is dropped, not replaced: lr 1e+30 is lr1e30, never lr1e-30 (another run)
+    parts = [f"{k.split('.')[-1]}{v}".replace("+", "") for k, v in settings.items()]
     name = "_".join(parts) or "base"
     return re.sub(r"[^A-Za-z0-9_.=-]", "-", name)
 

@@ -185,3 +185,19 @@ def test_a_config_of_another_shape_is_one_line(run_cli, tmp_path, text, message)
     p = run_cli("train", "--config", "-", "--out", str(tmp_path / "r"), input=text)
     assert p.returncode == 2 and message in p.stderr and len(p.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "r").exists()
+
+
+def test_nonsense_values_are_refused_or_named_apart(run_cli, tmp_path, tiny_run):
+    from mi_plateau.sweeps import parse_sweep
+
+    p = run_cli("train", "--preset", "tiny", "--max-steps", "99999999999999999999", "--out", str(tmp_path / "r"))
+    assert p.returncode == 2 and "train.max_steps" in p.stderr and not (tmp_path / "r").exists()
+    names = [pt.name for pt in parse_sweep({"name": "n", "preset": "tiny", "grid": {"lr": [1e-30, 1e30]}}).points]
+    assert names == ["lr1e-30", "lr1e30"]
+    p = run_cli("summary", str(tiny_run.path), "--sampled-tau", "--n-sample", "100000")
+    assert p.returncode == 2 and "more groups than the run's evaluation set holds (48)" in p.stderr
+    f = tmp_path / "s.toml"
+    f.write_text('name = "s"\npreset = "tiny"\n[[points]]\nK = 3\n')
+    (tmp_path / "afile").write_text("x")
+    p = run_cli("sweep", str(f), "--root", str(tmp_path / "afile"), "--dry-run")
+    assert p.returncode == 2 and "is a file" in p.stderr

@@ -1,0 +1,108 @@
+"""The science check of train.precision = auto (docs/reproduction/precision_check.md).
+
+    python analyses/precision_check.py checkpoints/prec/*   # read the runs, rewrite the log and the tables
+    python analyses/precision_check.py --build              # rebuild the tables from the committed log alone
+
+The runs are paper-preset runs at K = 10 and 20, data seeds 0, 1, 2, each trained twice: in
+fp32 and in auto (bf16 on a machine with bf16 units). Per run: tau, t_start, t_end and the width
+in both families (L_seq's the live estimates with their intervals, exact where settled), the
+training wall time and the evaluation's share. Per K and quantity: the fp32 runs' mean and
+standard deviation over seeds, the auto runs' mean, and the mean of the paired (same seed)
+differences auto - fp32 in units of the fp32 seeds' standard deviation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+
+from mi_plateau.checkpoints import Run, atomic_write_text
+from mi_plateau.sweeps.table import run_costs
+from mi_plateau.tabular import write_table
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "reproduction"
+LOG = DOCS / "precision_check_log.json"
+KEYS = ("tau", "t_start", "t_end", "tau_width")
+
+
+def run_row(path: str) -> dict:
+    run = Run(path)
+    cfg, s = run.config(), run.summary()
+    costs = run_costs(run)
+    row = {
+        "run": run.path.name,
+        "K": cfg.task.K,
+        "seed": cfg.task.data_seed,
+        "precision": cfg.train.precision,
+        "status": s["status"],
+        "steps": s["last_step"],
+        "train_wall_s": costs["run_wall_s"],
+        "eval_share": costs["eval_share"],
+    }
+    for fam, short in (("paper", "seq"), ("first_token", "first")):
+        d = s["definitions"][fam]
+        for k in KEYS:
+            row[f"{k}_{short}"] = d[k]
+            row[f"{k}_{short}_lo"], row[f"{k}_{short}_hi"] = d[f"{k}_lo"], d[f"{k}_hi"]
+            row[f"{k}_{short}_exact"] = d[f"{k}_exact"]
+    return row
+
+
+def compare(rows: list[dict]) -> list[dict]:
+    out = []
+    done = [r for r in rows if r["status"] == "finished"]
+    for K in sorted({r["K"] for r in done}):
+        by = {(r["seed"], r["precision"]): r for r in done if r["K"] == K}
+        seeds = sorted({s for s, p in by if (s, "fp32") in by and (s, "bf16") in by})
+        for fam in ("seq", "first"):
+            for k in KEYS:
+                key = f"{k}_{fam}"
+                f = [by[(s, "fp32")][key] for s in seeds]
+                a = [by[(s, "bf16")][key] for s in seeds]
+                if not seeds or None in f or None in a:
+                    out.append({"K": K, "quantity": key, "n_seeds": len(seeds), "note": "missing in a run"})
+                    continue
+                sd = statistics.stdev(f) if len(f) > 1 else float("nan")
+                diff = statistics.fmean(x - y for x, y in zip(a, f))
+                out.append({
+                    "K": K, "quantity": key, "n_seeds": len(seeds),
+                    "fp32_mean": statistics.fmean(f), "fp32_sd": sd, "auto_mean": statistics.fmean(a),
+                    "paired_diff_mean": diff, "diff_over_fp32_sd": diff / sd if sd and sd == sd else float("nan"),
+                    "fp32": f, "auto": a,
+                })  # fmt: skip
+        walls = [(by[(s, "bf16")]["train_wall_s"], by[(s, "fp32")]["train_wall_s"]) for s in seeds]
+        if walls:
+            out.append({"K": K, "quantity": "train_wall_s (auto / fp32, per seed)", "n_seeds": len(seeds),
+                        "auto": [round(a / f, 3) for a, f in walls]})  # fmt: skip
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("runs", nargs="*")
+    p.add_argument("--build", action="store_true")
+    a = p.parse_args()
+    log = json.loads(LOG.read_text()) if LOG.exists() else {"rows": [], "updated": None}
+    if a.runs:
+        fresh = [run_row(r) for r in a.runs if (Path(r) / "manifest.json").exists()]
+        names = {r["run"] for r in fresh}
+        log["rows"] = [r for r in log["rows"] if r["run"] not in names] + fresh
+        log["updated"] = time.strftime("%Y-%m-%d")
+        atomic_write_text(LOG, json.dumps(log, indent=1) + "\n")
+    rows = sorted(log["rows"], key=lambda r: (r["K"], r["seed"], r["precision"]))
+    note = (
+        "Paper preset, data seeds 0-2, each run in fp32 and in auto (bf16 here: an AMD EPYC with AVX512-BF16). "
+        "L_seq crossings are live estimates unless `_exact`; Lc crossings are exact. Rebuild: "
+        f"`python analyses/precision_check.py --build` (log: precision_check_log.json, {log['updated']})."
+    )
+    write_table(DOCS / "precision_check_runs", rows, title="Precision check: every run", note=note)
+    write_table(DOCS / "precision_check", compare(rows), title="Precision check: auto against fp32", note=note)
+    for r in compare(rows):
+        print(r)
+
+
+if __name__ == "__main__":
+    main()
