@@ -94,7 +94,7 @@ def estimates(L: np.ndarray, step: int, n_sample: int, draws: int, seed: int) ->
     rng = np.random.default_rng([seed, step, 0x5A4])
     if n_sample > L.shape[0]:
         raise ValueError(
-            f"--n-sample {n_sample}: more groups than the run's evaluation set holds ({L.shape[0]}); the original drew 32"
+            f"--n-sample {n_sample}: more groups than the run's evaluation set holds ({L.shape[0]}); the original: 32"
         )
     g = rng.integers(0, L.shape[0], size=(draws, n_sample))
     k = rng.integers(0, K, size=(draws, n_sample))
