@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from pathlib import Path
 
@@ -20,7 +21,8 @@ from mi_plateau.crossings import Z_INTERVAL
 from mi_plateau.replays.coverage import ZS, coverage_table, run_coverage
 from mi_plateau.tabular import write_table
 
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "reproduction"
+# MI_PLATEAU_DOCS: another folder (the rebuild test writes the tables beside a copy of the log)
+DOCS = Path(os.environ.get("MI_PLATEAU_DOCS") or Path(__file__).resolve().parent.parent / "docs" / "reproduction")
 LOG = DOCS / "coverage_log.json"
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from pathlib import Path
 
@@ -24,7 +25,8 @@ from mi_plateau.metrics import evaluate, live_subset
 from mi_plateau.summaries import loss_bands
 from mi_plateau.tabular import write_table
 
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "reproduction"
+# MI_PLATEAU_DOCS: another folder (the rebuild test writes the tables beside a copy of the log)
+DOCS = Path(os.environ.get("MI_PLATEAU_DOCS") or Path(__file__).resolve().parent.parent / "docs" / "reproduction")
 LOG = DOCS / "eval_precision_log.json"
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import time
 from pathlib import Path
@@ -23,7 +24,8 @@ from mi_plateau.checkpoints import Run, atomic_write_text
 from mi_plateau.sweeps.table import run_costs
 from mi_plateau.tabular import write_table
 
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "reproduction"
+# MI_PLATEAU_DOCS: another folder (the rebuild test writes the tables beside a copy of the log)
+DOCS = Path(os.environ.get("MI_PLATEAU_DOCS") or Path(__file__).resolve().parent.parent / "docs" / "reproduction")
 LOG = DOCS / "precision_check_log.json"
 KEYS = ("tau", "t_start", "t_end", "tau_width")
 

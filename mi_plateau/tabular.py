@@ -114,9 +114,29 @@ def to_csv(rows, cols: Sequence[str] | None = None) -> str:
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore", lineterminator="\n")
     w.writeheader()
+    # a column of whole numbers stays whole where a blank made a DataFrame store it as floats
+    # (a tau of 150 beside a run without one is 150, not 150.0)
+    whole = {c for c in cols if _whole_column([r.get(c) for r in rows])}
     for r in rows:
-        w.writerow({c: _csv_cell(r.get(c)) for c in cols})
+        w.writerow({c: _csv_cell(int(r[c]) if c in whole and _is_number(r.get(c)) else r.get(c)) for c in cols})
     return buf.getvalue()
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _whole_column(values: list) -> bool:
+    """Every value a whole number or missing, at least one a float standing for a whole number."""
+    nums = [v for v in values if _is_number(v)]
+    missing = [v for v in values if v is None or (isinstance(v, float) and math.isnan(v))]
+    return (
+        bool(nums)
+        and len(nums) + len(missing) == len(values)
+        and all(float(v).is_integer() and abs(v) < 2**53 for v in nums)
+        and any(isinstance(v, float) for v in nums)
+        and bool(missing)
+    )
 
 
 def write_table(

@@ -80,18 +80,18 @@ def aliases(sections: Mapping[str, type] = SECTIONS) -> dict[str, str | None]:
 ALIASES = aliases()
 
 
-def with_overrides(cfg: RunConfig, overrides: dict[str, Any]) -> RunConfig:
+def with_overrides(cfg: RunConfig, overrides: dict[str, Any], typed: bool = False) -> RunConfig:
     """Apply ``{"task.K": 20, "lr": 3e-3, "seed": 1, ...}``; unknown keys and bad types fail.
 
     ``seed`` sets the data and batch-order seeds, and the init seed too unless the config pins it
     (``model.fixed_init``, as the ``paper`` preset does); a specific seed key given in the same
-    call wins over it.
+    call wins over it. ``typed``: the values come from a typed file (``settings.coerce``).
     """
     sections = {name: dataclasses.asdict(getattr(cfg, name)) for name in SECTIONS}
     specific: list[tuple[str, str, Any]] = []
     for key, value in overrides.items():
         if key == "seed":
-            s = coerce(TaskConfig, "data_seed", value, "seed")
+            s = coerce(TaskConfig, "data_seed", value, "seed", typed)
             sections["task"]["data_seed"] = s
             if not cfg.model.fixed_init:
                 sections["model"]["init_seed"] = s
@@ -105,7 +105,7 @@ def with_overrides(cfg: RunConfig, overrides: dict[str, Any]) -> RunConfig:
         section, name = full.split(".", 1)
         if section not in SECTIONS or name not in sections[section]:
             raise ConfigError(f"unknown setting {key!r}")
-        specific.append((section, name, coerce(SECTIONS[section], name, value, full)))
+        specific.append((section, name, coerce(SECTIONS[section], name, value, full, typed)))
     for section, name, value in specific:
         sections[section][name] = value
     return replace(cfg, **{name: SECTIONS[name](**sections[name]) for name in SECTIONS})

@@ -159,9 +159,15 @@ def check_depth(value: Any, where: str, depth: int = 0) -> None:
         check_depth(v, where, depth + 1)
 
 
-def coerce(kls, key: str, value: Any, where: str) -> Any:
-    """Convert value (possibly a CLI string) to the field's declared type, or fail clearly."""
+def coerce(kls, key: str, value: Any, where: str, typed: bool = False) -> Any:
+    """Convert value (possibly a CLI string) to the field's declared type, or fail clearly.
+    ``typed``: the value comes from a file that has types (a sweep's TOML), where a string for a
+    number or a flag is a mistake, not a command line's spelling."""
     typ = _field_type(kls, key)
+    if typed and typ != "str" and isinstance(value, str):
+        raise ConfigError(
+            f"{where}={value!r}: expected {'true or false' if typ == 'bool' else 'a number'}, not a string"
+        )
     try:
         if typ == "int":
             if isinstance(value, bool):

@@ -137,7 +137,7 @@ def parse_sweep(data: dict[str, Any]) -> Sweep:
         if not isinstance(v, kind):
             raise ConfigError(f"{key}: expected {'a table' if kind is dict else 'an array of tables ([[points]])'}")
     try:
-        base = with_overrides(base, {**overrides, **({"stop": stop} if stop else {})})
+        base = with_overrides(base, {**overrides, **({"stop": stop} if stop else {})}, typed=True)
     except ConfigError as e:
         raise ConfigError(f"overrides: {e}") from None
     for key, values in grid.items():
@@ -168,7 +168,7 @@ def parse_sweep(data: dict[str, Any]) -> Sweep:
         if explicit is not None:
             folder_name(explicit, f"{where}: name", "the point")
         try:
-            cfg = validate(with_overrides(base, s))
+            cfg = validate(with_overrides(base, s, typed=True))
         except ConfigError as e:
             raise ConfigError(f"{where}: {e}") from None
         key = cfg.to_json()

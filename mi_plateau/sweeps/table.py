@@ -81,6 +81,9 @@ def run_row(path: Path) -> dict[str, Any]:
             s = run.summary()
             for fam, v in s["definitions"].items():
                 row[f"tau_{fam}"] = v["tau"]
+                # exact where settled (the first-token family always), else the live estimate's, with its interval
+                row[f"tau_{fam}_exact"] = v["tau_exact"]
+                row[f"tau_{fam}_lo"], row[f"tau_{fam}_hi"] = v["tau_lo"], v["tau_hi"]
                 row[f"tau_width_{fam}"] = v["tau_width"]
                 row[f"tau_examples_{fam}"] = v["tau_examples"]
                 row[f"plateau_{fam}"] = v["plateau_loss"]

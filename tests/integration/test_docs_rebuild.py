@@ -24,6 +24,7 @@ import csv
 import io
 import json
 import math
+import os
 import shutil
 from pathlib import Path
 
@@ -38,6 +39,7 @@ from mi_plateau.reproduce import recipe_sweep, run_sweep_recipe
 from mi_plateau.sweeps import RunOptions
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "reproduction"
+REPO = DOCS.parents[1]
 TABLE_SUFFIXES = (".md", ".csv", ".json")
 
 # recipe -> the tables its rebuild writes (file stems under docs/reproduction/, each .md, .csv, .json)
@@ -63,6 +65,14 @@ PASS_TABLES = {
     "figure3": ("figure3_lead", "figure3_lead_summary", "figure3_descent"),
     "noise_estimator": ("label_noise_estimator",),
 }
+# tables the measurement scripts under analyses/ build from their own committed logs
+# (``python analyses/<script>.py --build``): script -> its tables
+SCRIPT_TABLES = {
+    "coverage": ("coverage", "coverage_rows"),
+    "eval_precision": ("eval_precision",),
+    "eval_share": ("eval_share",),
+    "precision_check": ("precision_check", "precision_check_runs"),
+}
 # tables read off other committed tables (``reproduce controls``; ``reproduce scorecard``, compared in
 # test_scorecard.py): rebuilt from the committed files
 DERIVED_TABLES = (controls.STEM, "scorecard")
@@ -79,6 +89,7 @@ NOT_FROM_LOGS = {
     "settle_run_K30": "`mi-plateau summary RUN --json` after training: the run's settled summary and costs",
     "settle_check_K10": "`mi-plateau summary RUN --exact-check --json`: scores a run's checkpoints",
     "settle_asked_K10": "`mi-plateau summary RUN --tau-at 0.25 --width-at 0.9,0.1 --json`: settles a run",
+    "settle_asked_K10_s0": "`mi-plateau settle RUN --alpha 0.35 --width 0.9 0.1 --json`: settles a run",
     "plateau_run_K10_lr0.007_seed42": "`mi-plateau summary RUN --json`: a run's summary and costs",
     "spacing_check_phase_boundary_K5": "`mi-plateau summary RUN --spacing-check 3200 --json`: a run's records",
     "spacing_check_lr_sweep_K20": "`mi-plateau summary RUN --spacing-check 3200 --json`: a run's records",
@@ -194,10 +205,12 @@ def test_every_committed_table_and_log_is_accounted_for():
     """Each committed table is compared with its rebuild or named in NOT_FROM_LOGS; each
     committed log is read by a rebuild here or named in LOGS_WITHOUT_TABLES."""
     tables = {p.stem for p in DOCS.iterdir() if p.suffix in TABLE_SUFFIXES and not p.name.endswith("_log.json")}
-    rebuilt = {s for stems in (*TABLES.values(), *PASS_TABLES.values(), DERIVED_TABLES) for s in stems}
+    stems = (*TABLES.values(), *PASS_TABLES.values(), *SCRIPT_TABLES.values(), DERIVED_TABLES)
+    rebuilt = {s for group in stems for s in group}
     assert tables == rebuilt | set(NOT_FROM_LOGS)
     logs = {p.name for p in DOCS.glob("*_log.json")}
-    assert logs - {_log(r).name for r in TABLES} - {hessian.LOG, figure3.LOG, noise_estimator.LOG} == set(
+    scripts = {f"{s}_log.json" for s in SCRIPT_TABLES}
+    assert logs - {_log(r).name for r in TABLES} - {hessian.LOG, figure3.LOG, noise_estimator.LOG} - scripts == set(
         LOGS_WITHOUT_TABLES
     )
 
@@ -265,3 +278,18 @@ def test_table12_equals_its_rebuild_from_the_committed_tables(tmp_path):
             (DOCS / f"{controls.STEM}{suffix}").read_text(),
         )
         assert ours == committed, f"{controls.STEM}{suffix}: the rebuild differs (run `mi-plateau reproduce controls`)"
+
+
+@pytest.mark.parametrize("script", sorted(SCRIPT_TABLES))
+def test_a_measurement_scripts_tables_rebuild_from_its_log(tmp_path, script):
+    """``python analyses/SCRIPT.py --build`` beside a copy of the committed log writes the committed tables."""
+    import shutil
+    import subprocess
+    import sys
+
+    shutil.copy(DOCS / f"{script}_log.json", tmp_path)
+    env = {**os.environ, "MI_PLATEAU_DOCS": str(tmp_path)}
+    p = subprocess.run([sys.executable, str(REPO / "analyses" / f"{script}.py"), "--build"], env=env,
+                       capture_output=True, text=True)  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    _equal_committed(tmp_path, SCRIPT_TABLES[script])

@@ -201,3 +201,16 @@ def test_nonsense_values_are_refused_or_named_apart(run_cli, tmp_path, tiny_run)
     (tmp_path / "afile").write_text("x")
     p = run_cli("sweep", str(f), "--root", str(tmp_path / "afile"), "--dry-run")
     assert p.returncode == 2 and "is a file" in p.stderr
+
+
+def test_a_string_for_a_number_in_a_sweep_file_is_refused(tmp_path):
+    from mi_plateau.config import ConfigError
+    from mi_plateau.sweeps import load_sweep
+
+    f = tmp_path / "s.toml"
+    f.write_text('name = "s"\npreset = "tiny"\n[overrides]\nmax_steps = "1500"\n[[points]]\nK = 3\n')
+    with pytest.raises(ConfigError, match="train.max_steps='1500': expected a number, not a string"):
+        load_sweep(f)
+    f.write_text('name = "s"\npreset = "tiny"\n[[points]]\nK = "3"\n')
+    with pytest.raises(ConfigError, match="expected a number, not a string"):
+        load_sweep(f)

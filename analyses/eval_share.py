@@ -1,0 +1,85 @@
+"""What evaluation costs real runs, from their own records (docs/reproduction/eval_share.md).
+
+    python analyses/eval_share.py RUN [RUN ...]   # read each run's records, add its row to the log
+    python analyses/eval_share.py --build         # rebuild the table from the committed log alone
+
+Per run: its steps and checkpoints, the run's wall time (training and every live evaluation, across
+resumes), the live evaluations' seconds and their share, the mean seconds of a checkpoint's
+evaluation with L_seq scored live and after it was left out (the first-token family alone), the
+training seconds per step, the precisions of training and evaluation, and the seconds
+``mi-plateau summary RUN`` took on the finished run (timed here, in a fresh process).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from mi_plateau.checkpoints import Run, atomic_write_text
+from mi_plateau.tabular import write_table
+
+# MI_PLATEAU_DOCS: another folder (the rebuild test writes the tables beside a copy of the log)
+DOCS = Path(os.environ.get("MI_PLATEAU_DOCS") or Path(__file__).resolve().parent.parent / "docs" / "reproduction")
+LOG = DOCS / "eval_share_log.json"
+
+
+def row(path: str) -> dict:
+    run = Run(path)
+    cfg = run.config()
+    recs = run.record_files()
+    wall = recs[-1]["wall_s"] + recs[-1]["eval_s"]
+    ev = sum(r["eval_s"] for r in recs)
+    seq = [r["eval_s"] for r in recs if r["metrics"].get("L_seq") is not None]
+    first = [r["eval_s"] for r in recs if r["metrics"].get("L_seq") is None]
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "mi_plateau", "summary", path], check=True, capture_output=True)
+    return {
+        "run": run.path.name,
+        "K": cfg.task.K,
+        "n_b": cfg.task.n_b,
+        "seed": cfg.task.data_seed,
+        "precision": cfg.train.precision,
+        "eval_precision": recs[-1].get("eval_precision", "fp32"),
+        "status": run.manifest()["status"],
+        "steps": recs[-1]["step"],
+        "checkpoints": len(recs),
+        "run_wall_s": round(wall, 1),
+        "live_eval_s": round(ev, 1),
+        "eval_share": round(ev / wall, 4),
+        "eval_s_per_ckpt_with_L_seq": round(sum(seq) / len(seq), 3) if seq else None,
+        "eval_s_per_ckpt_first_token_only": round(sum(first) / len(first), 3) if first else None,
+        "train_s_per_step": round((wall - ev) / recs[-1]["step"], 4),
+        "summary_s": round(time.perf_counter() - t, 2),
+    }
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("runs", nargs="*")
+    p.add_argument("--build", action="store_true")
+    a = p.parse_args()
+    log = json.loads(LOG.read_text()) if LOG.exists() else {"rows": [], "updated": None}
+    if a.runs:
+        fresh = [row(r) for r in a.runs]
+        names = {r["run"] for r in fresh}
+        log["rows"] = [r for r in log["rows"] if r["run"] not in names] + fresh
+        log["updated"] = time.strftime("%Y-%m-%d")
+        atomic_write_text(LOG, json.dumps(log, indent=1) + "\n")
+    note = (
+        "Times on 2 cores of an AMD EPYC with AVX512-BF16, one thread per run, 2-4 processes at once (the shares are "
+        "ratios within one run). Rebuild: `python analyses/eval_share.py --build` "
+        f"(log: eval_share_log.json, {log['updated']})."
+    )
+    write_table(DOCS / "eval_share", sorted(log["rows"], key=lambda r: (r["K"], r["run"])),
+                title="Evaluation's share of real runs", note=note)  # fmt: skip
+    for r in log["rows"]:
+        print(r)
+
+
+if __name__ == "__main__":
+    main()
