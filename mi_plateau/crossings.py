@@ -99,7 +99,10 @@ def _steps(steps: Sequence[int], i: int | None) -> int | None:
 
 
 def first_below(steps, values, ses, t: float, z: float = Z_INTERVAL) -> Crossing:
-    """The first checkpoint with the (full-set) value below ``t``, as a ``Crossing`` in steps."""
+    """The first checkpoint with the (full-set) value below ``t``, as a ``Crossing`` in steps (no
+    value recorded at all, as for a family a task does not have: nothing is known)."""
+    if not any(math.isfinite(v) for v in values):
+        return Crossing(None, None, None, False)
     est, lo, hi = first_below_index(values, ses, t, z)
     _, lo4, hi4 = first_below_index(values, ses, t, Z_EXACT)
     exact = lo4 is not None and lo4 == hi4

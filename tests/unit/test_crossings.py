@@ -94,3 +94,10 @@ def test_the_interval_is_the_plain_definitions_and_holds_the_estimate(seed):
             assert c.lo <= c.estimate <= c.hi
         exact4 = plain_interval(vals, se, t, Z_EXACT)
         assert c.exact == (exact4[0] is not None and exact4[0] == exact4[1])
+
+
+def test_a_family_without_values_has_no_crossing_and_no_interval():
+    c = first_below(STEPS[:3], [math.nan] * 3, [math.inf] * 3, 1.0)
+    assert c == crossings.Crossing(None, None, None, False)
+    w = width(STEPS[:3], [math.nan] * 3, [math.inf] * 3, 2.0, 0.1)
+    assert all(x.lo is None and x.hi is None and x.value is None for x in w.values())
