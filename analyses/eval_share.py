@@ -6,8 +6,9 @@
 Per run: its steps and checkpoints, the run's wall time (training and every live evaluation, across
 resumes), the live evaluations' seconds and their share, the mean seconds of a checkpoint's
 evaluation with L_seq scored live and after it was left out (the first-token family alone), the
-training seconds per step, the precisions of training and evaluation, and the seconds
-``mi-plateau summary RUN`` took on the finished run (timed here, in a fresh process).
+training seconds per step, the precisions of training and evaluation, the seconds
+``mi-plateau summary RUN`` took on the finished run (timed here, in a fresh process), and what
+``mi-plateau settle`` paid where it was asked (seconds and groups scored; apart from the run).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import time
 from pathlib import Path
 
 from mi_plateau.checkpoints import Run, atomic_write_text
+from mi_plateau.sweeps.table import run_costs
 from mi_plateau.tabular import write_table
 
 # MI_PLATEAU_DOCS: another folder (the rebuild test writes the tables beside a copy of the log)
@@ -55,7 +57,15 @@ def row(path: str) -> dict:
         "eval_s_per_ckpt_first_token_only": round(sum(first) / len(first), 3) if first else None,
         "train_s_per_step": round((wall - ev) / recs[-1]["step"], 4),
         "summary_s": round(time.perf_counter() - t, 2),
+        # what `mi-plateau settle` paid on request (its default questions, and any asked later)
+        "settle_s": round(run_costs(run)["settle_s"] or 0.0, 1),
+        "settle_groups": sum(len(v["groups"]) for v in (read_settled(run) or {}).values()),
     }
+
+
+def read_settled(run: Run) -> dict | None:
+    path = run.path / "settled.json"
+    return json.loads(path.read_text()).get("steps") if path.is_file() else None
 
 
 def main() -> None:

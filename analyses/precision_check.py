@@ -75,10 +75,6 @@ def compare(rows: list[dict]) -> list[dict]:
                     "paired_diff_mean": diff, "diff_over_fp32_sd": diff / sd if sd and sd == sd else float("nan"),
                     "fp32": f, "auto": a,
                 })  # fmt: skip
-        walls = [(by[(s, "bf16")]["train_wall_s"], by[(s, "fp32")]["train_wall_s"]) for s in seeds]
-        if walls:
-            out.append({"K": K, "quantity": "train_wall_s (auto / fp32, per seed)", "n_seeds": len(seeds),
-                        "auto": [round(a / f, 3) for a, f in walls]})  # fmt: skip
     return out
 
 
