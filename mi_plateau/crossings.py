@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-Z_INTERVAL = 2.0  # a band's half-width in standard errors for the reported intervals (measured: coverage.md)
+Z_INTERVAL = 1.5  # a band's half-width in standard errors for the reported intervals (chosen in coverage.md)
 Z_EXACT = 4.0  # a crossing counts as exact once its interval at this Z is one checkpoint (settle's rule)
 
 
