@@ -1,7 +1,7 @@
 """The command reference (docs/cli.md), generated from the command line's own help.
 
-    python analyses/cli_reference.py            # rewrite docs/cli.md
-    python analyses/cli_reference.py --check    # exit 1 if docs/cli.md is not what --help says now
+python analyses/cli_reference.py            # rewrite docs/cli.md
+python analyses/cli_reference.py --check    # exit 1 if docs/cli.md is not what --help says now
 """
 
 from __future__ import annotations

@@ -12,22 +12,16 @@ the fp32 estimate's interval (L_seq, at the toolkit's Z) or within one checkpoin
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import time
-from pathlib import Path
 
-from mi_plateau.checkpoints import Run, atomic_write_text
+from measurement_log import DOCS, Log, args
+
+from mi_plateau.checkpoints import Run
 from mi_plateau.checkpoints.settle import TABLE5_ALPHAS
 from mi_plateau.crossings import first_below, width
 from mi_plateau.metrics import evaluate, live_subset
 from mi_plateau.summaries import loss_bands
 from mi_plateau.tabular import write_table
-
-# MI_PLATEAU_DOCS: another folder (the rebuild test writes the tables beside a copy of the log)
-DOCS = Path(os.environ.get("MI_PLATEAU_DOCS") or Path(__file__).resolve().parent.parent / "docs" / "reproduction")
-LOG = DOCS / "eval_precision_log.json"
 
 
 def crossings_of(cfg, records, family):
@@ -60,8 +54,10 @@ def run_rows(path: str) -> list[dict]:
             ca, cb = a[q], b[q]
             va, vb = ca.value, cb.value
             if fam == "paper":
-                ok = vb is None and ca.hi is None or (
-                    vb is not None and ca.lo is not None and ca.lo <= vb and (ca.hi is None or vb <= ca.hi)
+                ok = (
+                    vb is None
+                    and ca.hi is None
+                    or (vb is not None and ca.lo is not None and ca.lo <= vb and (ca.hi is None or vb <= ca.hi))
                 )
             else:
                 ok = va == vb or (va is not None and vb is not None and abs(steps.index(va) - steps.index(vb)) <= 1)
@@ -72,23 +68,15 @@ def run_rows(path: str) -> list[dict]:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("runs", nargs="*")
-    p.add_argument("--build", action="store_true")
-    a = p.parse_args()
-    log = json.loads(LOG.read_text()) if LOG.exists() else {"rows": [], "updated": None}
+    a, log = args(__doc__), Log("eval_precision")
     for path in a.runs:
-        rows = run_rows(path)
-        name = Path(path).name
-        log["rows"] = [r for r in log["rows"] if r["run"] != name] + rows
-        log["updated"] = time.strftime("%Y-%m-%d")
-        atomic_write_text(LOG, json.dumps(log, indent=1) + "\n")
-    rows = log["rows"]
+        log.replace(Run(path).path.name, run_rows(path))
+    rows = log.rows
     if rows:
         n, ok = len(rows), sum(r["agrees"] for r in rows)
         note = (f"{ok} of {n} crossings agree (bf16 inside the fp32 estimate's interval for L_seq; within one "
                 f"checkpoint for the exact first-token family). Rebuild: `python analyses/eval_precision.py --build` "
-                f"(log: eval_precision_log.json, {log['updated']}).")  # fmt: skip
+                f"(log: eval_precision_log.json, {log.updated}).")  # fmt: skip
         write_table(DOCS / "eval_precision", rows, title="Evaluation in bf16 against fp32", note=note)
         print(note)
 

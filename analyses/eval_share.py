@@ -13,21 +13,16 @@ training seconds per step, the precisions of training and evaluation, the second
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-from mi_plateau.checkpoints import Run, atomic_write_text
+from measurement_log import DOCS, Log, args
+
+from mi_plateau.checkpoints import Run
 from mi_plateau.sweeps.table import run_costs
 from mi_plateau.tabular import write_table
-
-# MI_PLATEAU_DOCS: another folder (the rebuild test writes the tables beside a copy of the log)
-DOCS = Path(os.environ.get("MI_PLATEAU_DOCS") or Path(__file__).resolve().parent.parent / "docs" / "reproduction")
-LOG = DOCS / "eval_share_log.json"
 
 
 def row(path: str) -> dict:
@@ -69,25 +64,17 @@ def read_settled(run: Run) -> dict | None:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("runs", nargs="*")
-    p.add_argument("--build", action="store_true")
-    a = p.parse_args()
-    log = json.loads(LOG.read_text()) if LOG.exists() else {"rows": [], "updated": None}
-    if a.runs:
-        fresh = [row(r) for r in a.runs]
-        names = {r["run"] for r in fresh}
-        log["rows"] = [r for r in log["rows"] if r["run"] not in names] + fresh
-        log["updated"] = time.strftime("%Y-%m-%d")
-        atomic_write_text(LOG, json.dumps(log, indent=1) + "\n")
+    a, log = args(__doc__), Log("eval_share")
+    for path in a.runs:
+        log.replace(Run(path).path.name, [row(path)])
     note = (
         "Times on 2 cores of an AMD EPYC with AVX512-BF16, one thread per run, 2-4 processes at once (the shares are "
-        "ratios within one run). Rebuild: `python analyses/eval_share.py --build` "
-        f"(log: eval_share_log.json, {log['updated']})."
+        f"ratios within one run). Rebuild: `python analyses/eval_share.py --build` (log: eval_share_log.json, "
+        f"{log.updated})."
     )
-    write_table(DOCS / "eval_share", sorted(log["rows"], key=lambda r: (r["K"], r["run"])),
+    write_table(DOCS / "eval_share", sorted(log.rows, key=lambda r: (r["K"], r["run"])),
                 title="Evaluation's share of real runs", note=note)  # fmt: skip
-    for r in log["rows"]:
+    for r in log.rows:
         print(r)
 
 

@@ -13,20 +13,15 @@ differences auto - fp32 in units of the fp32 seeds' standard deviation.
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import statistics
-import time
 from pathlib import Path
 
-from mi_plateau.checkpoints import Run, atomic_write_text
+from measurement_log import DOCS, Log, args
+
+from mi_plateau.checkpoints import Run
 from mi_plateau.sweeps.table import run_costs
 from mi_plateau.tabular import write_table
 
-# MI_PLATEAU_DOCS: another folder (the rebuild test writes the tables beside a copy of the log)
-DOCS = Path(os.environ.get("MI_PLATEAU_DOCS") or Path(__file__).resolve().parent.parent / "docs" / "reproduction")
-LOG = DOCS / "precision_check_log.json"
 KEYS = ("tau", "t_start", "t_end", "tau_width")
 
 
@@ -79,22 +74,15 @@ def compare(rows: list[dict]) -> list[dict]:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("runs", nargs="*")
-    p.add_argument("--build", action="store_true")
-    a = p.parse_args()
-    log = json.loads(LOG.read_text()) if LOG.exists() else {"rows": [], "updated": None}
-    if a.runs:
-        fresh = [run_row(r) for r in a.runs if (Path(r) / "manifest.json").exists()]
-        names = {r["run"] for r in fresh}
-        log["rows"] = [r for r in log["rows"] if r["run"] not in names] + fresh
-        log["updated"] = time.strftime("%Y-%m-%d")
-        atomic_write_text(LOG, json.dumps(log, indent=1) + "\n")
-    rows = sorted(log["rows"], key=lambda r: (r["K"], r["seed"], r["precision"]))
+    a, log = args(__doc__), Log("precision_check")
+    for r in a.runs:
+        if (Path(r) / "manifest.json").exists():
+            log.replace(Run(r).path.name, [run_row(r)])
+    rows = sorted(log.rows, key=lambda r: (r["K"], r["seed"], r["precision"]))
     note = (
         "Paper preset, data seeds 0-2, each run in fp32 and in auto (bf16 here: an AMD EPYC with AVX512-BF16). "
         "L_seq crossings are live estimates unless `_exact`; Lc crossings are exact. Rebuild: "
-        f"`python analyses/precision_check.py --build` (log: precision_check_log.json, {log['updated']})."
+        f"`python analyses/precision_check.py --build` (log: precision_check_log.json, {log.updated})."
     )
     write_table(DOCS / "precision_check_runs", rows, title="Precision check: every run", note=note)
     write_table(DOCS / "precision_check", compare(rows), title="Precision check: auto against fp32", note=note)
