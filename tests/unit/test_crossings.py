@@ -101,3 +101,19 @@ def test_a_family_without_values_has_no_crossing_and_no_interval():
     assert c == crossings.Crossing(None, None, None, False)
     w = width(STEPS[:3], [math.nan] * 3, [math.inf] * 3, 2.0, 0.1)
     assert all(x.lo is None and x.hi is None and x.value is None for x in w.values())
+
+
+def test_old_records_without_a_standard_error_read_exact_or_as_unknown_estimates():
+    """Records written before ``L_seq_se`` existed: exact where the run scored every group live,
+    estimates of unknown error otherwise (their interval spans the run until settled)."""
+    from mi_plateau.config import preset, with_overrides
+    from mi_plateau.summaries import family_summary
+
+    vals = [1.5, 1.4, 1.0, 0.5, 0.2, 0.05]
+    recs = [{"step": s, "metrics": {"L_seq": v, "Lc": v}} for s, v in zip(STEPS, vals)]
+    every = preset("tiny")  # live_groups 0: every group scored live
+    d = family_summary(every, recs, "paper")
+    assert (d["tau"], d["tau_exact"]) == (150, True)  # first below 0.5 log 4 = 0.693
+    subset = with_overrides(every, {"eval.live_groups": 20})
+    d = family_summary(subset, recs, "paper")
+    assert not d["tau_exact"] and d["tau"] == 150 and d["tau_lo"] == 0 and d["tau_hi"] is None
