@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import crossings
-from ..summaries import every_group_live, seq_bands, summarize
-from .settle import Crossing, Width, band, default_questions, settle
+from ..summaries import every_group_live, seq_band, seq_bands, summarize
+from .settle import Crossing, Width, default_questions, settle
 
 
 def answer(q: Crossing | Width, records: Sequence[dict[str, Any]], log_K: float, exact_live: bool = False) -> dict[str, Any]:
@@ -46,7 +46,7 @@ def settled_summary(run, questions=None, *, allow_scoring: bool = True, score=No
         r
         for r in st.records
         if cfg.eval.seq_plateau_start <= r["step"] <= cfg.eval.seq_plateau_end
-        and band(r["metrics"], every_group_live(cfg))[1] != 0.0
+        and seq_band(r["metrics"], every_group_live(cfg))[1] != 0.0
     ]
     s["definitions"]["paper"]["plateau_estimates"] = len(window)
     s["paper_crossings"] = [answer(q, st.records, cfg.task.log_K, every_group_live(cfg)) for q in dict.fromkeys(questions)]

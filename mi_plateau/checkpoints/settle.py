@@ -79,11 +79,6 @@ def default_questions(cfg) -> tuple[Crossing | Width, ...]:
     return (*(Crossing(a) for a in alphas), Width(cfg.eval.width_hi, cfg.eval.width_lo))
 
 
-def band(metrics: dict[str, Any], exact_live: bool) -> tuple[float, float]:
-    """(value, standard error) of a record's L_seq (``summaries.seq_band``)."""
-    return seq_band(metrics, exact_live)
-
-
 def retire_live(cfg, records: Sequence[dict[str, Any]]) -> bool:
     """Can the live evaluation leave L_seq out from now on? Yes once a recorded estimate lies
     below every threshold a live decision or a default question reads by ``Z`` standard errors:
@@ -182,7 +177,7 @@ def pending(
 ) -> list[int]:
     """The steps whose L_seq the ``questions`` need and the (resolved) records cannot decide: the
     first undecided checkpoint on each question's walk."""
-    w = Walk([band(r["metrics"], exact_live) for r in records], log_K, fallback)
+    w = Walk([seq_band(r["metrics"], exact_live) for r in records], log_K, fallback)
     need = set()
     for q in questions:
         w.undecided = []

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .analysis import cmd_ablate, cmd_analyze, cmd_inspect, cmd_report
-from .recipes import cmd_bench, cmd_reproduce, cmd_sweep
-from .settle import cmd_selfcheck, cmd_settle
+from .recipes import cmd_bench, cmd_reproduce, cmd_selfcheck, cmd_sweep
+from .settle import cmd_settle
 from .tools import cmd_estimator_spread, cmd_linear_control, cmd_llc, cmd_noise_split, cmd_sampled_pairs
 from .train import cmd_summary, cmd_train, cmd_train_batch
 

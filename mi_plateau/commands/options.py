@@ -70,6 +70,14 @@ def fraction(text: str) -> float:
     return v
 
 
+def alpha_arg(text: str) -> float:
+    """--alpha: a fraction of log K in (0, 1.5]."""
+    v = num_arg(float)(text)
+    if not 0 < v <= 1.5:
+        raise argparse.ArgumentTypeError(f"{text!r}: a threshold must lie in (0, 1.5] (a fraction of log K)")
+    return v
+
+
 def width_pair(text: str) -> tuple[float, float]:
     parts = text.split(",")
     if len(parts) != 2:

@@ -1,5 +1,6 @@
 """The commands that run many trainings: ``sweep`` (a sweep file), ``reproduce`` (the paper's
-named recipes) and ``bench`` (the benchmarks)."""
+named recipes), ``bench`` (the benchmarks) and ``selfcheck`` (this machine's device against its
+CPU, and its speed)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 from ..config import RunOptions
 from ..tabular import to_markdown
 from .applies import SWEEP_RECIPES_KIND, refuse_unused
+from .options import positive_int
 
 
 def cmd_bench(args) -> int:
@@ -112,3 +114,26 @@ def cmd_sweep(args) -> int:
         )
         return 1
     return 0
+
+
+def add_selfcheck(sub) -> None:
+    s = sub.add_parser(
+        "selfcheck",
+        help="train the demo on this machine's device and on the CPU, compare them, a batched stack and an analysis "
+        "pass; print steps/s",
+    )
+    s.add_argument("--device", default="auto", metavar="DEVICE", help="auto (default: a CUDA GPU when there is one), "
+                   "cpu, cuda or cuda:N")  # fmt: skip
+    s.add_argument("--steps", type=positive_int, default=200, help="training steps of each demo run (default 200)")
+    s.add_argument("--runs", type=positive_int, default=4, help="members of the batched stack (default 4)")
+    s.add_argument("--keep", default=None, metavar="DIR", help="train in DIR and keep it (default: a temporary folder)")
+
+
+def cmd_selfcheck(args) -> int:
+    from ..selfcheck import selfcheck
+
+    res = selfcheck(args.device, args.steps, args.runs, args.keep)
+    print(f"device {res['device']}; train.precision {res['precision']}; runs in {res['folder']}")
+    for c in res["checks"]:
+        print(c.line())
+    return 0 if all(c.ok for c in res["checks"]) else 1

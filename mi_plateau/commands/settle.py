@@ -1,59 +1,13 @@
-"""``mi-plateau settle RUN`` (and ``selfcheck``, this machine's own check, at the end): exact
-full-set crossings, on request. Every crossing a summary
+"""``mi-plateau settle RUN``: exact full-set crossings, on request. Every crossing a summary
 shows is the live estimate's, with its interval (``crossings``); ``settle`` scores the checkpoints
 inside the intervals of the crossings asked (default: tau at eval.alpha and Table 5's alphas, the
 transition width) on the full evaluation set until each is exact, caches what it scored in the
 run folder (``settled.json``, per step and weights checksum) and says how many full scorings it
-paid. A later summary shows the settled values, labelled exact."""
+paid. A later summary shows the settled values, labelled exact. Its parser: ``run_args``."""
 
 from __future__ import annotations
 
-import argparse
 import json
-
-from .options import num_arg, positive_int
-
-
-def alpha_arg(text: str) -> float:
-    """--alpha: a fraction of log K in (0, 1.5]."""
-    v = num_arg(float)(text)
-    if not 0 < v <= 1.5:
-        raise argparse.ArgumentTypeError(f"{text!r}: a threshold must lie in (0, 1.5] (a fraction of log K)")
-    return v
-
-
-def add_settle(sub) -> None:
-    s = sub.add_parser(
-        "settle",
-        help="make crossings exact: score the checkpoints inside their intervals on the full evaluation set",
-    )
-    s.add_argument("run")
-    s.add_argument(
-        "--alpha",
-        type=alpha_arg,
-        action="append",
-        default=None,
-        metavar="A",
-        help="settle tau at A log K (repeatable; A in (0, 1.5])",
-    )
-    s.add_argument(
-        "--threshold",
-        type=num_arg(float),
-        action="append",
-        default=None,
-        metavar="T",
-        help="settle the first checkpoint with L_seq below T nats (repeatable; T in (0, 1.5 log K])",
-    )
-    s.add_argument(
-        "--width",
-        type=alpha_arg,
-        nargs=2,
-        action="append",
-        default=None,
-        metavar=("HI", "LO"),
-        help="settle the transition width between HI and LO log K (repeatable), e.g. --width 0.9 0.1",
-    )
-    s.add_argument("--json", action="store_true", help="print the answers and the scorings as JSON")
 
 
 def questions(args, cfg) -> list:
@@ -100,26 +54,3 @@ def cmd_settle(args) -> int:
             "the crossings that need them stay estimates"
         )
     return 0
-
-
-def add_selfcheck(sub) -> None:
-    s = sub.add_parser(
-        "selfcheck",
-        help="train the demo on this machine's device and on the CPU, compare them, a batched stack and an analysis "
-        "pass; print steps/s",
-    )
-    s.add_argument("--device", default="auto", metavar="DEVICE", help="auto (default: a CUDA GPU when there is one), "
-                   "cpu, cuda or cuda:N")  # fmt: skip
-    s.add_argument("--steps", type=positive_int, default=200, help="training steps of each demo run (default 200)")
-    s.add_argument("--runs", type=positive_int, default=4, help="members of the batched stack (default 4)")
-    s.add_argument("--keep", default=None, metavar="DIR", help="train in DIR and keep it (default: a temporary folder)")
-
-
-def cmd_selfcheck(args) -> int:
-    from ..selfcheck import selfcheck
-
-    res = selfcheck(args.device, args.steps, args.runs, args.keep)
-    print(f"device {res['device']}; train.precision {res['precision']}; runs in {res['folder']}")
-    for c in res["checks"]:
-        print(c.line())
-    return 0 if all(c.ok for c in res["checks"]) else 1

@@ -5,6 +5,7 @@ declared type. Nothing here knows the fields themselves."""
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import Field, dataclass, field, fields
 from typing import Any
@@ -138,8 +139,6 @@ def parse_json(text: str, where: str) -> Any:
     """JSON text as Python values, or one ``ConfigError`` line naming ``where``: invalid JSON, or
     nested deeper than ``MAX_DEPTH`` (checked by ``check_depth``; the parser itself would raise
     RecursionError far deeper)."""
-    import json
-
     try:
         value = json.loads(text)
     except (json.JSONDecodeError, UnicodeDecodeError) as e:

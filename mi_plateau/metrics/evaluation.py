@@ -93,7 +93,7 @@ def evaluate(
     model, ev: EvalSet, batch: int = 256, live: Live | None = None, sequence: bool = True, precision: str = "fp32"
 ) -> dict[str, Any]:
     """``evaluate_in`` under ``precision``: "fp32" (the default), or "bf16" autocast (matmuls in
-    bf16, reductions and losses as autocast keeps them in fp32; ``eval.precision``)."""
+    bf16, reductions and losses as autocast keeps them in fp32; a bf16 run's live checkpoints)."""
     with torch.no_grad(), autocast(next(iter(model.parameters())).device, precision):
         return evaluate_in(model, ev, batch, live, sequence)
 

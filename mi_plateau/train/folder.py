@@ -4,7 +4,6 @@ another checkpoint-spacing maximum (``config.extends``)."""
 
 from __future__ import annotations
 
-import dataclasses
 import platform
 import time
 from collections.abc import Sequence
@@ -13,7 +12,7 @@ from typing import Any
 import torch
 
 from ..checkpoints import Run, RunError, atomic_write_json, check_own_folder, write_manifest
-from ..config import RunConfig, config_diff, extends, validate
+from ..config import RunConfig, config_diff, extends, validate, with_overrides
 from ..devices import describe as describe_device
 from ..devices import resolve_precision
 from .member import Member
@@ -66,7 +65,7 @@ def open_config(
         # a resume keeps the precision the run recorded (one line where this machine cannot run it)
         resolve_precision(stored.train.precision, device or torch.device("cpu"), recorded=stored.train.precision)
         if cfg is not None and cfg.train.precision == "auto":
-            cfg = with_precision(cfg, stored.train.precision)
+            cfg = with_overrides(cfg, {"train.precision": stored.train.precision})
         if cfg is not None and cfg.to_dict() != stored.to_dict():
             if not extends(stored, cfg):
                 diff = config_diff(stored.to_dict(), cfg.to_dict())
@@ -84,7 +83,9 @@ def open_config(
             raise RunError(f"{run.path}: no run to resume here")
         validate(cfg)
         # what auto means on this device, written into the run's config: the run records it
-        cfg = with_precision(cfg, resolve_precision(cfg.train.precision, device or torch.device("cpu")))
+        cfg = with_overrides(
+            cfg, {"train.precision": resolve_precision(cfg.train.precision, device or torch.device("cpu"))}
+        )
         if not write:
             return cfg
         run.path.mkdir(parents=True, exist_ok=True)
@@ -93,11 +94,6 @@ def open_config(
         atomic_write_json(run.path / "command.json", _provenance(argv, device))
         atomic_write_json(run.path / "config.json", cfg.to_dict())
     return validate(cfg)
-
-
-def with_precision(cfg: RunConfig, precision: str) -> RunConfig:
-    """``cfg`` training in ``precision`` (``train.precision``)."""
-    return dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, precision=precision))
 
 
 def _write_raised_cap(cfg: RunConfig, run: Run, device: torch.device | None) -> None:

@@ -80,7 +80,7 @@ class Member:
         self.records = [c["record"] for c in self.manifest["checkpoints"]]
         self.t0 = time.perf_counter() - self.wall_before
         self.running, self.n_run, self.norms = 0.0, 0, []
-        self.firsts: list[float] = []  # the first-token loss of each step since the last checkpoint
+        self.firsts: list[float] = []  # the first-token loss of each step since the last checkpoint (single run)
         self.last_batch: torch.Tensor | None = None
         if not self.done:
             if self.step == 0 and not self.records:
@@ -119,7 +119,15 @@ class Member:
         except (ValueError, KeyError, TypeError, AttributeError, RunError):
             self.wall_before = 0.0
 
-    def checkpoint(self, step: int, train_loss: float | None, norms: dict[str, float] | None = None) -> None:
+    def checkpoint(
+        self,
+        step: int,
+        train_loss: float | None,
+        norms: dict[str, float] | None = None,
+        first_mean: float | None = None,
+    ) -> None:
+        """Evaluate and write the checkpoint at ``step``: the means since the last one (training loss,
+        gradient-norm statistics, the training batches' first-token loss) go into its record."""
         cfg, model = self.cfg, self.model
         wall = time.perf_counter() - self.t0 if step else 0.0
         model.eval()
@@ -145,7 +153,7 @@ class Member:
             "grad_norm_sq_mean": norms["sq_mean"] if norms else None,
             # Table 11's original z-gap: the training batches' first-token loss, the mean over the
             # steps since the last checkpoint, and the last batch's with z deranged across it
-            "train_first_loss": sum(self.firsts) / len(self.firsts) if self.firsts else None,
+            "train_first_loss": first_mean,
             "train_first_loss_z_deranged": self._deranged_first_loss(step),
             "device": str(self.device),
             "precision": cfg.train.precision,
@@ -240,7 +248,6 @@ class Member:
     def take_checkpoint(self, train_loss: float, norms: dict[str, float] | None, first_mean: float | None) -> None:
         """Write the due checkpoint from the means over the steps since the last one (the training
         loss, the gradient norm's statistics, the training batches' first-token loss), and reset."""
-        self.firsts = [] if first_mean is None else [first_mean]
-        self.checkpoint(self.step, train_loss, norms)
+        self.checkpoint(self.step, train_loss, norms, first_mean)
         self.running, self.n_run, self.norms, self.firsts = 0.0, 0, [], []
         self.next_ckpt = self.step + next_interval(self.cfg, self.records)
