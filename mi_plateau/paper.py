@@ -8,6 +8,7 @@ from __future__ import annotations
 TABLE1 = {32: 23200, 64: 7200, 128: 3200, 256: 1600, 512: 1000}
 # Table 1 (and Figure 2(a)): B -> tau_tok, the tokens to tau in thousands
 TABLE1_TOKENS = {32: 742, 64: 461, 128: 410, 256: 410, 512: 512}
+STEP_RATIO = 23.2  # Table 1: steps to tau at B = 32 over B = 512 ("the 23x step ratio")
 TOKEN_RATIO = 1.81  # Table 1: tokens to tau at B = 32 over B = 128 ("1.8x" in Figure 2(a) and Table 12)
 # Table 2: directional asymmetry: K -> (tau_fwd, tau_bwd, ratio, transfer)
 TABLE2 = {

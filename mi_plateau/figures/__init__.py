@@ -10,6 +10,7 @@ and axis ticks. By family:
 - ``circuit``: the heads and the residual stream (``head_scores_over_training``,
   ``head_grid_slider``: one column per score with a panel in ``passes.head_scores``;
   ``attention_pattern``, ``patching``);
+- ``forest``: the scorecard as a forest plot, ours over the paper's value per number (``forest``);
 - ``sweeps``: tau against a swept quantity (``tau_power_law``), the phase diagram
   (``phase_diagram``) and log-axis ticks (``log_ticks``, ``tick_label``);
 - ``style``: the palette and the None / NaN handling they share.
@@ -18,6 +19,7 @@ and axis ticks. By family:
 from .circuit import attention_pattern, head_grid_slider, head_scores_over_training, patching
 from .curves import LOSS_SERIES, METRIC_COLOURS, figure1, llc_curve, loss_curves
 from .descent import figure3_paper
+from .forest import SAME_SYMBOLS, VERDICT_COLOURS, forest
 from .style import PALETTE
 from .sweeps import log_ticks, phase_diagram, tau_power_law, tick_label
 from .transition import FAMILY_LABEL, figure3, group_accuracy, width_curves
@@ -27,10 +29,13 @@ __all__ = [
     "LOSS_SERIES",
     "METRIC_COLOURS",
     "PALETTE",
+    "SAME_SYMBOLS",
+    "VERDICT_COLOURS",
     "attention_pattern",
     "figure1",
     "figure3",
     "figure3_paper",
+    "forest",
     "group_accuracy",
     "head_grid_slider",
     "head_scores_over_training",

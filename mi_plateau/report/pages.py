@@ -1,6 +1,6 @@
-"""The two pages: ``report`` (one run, or a comparison of runs) and ``sweep_report`` (a whole
-sweep, from tables and figures its recipe built), each written atomically as one HTML file
-with plotly.js loaded once."""
+"""The pages: ``report`` (one run, or a comparison of runs), ``sweep_report`` (a whole sweep,
+from tables and figures its recipe built) and ``scorecard_report`` (the paper beside ours, as a
+forest plot and a table), each written atomically as one HTML file with plotly.js loaded once."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Any
 
 from ..checkpoints import Run, RunError, atomic_write_text, refuse_inside_run
 from ..config import compare_name
+from ..figures import forest
 from ..tabular import PLOTLY_MODES, STATIC_NEEDS, chromium, plotly_script, write_figures
 from .inputs import gather, read_llc
 from .markup import Html, Page, fill, nav_links, script, template_text
@@ -165,4 +166,36 @@ def sweep_report(
         page.add(fill("sweep_table", id=f"t{i}", title=title, table=html_table(rows)))
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out, _document(f"mi_plateau sweep: {name}", nav_links(anchors), page, out, plotly))
+    return out
+
+
+def scorecard_report(
+    out: str | os.PathLike,
+    points: list[dict[str, Any]],
+    rows: list[dict[str, Any]] = (),
+    note: str = "",
+    plotly: str = "inline",
+) -> Path:
+    """The scorecard's page: the forest plot of every number compared (``figures.forest`` of
+    ``points``; its docstring has a point's fields), then the scorecard's rows as a table when
+    given, ``note`` below it (the verdict rules). Computes nothing: the scorecard made the points
+    and the rows.
+    ``plotly="inline"`` (the default) makes a page that opens offline, alone."""
+    out = Path(out)
+    refuse_inside_run(out, "scorecard page")
+    if plotly not in PLOTLY_MODES:
+        raise ValueError(f"plotly mode {plotly!r}: choose one of {', '.join(PLOTLY_MODES)}")
+    fig = forest(points)  # before any writing: a bad point is refused with nothing written
+    page = Page()
+    page.add(fill("scorecard_forest"))
+    page.fig(fig, div_id="forest-plot")
+    anchors = [("forest", "every number")]
+    if rows:
+        anchors.append(("table", "the scorecard"))
+        page.add(fill("scorecard_table", table=html_table(rows)))
+        page.add(fill("sweep_note", note=note) if note else "")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(
+        out, _document("mi_plateau scorecard: the paper beside ours", nav_links(anchors), page, out, plotly)
+    )
     return out

@@ -51,6 +51,12 @@ ROW_KEYS = (
     "status",
     "tau_paper",
     "tau_first_token",
+    "tau_paper_lo",
+    "tau_paper_hi",
+    "tau_paper_exact",
+    "tau_first_token_lo",
+    "tau_first_token_hi",
+    "tau_first_token_exact",
     "plateau_paper",
     "plateau_ratio_paper",
     "plateau_first_token",
@@ -153,6 +159,9 @@ def _local(path: Path) -> dict[str, Any] | None:
     for fam in fams:
         row |= {
             f"tau_{fam}": fams[fam]["tau"],
+            f"tau_{fam}_lo": fams[fam].get("tau_lo"),
+            f"tau_{fam}_hi": fams[fam].get("tau_hi"),
+            f"tau_{fam}_exact": fams[fam].get("tau_exact"),
             f"plateau_{fam}": fams[fam]["plateau_loss"],
             f"plateau_ratio_{fam}": fams[fam]["plateau_ratio"],
         }
@@ -191,8 +200,37 @@ def _trained_by(s: Any) -> Any:
     return {**s, "overrides": {k: v for k, v in s["overrides"].items() if not str(k).startswith("eval.")}}
 
 
+# a recipe -> the sweep that carries its runs on under another stopping rule: the K sweep's points
+# stop at 1.2 x the L_seq tau, the lead sweep's (docs/sweeps/lead_sweep.toml) train the same runs on
+# past the first-token tau; where the recipe has no run of its own, the carried-on one is its run
+CARRIED_ON = {"paper_k_sweep": "paper_lead_sweep"}
+STOP_KEYS = ("stop", "tau_on", "tau_margin", "stop_floor", "post_tau_frac", "margin_steps", "max_steps")
+
+
+def same_training(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Two configs (dicts) that train the same weights step for step: equal but for when they stop
+    (``STOP_KEYS``) and a precision one of them leaves to ``auto``."""
+    a, b = {k: dict(v) if isinstance(v, dict) else v for k, v in a.items()}, dict(b)
+    b = {k: dict(v) if isinstance(v, dict) else v for k, v in b.items()}
+    auto = "auto" in (a.get("train", {}).get("precision"), b.get("train", {}).get("precision"))
+    for d in (a, b):
+        for k in STOP_KEYS + (("precision",) if auto else ()):
+            d.get("train", {}).pop(k, None)
+    return a == b
+
+
+def _carried_on(sweep: Sweep, root: str | Path, p: Point) -> dict[str, Any] | None:
+    """The run of ``p``'s training that ``CARRIED_ON`` trains on under another stopping rule, or None."""
+    other = CARRIED_ON.get(sweep.name)
+    got = _local(Path(root) / other / p.name) if other else None
+    if got is None or not same_training(got["config"], p.cfg.to_dict()):
+        return None
+    return got | {"carried_on": other}
+
+
 def _as_point_row(rec: dict[str, Any], p: Point, legacy_ok: bool) -> dict[str, Any] | None:
-    """The record's row as the point sees it, or None where the record is not the point's run."""
+    """The record's row as the point sees it, or None where the record is not the point's run (a
+    carried-on record: the point's training under another stopping rule)."""
     row = rec.get("row")
     if not isinstance(row, dict) or row.get("status") not in ("finished", "running"):
         return None
@@ -203,7 +241,7 @@ def _as_point_row(rec: dict[str, Any], p: Point, legacy_ok: bool) -> dict[str, A
         cfg = RunConfig.from_dict(rec["config"])
     except (TypeError, ValueError, KeyError, AttributeError):
         return None
-    if cfg.to_dict() == p.cfg.to_dict():
+    if cfg.to_dict() == p.cfg.to_dict() or (rec.get("carried_on") and same_training(cfg.to_dict(), p.cfg.to_dict())):
         return row
     if not extends(cfg, p.cfg):
         return None
@@ -256,7 +294,7 @@ def collect(sweep: Sweep, root: str | Path, docs: str | Path) -> Collected:
     retrained = dict(log.get("retrained") or {})
     rows, curves = [], {}
     for p in sweep.points:
-        here = _local(sweep.folder(root) / p.name)
+        here = _local(sweep.folder(root) / p.name) or _carried_on(sweep, root, p)
         if here is not None and (mine := _as_point_row(here, p, legacy_ok)) is not None:
             here = here | {"row": mine}  # a folder the old cap stopped reads as partial, as its record would
         rec = old.get(p.name)
@@ -267,7 +305,7 @@ def collect(sweep: Sweep, root: str | Path, docs: str | Path) -> Collected:
             if isinstance(rec, dict) and seen is None:
                 superseded.append({"run": p.name, **rec})  # another config's run of this name: kept aside
                 retrained.pop(p.name, None)  # a check of that run no longer applies
-            elif seen is not None and not rec.get("curve") and pending is None:  # retrained for its curves
+            elif seen is not None and not rec.get("curve") and pending is None and not here.get("carried_on"):  # retrained for its curves
                 retrained[p.name] = same_run(seen, here["row"]) | {"threads": [rec.get("threads"), here["threads"]]}
             elif isinstance(pending, dict) and pending.get("equal") is None and "recorded" in pending:
                 threads = [(pending.get("threads") or [None])[0], here["threads"]]  # not comparable yet: again
@@ -290,6 +328,7 @@ def collect(sweep: Sweep, root: str | Path, docs: str | Path) -> Collected:
                 "len_z": c.task.len_z,
                 **{k: row.get(k) for k in ROW_KEYS},
                 "source": source,
+                "carried_on": (here if source == "here" else rec or {}).get("carried_on"),
                 "trained_at": row.get("trained_at"),
                 "tau_paper": _int(row.get("tau_paper")),
                 "tau_first_token": _int(row.get("tau_first_token")),

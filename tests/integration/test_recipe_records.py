@@ -417,3 +417,32 @@ def test_only_checks_the_named_points_a_smaller_cap_on_another_run_is_not_refuse
     assert (ck / sweep.name / "K3" / "manifest.json").read_bytes() == before
     with pytest.raises(RunError, match="K3: train.max_steps: stored 600, given 40"):
         run_sweep(small, RunOptions(root=ck, only=("K3",), progress=False))
+
+
+def test_a_run_carried_on_under_another_stopping_rule_is_the_points_run(tmp_path, monkeypatch):
+    """The K sweep's point and the lead sweep's run of it train the same weights (they differ in when
+    they stop): where the recipe has no folder of its own, the carried-on run is its row, and its
+    record in the log keeps it on a machine without the folders."""
+    from mi_plateau.reproduce import records
+
+    lead = tmp_path / "lead.toml"
+    lead.write_text(
+        'name = "tiny_lead"\npreset = "tiny"\nstop = "tau"\n[overrides]\nmax_steps = 600\ntau_on = "first_token"\n'
+        '"train.tau_margin" = 1.3\n[[points]]\nK = 3\n'
+    )
+    run_sweep(load_sweep(lead), RunOptions(root=tmp_path / "ck", jobs=1, progress=False))
+    short = tmp_path / "short.toml"
+    short.write_text(TINY.replace('"tiny_rec"', '"tiny_short"').split("[[points]]\nK = 4")[0])
+    sweep = load_sweep(short)
+    assert collect(sweep, tmp_path / "ck", tmp_path / "docs").rows[0]["status"] == "not started"
+    monkeypatch.setitem(records.CARRIED_ON, "tiny_short", "tiny_lead")
+    (row,) = collect(sweep, tmp_path / "ck", tmp_path / "docs").rows
+    own = collect(load_sweep(lead), tmp_path / "ck", tmp_path / "docs").rows[0]
+    assert (row["source"], row["carried_on"], row["tau_paper"]) == ("here", "tiny_lead", own["tau_paper"])
+    assert row["tau_paper"] is not None
+    records.write_log(tmp_path / "docs", sweep, tmp_path / "ck")
+    (again,) = collect(sweep, tmp_path / "empty", tmp_path / "docs").rows
+    assert (again["source"], again["carried_on"], again["tau_paper"]) == ("recorded", "tiny_lead", row["tau_paper"])
+    # another training (a changed learning rate) is not the point's run
+    assert not records.same_training({"train": {"lr": 1e-3, "stop": "tau"}}, {"train": {"lr": 2e-3, "stop": "floor"}})
+    assert records.same_training({"train": {"lr": 1e-3, "stop": "tau"}}, {"train": {"lr": 1e-3, "stop": "floor"}})

@@ -12,6 +12,7 @@ import pytest
 
 from mi_plateau.cli import main
 from mi_plateau.reproduce import scorecard as sc
+from mi_plateau.reproduce import verdicts as vd
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 REPRO = DOCS / "reproduction"
@@ -22,7 +23,7 @@ CLAIMS = (
     "Claim: 16x label noise",
     "Claim: 1.8x tokens",
 )
-VERDICTS = {sc.INSIDE, "explained", "open", "not run", "same verdict"}
+VERDICTS = set(vd.VERDICTS)
 
 
 def _page_rows(text: str) -> list[list[str]]:
@@ -64,9 +65,9 @@ def test_the_page_has_a_row_per_artifact_and_claim():
         assert any(name == f"Figure {n}" or name.startswith(f"Figure {n}(") for name in names), f"Figure {n}"
     for claim in CLAIMS:
         assert sum(r[0].startswith(f"{claim}:") for r in rows) == 1, claim
-    assert len(rows) == len(sc.ROWS) == 24
-    assert {r[4] for r in rows} <= VERDICTS
-    assert all(r[3].startswith(("yes", "our variant", "reduced budget")) for r in rows)
+    assert len(rows) == len(sc.ROWS) == 26
+    assert {r[5] for r in rows} <= VERDICTS
+    assert all(r[4].startswith(("yes", "our variant", "reduced budget")) for r in rows)
 
 
 @pytest.fixture
@@ -83,17 +84,19 @@ def test_a_changed_artifact_changes_its_cell_and_a_missing_one_reads_not_run(tin
     rows, paths = sc.write_scorecard(tiny)
     assert paths[0] == tiny.parent / "scorecard.md" and all(p.exists() for p in paths)
     lr = _row(rows, "Claim: 3.6x over 7x in lr")
-    assert (lr["ours"], lr["verdict"]) == ("largest over smallest lr: 3.59", sc.INSIDE)
-    assert "K = 3: 475" in _row(rows, "Table 3")["ours"]
+    # one run per rate and no pooled spread of the width: no interval, but equal at the paper's decimal
+    assert (lr["ours"], lr["n"], lr["verdict"]) == ("largest over smallest lr: 3.59 (n = 1)", "1", "consistent")
+    assert "K = 3: 475 (n = 1)" in _row(rows, "Table 3")["ours"]
     _write(tiny, "lr_sweep_ratio.json", [{"definition": "paper", "ratio": 2.4}])
     _write(tiny, "table3.json", [{"K": 3, "tau_paper": 500}])
     rows, _ = sc.write_scorecard(tiny)
     lr = _row(rows, "Claim: 3.6x over 7x in lr")
-    assert (lr["ours"], lr["verdict"]) == ("largest over smallest lr: 2.4", "open")
-    assert "the paper's 3.6 against ours 2.4" in lr["why"]
-    assert "K = 3: 500" in _row(rows, "Table 3")["ours"]
-    assert "largest over smallest lr: 2.4" in (tiny.parent / "scorecard.md").read_text()
-    # every other artifact is missing: its row reads "not run" (Figure 3(a) and Table 12 have no case)
+    assert (lr["ours"], lr["verdict"]) == ("largest over smallest lr: 2.4 (n = 1)", "inconclusive")
+    assert "1 run and no pooled spread of width" in lr["why"]
+    assert "K = 3: 500 (n = 1)" in _row(rows, "Table 3")["ours"]
+    assert "largest over smallest lr: 2.4 (n = 1)" in (tiny.parent / "scorecard.md").read_text()
+    # every other artifact is missing: its row reads "not run" (Figure 3(a), Table 12 and the
+    # monotone claim have no case)
     for r in rows:
         if not r["artifact"].startswith(("Claim: 3.6x", "Table 3:", "Claim: plateau")):
             assert r["verdict"] == "not run", r["artifact"]
@@ -108,8 +111,8 @@ def test_the_core_tables_and_documents_are_read(tiny):
     kept = lambda p, tau: {"K": 10, "label_noise": p, "kept": {"tau": tau}}  # noqa: E731
     _write(tiny, "label_noise_split.json", {"runs": [kept(0.0, 1000), kept(0.2, 16000)]})
     rows = sc.scorecard(tiny)
-    assert "0.5 tau: 0.0 / 0.0 / 0.154" in _row(rows, "Table 6")["ours"]
-    assert _row(rows, "Claim: 16x label noise")["verdict"] == sc.INSIDE
+    assert "K = 10, 0.5 tau: 0.0 (n = 1) / 0.0 (n = 1) / 0.154 (n = 1)" in _row(rows, "Table 6")["ours"]
+    assert _row(rows, "Claim: 16x label noise")["ours"] == "p = 0.2: 16.0 (n = 1)"
 
 
 def test_the_16x_claim_reads_the_estimator_where_its_replays_are_committed(tiny):
@@ -123,12 +126,12 @@ def test_the_16x_claim_reads_the_estimator_where_its_replays_are_committed(tiny)
     claim, fig = _row(sc.scorecard(tiny), "Claim: 16x label noise"), _row(sc.scorecard(tiny), "Figure 2(b)")
     assert claim["same_quantity"] == fig["same_quantity"] and claim["same_quantity"].startswith("yes at K = 10")
     assert claim["ours"].startswith("K = 10, estimator median [5-95%; 95% past the run's end, shown at the end]: 18.5")
-    assert "18.5 [2.3, 20.0]" in claim["ours"]  # 5% at 2.3x, the run's end at 40,000 / 2,000
-    assert "45% at most 16x" in claim["ours"] and "noise left alone: 1.2" in claim["ours"]
-    assert claim["verdict"] == sc.INSIDE  # 16 lies between the 5% and the run's end, inside the 5-95% range
+    assert "18.5 [2.3, 20.0] (n = 1)" in claim["ours"]  # 5% at 2.3x, the run's end at 40,000 / 2,000
+    assert "45% at most 16x" in claim["ours"] and "noise left alone: 1.20" in claim["ours"]
+    assert claim["verdict"] == "inconclusive"  # 2.3 to 20.0 spans more than a factor 2
     (tiny / "label_noise_estimator.json").unlink()
     claim = _row(sc.scorecard(tiny), "Claim: 16x label noise")
-    assert claim["ours"] == "p = 0.2: 1.2" and claim["same_quantity"].startswith("our variant")
+    assert claim["ours"] == "p = 0.2: 1.2 (n = 1)" and claim["same_quantity"].startswith("our variant")
 
 
 def test_the_command_writes_the_page(tiny, capsys):
@@ -138,31 +141,40 @@ def test_the_command_writes_the_page(tiny, capsys):
     assert "| table10.json | False |" in capsys.readouterr().out
 
 
-def _verdict(*points, **row):
-    return sc.verdict({"points": list(points), **row}, row.pop("explained", None))[0]
+def test_every_row_shows_n_and_the_rule_is_printed_under_the_table():
+    text = (DOCS / sc.PAGE).read_text()
+    header = next(line for line in text.splitlines() if line.startswith("| artifact"))
+    assert [c.strip() for c in header.strip("|").split("|")][:5] == ["artifact", "paper", "ours", "n", "same_quantity"]
+    assert all(r[3] for r in _page_rows(text))
+    assert text.rstrip().splitlines()[-1].startswith("**Verdict**, one rule for every point")
 
 
-def test_the_verdict_rule_on_hand_built_values():
-    # the paper's value inside our min to max over seeds, or outside
-    assert _verdict(sc.point("a", 2850, [5100, 2325, 10275])) == sc.INSIDE
-    assert _verdict(sc.point("a", 2850, [3000, 3100])) == "open"
-    # compared to the decimals the paper prints: 3.6 holds 3.59, not 3.54
-    assert _verdict(sc.point("r", 3.6, [3.59])) == sc.INSIDE
-    assert _verdict(sc.point("r", 3.6, [3.54])) == "open"
-    # a fit: the paper's value inside our 95% interval
-    assert _verdict(sc.point("d", 1.19, [1.16], (1.08, 1.23))) == sc.INSIDE
-    assert _verdict(sc.point("d", 1.19, [1.26], (1.21, 1.31))) == "open"
-    # every point must hold it; one outside is enough for "open", named in the reason
-    v, why = sc.verdict({"points": [sc.point("K = 5", 800, [790, 810]), sc.point("K = 10", 1850, [2000])]})
-    assert (v, why) == ("open", "K = 10: the paper's 1,850 against ours 2,000 (one run)")
-    # outside with an explanation: "explained", linking the section
-    v, why = sc.verdict({"points": [sc.point("a", 1.0, [1.02], digits=3)]}, ("a KL term", "reproduction.md#x"))
-    assert v == "explained" and why == "a KL term ([reproduction.md](reproduction.md#x))"
-    # an explanation does not hide agreement
-    assert _verdict(sc.point("a", 1.0, [0.99, 1.01]), explained=("x", "y.md")) == sc.INSIDE
-    # no number of ours: "not run"; a lower bound only: "open"
-    assert _verdict(sc.point("a", 16.0)) == "not run"
-    assert _verdict(sc.point("a", 16.0), bound="no crossing by step 6,000") == "open"
-    # a verdict or a sign: agreement in every case
-    assert _verdict(agree=[True, True]) == "same verdict"
-    assert _verdict(agree=[True, False]) == "open"
+def test_a_run_recorded_without_its_curves_is_named_with_what_cannot_be_recomputed(tiny):
+    """Bad input: a K-sweep log row kept without its curves (tau hidden) reads as a named gap."""
+    rows = [{"K": 3, "tau_paper": 475, "status": "finished", "run": "K3_seed0"}]
+    rows.append({"K": 25, "tau_paper": None, "status": "no curves", "run": "K25_seed0"})
+    _write(tiny, "table3.json", rows)
+    t3 = _row(sc.scorecard(tiny), "Table 3")
+    assert "K25_seed0: recorded without its curves: tau cannot be recomputed" in t3["ours"]
+    assert "K = 25: —" in t3["ours"]
+
+
+def test_a_run_short_of_its_crossing_is_censored_not_a_gap(tiny):
+    _write(tiny, "table3.json", [{"K": 36, "tau_paper": None, "status": "running", "run": "K36_seed0", "steps": 6000}])
+    _, pts = sc.judged_rows(tiny)
+    k36 = next(p for p in pts if p["artifact"] == "Table 3" and p["label"] == "K = 36")
+    assert k36["verdict"] == "inconclusive" and k36["note"].startswith("censored: ours > 6,000")
+
+
+def test_seeds_in_the_k_sweep_pool_into_every_tau_point(tiny):
+    """Three seeds at two Ks give tau its pooled spread: a K with one run then has an interval."""
+    rows = [{"K": k, "tau_paper": t, "status": "finished", "run": f"K{k}_seed{i}"} for k, ts in
+            ((5, (950, 1000, 900)), (10, (2050, 1800, 1875))) for i, t in enumerate(ts)]
+    rows.append({"K": 20, "tau_paper": 4250, "status": "finished", "run": "K20_seed0"})
+    _write(tiny, "table3.json", rows)
+    sp = sc.spreads(tiny)["tau"]
+    assert sp.df == 4 and sp.basis == "the K sweep at K = 5 (3 runs), the K sweep at K = 10 (3 runs)"
+    _, pts = sc.judged_rows(tiny)
+    k20 = next(p for p in pts if p["artifact"] == "Table 3" and p["label"] == "K = 20")
+    assert k20["n"] == 1 and k20["lo"] < 4250 < k20["hi"] and "pooled sd of log tau" in k20["note"]
+    assert k20["verdict"] == "differs"  # the paper's 3,950 lies below 4,250's interval at these spreads
