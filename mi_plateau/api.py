@@ -105,7 +105,8 @@ def analyze(
             "routing": o["routing"],
             "folder": str(folder),
             "files": [str(p) for p in paths],
-            "figure3_onsets": o["figure3_paper"]["onsets"],  # the paper's Figure 3(a): the lead
+            "figure3_onsets_original": o["figure3_paper"]["onsets_original"],  # Figure 3(a): the original's lead
+            "figure3_onsets": o["figure3_paper"]["onsets"],  # ours, on Lc
             "figure3_windows": o["figure3_paper"]["windows"],  # its (b): the displacement cosine by window
         }
         if with_figure3:  # the data behind figure3.html, for callers that plot it again

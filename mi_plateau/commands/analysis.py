@@ -40,10 +40,11 @@ def cmd_analyze(args) -> int:
             f"causal {lead(ro, 'routing_lead_swap_contrib')}; "
             f"swap gap > 0.1 at {lead(ro, 'swap_gap_0.1_frac_tau')} tau (95% intervals over groups)"
         )
-        on, w = r["figure3_onsets"], r["figure3_windows"]
+        og, on, w = r["figure3_onsets_original"] or {}, r["figure3_onsets"], r["figure3_windows"]
         print(
-            f"  Figure 3 (the paper's): loss onset {on['loss_onset']}, z onset {on['z_onset_0.1']}, "
-            f"lead fraction {cell(on['lead_frac_0.1'], '.2f')}; displacement cosine plateau "
+            f"  Figure 3 (the paper's): loss onset {og.get('loss_onset')}, z onset {og.get('z_onset_0.1')}, "
+            f"lead fraction {cell(og.get('lead_frac_0.1'), '.2f')} (ours on Lc: {on['loss_onset']}, "
+            f"{on['z_onset_0.1']}, {cell(on['lead_frac_0.1'], '.2f')}); displacement cosine plateau "
             f"{cell(w.get('cos_plateau'), '.2f')}, pre {cell(w.get('cos_pre'), '.2f')}, "
             f"post {cell(w.get('cos_post'), '.2f')}"
         )

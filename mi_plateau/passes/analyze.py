@@ -18,7 +18,9 @@ from typing import Any
 from ..checkpoints import Run, RunError, atomic_write_json, read_json, refuse_inside_run
 from ..frames import frame
 from ..summaries import nan_to_none, nearest, summarize
+from .descent import coherent_descent, windows
 from .head_scores import ablation_columns, cache_version
+from .lead import curve_rows, original_onsets, original_series, original_tau, z_onsets
 from .tables import figure3_data, routing, swap_gap_intervals, table6, table9
 
 
@@ -288,18 +290,23 @@ def run_outputs(name: str, cfg, s: dict, tables: dict, pc: PassConfig | None = N
 
 
 def figure3_paper(run: Run, checkpoint_rows, delta: int = 200) -> dict[str, Any]:
-    """Figure 3 as the paper computed it, for one run: (a) the curves and the onsets of
-    ``passes.lead`` from the passes' checkpoint rows; (b) the displacement rows and the cosine's
-    windows of ``passes.descent`` from the weights. Where (b) cannot be read (too few checkpoints
-    for ``delta``, a grid step missing) its rows are empty and ``b_error`` says why in one line."""
-    from .descent import coherent_descent, window_tau, windows
-    from .lead import curve_rows, z_onsets
-
+    """Figure 3 as the paper computed it, for one run: (a) by the original's quantity, the series
+    and onsets of ``passes.lead`` from the run's records (``a_original``, ``onsets_original``, the
+    latter None where the records keep no z-deranged training loss), and ours, from the passes' checkpoint
+    rows (``a``, ``onsets``: Lc and the z-shuffle gap); (b) the displacement rows and the cosine's
+    windows of ``passes.descent`` from the weights, against the original's first-token tau (no
+    windows before it). Where (b) cannot be read (too few checkpoints for ``delta``, a grid step
+    missing) its rows are empty and ``b_error`` says why in one line."""
     K = run.config().task.K
-    out: dict[str, Any] = {"a": curve_rows(checkpoint_rows, K), "onsets": z_onsets(checkpoint_rows, K)}
+    series = original_series(run.records(), K)
+    out: dict[str, Any] = {
+        "a": curve_rows(checkpoint_rows, K),
+        "onsets": z_onsets(checkpoint_rows, K),
+        "a_original": series,
+        "onsets_original": original_onsets(series, K),
+    }
     try:
         b = coherent_descent(run, delta)
     except RunError as e:
         return {**out, "b": [], "windows": {}, "b_error": str(e)}
-    tau, source = window_tau(b)
-    return {**out, "b": b, "windows": {**windows(b, tau), "tau_source": source}, "b_error": None}
+    return {**out, "b": b, "windows": windows(b, original_tau(series, K)), "b_error": None}

@@ -202,7 +202,8 @@ def _trained_by(s: Any) -> Any:
 
 # a recipe -> the sweep that carries its runs on under another stopping rule: the K sweep's points
 # stop at 1.2 x the L_seq tau, the lead sweep's (docs/sweeps/lead_sweep.toml) train the same runs on
-# past the first-token tau; where the recipe has no run of its own, the carried-on one is its run
+# past the first-token tau; where the recipe has no run of its own (here, or recorded with its
+# curves), the carried-on one is its run
 CARRIED_ON = {"paper_k_sweep": "paper_lead_sweep"}
 STOP_KEYS = ("stop", "tau_on", "tau_margin", "stop_floor", "post_tau_frac", "margin_steps", "max_steps")
 
@@ -294,18 +295,22 @@ def collect(sweep: Sweep, root: str | Path, docs: str | Path) -> Collected:
     retrained = dict(log.get("retrained") or {})
     rows, curves = [], {}
     for p in sweep.points:
-        here = _local(sweep.folder(root) / p.name) or _carried_on(sweep, root, p)
-        if here is not None and (mine := _as_point_row(here, p, legacy_ok)) is not None:
-            here = here | {"row": mine}  # a folder the old cap stopped reads as partial, as its record would
+        here = _local(sweep.folder(root) / p.name)
         rec = old.get(p.name)
         seen = _as_point_row(rec, p, legacy_ok) if isinstance(rec, dict) else None
+        if here is None and (seen is None or not rec.get("curve")):  # no run of its own: one carried on
+            here = _carried_on(sweep, root, p)
+        if here is not None and (mine := _as_point_row(here, p, legacy_ok)) is not None:
+            here = here | {"row": mine}  # a folder the old cap stopped reads as partial, as its record would
         if here is not None and (seen is None or _rank(here["row"]) >= _rank(seen) or _for_curves(here, seen, rec)):
             row, curve, source = here["row"], here["curve"], "here"
             pending = retrained.get(p.name)
             if isinstance(rec, dict) and seen is None:
                 superseded.append({"run": p.name, **rec})  # another config's run of this name: kept aside
                 retrained.pop(p.name, None)  # a check of that run no longer applies
-            elif seen is not None and not rec.get("curve") and pending is None and not here.get("carried_on"):  # retrained for its curves
+            elif (
+                seen is not None and not rec.get("curve") and pending is None and not here.get("carried_on")
+            ):  # retrained for its curves
                 retrained[p.name] = same_run(seen, here["row"]) | {"threads": [rec.get("threads"), here["threads"]]}
             elif isinstance(pending, dict) and pending.get("equal") is None and "recorded" in pending:
                 threads = [(pending.get("threads") or [None])[0], here["threads"]]  # not comparable yet: again

@@ -22,7 +22,7 @@ from .. import paper
 from ..tabular import to_csv, to_markdown
 from . import verdicts as vd
 from .records import NO_CURVES
-from .scoring import cells, core_rows, fmt, k_list, num, ours_text, pairs, paper_text, table_index, table_rows
+from .scoring import cells, core_rows, fmt, k_list, num, pairs, paper_text, table_index, table_rows
 from .verdicts import Pooled, point, pooled
 
 PAGE, STEM = "scorecard.md", "scorecard"
@@ -44,7 +44,8 @@ RULES = (
     "than a factor 2, or no interval exists (one run and no pooled spread of that quantity), or our runs stopped "
     "before the quantity could reach the paper's value (censored); *same verdict* / *other verdict*: the paper's "
     "value is a verdict or a sign; *not run*: no committed artifact holds our number. Where no interval exists but "
-    "ours equals the paper's value to its printed decimals, *consistent* (the point's note says so). A row takes its points' most "
+    "ours equals the paper's value to its printed decimals, *consistent* (the point's note says so). A row takes "
+    "its points' most "
     "severe verdict (differs, differs explained, inconclusive, consistent) and counts them in *why*; *n*: the runs "
     "behind our numbers. **Same quantity**: *yes*, *our variant* (the difference named), *reduced budget* (shorter "
     "runs). The forest plot above draws every point. Regenerate: `mi-plateau reproduce scorecard`; "
@@ -52,9 +53,18 @@ RULES = (
 )
 
 CI = ("ci_lo", "ci_hi")
-table1 = pairs("table1.json", paper.TABLE1, "tau_steps", "B = {}", ("B",), kind="tau", definition="paper", compares=True)
+table1 = pairs(
+    "table1.json", paper.TABLE1, "tau_steps", "B = {}", ("B",), kind="tau", definition="paper", compares=True
+)
 figure2a = pairs(
-    "table1.json", paper.TABLE1_TOKENS, "tau_examples_k", "B = {}", ("B",), kind="tau", definition="paper", compares=True
+    "table1.json",
+    paper.TABLE1_TOKENS,
+    "tau_examples_k",
+    "B = {}",
+    ("B",),
+    kind="tau",
+    definition="paper",
+    compares=True,
 )
 table2 = pairs(
     "table2.json",
@@ -117,8 +127,17 @@ table11 = pairs(
 def fitted(name: str, fit: str, ref: float, ci: Any = None):
     """A reader of a fit's slope (the row ``fit``, paper definition) and its 95% bootstrap interval
     against ``ref``; the paper's interval and R^2 (``ci``: paper.FIT) and ours beside."""
-    read = pairs(name, {f"{fit}, paper definition": ref}, "slope", "delta", ("fit",), CI, kind="slope",
-                 how="95% bootstrap over runs", n="n")
+    read = pairs(
+        name,
+        {f"{fit}, paper definition": ref},
+        "slope",
+        "delta",
+        ("fit",),
+        CI,
+        kind="slope",
+        how="95% bootstrap over runs",
+        n="n",
+    )
 
     def both(docs: Path) -> dict[str, Any]:
         got, row = read(docs), table_index(docs, name, "fit").get(f"{fit}, paper definition", {})
@@ -131,7 +150,13 @@ def fitted(name: str, fit: str, ref: float, ci: Any = None):
 figure4 = fitted("table3_fit.json", "tau ~ D^delta", paper.FIT["slope"], paper.FIT)
 figure5 = fitted("fixed_d_fit.json", "tau ~ K^delta at fixed D", paper.FIXED_D_SLOPE)
 lr_ratio = pairs(
-    "lr_sweep_ratio.json", {"paper": paper.LR_RATIO}, "ratio", "largest over smallest lr", ("definition",), kind="width", ratio_of=True
+    "lr_sweep_ratio.json",
+    {"paper": paper.LR_RATIO},
+    "ratio",
+    "largest over smallest lr",
+    ("definition",),
+    kind="width",
+    ratio_of=True,
 )
 
 
@@ -206,15 +231,19 @@ def table4(docs: Path) -> dict[str, Any]:
     is for the mean of three new runs (sqrt(1/3 + 1/n) in place of sqrt(1 + 1/n)); the paper's std
     and CV and ours beside; the others' widths as a note."""
     rows, pts, part, sd = table_index(docs, "phase_boundary_table4.json", "K", "lr", definition="paper"), [], [], []
-    for (_, k, lr), (mean, std) in paper.TABLE4.items():
+    for (_, k, lr), (mean, _) in paper.TABLE4.items():
         r, name = rows.get((k, lr), {}), f"K = {k}, lr {lr:g}"
         pts.append(point(name, mean, [] if r.get("undecided") else r.get("widths") or [], kind="width", of_mean=3))
         if r.get("widths") and r.get("undecided"):
             part.append(f"{name}: {' / '.join(map(fmt, r['widths']))}, {r['undecided']} seeds undecided")
         if num(r.get("std_width")) is not None and not r.get("undecided"):
             sd.append(f"{name}: std {fmt(r['std_width'])}, CV {fmt(100 * num(r.get('cv_width')))}%")
-    cv = "; ".join(f"K = {k}, lr {lr:g}: std {fmt(s)}, CV {round(100 * s / m)}%" for (_, k, lr), (m, s) in paper.TABLE4.items())
-    note = "; ".join(x for x in ("ours: " + "; ".join(sd) if sd else "", "partial: " + "; ".join(part) if part else "") if x)
+    cv = "; ".join(
+        f"K = {k}, lr {lr:g}: std {fmt(s)}, CV {round(100 * s / m)}%" for (_, k, lr), (m, s) in paper.TABLE4.items()
+    )
+    note = "; ".join(
+        x for x in ("ours: " + "; ".join(sd) if sd else "", "partial: " + "; ".join(part) if part else "") if x
+    )
     return {"points": pts, "note": note, "paper_note": cv, "missing": "no condition decided yet"}
 
 
@@ -223,7 +252,9 @@ def table6(docs: Path) -> dict[str, Any]:
     ours at 0.5 tau (the 73% checkpoint is not among ours)."""
     rows = [r for r in core_rows(docs, "table6") if r.get("definition") == "paper"]
     of = lambda K, t, f: [r.get(f) for r in rows if r.get("K") == K and r.get("target") == t]
-    fields = zip(range(2, 5), ("ge80_pct", "eq100_pct", "mean_acc"), ("pct", "pct", "acc"), ("% >= 80", "% at 100", "mean acc"))
+    fields = zip(
+        range(2, 5), ("ge80_pct", "eq100_pct", "mean_acc"), ("pct", "pct", "acc"), ("% >= 80", "% at 100", "mean acc")
+    )
     fields = list(fields)
     pts = [
         point(f"K = {K}, {t} {name}", ref[i], of(K, t, f), kind=kind)
@@ -312,7 +343,9 @@ def figure2b(docs: Path) -> dict[str, Any]:
         s, t0 = num(r.get("steps")), num(r.get("clean_tau_grid"))
         past = q[2] is None and s and t0 and q[0] is not None  # the 95th percentile lies past the run's end
         label = f"K = {k}, estimator median [5-95%" + ("; 95% past the run's end, shown at the end]" if past else "]")
-        what = f"5-95% of {fmt(r.get('replays'))} estimator replays on one run" + (", censored at the run's end" if past else "")
+        what = f"5-95% of {fmt(r.get('replays'))} estimator replays on one run" + (
+            ", censored at the run's end" if past else ""
+        )
         by_estimator.append(
             point(label, paper.LABEL_NOISE_DELAY, [q[0]], [q[1], s / t0] if past else q[1:], kind="tau", how=what)
         )
@@ -330,7 +363,13 @@ def figure2b(docs: Path) -> dict[str, Any]:
         else None
     )
     note = "; ".join(said + ["the paper's other noise levels are drawn, not printed"])
-    return {"points": pts + by_estimator, "estimator": by_estimator, "note": note, "said": "; ".join(said), "same": same}
+    return {
+        "points": pts + by_estimator,
+        "estimator": by_estimator,
+        "note": note,
+        "said": "; ".join(said),
+        "same": same,
+    }
 
 
 LEAD_KEY, LEAD_OURS = "lead_frac_original_0.1", "lead_frac_0.1"  # figure3_lead: the original's quantity, and Lc's
@@ -342,7 +381,7 @@ def figure3a(docs: Path) -> dict[str, Any]:
     rows = table_rows(docs, "figure3_lead.json")
     led = [r for r in rows if num(r.get(LEAD_KEY)) is not None]
     pos = ", ".join(str(r.get("K")) for r in led if r[LEAD_KEY] > 0) or "none"
-    rest = "; ".join(f"K = {r.get('K')}: {r.get('note') or r.get('status')}" for r in rows if r not in led)
+    rest = "; ".join(r.get("note") or f"K = {r.get('K')}: {r.get('status')}" for r in rows if r not in led)
     return {
         "paper": "the z-dependence onset leads the loss onset at every K (3 to 36)",
         "ours": f"leads at K = {pos} of {len(led)} K with both onsets" + (f"; {rest}" if rest else ""),
@@ -354,8 +393,13 @@ def figure3a(docs: Path) -> dict[str, Any]:
 def plateau(docs: Path) -> dict[str, Any]:
     """Plateau / log K per K of the K sweep, every seed."""
     pts = [
-        point(f"K = {k}", paper.PLATEAU_RATIO, [r.get("plateau_ratio_paper") for r in rows], digits=paper.PLATEAU_DIGITS,
-              kind="plateau_ratio")
+        point(
+            f"K = {k}",
+            paper.PLATEAU_RATIO,
+            [r.get("plateau_ratio_paper") for r in rows],
+            digits=paper.PLATEAU_DIGITS,
+            kind="plateau_ratio",
+        )
         for k, rows in sorted(_k_sweep(docs).items())
         if any(num(r.get("plateau_ratio_paper")) for r in rows)
     ]
@@ -368,7 +412,9 @@ def _mean_point(label: str, ref: float, xs: list[float], what: str) -> dict[str,
         return point(label, ref, xs[:1], kind="fraction", how=what)
     m, s = statistics.fmean(xs), statistics.stdev(xs)
     half = vd.t975(len(xs) - 1) * s / math.sqrt(len(xs))
-    return point(label, ref, [m], (m - half, m + half), kind="fraction", n=len(xs), how=f"95% interval of the mean over {what}")
+    return point(
+        label, ref, [m], (m - half, m + half), kind="fraction", n=len(xs), how=f"95% interval of the mean over {what}"
+    )
 
 
 def lead(docs: Path) -> dict[str, Any]:
@@ -377,7 +423,9 @@ def lead(docs: Path) -> dict[str, Any]:
     rows = table_rows(docs, "figure3_lead.json")
     fr = lambda key: [x for x in (num(r.get(key)) for r in rows) if x is not None and x > 0]
     orig, ours = fr(LEAD_KEY), fr(LEAD_OURS)
-    std = lambda xs: f"{statistics.fmean(xs):.3f} +- {statistics.pstdev(xs):.3f} (std, ddof 0) over {len(xs)} K" if xs else "—"
+    std = lambda xs: (
+        f"{statistics.fmean(xs):.3f} +- {statistics.pstdev(xs):.3f} (std, ddof 0) over {len(xs)} K" if xs else "—"
+    )
     return {
         "points": [_mean_point("mean over K", paper.LEAD_FRACTION, orig, f"{len(orig)} K with a positive lead")],
         "note": f"by the original's quantity: {std(orig)}; ours (Lc on the evaluation set): {std(ours)}",
@@ -397,7 +445,9 @@ def noise(docs: Path) -> dict[str, Any]:
     f2b = figure2b(docs)
     if not f2b["estimator"]:
         return {"points": [split]}
-    variant = f"our variant, the exact crossing on the examples the noise left alone: {fmt(delay[0], 2) if delay else '—'}"
+    variant = (
+        f"our variant, the exact crossing on the examples the noise left alone: {fmt(delay[0], 2) if delay else '—'}"
+    )
     return {"points": f2b["estimator"], "note": f"{f2b['said']}; {variant}", "same": f2b["same"]}
 
 
@@ -415,7 +465,9 @@ def tokens(docs: Path) -> dict[str, Any]:
     tau = {b: t for b, t in tau.items() if t}
     larger = [t for b, t in tau.items() if b > 32]
     ratio = [tau[32] / min(larger)] if 32 in tau and larger else []
-    return {"points": [point("B = 32 over the fewest at a larger B", paper.TOKEN_RATIO, ratio, kind="tau", ratio_of=True)]}
+    return {
+        "points": [point("B = 32 over the fewest at a larger B", paper.TOKEN_RATIO, ratio, kind="tau", ratio_of=True)]
+    }
 
 
 def steps_ratio(docs: Path) -> dict[str, Any]:
@@ -426,7 +478,7 @@ def steps_ratio(docs: Path) -> dict[str, Any]:
 
 
 def monotone(docs: Path) -> dict[str, Any]:
-    """"Higher learning rates monotonically slow the transition": the width at each lr of the lr
+    """ "Higher learning rates monotonically slow the transition": the width at each lr of the lr
     sweep (paper definition) above the width at the next smaller lr, pair by pair."""
     rows = sorted(
         (r for r in table_rows(docs, "lr_sweep.json") if r.get("definition") == "paper" and num(r.get("tau_width"))),
@@ -445,33 +497,33 @@ def monotone(docs: Path) -> dict[str, Any]:
 def figure3b(docs: Path) -> dict[str, Any]:
     """The cosine of consecutive displacements per window (plateau, pre, post; windows by the
     first-token tau as the original's script takes them) at K = 10, 20 and 36 against the paper's
-    reading, each window mean with its 95% interval over the window's points where the table holds
-    one; the original code's own run (``source`` "original") beside. Explained where the original
-    code's run lies inside our K = 10 intervals: the paper's reading is not what its code measures."""
+    reading, each window mean with the 95% interval of its mean over the window's points; the
+    original code's own run (K = 10) beside. Explained where that run's window means lie inside our
+    K = 10 intervals: the paper's reading is not what its own code measures."""
     rows = table_rows(docs, "figure3_descent.json")
     ours = {r.get("K"): r for r in rows if r.get("source", "ours") == "ours"}
-    ref = next((r for r in rows if r.get("source") == "original"), None)
+    ref = next((r for r in rows if r.get("source") == REFERENCE), None)
     pts, said = [], []
     for k in (10, 20, 36):
         r = ours.get(k, {})
-        if r.get("status") and num(r.get("cos_plateau")) is None:
-            said.append(f"K = {k}: {r.get('status')}")
+        if r and num(r.get("cos_plateau")) is None:
+            said.append(f"K = {k}: {r.get('note') or r.get('status')}")
         for w, cos in zip(WINDOWS, paper.DESCENT_COS):
             v = num(r.get(f"cos_{w}"))
+            how = f"95% interval of the window's mean over its {r.get(f'n_{w}')} points (one run)"
             iv = (r.get(f"cos_{w}_lo"), r.get(f"cos_{w}_hi"))
-            n_w = r.get(f"n_{w}")
-            how = f"95% interval of the mean over the window's {n_w} points (one run)"
             pts.append(point(f"K = {k} {w}", cos, [v] if v is not None else [], iv, digits=2, kind="cos", how=how))
-    agree = ref is not None and all(
-        p["iv"] and p["iv"][0] <= num(ref.get(f"cos_{w}")) <= p["iv"][1]
+    inside = [
+        p["iv"][0] <= num(ref.get(f"cos_{w}")) <= p["iv"][1]
         for p, w in zip(pts[:3], WINDOWS)
-        if num(ref.get(f"cos_{w}")) is not None
-    )
+        if ref is not None and p["iv"] and num(ref.get(f"cos_{w}")) is not None
+    ]
     if ref is not None:
-        said.append("the original code, its own run (K = 10): " + " / ".join(fmt(ref.get(f"cos_{w}"), 2) for w in WINDOWS))
-    return {"points": pts, "note": "; ".join(said), "explained": agree}
+        said.append(f"{REFERENCE} (K = 10): " + " / ".join(fmt(ref.get(f"cos_{w}"), 3) for w in WINDOWS))
+    return {"points": pts, "note": "; ".join(said), "explained": bool(inside) and all(inside)}
 
 
+REFERENCE = "the original code, its own run"  # figure3_descent's reference row (reproduce.figure3)
 WINDOWS = ("plateau", "pre", "post")
 
 
@@ -484,7 +536,12 @@ ROWS = (
     ("Table 5", "delta of tau ~ D^delta at threshold alpha log K [95% interval]", table5, "table5.md"),
     ("Table 6", "% of groups >= 80% / % at 100% / mean candidate accuracy (K = 10, 20)", table6, "tables.md"),
     ("Table 7", "plateau (mean L_seq, steps 100-500, nats) / plateau over log K / tau (K = 10)", table7, "table7.md"),
-    ("Table 8", "max all-succeed lr, min any-fail lr, eta* (the critical learning rate)", table8, "phase_boundary_table8.md seeds_warmup_boundary.md"),
+    (
+        "Table 8",
+        "max all-succeed lr, min any-fail lr, eta* (the critical learning rate)",
+        table8,
+        "phase_boundary_table8.md seeds_warmup_boundary.md",
+    ),
     ("Table 9", "Delta L (nats) of the paper's top heads at Pre and Mid", table9, "tables.md"),
     ("Table 10", "anisotropy / lambda_max on the plateau, the original's estimator", table10, "table10.md"),
     ("Table 11", "gradient dissipation Q", table11, "table11.md"),
@@ -493,13 +550,22 @@ ROWS = (
     ("Figure 2(a)", "tokens to tau in thousands by batch size B (as Table 1)", figure2a, "table1.md"),
     ("Figure 2(b)", "delay tau(p) / tau(0) at label noise p", figure2b, "label_noise.md label_noise_estimator.md"),
     ("Figure 3(a)", "z-dependence onset before the loss onset", figure3a, "figure3_lead.md"),
-    ("Figure 3(b)", "cosine of consecutive displacements by window (plateau, pre, post)", figure3b, "figure3_descent.md"),
+    (
+        "Figure 3(b)",
+        "cosine of consecutive displacements by window (plateau, pre, post)",
+        figure3b,
+        "figure3_descent.md",
+    ),
     ("Figure 4", "delta of tau ~ D^delta [95% interval]", figure4, "table3_fit.md"),
     ("Figure 5", "delta of tau ~ K^delta at fixed D [95% interval]", figure5, "fixed_d_fit.md"),
     ("Claim: plateau at log K", "plateau / log K (mean L_seq, steps 100-500), K sweep", plateau, "table3.md"),
     ("Claim: 3.6x over 7x in lr", "transition width at lr 2e-3 over lr 3e-4 (K = 20)", lr_ratio, "lr_sweep_ratio.md"),
-    ("Claim: ~50% lead", "mean lead fraction of the z-dependence onset over the Ks with a positive lead", lead,
-     "figure3_lead_summary.md"),
+    (
+        "Claim: ~50% lead",
+        "mean lead fraction of the z-dependence onset over the Ks with a positive lead",
+        lead,
+        "figure3_lead_summary.md",
+    ),
     ("Claim: 16x label noise", "delay at p = 0.2", noise, "label_noise_estimator.md label_noise_split.json"),
     ("Claim: 1.8x tokens", "tokens to tau at B = 32 over the fewest at a larger B", tokens, "table1.md"),
     ("Claim: 23x steps", "steps to tau at B = 32 over B = 512", steps_ratio, "table1.md"),

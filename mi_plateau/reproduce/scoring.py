@@ -4,12 +4,10 @@ written as the page writes them, and a point's cell text. The verdict rule is ``
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
-from .verdicts import decimals, fmt, num, point
-
+from .verdicts import fmt, num, point
 
 
 def table_rows(docs: Path, name: str) -> list[dict[str, Any]]:

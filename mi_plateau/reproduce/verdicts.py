@@ -9,9 +9,10 @@ each run's crossing interval. ``judge`` turns it into our interval for one run:
   on the log scale for times and ratios (``LOG_KINDS``), else on the value's own scale (where the
   paper's value is itself a mean of m runs, Table 4, sqrt(1/m + 1/n));
 - n < 3: the same with s from the quantity's pooled spread (``pooled``) over the conditions that
-  have >= 3 runs (named in ``how``; a ratio of two runs' values sqrt 2 times it): on the log scale the pooled sd of log values (a coefficient
-  of variation), else the pooled coefficient of variation times our value; t at the pooled degrees
-  of freedom. No condition with >= 3 runs: no interval, and the verdict says so;
+  have >= 3 runs (named in ``how``; a ratio of two runs' values sqrt 2 times it): on the log
+  scale the pooled sd of log values (a coefficient of variation), else the pooled coefficient of
+  variation times our value; t at the pooled degrees of freedom. No condition with >= 3 runs: no
+  interval, and the verdict says so;
 - each run's crossing interval widens it in quadrature (the root mean square of their half-widths
   on the same scale).
 

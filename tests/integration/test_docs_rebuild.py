@@ -72,10 +72,11 @@ SCRIPT_TABLES = {
     "eval_precision": ("eval_precision",),
     "eval_share": ("eval_share",),
     "precision_check": ("precision_check", "precision_check_runs"),
+    "unrun": ("unrun",),
 }
 # tables read off other committed tables (``reproduce controls``; ``reproduce scorecard``, compared in
 # test_scorecard.py): rebuilt from the committed files
-DERIVED_TABLES = (controls.STEM, "scorecard")
+DERIVED_TABLES = (controls.STEM, "scorecard", "scorecard_points")
 # the other recipes whose logs a rebuild reads: seeds_init sets the fixed-init runs beside its own
 ALSO_READS = {"seeds_init": ("seeds_warmup",)}
 
@@ -241,11 +242,13 @@ def test_the_hessian_tables_equal_their_rebuild_from_the_log(tmp_path, monkeypat
 
 
 def test_the_figure3_tables_equal_their_rebuild_from_the_log(tmp_path, monkeypatch):
-    """Figure 3's lead and descent tables from the committed figure3_log.json alone (no run
-    folders): every table equals the committed one."""
+    """Figure 3's lead and descent tables from the committed figure3_log.json and the original
+    code's own run (the committed reference data) alone (no run folders): every table equals the
+    committed one."""
     docs = tmp_path / "docs"
     docs.mkdir()
     shutil.copy(DOCS / figure3.LOG, docs)
+    shutil.copytree(DOCS / figure3.REFERENCE, docs / figure3.REFERENCE)
     fake_export(monkeypatch)
     monkeypatch.setattr(figure3, "run_entry", None)  # calling it would fail: the rebuild computes nothing
     figure3.run_figure3_recipe(tmp_path / "checkpoints", docs, tmp_path / "analyses", progress=False)

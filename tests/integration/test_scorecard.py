@@ -48,12 +48,11 @@ def test_committed_page_equals_its_rebuild_from_the_committed_artifacts(tmp_path
     for name in sc.SOURCES:
         if (REPRO / name).exists():
             shutil.copy(REPRO / name, docs)
-    sc.write_scorecard(docs)
+    sc.write_scorecard(docs, static=False)
     hint = "(run `mi-plateau reproduce scorecard`)"
     assert (tmp_path / sc.PAGE).read_text() == (DOCS / sc.PAGE).read_text(), f"{sc.PAGE}: the rebuild differs {hint}"
-    for suffix in (".csv", ".json"):
-        ours, committed = (docs / f"{sc.STEM}{suffix}").read_text(), (REPRO / f"{sc.STEM}{suffix}").read_text()
-        assert ours == committed, f"{sc.STEM}{suffix}: the rebuild differs {hint}"
+    for name in (f"{sc.STEM}.csv", f"{sc.STEM}.json", sc.POINTS):
+        assert (docs / name).read_text() == (REPRO / name).read_text(), f"{name}: the rebuild differs {hint}"
 
 
 def test_the_page_has_a_row_per_artifact_and_claim():
@@ -81,7 +80,7 @@ def tiny(tmp_path):
 
 
 def test_a_changed_artifact_changes_its_cell_and_a_missing_one_reads_not_run(tiny):
-    rows, paths = sc.write_scorecard(tiny)
+    rows, paths = sc.write_scorecard(tiny, static=False)
     assert paths[0] == tiny.parent / "scorecard.md" and all(p.exists() for p in paths)
     lr = _row(rows, "Claim: 3.6x over 7x in lr")
     # one run per rate and no pooled spread of the width: no interval, but equal at the paper's decimal
@@ -89,7 +88,7 @@ def test_a_changed_artifact_changes_its_cell_and_a_missing_one_reads_not_run(tin
     assert "K = 3: 475 (n = 1)" in _row(rows, "Table 3")["ours"]
     _write(tiny, "lr_sweep_ratio.json", [{"definition": "paper", "ratio": 2.4}])
     _write(tiny, "table3.json", [{"K": 3, "tau_paper": 500}])
-    rows, _ = sc.write_scorecard(tiny)
+    rows, _ = sc.write_scorecard(tiny, static=False)
     lr = _row(rows, "Claim: 3.6x over 7x in lr")
     assert (lr["ours"], lr["verdict"]) == ("largest over smallest lr: 2.4 (n = 1)", "inconclusive")
     assert "1 run and no pooled spread of width" in lr["why"]
@@ -111,7 +110,10 @@ def test_the_core_tables_and_documents_are_read(tiny):
     kept = lambda p, tau: {"K": 10, "label_noise": p, "kept": {"tau": tau}}  # noqa: E731
     _write(tiny, "label_noise_split.json", {"runs": [kept(0.0, 1000), kept(0.2, 16000)]})
     rows = sc.scorecard(tiny)
-    assert "K = 10, 0.5 tau: 0.0 (n = 1) / 0.0 (n = 1) / 0.154 (n = 1)" in _row(rows, "Table 6")["ours"]
+    assert (
+        "K = 10, 0.5 tau % >= 80: 0.0 (n = 1); K = 10, 0.5 tau % at 100: 0.0 (n = 1); "
+        "K = 10, 0.5 tau mean acc: 0.154 (n = 1)" in _row(rows, "Table 6")["ours"]
+    )
     assert _row(rows, "Claim: 16x label noise")["ours"] == "p = 0.2: 16.0 (n = 1)"
 
 
@@ -168,8 +170,11 @@ def test_a_run_short_of_its_crossing_is_censored_not_a_gap(tiny):
 
 def test_seeds_in_the_k_sweep_pool_into_every_tau_point(tiny):
     """Three seeds at two Ks give tau its pooled spread: a K with one run then has an interval."""
-    rows = [{"K": k, "tau_paper": t, "status": "finished", "run": f"K{k}_seed{i}"} for k, ts in
-            ((5, (950, 1000, 900)), (10, (2050, 1800, 1875))) for i, t in enumerate(ts)]
+    rows = [
+        {"K": k, "tau_paper": t, "status": "finished", "run": f"K{k}_seed{i}"}
+        for k, ts in ((5, (950, 1000, 900)), (10, (2050, 1800, 1875)))
+        for i, t in enumerate(ts)
+    ]
     rows.append({"K": 20, "tau_paper": 4250, "status": "finished", "run": "K20_seed0"})
     _write(tiny, "table3.json", rows)
     sp = sc.spreads(tiny)["tau"]
@@ -177,4 +182,8 @@ def test_seeds_in_the_k_sweep_pool_into_every_tau_point(tiny):
     _, pts = sc.judged_rows(tiny)
     k20 = next(p for p in pts if p["artifact"] == "Table 3" and p["label"] == "K = 20")
     assert k20["n"] == 1 and k20["lo"] < 4250 < k20["hi"] and "pooled sd of log tau" in k20["note"]
-    assert k20["verdict"] == "differs"  # the paper's 3,950 lies below 4,250's interval at these spreads
+    assert k20["verdict"] == "consistent"  # the paper's 3,950 lies inside 4,250's interval at these spreads
+    rows[-1]["tau_paper"] = 6000
+    _write(tiny, "table3.json", rows)
+    k20 = next(p for p in sc.judged_rows(tiny)[1] if p["artifact"] == "Table 3" and p["label"] == "K = 20")
+    assert k20["verdict"] == "differs" and k20["note"].endswith("half-widths")

@@ -122,6 +122,21 @@ def test_figure3_draws_only_the_panels_asked():
         figure3_paper(d, "c")
 
 
+def test_figure3_draws_the_originals_panel_where_a_run_has_its_series():
+    from mi_plateau.figures import figure3_paper
+
+    a = [{"step": 0, "Lc_over_logK": 1.0, "zgap_over_logK": 0.0}]
+    orig = [{"step": 50, "first_loss_over_logK": 1.5, "zgap_over_logK": 0.01}]
+    d = {"K=10": {"a": a, "a_original": orig, "onsets": {}, "b": [], "windows": {}}}
+    titles = [x.text for x in figure3_paper(d).layout.annotations]
+    assert [t[:8] for t in titles] == ["(a) the ", "(a) ours", "(b) cohe"]
+    d["K=10"]["a_original"] = []  # a run whose records keep no first-token training loss
+    assert [x.text[:8] for x in figure3_paper(d).layout.annotations] == ["(a) ours", "(b) cohe"]
+    ref = {"the original code": {"b": [{"step": 400, "cos_smooth": 0.2}], "windows": {"tau": 2600}, "reference": True}}
+    fig = figure3_paper({**d, **ref}, "b")
+    assert fig.data[-1].name == "the original code: cos (5-point mean)" and fig.data[-1].line.dash == "dash"
+
+
 @pytest.fixture
 def toy_score():
     """A per-head score declared for one test (passes.head_scores, as docs/design.md shows),

@@ -29,7 +29,9 @@ def test_three_runs_give_the_prediction_interval_on_the_log_scale_for_times():
     half = T2 * statistics.stdev(ys) * math.sqrt(1 + 1 / 3)
     j = _judge("K = 10", 1850, vals, kind="tau")
     assert j["est"] == pytest.approx(math.exp(statistics.fmean(ys)))
-    assert (j["lo"], j["hi"]) == pytest.approx((math.exp(statistics.fmean(ys) - half), math.exp(statistics.fmean(ys) + half)))
+    assert (j["lo"], j["hi"]) == pytest.approx(
+        (math.exp(statistics.fmean(ys) - half), math.exp(statistics.fmean(ys) + half))
+    )
     assert j["n"] == 3 and j["how"] == "prediction interval over 3 runs"
     assert j["hi"] / j["lo"] < 2 and j["verdict"] == vd.CONSISTENT  # 1.94x wide, 1,850 inside
 
@@ -137,7 +139,7 @@ def test_a_row_takes_its_most_severe_point_and_counts_them():
     v, why = vd.row_verdict(pts)
     assert v == vd.DIFFERS
     assert why.startswith("1 differs, 1 inconclusive, 1 consistent, 1 not run (of 4 points); b: ours / paper 0.67")
-    assert vd.row_verdict(pts[:1] + pts[2:]) [0] == vd.INCONCLUSIVE
+    assert vd.row_verdict(pts[:1] + pts[2:])[0] == vd.INCONCLUSIVE
     assert vd.row_verdict([pts[0]]) == (vd.CONSISTENT, "1 consistent (of 1 points)")
     assert vd.row_verdict([pts[3]]) == (vd.NOT_RUN, "no number of ours yet")
     assert vd.row_verdict([], agree=[True, True]) == (vd.SAME, "the paper's verdict or sign in 2 of 2 cases")
