@@ -38,7 +38,7 @@ from .checkpoints import Run, RunError, RunLock
 from .config import RunConfig, layout_for, validate
 from .devices import check_precision
 from .devices import resolve as resolve_device
-from .train import Member, batch_loss, open_config
+from .train import Member, batch_loss, open_config, require_tracker
 from .train.stack import Stack
 
 
@@ -204,6 +204,7 @@ def train_batched(
         if cfg is not None:
             validate(cfg)
             check_precision(dev, cfg.train.precision)
+            require_tracker(cfg)
         if run.path.is_symlink():
             raise RunError(f"{run.path}: is a symbolic link; give the run folder itself")
     if items:
@@ -214,7 +215,10 @@ def train_batched(
         # every folder checked before any is written: a refusal of the last leaves the first untouched
         check_batchable([open_config(cfg, run, resume, argv, dev, write=False) for (cfg, _), run in zip(items, runs)])
         cfgs = [open_config(cfg, run, resume, argv, dev) for (cfg, _), run in zip(items, runs)]
-        members = [Member(c, r, dev) for c, r in zip(cfgs, runs)]
+        members = []
+        for c, r in zip(cfgs, runs):
+            members.append(Member(c, r, dev))
+            stack.callback(members[-1].close)  # each run's tracker logs into its own folder
         train_members(members, progress=progress)
     return runs
 

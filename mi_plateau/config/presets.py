@@ -143,7 +143,9 @@ def extends(stored: RunConfig, cfg: RunConfig) -> bool:
     the training state, so a run continued under a wider spacing records a subset of the
     checkpoints the dense run would have, with the same values (also one that finished at the
     old cap). Another ``eval.live_groups`` too: the live subset changes which estimates are
-    recorded, never the weights, and the settled crossings are the full set's either way."""
+    recorded, never the weights, and the settled crossings are the full set's either way. And
+    another ``train.log``: a tracker reads the records after they are written, and touches nothing
+    that trains."""
     t, old = cfg.train, stored.train
     same = dataclasses.replace(
         cfg,
@@ -152,6 +154,7 @@ def extends(stored: RunConfig, cfg: RunConfig) -> bool:
             t,
             max_steps=old.max_steps,
             ckpt_every_max=old.ckpt_every_max,
+            log=old.log,
             precision=old.precision if t.precision == "auto" else t.precision,
         ),
         eval=dataclasses.replace(cfg.eval, live_groups=stored.eval.live_groups),
@@ -164,14 +167,15 @@ def extends(stored: RunConfig, cfg: RunConfig) -> bool:
 def run_name(cfg: RunConfig) -> str:
     """<preset>_K<K>_nb<n_b>_s<seed>, plus a short hash of the settings that differ from the
     preset when some do (only those: a setting added to the config later, at its default, leaves
-    every name as it was)."""
+    every name as it was; ``train.log`` never counts, a tracker changes nothing the run trains)."""
     import hashlib
     import json
 
     t = cfg.task
     name = f"{cfg.preset}_K{t.K}_nb{t.n_b}_s{t.data_seed}"
     try:
-        base = with_overrides(preset(cfg.preset), {"K": t.K, "n_b": t.n_b, "seed": t.data_seed}).to_dict()
+        given = {"K": t.K, "n_b": t.n_b, "seed": t.data_seed, "train.log": cfg.train.log}
+        base = with_overrides(preset(cfg.preset), given).to_dict()
         mine = cfg.to_dict()
         diff = {
             f"{sec}.{k}": v

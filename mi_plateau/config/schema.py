@@ -181,6 +181,15 @@ class TrainConfig:
         bounds=Bounds(ge=-1),
         note="a checkpoint step, or -1 for the last",
     )
+    log: str = setting(
+        "none",
+        choices=("none", "tensorboard", "wandb"),
+        alias="log",
+        flag="--log",
+        help="where each checkpoint's record and crossings are also logged: none (default), tensorboard (event files "
+        "in <run>/tb/) or wandb (a W&B run in <run>/wandb/, offline unless WANDB_MODE says otherwise); the training is "
+        "the same either way (train.tracking)",
+    )
 
 
 @dataclass(frozen=True)
@@ -206,8 +215,8 @@ class EvalConfig:
         bounds=NON_NEGATIVE,
         note="0 = every evaluation group",
         help="while training, L_seq is scored on this many seeded evaluation groups (an estimate with its standard "
-        "error), the first-token family on every group; each crossing is settled on the full set afterwards where the "
-        "estimate cannot decide it (checkpoints.settle). 0 scores every group at every checkpoint",
+        "error: each crossing an estimate with its interval), the first-token family on every group; `mi-plateau "
+        "settle` scores a crossing's interval on the full set on request. 0 scores every group at every checkpoint",
     )
     width_hi: float = setting(
         0.95,

@@ -111,10 +111,10 @@ def _noise_run(o: RunOptions) -> dict[str, Any]:
 def _page_builders(name: str):
     """(the artifacts it reads, the function that writes it) of a recipe built from committed tables."""
     if name == "controls":
-        from .controls import SOURCES, write_controls
+        from ..scorecard.controls import SOURCES, write_controls
 
         return SOURCES, write_controls
-    from .scorecard import SOURCES, write_scorecard
+    from ..scorecard import SOURCES, write_scorecard
 
     return SOURCES, write_scorecard
 

@@ -12,7 +12,8 @@ so an interrupted run continues exactly as if it had not stopped.
 
 Layout: ``step`` (the update and its parts), ``rules`` (checkpoint spacing, stopping),
 ``init_from`` (starting from another run's weights), ``member`` (the run being trained),
-``folder`` (opening a run folder, raising its step cap), ``loop`` (``train``).
+``folder`` (opening a run folder, raising its step cap), ``loop`` (``train``), ``tracking``
+(each checkpoint logged to TensorBoard or W&B, ``train.log``).
 """
 
 from .folder import open_config
@@ -30,11 +31,13 @@ from .step import (
     optimizer_tensors,
     train_step,
 )
+from .tracking import checkpoint_scalars, open_tracker, require_tracker
 
 __all__ = [
     "Member",
     "apply_update",
     "batch_loss",
+    "checkpoint_scalars",
     "first_token_loss",
     "init_source",
     "load_init",
@@ -43,7 +46,9 @@ __all__ = [
     "make_optimizer",
     "next_interval",
     "open_config",
+    "open_tracker",
     "optimizer_tensors",
+    "require_tracker",
     "should_stop",
     "train",
     "train_step",

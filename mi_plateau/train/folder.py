@@ -104,7 +104,7 @@ def _write_raised_cap(cfg: RunConfig, run: Run, device: torch.device | None) -> 
     config.json that only raises the recorded cap: the readers accept it, the next resume
     finishes the write."""
     if run.exists():
-        Member(cfg, run, device)  # its checks only; a folder with a manifest gets no checkpoint from it
+        Member(cfg, run, device, track=False)  # its checks only; a folder with a manifest gets no checkpoint
     atomic_write_json(run.path / "config.json", cfg.to_dict())
     if run.exists():
         m = run.manifest()

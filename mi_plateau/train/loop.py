@@ -16,6 +16,7 @@ from ..devices import resolve as resolve_device
 from .folder import open_config
 from .member import Member
 from .step import train_step
+from .tracking import require_tracker
 
 
 def train(
@@ -33,17 +34,22 @@ def train(
     config is used; a different `cfg` is refused). Without it, an existing run is refused.
     ``device``: where the model, the optimizer and the evaluation live (``devices.resolve``:
     "auto" takes a GPU when there is one); the folder holds CPU tensors whatever it is.
+    ``train.log``: each checkpoint is also logged to that tracker, in the run folder (``tracking``).
     """
     dev = resolve_device(device)
     run = Run(out)
     if cfg is not None:
         validate(cfg)  # before the lock creates the folder
         check_precision(dev, cfg.train.precision)
+        require_tracker(cfg)  # a tracker's package (train.log)
     if run.path.is_symlink():
         raise RunError(f"{run.path}: is a symbolic link; give the run folder itself")
     with RunLock(run.path):
         member = Member(open_config(cfg, run, resume, argv, dev), run, dev)
-        _train_loop(member, progress=progress)
+        try:
+            _train_loop(member, progress=progress)
+        finally:
+            member.close()
     return run
 
 

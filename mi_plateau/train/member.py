@@ -31,6 +31,7 @@ from ..task import make_eval_set, make_sampler, make_task
 from .init_from import load_init
 from .rules import next_interval, run_over
 from .step import load_optimizer, lr_at, make_optimizer, optimizer_tensors
+from .tracking import checkpoint_scalars, open_tracker
 
 
 def diverged_quantity(record: dict) -> str | None:
@@ -49,9 +50,11 @@ class Member:
     the folder's last checkpoint if it has one; ``after_step`` counts a step and writes the
     checkpoint when one is due. The single-run trainer drives one, the batched trainer several
     (``batched``). The caller holds the folder's lock. ``device``: where its model, optimizer
-    and evaluation live (the CPU by default)."""
+    and evaluation live (the CPU by default). ``track``: log each checkpoint it writes to the
+    tracker ``train.log`` names (``tracking``; False for a Member made only for its checks);
+    ``close`` closes that tracker."""
 
-    def __init__(self, cfg: RunConfig, run: Run, device: torch.device | None = None):
+    def __init__(self, cfg: RunConfig, run: Run, device: torch.device | None = None, *, track: bool = True):
         from ..devices import check_precision, configure
         from ..model import build_model
 
@@ -82,6 +85,8 @@ class Member:
         self.running, self.n_run, self.norms = 0.0, 0, []
         self.firsts: list[float] = []  # the first-token loss of each step since the last checkpoint (single run)
         self.last_batch: torch.Tensor | None = None
+        # opened before the first checkpoint it logs; a resumed run logs only what it writes from here
+        self.tracker = open_tracker(cfg, run, self.step) if track and not self.done else None
         if not self.done:
             if self.step == 0 and not self.records:
                 self.checkpoint(0, None)
@@ -175,8 +180,16 @@ class Member:
             summarize(cfg, self.records) if self.done else None,
             eval_s=eval_s,
         )
+        if self.tracker is not None:  # after the commit: what it logs is what the folder holds
+            self.tracker.log(step, checkpoint_scalars(cfg, self.records))
         if self.done:
             self.finish()
+
+    def close(self) -> None:
+        """Flush and close the tracker, if there is one (the trainers call it however training ends)."""
+        if self.tracker is not None:
+            self.tracker.close()
+            self.tracker = None
 
     def finish(self) -> None:
         """Put the finished run's summary (``Run.summary``'s) in the manifest: every crossing the

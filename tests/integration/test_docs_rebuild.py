@@ -31,10 +31,10 @@ from pathlib import Path
 import pytest
 from conftest import fake_export
 
-import mi_plateau.reproduce.controls as controls
 import mi_plateau.reproduce.figure3 as figure3
 import mi_plateau.reproduce.hessian as hessian
 import mi_plateau.reproduce.noise_estimator as noise_estimator
+import mi_plateau.scorecard.controls as controls
 from mi_plateau.reproduce import recipe_sweep, run_sweep_recipe
 from mi_plateau.sweeps import RunOptions
 

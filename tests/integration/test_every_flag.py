@@ -534,6 +534,7 @@ EXPECT: dict[tuple[str, str], Proof] = {
     ("train", "--precision"): config_flag("--precision", "bf16", lambda c: c.train.precision == "bf16"),
     ("train", "--batch-size"): config_flag("--batch-size", "32", lambda c: c.train.batch_size == 32),
     ("train", "--max-steps"): config_flag("--max-steps", "60", lambda c: c.train.max_steps == 60),
+    ("train", "--log"): config_flag("--log", "tensorboard", lambda c: c.train.log == "tensorboard"),
     ("train", "--alpha"): config_flag("--alpha", "0.3", lambda c: c.eval.alpha == 0.3),
     ("train", "--set"): config_flag("--set", "train.warmup_steps=7", lambda c: c.train.warmup_steps == 7),
     ("train", "--out"): train_flag(lambda t: ["--out", t.tmp / "r"], lambda a, k: a[1].name == "r"),

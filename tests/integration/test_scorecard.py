@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+import mi_plateau.scorecard as sc
 from mi_plateau.cli import main
-from mi_plateau.reproduce import scorecard as sc
-from mi_plateau.reproduce import verdicts as vd
+from mi_plateau.scorecard import verdicts as vd
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 REPRO = DOCS / "reproduction"

@@ -23,7 +23,7 @@ STAGES = [
     ("tabular", "figures"),
     ("report",),
     ("api", "sweeps", "selfcheck"),
-    ("reproduce", "bench"),
+    ("reproduce", "scorecard", "bench"),
     ("commands", "cli", "__main__", "__init__"),
 ]
 RANK = {name: i for i, names in enumerate(STAGES) for name in names}

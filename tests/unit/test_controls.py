@@ -11,7 +11,7 @@ import pytest
 from mi_plateau import paper
 from mi_plateau.checkpoints import RunError
 from mi_plateau.cli import main
-from mi_plateau.reproduce.controls import table12, write_controls
+from mi_plateau.scorecard.controls import table12, write_controls
 
 
 def _write(docs: Path, name: str, rows) -> None:

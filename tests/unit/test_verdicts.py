@@ -1,4 +1,4 @@
-"""The scorecard's verdict rule (mi_plateau/reproduce/verdicts.py) on hand-built points: each
+"""The scorecard's verdict rule (mi_plateau/scorecard/verdicts.py) on hand-built points: each
 verdict once, the prediction interval against its formula written out, the pooled spread by hand,
 and a row's verdict from its points."""
 
@@ -9,8 +9,8 @@ import statistics
 
 import pytest
 
-from mi_plateau.reproduce import verdicts as vd
-from mi_plateau.reproduce.verdicts import point
+from mi_plateau.scorecard import verdicts as vd
+from mi_plateau.scorecard.verdicts import point
 
 T2, T4 = 4.302652729911275, 2.7764451051977987  # t(0.975) at 2 and 4 degrees of freedom
 
