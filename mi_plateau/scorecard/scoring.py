@@ -68,6 +68,7 @@ def pairs(
     n: Any = None,
     ratio_of: Any = False,
     names: tuple = (),
+    digits: Any = None,
     **where,
 ):
     """A reader of the paper's ``refs`` (by key; a tuple read at each field's position) against the
@@ -75,10 +76,15 @@ def pairs(
     by ``how``, with ``n`` the field of the runs behind it); ``kind``: the quantity (one per field
     where a tuple), for its pooled spread and scale; ``ratio_of``: a ratio of two runs' values of
     that kind (one flag per field where a tuple); ``names``: each field's name in the points' labels
-    (by position, where a row compares several)."""
+    (by position, where a row compares several); ``digits``: the decimals the paper prints where its
+    repr drops a trailing zero (1.20): a number, one per field position, or a function of the value."""
     fields = [(None, fields)] if isinstance(fields, str) else [(i, f) for i, f in enumerate(fields) if f]
     kinds = (lambda i: kind[i]) if isinstance(kind, tuple) else (lambda i: kind)
     ratios = (lambda i: ratio_of[i]) if isinstance(ratio_of, tuple) else (lambda i: ratio_of)
+
+    def places(i: int, v: Any) -> int | None:
+        d = digits[i] if isinstance(digits, tuple) else digits
+        return d(v) if callable(d) else d
 
     def read(docs: Path) -> dict[str, Any]:
         rows = table_index(docs, name, *keys, **where)
@@ -90,6 +96,7 @@ def pairs(
                 r if i is None else r[i],
                 [at(k, f)],
                 iv and (at(k, iv[0]), at(k, iv[1])),
+                places(i or 0, r if i is None else r[i]),
                 kind=kinds(i or 0),
                 ratio_of=ratios(i or 0),
                 how=how,

@@ -7,6 +7,7 @@ three runs.
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from .. import paper
 from ..reproduce.records import NO_CURVES
 from . import verdicts as vd
 from .scoring import core_rows, fmt, k_list, num, pairs, table_index, table_rows
-from .verdicts import Pooled, point, pooled
+from .verdicts import Pooled, decimals, point, pooled
 
 TABLE6_TARGETS = ("0.25 tau", "0.5 tau", "1 tau", "1.5 tau")  # Table 6's rows, in paper.TABLE6's order
 
@@ -51,6 +52,7 @@ table5 = pairs(
     kind="slope",
     how="95% bootstrap over runs",
     n="n",
+    digits=2,  # the paper prints 1.20
     definition="paper",
 )
 table7 = pairs(
@@ -68,6 +70,7 @@ table10 = pairs(
     ("anisotropy_original", "lambda_max_original"),
     kind=("anisotropy", "lambda"),
     names=("anisotropy", "lambda_max"),
+    digits=(0, 2),  # the paper prints 5.90
     note=lambda rows: "; ".join(
         x
         for x in (
@@ -84,6 +87,7 @@ table11 = pairs(
     "K = {}, lr {:g}",
     ("K", "lr"),
     kind="Q",
+    digits=lambda v: 2 if v < 10 else 1,  # the paper prints 9.90 and 16.4
     note=lambda rows: (
         "ours, windowed by the evaluation set's swap gap (Q): "
         + "; ".join(f"K = {k[0]}, lr {k[1]:g}: {fmt(r['Q'])}" for k, r in rows.items() if num(r.get("Q")) is not None)
@@ -149,9 +153,18 @@ def seed_rows(docs: Path, table: str) -> list[dict[str, Any]]:
     """``reproduce core``'s rows of ``table`` (table6, table9) and the other seeds' from
     ``seeds_tables.json`` (analyses/seeds_tables.py), paper definition."""
     core = core_rows(docs, table)
-    names = {r.get("run") for r in core}
-    more = [r for r in table_rows(docs, "seeds_tables.json") if r.get("table") == table and r.get("run") not in names]
+    seeds = {(r.get("K"), _seed(r)) for r in core}  # a data seed counts once, whichever table holds it
+    more = [r for r in table_rows(docs, "seeds_tables.json") if r.get("table") == table]
+    more = [r for r in more if (r.get("K"), _seed(r)) not in seeds]
     return [r for r in core + more if r.get("definition") == "paper"]
+
+
+def _seed(row: dict[str, Any]) -> Any:
+    """A row's data seed: its ``seed`` column, else its run name's ``_s<seed>``."""
+    if row.get("seed") is not None:
+        return row["seed"]
+    m = re.search(r"_s(\d+)(?:_|$)", str(row.get("run")))
+    return int(m.group(1)) if m else row.get("run")
 
 
 def _by(rows: list[dict[str, Any]], keys: tuple[str, ...], field: str, what: str) -> dict[str, list]:
@@ -223,7 +236,18 @@ def table4(docs: Path) -> dict[str, Any]:
     rows, pts, part, sd = table_index(docs, "phase_boundary_table4.json", "K", "lr", definition="paper"), [], [], []
     for (_, k, lr), (mean, _) in paper.TABLE4.items():
         r, name = rows.get((k, lr), {}), f"K = {k}, lr {lr:g}"
-        pts.append(point(name, mean, [] if r.get("undecided") else r.get("widths") or [], kind="width", of_mean=3))
+        wait = f"{r['undecided']} of {r.get('runs') or 3} seeds undecided" if r.get("undecided") else ""
+        pts.append(
+            point(
+                name,
+                mean,
+                [] if wait else r.get("widths") or [],
+                kind="width",
+                of_mean=3,
+                pending=wait,
+                how="prediction interval for a mean of 3 runs (geometric mean, log scale)",
+            )
+        )
         if r.get("widths") and r.get("undecided"):
             part.append(f"{name}: {' / '.join(map(fmt, r['widths']))}, {r['undecided']} seeds undecided")
         if num(r.get("std_width")) is not None and not r.get("undecided"):
@@ -246,8 +270,10 @@ def table6(docs: Path) -> dict[str, Any]:
         range(2, 5), ("ge80_pct", "eq100_pct", "mean_acc"), ("pct", "pct", "acc"), ("% >= 80", "% at 100", "mean acc")
     )
     fields = list(fields)
+    # the paper's K = 20 rows sit at 48% and 73% of tau: ours at 0.5 tau; 0.73 tau is not a checkpoint of ours
+    label = {(20, "0.5 tau"): "0.48 tau (ours: 0.5 tau)", (20, "0.75 tau"): "0.73 tau (not among our checkpoints)"}
     pts = [
-        point(f"K = {K}, {t} {name}", ref[i], of(K, t, f), kind=kind)
+        point(f"K = {K}, {label.get((K, t), t)} {name}", ref[i], of(K, t, f), kind=kind)
         for K, targets in ((10, TABLE6_TARGETS), (20, ("0.5 tau", "0.75 tau")))
         for t, ref in zip(targets, paper.TABLE6[K])
         for i, f, kind, name in fields
@@ -262,12 +288,18 @@ def table8(docs: Path) -> dict[str, Any]:
     )
     undecided = ", ".join(str(k) for k, r in rows.items() if any(r.get("undecided") or []))
     fields = (("max all-succeed", "max_all_succeed"), ("min any-fail", "min_any_fail"), ("eta*", "eta_star"))
+    figures = lambda v: 1 - math.floor(math.log10(v))  # the paper prints two figures: 1.0e-2, 8.4e-3
+
+    def pt(k: int, ref: tuple, i: int, name: str, f: str) -> dict[str, Any]:
+        r = rows.get(k, {})
+        wait = f"{sum(bool(u) for u in r['undecided'])} lr(s) undecided" if any(r.get("undecided") or []) else ""
+        iv = (r.get("max_all_succeed"), r.get("min_any_fail")) if f == "eta_star" else None
+        how = "our bracket: max all-succeed to min any-fail" if iv else ""
+        val = [] if wait else [r.get(f)]
+        return point(f"K = {k} {name}", ref[i], val, iv, figures(ref[i]), kind="eta", pending=wait, how=how)
+
     return {
-        "points": [
-            point(f"K = {k} {name}", ref[i], [rows.get(k, {}).get(f)], kind="eta")
-            for k, ref in paper.TABLE8.items()
-            for i, (name, f) in enumerate(fields)
-        ],
+        "points": [pt(k, ref, i, name, f) for k, ref in paper.TABLE8.items() for i, (name, f) in enumerate(fields)],
         "note": k_list(variant, "eta_star", "our variant (500 warm-up steps, crossing tau, 20,000-step budget): eta* "),
         "missing": f"no eta* yet: undecided runs at K = {undecided}" if undecided else "",
     }
@@ -277,7 +309,8 @@ def table9(docs: Path) -> dict[str, Any]:
     rows = seed_rows(docs, "table9")
     dl = lambda k, ph, h: [r.get("dL") for r in rows if (r.get("K"), r.get("phase"), r.get("head")) == (k, ph, h)]
     heads = [(k, ph, h, v) for k, phs in paper.TABLE9.items() for ph, hs in phs.items() for h, v in hs]
-    pts = [point(f"K = {k} {ph} {h}", v, dl(k, ph, h), kind="dL") for k, ph, h, v in heads]
+    # the paper prints 1.30: two decimals at least; a run whose top 4 heads lack the paper's head has no value
+    pts = [point(f"K = {k} {ph} {h}", v, dl(k, ph, h), digits=max(decimals(v), 2), kind="dL") for k, ph, h, v in heads]
     firsts = [r for r in rows if r.get("rank") == 1 and r.get("phase") != "Post"]
     top = ", ".join(f"K = {r.get('K')} {r.get('phase')} {r.get('head')}" for r in firsts)
     return {"points": pts, "note": f"our top head: {top}" if top else ""}

@@ -17,12 +17,13 @@ each run's crossing interval. ``judge`` turns it into our interval for one run:
   on the same scale).
 
 The verdict of a point, first that applies:
-*not run* (no number of ours); *consistent* where no interval exists but ours equals the paper's
-value to its printed decimals; *inconclusive*: censored (our runs stopped before the quantity could
-reach the paper's value; a bound already past it *differs*), no interval (one run, no pooled
-spread), or an interval spanning more than a factor 2; *consistent*: the paper's value inside our
-interval (its ends rounded to the decimals the paper prints); *differs* (ours / paper and the
-distance in interval half-widths), or *differs, explained* where a committed measurement says why.
+*not run* (no number of ours); *inconclusive*: censored (our runs stopped, or have not decided,
+before the quantity could reach the paper's value; a bound already past it *differs*), or no
+interval (one run, no pooled spread); *differs* (ours / paper and the distance in interval
+half-widths), or *differs, explained* where a committed measurement says why: the paper's value
+outside our interval (its ends rounded to the decimals the paper prints), however wide;
+*inconclusive*: inside an interval whose ends differ by more than a factor 2 (log-scale
+quantities); *consistent*: inside.
 A row's verdict is its points' most severe (``SEVERITY``), with the count of each; the paper's
 yes/no claims read *same verdict* or *other verdict*.
 """
@@ -120,6 +121,7 @@ def point(
     note: str = "",
     of_mean: int = 1,
     ratio_of: bool = False,
+    pending: str = "",
 ) -> dict[str, Any]:
     """One comparison: the paper's ``ref`` and ours, one value per run (``ours``), or one estimate
     with its 95% ``interval`` (``how`` names it; ``n`` the runs or Ks behind it); ``kind`` the
@@ -127,6 +129,7 @@ def point(
     ``censored`` our lower bound where the runs stopped before the quantity was reached;
     ``of_mean``: the paper's value is a mean of this many runs (the interval is for such a mean);
     ``ratio_of``: the value is a ratio of two runs' values of ``kind`` (a pooled spread sqrt 2 wider);
+    ``pending``: what our runs have not decided yet, where they have no value (censored);
     compared at ``digits`` decimals (default: those the paper prints)."""
     vals = [x for x in map(num, ours) if x is not None]
     iv = tuple(map(num, interval)) if interval and None not in map(num, interval) else None
@@ -145,6 +148,7 @@ def point(
         "note": note,
         "of_mean": of_mean,
         "ratio_of": ratio_of,
+        "pending": pending,
     }
 
 
@@ -160,6 +164,8 @@ def judge(p: dict[str, Any], spreads: dict[str, Pooled] | None = None, explained
     out = {**p, "est": None, "lo": None, "hi": None, "verdict": NOT_RUN, "distance": ""}
     if p["ref"] is None:
         return out | {"verdict": NOT_RUN, "distance": "the paper prints no number here"}
+    if not p["vals"] and p.get("pending"):  # runs that exist but have not decided the quantity yet
+        return out | {"verdict": INCONCLUSIVE, "distance": f"censored: {p['pending']}"}
     if not p["vals"] and p["censored"] is None:
         return out
     if not p["vals"]:  # only a bound: our runs stopped before the quantity was reached
@@ -193,17 +199,19 @@ def judge(p: dict[str, Any], spreads: dict[str, Pooled] | None = None, explained
                 how += "; widened by the crossing intervals"
         lo, hi = (back(m - half), back(m + half)) if half is not None else (None, None)
     out |= {"est": back(m), "lo": lo, "hi": hi, "how": how}
-    d = p["digits"]
-    if lo is None and round(out["est"], d) == p["ref"]:  # no spread known, but equal to the printed decimals
-        return out | {"verdict": CONSISTENT, "distance": "equal at the paper's decimals (no interval)"}
     if lo is None:
         why = f"{n} run{'s' if n > 1 else ''} and no pooled spread of {p['kind'] or 'this quantity'}"
         return out | {"verdict": INCONCLUSIVE, "distance": why}
-    if lo > 0 and hi > WIDE * lo:
-        return out | {"verdict": INCONCLUSIVE, "distance": f"our interval spans {hi / lo:.1f}x"}
-    if round(lo, d) <= p["ref"] <= round(hi, d):
-        return out | {"verdict": CONSISTENT}
-    return out | {"verdict": EXPLAINED if explained else DIFFERS, "distance": _distance(p["ref"], out, log, fwd)}
+    d = p["digits"]
+    if not round(lo, d) <= p["ref"] <= round(hi, d):  # outside: a difference, however wide the interval
+        return out | {"verdict": EXPLAINED if explained else DIFFERS, "distance": _distance(p["ref"], out, log, fwd)}
+    if log and hi > WIDE * lo:  # inside, but an interval this wide decides nothing
+        span = hi / lo
+        return out | {
+            "verdict": INCONCLUSIVE,
+            "distance": f"our interval spans {span:.1f}x" if span < 100 else "our interval spans over 100x",
+        }
+    return out | {"verdict": CONSISTENT}
 
 
 def _distance(ref: float, j: dict[str, Any], log: bool, fwd) -> str:

@@ -72,6 +72,7 @@ SCRIPT_TABLES = {
     "eval_precision": ("eval_precision",),
     "eval_share": ("eval_share",),
     "precision_check": ("precision_check", "precision_check_runs"),
+    "seeds_tables": ("seeds_tables",),
     "unrun": ("unrun",),
 }
 # tables read off other committed tables (``reproduce controls``; ``reproduce scorecard``, compared in

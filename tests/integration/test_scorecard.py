@@ -83,8 +83,8 @@ def test_a_changed_artifact_changes_its_cell_and_a_missing_one_reads_not_run(tin
     rows, paths = sc.write_scorecard(tiny, static=False)
     assert paths[0] == tiny.parent / "scorecard.md" and all(p.exists() for p in paths)
     lr = _row(rows, "Claim: 3.6x over 7x in lr")
-    # one run per rate and no pooled spread of the width: no interval, but equal at the paper's decimal
-    assert (lr["ours"], lr["n"], lr["verdict"]) == ("largest over smallest lr: 3.59 (n = 1)", "1", "consistent")
+    # one run per rate and no pooled spread of the width: no interval, so nothing decided
+    assert (lr["ours"], lr["n"], lr["verdict"]) == ("largest over smallest lr: 3.59 (n = 1)", "1", "inconclusive")
     assert "K = 3: 475 (n = 1)" in _row(rows, "Table 3")["ours"]
     _write(tiny, "lr_sweep_ratio.json", [{"definition": "paper", "ratio": 2.4}])
     _write(tiny, "table3.json", [{"K": 3, "tau_paper": 500}])

@@ -61,6 +61,8 @@ def test_the_paper_value_is_compared_at_its_printed_decimals():
     vals = [3.55, 3.56, 3.57, 3.56]  # the interval ends round to 3.6 at one decimal
     assert _judge("r", 3.6, vals, kind="plateau")["verdict"] == vd.CONSISTENT
     assert _judge("r", 3.6, vals, kind="plateau", digits=2)["verdict"] == vd.DIFFERS
+    # a linear quantity has no factor-2 rule: an interval around zero decides by inside / outside
+    assert _judge("cos", 0.0, [0.1, -0.1, 0.05], kind="cos")["verdict"] == vd.CONSISTENT
 
 
 def test_a_fit_reads_its_own_interval():
@@ -119,9 +121,19 @@ def test_no_interval_or_a_wide_one_or_a_censored_one_is_inconclusive():
     assert _judge("K = 36", 8750, censored=12000)["verdict"] == vd.DIFFERS
 
 
-def test_equal_at_the_printed_decimals_is_consistent_without_an_interval():
+def test_without_an_interval_even_an_equal_value_decides_nothing():
     j = _judge("0.25 tau", 0.0, [0.0], kind="pct")
-    assert j["verdict"] == vd.CONSISTENT and "no interval" in j["distance"]
+    assert j["verdict"] == vd.INCONCLUSIVE and j["distance"] == "1 run and no pooled spread of pct"
+
+
+def test_outside_a_wide_interval_still_differs():
+    j = _judge("B = 128", 30000, [500, 1000, 1500], kind="tau")
+    assert j["hi"] / j["lo"] > 2 and j["hi"] < 30000 and j["verdict"] == vd.DIFFERS
+
+
+def test_runs_that_have_not_decided_the_quantity_are_censored():
+    j = _judge("K = 10, lr 0.003", 5950, pending="2 of 3 seeds undecided", kind="width")
+    assert (j["verdict"], j["distance"]) == (vd.INCONCLUSIVE, "censored: 2 of 3 seeds undecided")
 
 
 def test_no_number_of_ours_is_not_run():
