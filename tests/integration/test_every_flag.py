@@ -396,7 +396,7 @@ def recipe_dry(t: T, recipe: str, *argv) -> str:
 
 def reproduce_dry_run(t: T) -> None:
     out = recipe_dry(t, "k_sweep")
-    assert "10 runs" in out and not (t.tmp / "ck").exists() and not (t.tmp / "docs").exists()
+    assert "16 runs" in out and not (t.tmp / "ck").exists() and not (t.tmp / "docs").exists()
     assert recipe_options(t, "k_sweep").dry_run is False
 
 
@@ -414,7 +414,7 @@ def reproduce_precision(t: T) -> None:
 
 def reproduce_only(t: T) -> None:
     assert column(recipe_dry(t, "k_sweep", "--only", "K5_seed0"), "run") == [f"{t.tmp / 'ck'}/paper_k_sweep/K5_seed0"]
-    assert len(column(recipe_dry(t, "k_sweep"), "run")) == 10
+    assert len(column(recipe_dry(t, "k_sweep"), "run")) == 16
 
 
 def reproduce_skip_recorded(t: T) -> None:

@@ -81,7 +81,8 @@ def test_every_recipe_parses_and_the_cli_lists_them():
         assert by[f"fwd_K{K}"].train.max_steps == 20000 and by[f"transfer_K{K}"].train.init_from == f"fwd_K{K}"
         assert by[f"bwd_K{K}"].task.direction == by[f"transfer_K{K}"].task.direction == "backward"
     k = recipe_sweep("k_sweep")
-    assert [p.cfg.task.K for p in k.points] == [3, 5, 7, 10, 13, 17, 20, 25, 30, 36]
+    assert [p.cfg.task.K for p in k.points] == [3, 5, 7, 10, 13, 17, 20, 25, 30, 36, 5, 5, 10, 10, 20, 20]
+    assert [p.cfg.task.data_seed for p in k.points] == [0] * 10 + [1, 2] * 3  # seeds at K = 5, 10, 20
     assert {p.cfg.task.n_b for p in k.points} == {1000} and {p.cfg.train.tau_on for p in k.points} == {"paper"}
     fd = recipe_sweep("fixed_d")
     assert sorted({p.cfg.task.K * p.cfg.task.n_b for p in fd.points}) == [10000, 10008, 20000, 20016]
@@ -173,7 +174,7 @@ def test_every_recipe_parses_and_the_cli_lists_them():
 
 def test_dry_run_estimates_cost_without_training(tmp_path):
     rows = dry_run("k_sweep", RunOptions(root=tmp_path, docs=tmp_path / "docs"), sec_per_step=0.1)  # no log there
-    assert [r["status"] for r in rows] == ["not started"] * 10
+    assert [r["status"] for r in rows] == ["not started"] * 16
     assert all(r["est_core_min"] > 0 for r in rows) and not any(tmp_path.iterdir())
 
 
