@@ -187,3 +187,35 @@ def test_seeds_in_the_k_sweep_pool_into_every_tau_point(tiny):
     _write(tiny, "table3.json", rows)
     k20 = next(p for p in sc.judged_rows(tiny)[1] if p["artifact"] == "Table 3" and p["label"] == "K = 20")
     assert k20["verdict"] == "differs" and k20["note"].endswith("half-widths")
+
+
+def test_undecided_seeds_read_censored_and_eta_star_reads_its_bracket(tiny):
+    """Table 4: a condition with undecided seeds is censored, not "not run"; Table 8: eta* is judged
+    against our bracket (max all-succeed to min any-fail), compared at the paper's two figures."""
+    t4 = {"K": 10, "lr": 0.003, "definition": "paper", "widths": [5275], "undecided": 2, "runs": 3}
+    _write(tiny, "phase_boundary_table4.json", [t4])
+    t8 = {"K": 10, "max_all_succeed": 0.007, "min_any_fail": 0.01, "eta_star": 0.0084, "undecided": [0, 0]}
+    _write(tiny, "phase_boundary_table8.json", [t8])
+    _, pts = sc.judged_rows(tiny)
+    cond = next(p for p in pts if p["artifact"] == "Table 4" and p["label"] == "K = 10, lr 0.003")
+    assert cond["verdict"] == "inconclusive" and cond["note"].endswith("censored: 2 of 3 seeds undecided")
+    eta = next(p for p in pts if p["artifact"] == "Table 8" and p["label"] == "K = 10 eta*")
+    assert (eta["lo"], eta["hi"], eta["verdict"]) == (0.007, 0.01, "consistent")
+    low = next(p for p in pts if p["artifact"] == "Table 8" and p["label"] == "K = 10 max all-succeed")
+    assert low["verdict"] == "inconclusive"  # one bracket, no spread: no interval
+    t8["undecided"] = [1, 0]
+    _write(tiny, "phase_boundary_table8.json", [t8])
+    eta = next(p for p in sc.judged_rows(tiny)[1] if p["artifact"] == "Table 8" and p["label"] == "K = 10 eta*")
+    assert eta["verdict"] == "inconclusive" and eta["note"].endswith("censored: 1 lr(s) undecided")
+
+
+def test_a_data_seed_counts_once_across_the_core_tables_and_the_seeds_log(tiny):
+    row = {"K": 10, "definition": "paper", "target": "1 tau", "ge80_pct": 30, "eq100_pct": 2}
+    core = [{**row, "run": "paper_K10_nb1000_s0", "mean_acc": 0.62}]
+    _write(tiny, "tables.json", {"table6": core, "table9": []})
+    more = [{**row, "table": "table6", "run": f"paper_K10_s{s}_auto", "seed": s, "mean_acc": a}
+            for s, a in ((0, 0.9), (1, 0.68), (2, 0.64))]  # fmt: skip
+    _write(tiny, "seeds_tables.json", more)
+    _, pts = sc.judged_rows(tiny)
+    acc = next(p for p in pts if p["artifact"] == "Table 6" and p["label"] == "K = 10, 1 tau mean acc")
+    assert acc["n"] == 3 and acc["ours"] == pytest.approx((0.62 + 0.68 + 0.64) / 3)  # seed 0 once: the core's
