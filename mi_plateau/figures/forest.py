@@ -28,7 +28,7 @@ SAME_SYMBOLS = {"yes": "circle", "our variant": "diamond", "reduced budget": "sq
 CLIP = 4.0  # the widest ratio axis, in log2: 16 times or a 16th of the paper's value
 ROW_PX = 18  # the height of one row (a point or an artifact's heading), in pixels
 _TOP, _BOTTOM = 150, 60  # pixels above the rows (title, legends, axis, panel titles) and below them
-PANEL_TITLES = ("log2(ours / paper)", "ours − paper (where the ratio is undefined)")
+PANEL_TITLES = ("log2(ours / paper)", "ours − paper (no ratio)")  # right: where the ratio is undefined
 
 
 def forest(points: list[dict[str, Any]], title: str = "The scorecard: each number of ours against the paper's"):

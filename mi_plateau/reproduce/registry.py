@@ -134,7 +134,11 @@ def _table_run(name: str) -> Callable[[RunOptions], dict[str, Any]]:
 
     def run(o: RunOptions) -> dict[str, Any]:
         _, write = _page_builders(name)
-        rows, paths = write(o.docs, static=o.static) if name == "scorecard" else write(o.docs)
+        if name == "scorecard":  # the committed page, and beside the analyses its interactive twin
+            report = Path("analyses") / "scorecard.html" if Path(o.docs) == Path(DOCS) else None
+            rows, paths = write(o.docs, static=o.static, report=report)
+        else:
+            rows, paths = write(o.docs)
         if name == "scorecard":  # the page's rows are long; the terminal gets the verdicts
             rows = [{k: r[k] for k in ("artifact", "verdict")} for r in rows]
         return {"recipe": name, "tables": {name: rows}, "written": [str(p) for p in paths]}
