@@ -68,8 +68,9 @@ def main() -> None:
     for path in a.runs:
         log.replace(Run(path).path.name, [row(path)])
     note = (
-        "Times on 2 cores of an AMD EPYC with AVX512-BF16, one thread per run, 2-4 processes at once (the shares are "
-        f"ratios within one run). Rebuild: `python analyses/eval_share.py --build` (log: eval_share_log.json, "
+        "Times on 2 cores of an AMD EPYC with AVX512-BF16, one thread per run, 2-6 processes at once (the shares are "
+        "ratios within one run; K30_seed0 is the K sweep's run, K36_seed0 the lead sweep's, stopped at 12,550 steps). "
+        f"Rebuild: `python analyses/eval_share.py --build` (log: eval_share_log.json, "
         f"{log.updated})."
     )
     write_table(DOCS / "eval_share", sorted(log.rows, key=lambda r: (r["K"], r["run"])),
