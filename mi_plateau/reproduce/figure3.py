@@ -25,6 +25,7 @@ logged series, never from the logged onsets of the original's quantity.
 from __future__ import annotations
 
 import csv
+import math
 import re
 import sys
 from pathlib import Path
@@ -84,24 +85,43 @@ def run_entry(run: Run, analyses: Path, delta: int, device: str, progress: bool)
     """One run's part of the log: its K, step count and status, Figure 3(a)'s series (``a``: ours,
     with our onsets; ``a_original``: the original's quantity from the records) and (K in
     ``DESCENT_KS``) Figure 3(b)'s displacement rows."""
-    K = run.config().task.K
-    ck = analyze_run(run, analyses / run.name, PassConfig(), progress=progress, device=device, heavy=False)
-    ck = records(ck["checkpoint"])
+    K, recs = run.config().task.K, run.records()
     entry: dict[str, Any] = {
         "run": run.name,
         "K": K,
         "steps": run.steps()[-1],
         "status": status(run.path),
-        "a": [{**r, "Lc": c["Lc"], "shuffle_gap": c["shuffle_gap"]} for r, c in zip(lead.curve_rows(ck, K), ck)],
-        "onsets": lead.z_onsets(ck, K),
-        "a_original": lead.original_series(run.records(), K),
+        "a_original": lead.original_series(recs, K),
     }
+    if has_loss_onset(recs, K):
+        ck = analyze_run(run, analyses / run.name, PassConfig(), progress=progress, device=device, heavy=False)
+        ck = records(ck["checkpoint"])
+        entry["a"] = [{**r, "Lc": c["Lc"], "shuffle_gap": c["shuffle_gap"]} for r, c in zip(lead.curve_rows(ck, K), ck)]
+        entry["onsets"] = lead.z_onsets(ck, K)
+    else:  # no loss onset on Lc by the last checkpoint: ours has no lead, and its passes are not paid for
+        logK = math.log(K)
+        lc = [(r["step"], r["metrics"].get("Lc")) for r in recs]
+        entry["a"] = [
+            {"step": s, "Lc_over_logK": v / logK, "zgap_over_logK": None, "Lc": v, "shuffle_gap": None}
+            for s, v in lc
+            if isinstance(v, (int, float))
+        ]
+        entry["onsets"] = {"K": K, "loss_onset": None} | {
+            f"{k}_{g}": None for g in GAPS for k in ("z_onset", "lead", "lead_frac")
+        }
     if K in DESCENT_KS:
         try:
             entry["b"] = records(descent.coherent_descent(run, delta))
         except RunError as e:
             entry["b_error"] = str(e)
     return entry
+
+
+def has_loss_onset(recs: list[dict[str, Any]], K: int) -> bool:
+    """Whether a run's records reach our loss onset (Lc < ``lead.LOSS_FRAC`` log K, scored on every
+    group live): without it the lead on Lc is undefined, whatever the z-shuffle gap does."""
+    floor = lead.LOSS_FRAC * math.log(K)
+    return any(isinstance(v := r["metrics"].get("Lc"), (int, float)) and v < floor for r in recs)
 
 
 def _series_missing(e: dict, need: str) -> str | None:

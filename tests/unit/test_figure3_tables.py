@@ -152,3 +152,14 @@ def test_figure3b_draws_the_original_codes_run_as_a_labelled_reference(reference
     assert "K=10: loss onset (original) 500" in [t.name for t in a.data] and "K=10: loss onset 300" in [
         t.name for t in a.data
     ]
+
+
+def test_a_run_without_a_loss_onset_on_lc_pays_for_no_passes():
+    """Lc below 0.9 log K at some checkpoint is our loss onset; a run that never gets there has no
+    lead on Lc, and the recipe does not score its z-shuffle gap."""
+    from mi_plateau.reproduce.figure3 import has_loss_onset
+
+    rec = lambda lc: {"step": 0, "metrics": {"Lc": lc}}  # noqa: E731
+    log10 = math.log(10)
+    assert not has_loss_onset([rec(log10), rec(0.91 * log10), rec(None)], 10)
+    assert has_loss_onset([rec(log10), rec(0.89 * log10)], 10)
