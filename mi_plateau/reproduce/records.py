@@ -121,8 +121,9 @@ def _for_curves(here: dict[str, Any], seen: dict[str, Any] | None, rec: Any) -> 
     """A finished run here retrained for the curves its finished record lacks: it replaces the
     record even where it stopped earlier (another thread count, another stop), and the check
     names the difference."""
-    finished = here["row"].get("status") == "finished" and (seen or {}).get("status") == "finished"
-    return finished and isinstance(rec, dict) and not rec.get("curve")
+    # a run carried on under another stopping rule is the point's as soon as it has the tau
+    done = here["row"].get("status") == "finished" or (here.get("carried_on") and here["row"].get("tau_paper"))
+    return bool(done) and (seen or {}).get("status") == "finished" and isinstance(rec, dict) and not rec.get("curve")
 
 
 class _ReadOnce(Run):
