@@ -117,14 +117,14 @@ def plateau(docs: Path) -> dict[str, Any]:
 
 
 def _mean_point(label: str, ref: float, xs: list[float], what: str) -> dict[str, Any]:
-    """A mean over Ks against the paper's: the 95% interval of that mean (t over n - 1)."""
+    """A mean over Ks against the paper's, compared at two decimals (the abstract's "~50%" is 0.50):
+    the 95% interval of that mean (t over n - 1)."""
     if len(xs) < 2:
-        return point(label, ref, xs[:1], kind="fraction", how=what)
+        return point(label, ref, xs[:1], digits=2, kind="fraction", how=what)
     m, s = statistics.fmean(xs), statistics.stdev(xs)
     half = vd.t975(len(xs) - 1) * s / math.sqrt(len(xs))
-    return point(
-        label, ref, [m], (m - half, m + half), kind="fraction", n=len(xs), how=f"95% interval of the mean over {what}"
-    )
+    how = f"95% interval of the mean over {what}"
+    return point(label, ref, [m], (m - half, m + half), 2, kind="fraction", n=len(xs), how=how)
 
 
 def lead(docs: Path) -> dict[str, Any]:
