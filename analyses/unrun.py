@@ -12,11 +12,11 @@ at (one thread per run; the recipe's own estimate from its measured or recorded 
 
 from __future__ import annotations
 
-import platform
 import sys
 
 from measurement_log import DOCS, Log, args
 
+from mi_plateau.bench.timing import machine
 from mi_plateau.reproduce.registry import recipe
 from mi_plateau.sweeps import RunOptions
 from mi_plateau.tabular import write_table
@@ -29,17 +29,6 @@ PRICED = {
     "fixed_d": ("Figure 5's D = 20,000 points and K = 36 at D = 20,000, with their curves", {}),
     "k_sweep": ("Table 3's seeds at K = 5, 10, 20 and K = 25, 30 with curves", {}),
 }
-
-
-def cpu() -> str:
-    """The CPU model as lscpu names it (its 'Model name'), else the platform's processor."""
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def priced(name: str, skip_recorded: bool) -> tuple[int, int, int]:
@@ -62,7 +51,7 @@ def row(name: str) -> dict:
         "steps_not_run_anywhere": steps_new,
         "not_here": n_here,
         "core_min_not_here": min_here,
-        "cpu": cpu(),
+        "cpu": machine()["cpu"],
     }
 
 

@@ -70,6 +70,10 @@ DEFINITIONS = {
 FAMILIES = tuple(DEFINITIONS)
 
 
+# the status a recipe table shows for a recorded run whose curves its log does not keep
+NO_CURVES = "no curves"
+
+
 def definition(name: str) -> Definition:
     if name not in DEFINITIONS:
         raise ValueError(f"definition {name!r}: choose one of {', '.join(DEFINITIONS)}")

@@ -16,6 +16,7 @@ from .presets import (
     parse_override,
     preset,
     run_name,
+    same_training,
     with_overrides,
 )
 from .schema import (
@@ -68,6 +69,7 @@ __all__ = [
     "compare_name",
     "config_diff",
     "extends",
+    "same_training",
     "kind",
     "layout_for",
     "parse_override",

@@ -198,3 +198,18 @@ def compare_name(names: list[str]) -> str:
 
     name = "compare_" + "__".join(names)
     return name if len(name) <= 120 else "compare_" + hashlib.sha1("|".join(names).encode()).hexdigest()[:10]
+
+
+# train keys that decide when a run stops or what it reports, not the weights each step trains
+STOP_KEYS = ("stop", "tau_on", "tau_margin", "stop_floor", "post_tau_frac", "margin_steps", "max_steps", "log")
+
+
+def same_training(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Two configs (dicts) that train the same weights step for step: equal but for when they stop
+    and what they log (``STOP_KEYS``), and a precision one of them leaves to ``auto``."""
+    auto = "auto" in (a.get("train", {}).get("precision"), b.get("train", {}).get("precision"))
+    drop = STOP_KEYS + (("precision",) if auto else ())
+    trained = lambda d: {
+        k: ({x: y for x, y in v.items() if x not in drop} if k == "train" else v) for k, v in d.items()
+    }
+    return trained(a) == trained(b)

@@ -40,8 +40,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..checkpoints import Run, RunError, atomic_write_json, read_json
-from ..config import RunConfig, extends
-from ..definitions import DEFINITIONS, FAMILIES
+from ..config import RunConfig, extends, same_training
+from ..definitions import DEFINITIONS, FAMILIES, NO_CURVES
 from ..summaries import nan_to_none, num, transition_width
 from ..sweeps import Point, Sweep, train_wall
 
@@ -206,19 +206,6 @@ def _trained_by(s: Any) -> Any:
 # past the first-token tau; where the recipe has no run of its own (here, or recorded with its
 # curves), the carried-on one is its run
 CARRIED_ON = {"paper_k_sweep": "paper_lead_sweep"}
-STOP_KEYS = ("stop", "tau_on", "tau_margin", "stop_floor", "post_tau_frac", "margin_steps", "max_steps")
-
-
-def same_training(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    """Two configs (dicts) that train the same weights step for step: equal but for when they stop
-    (``STOP_KEYS``) and a precision one of them leaves to ``auto``."""
-    a, b = {k: dict(v) if isinstance(v, dict) else v for k, v in a.items()}, dict(b)
-    b = {k: dict(v) if isinstance(v, dict) else v for k, v in b.items()}
-    auto = "auto" in (a.get("train", {}).get("precision"), b.get("train", {}).get("precision"))
-    for d in (a, b):
-        for k in STOP_KEYS + (("precision",) if auto else ()):
-            d.get("train", {}).pop(k, None)
-    return a == b
 
 
 def _carried_on(sweep: Sweep, root: str | Path, p: Point) -> dict[str, Any] | None:
@@ -354,7 +341,6 @@ def without_curves(collected: Collected) -> list[str]:
     return [r["run"] for r in collected.rows if r["source"] and r["run"] not in collected.curves]
 
 
-NO_CURVES = "no curves"  # the status a table shows for a recorded run whose curves the log does not keep
 IDENTITY_KEYS = ("run", "K", "n_b", "D", "lr", "batch_size", "len_z", "source", "trained_at")
 
 

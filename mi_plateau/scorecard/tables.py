@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import paper
-from ..reproduce.records import NO_CURVES
+from ..definitions import NO_CURVES
 from . import verdicts as vd
 from .scoring import core_rows, fmt, k_list, num, pairs, table_index, table_rows
 from .verdicts import Pooled, decimals, point, pooled

@@ -423,6 +423,7 @@ def test_a_run_carried_on_under_another_stopping_rule_is_the_points_run(tmp_path
     """The K sweep's point and the lead sweep's run of it train the same weights (they differ in when
     they stop): where the recipe has no folder of its own, the carried-on run is its row, and its
     record in the log keeps it on a machine without the folders."""
+    from mi_plateau.config import same_training
     from mi_plateau.reproduce import records
 
     lead = tmp_path / "lead.toml"
@@ -444,5 +445,5 @@ def test_a_run_carried_on_under_another_stopping_rule_is_the_points_run(tmp_path
     (again,) = collect(sweep, tmp_path / "empty", tmp_path / "docs").rows
     assert (again["source"], again["carried_on"], again["tau_paper"]) == ("recorded", "tiny_lead", row["tau_paper"])
     # another training (a changed learning rate) is not the point's run
-    assert not records.same_training({"train": {"lr": 1e-3, "stop": "tau"}}, {"train": {"lr": 2e-3, "stop": "floor"}})
-    assert records.same_training({"train": {"lr": 1e-3, "stop": "tau"}}, {"train": {"lr": 1e-3, "stop": "floor"}})
+    assert not same_training({"train": {"lr": 1e-3, "stop": "tau"}}, {"train": {"lr": 2e-3, "stop": "floor"}})
+    assert same_training({"train": {"lr": 1e-3, "stop": "tau"}}, {"train": {"lr": 1e-3, "stop": "floor"}})

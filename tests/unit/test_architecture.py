@@ -23,7 +23,8 @@ STAGES = [
     ("tabular", "figures"),
     ("report",),
     ("api", "sweeps", "selfcheck"),
-    ("reproduce", "scorecard", "bench"),
+    ("scorecard",),
+    ("reproduce", "bench"),
     ("commands", "cli", "__main__", "__init__"),
 ]
 RANK = {name: i for i, names in enumerate(STAGES) for name in names}
