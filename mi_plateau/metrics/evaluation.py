@@ -17,7 +17,7 @@ from ..model.forward import Weights
 from ..summaries import ACC_THRESHOLD, ACC_TOL, estimate
 from ..task import EvalSet
 from .live import Live
-from .packed import packed_forward, string_logprob
+from .packed import CHUNK, packed_forward, string_logprob
 
 
 def candidate_losses(
@@ -90,7 +90,7 @@ def sequence_losses(scores: Float[Tensor, "batch K"], index: Int[Tensor, batch])
 
 
 def evaluate(
-    model, ev: EvalSet, batch: int = 256, live: Live | None = None, sequence: bool = True, precision: str = "fp32"
+    model, ev: EvalSet, batch: int = CHUNK, live: Live | None = None, sequence: bool = True, precision: str = "fp32"
 ) -> dict[str, Any]:
     """``evaluate_in`` under ``precision``: "fp32" (the default), or "bf16" autocast (matmuls in
     bf16, reductions and losses as autocast keeps them in fp32; a bf16 run's live checkpoints)."""
@@ -99,7 +99,7 @@ def evaluate(
 
 
 def evaluate_in(
-    model, ev: EvalSet, batch: int = 256, live: Live | None = None, sequence: bool = True
+    model, ev: EvalSet, batch: int = CHUNK, live: Live | None = None, sequence: bool = True
 ) -> dict[str, Any]:
     """Per-checkpoint metrics on the evaluation set: the means over its examples of what
     ``example_losses`` computes per example (see there). ``live`` (``live_subset``): the
@@ -134,7 +134,7 @@ def evaluate_in(
 
 
 @torch.no_grad()
-def group_scores(model, ev: EvalSet, groups: np.ndarray, batch: int = 256) -> dict[str, np.ndarray]:
+def group_scores(model, ev: EvalSet, groups: np.ndarray, batch: int = CHUNK) -> dict[str, np.ndarray]:
     """Per group of ``groups`` (in ``ev.groups``' order): the mean L_seq over its K rows and its
     candidate accuracy (the paper family; every candidate string of every row scored). What the
     settlement adds, stage by stage, where a live estimate cannot decide a crossing."""
@@ -150,7 +150,7 @@ def group_scores(model, ev: EvalSet, groups: np.ndarray, batch: int = 256) -> di
 
 
 @torch.no_grad()
-def first_token_losses(model, ev: EvalSet, batch: int = 256) -> dict[str, float]:
+def first_token_losses(model, ev: EvalSet, batch: int = CHUNK) -> dict[str, float]:
     """The means of the first-token losses over every row (Lc, L1, the candidate mass, the swap
     gap), from the positions up to the one that predicts A1 only (a live checkpoint's)."""
     W, ev = _on_model(model, ev)
@@ -203,7 +203,7 @@ def _sequence(r: _Rows, ev: EvalSet, rows: np.ndarray | None = None) -> tuple[Te
 
 
 @torch.no_grad()
-def example_losses(model, ev: EvalSet, batch: int = 256) -> dict[str, np.ndarray]:
+def example_losses(model, ev: EvalSet, batch: int = CHUNK) -> dict[str, np.ndarray]:
     """Per example of the evaluation set (its row order: group-major, selector k at row
     ``K * group + k``): ``L_seq`` (every candidate string scored; NaN where the paper family is
     undefined), ``Lc`` and ``swap_gap`` (Lc with the selector k -> k+1 mod K, minus Lc; NaN

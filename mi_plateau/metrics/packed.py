@@ -23,6 +23,11 @@ from ..model.packing import Packing, eval_packing
 from ..task import EOS, EvalSet
 
 
+# sequences per chunk of the packed forward: larger matmuls, measured fastest at 1,024 of
+# 256-4,096 on a CPU (an evaluation at K = 10 and 30 by the paper preset: 0.73x the time at 256)
+CHUNK = 1024
+
+
 @dataclass(frozen=True)
 class PackedRun:
     """One packed forward over the clean and swapped rows at one checkpoint.
@@ -50,7 +55,7 @@ def packed_forward(
     ev: EvalSet,
     shifts: Sequence[int],
     *,
-    chunk: int = 256,
+    chunk: int = CHUNK,
     tail: bool = True,
     sequence: bool = False,
     score: np.ndarray | Tensor | None = None,

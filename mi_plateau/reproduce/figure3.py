@@ -14,9 +14,11 @@ original's first-token tau (``train_first_loss`` < 0.5 log K). The original code
 (``REFERENCE`` under the docs folder: maintainers' reference data) is read by the same windows
 and drawn beside ours. Nothing is trained: the runs are the sweeps'.
 
-Writes ``figure3_lead`` (one row per K), ``figure3_lead_summary`` (the mean lead fraction over the
-Ks with a positive lead, its std with ddof 0, the exponent of lead ~ K^s; both quantities, both z
-thresholds), ``figure3_descent`` (the cosine per window, the original's run first), the figures,
+Seed 0's run at every K, and those of seeds 1 and 2 at K = 10 and 20 (``SEEDS``, ``SEED_KS``).
+Writes ``figure3_lead`` (one row per run, by K and seed), ``figure3_lead_summary`` (over seed 0's
+runs: the mean lead fraction over the Ks with a positive lead, its std with ddof 0, the exponent of
+lead ~ K^s; both quantities, both z thresholds), ``figure3_descent`` (the cosine per window, the
+original's run first, then ours run by run), the figures (seed 0),
 and the log ``figure3_log.json`` that keeps every run's series, so the tables rebuild where the
 run folders are gone (a run here replaces its logged entry). The tables are computed from the
 logged series, never from the logged onsets of the original's quantity.
@@ -47,6 +49,9 @@ SWEEP = "paper_k_sweep"
 LEAD_SWEEP = "paper_lead_sweep"  # docs/sweeps/lead_sweep.toml: the K sweep run to the first-token loss onset
 RETRAIN = "retrain it (docs/sweeps/lead_sweep.toml)"
 DESCENT_KS = (10, 20, 36)
+# Figure 3 on more data seeds (the paper's fixed init) at these Ks: the original's lead and the
+# displacement windows of each seed's run; the lead's summary and ours by Lc stay on seed 0
+SEEDS, SEED_KS = (1, 2), (10, 20)
 # the descent table's paper column: paper.DESCENT_COS (plateau, pre, post) in words
 PAPER_COS = (
     f"~{paper.DESCENT_COS[0]:g} on the plateau, ~{paper.DESCENT_COS[1]:g} around tau "
@@ -81,19 +86,30 @@ def sweep_runs(root: Path, seed: int = 0) -> list[Path]:
     return [found[k] for k in sorted(found)]
 
 
+def seed_runs(root: Path) -> list[Path]:
+    """The runs ``fresh`` reads: seed 0's at every K (``sweep_runs``), then those of ``SEEDS`` at
+    ``SEED_KS``."""
+    more = [p for s in SEEDS for p in sweep_runs(root, s) if int(re.match(r"K(\d+)_", p.name).group(1)) in SEED_KS]
+    return [*sweep_runs(root), *more]
+
+
 def run_entry(run: Run, analyses: Path, delta: int, device: str, progress: bool) -> dict[str, Any]:
-    """One run's part of the log: its K, step count and status, Figure 3(a)'s series (``a``: ours,
-    with our onsets; ``a_original``: the original's quantity from the records) and (K in
-    ``DESCENT_KS``) Figure 3(b)'s displacement rows."""
-    K, recs = run.config().task.K, run.records()
+    """One run's part of the log: its K, seed, step count and status, Figure 3(a)'s series (``a``:
+    ours, with our onsets, on seed 0 only; ``a_original``: the original's quantity from the
+    records) and (K in ``DESCENT_KS``) Figure 3(b)'s displacement rows."""
+    cfg, recs = run.config(), run.records()
+    K, seed = cfg.task.K, cfg.task.data_seed
     entry: dict[str, Any] = {
         "run": run.name,
         "K": K,
+        "seed": seed,
         "steps": run.steps()[-1],
         "status": status(run.path),
         "a_original": lead.original_series(recs, K),
     }
-    if has_loss_onset(recs, K):
+    if seed:  # another seed: the original's lead and the windows; our passes are paid on seed 0 only
+        entry["a"], entry["onsets"] = [], None
+    elif has_loss_onset(recs, K):
         ck = analyze_run(run, analyses / run.name, PassConfig(), progress=progress, device=device, heavy=False)
         ck = records(ck["checkpoint"])
         entry["a"] = [{**r, "Lc": c["Lc"], "shuffle_gap": c["shuffle_gap"]} for r, c in zip(lead.curve_rows(ck, K), ck)]
@@ -167,12 +183,14 @@ def lead_rows(entries: dict[str, dict]) -> list[dict[str, Any]]:
     """``figure3_lead``: one row per run, by K: the original's onsets and leads (``*_original*``),
     ours on Lc (unsuffixed), and ``note``: what could not be computed, and why."""
     out = []
-    for e in sorted(entries.values(), key=lambda e: e["K"]):
+    for e in sorted(entries.values(), key=_order):
         orig, notes = original_lead(e)
-        notes += _onset_notes(e["onsets"], e["steps"], "Lc", "z-shuffle gap")
+        if e["onsets"] is not None:  # another seed's run has the original's lead only
+            notes += _onset_notes(e["onsets"], e["steps"], "Lc", "z-shuffle gap")
         out.append(
             {
                 **{k: e[k] for k in ("K", "run", "status", "steps")},
+                "seed": e.get("seed", 0),
                 **_columns(orig, "original"),
                 **_columns(e["onsets"]),
                 "note": f"{e['run']}: " + "; ".join(notes) if notes else None,
@@ -181,10 +199,21 @@ def lead_rows(entries: dict[str, dict]) -> list[dict[str, Any]]:
     return out
 
 
+def _order(e: dict) -> tuple[int, int]:
+    """A log entry's place in the tables: by K, then seed (entries before seeds were logged: 0)."""
+    return e["K"], e.get("seed", 0)
+
+
+def _seed0(entries: dict[str, dict]) -> list[dict]:
+    """Seed 0's entries, one per K, in K order (the lead's summary and the figures read them)."""
+    return sorted((e for e in entries.values() if not e.get("seed", 0)), key=_order)
+
+
 def summary_rows(entries: dict[str, dict]) -> list[dict[str, Any]]:
     """``figure3_lead_summary``: the abstract's lead at both z thresholds by the original's
-    quantity (the paper's row: ``quantity`` original, gap 0.1) and by ours on Lc."""
-    es = sorted(entries.values(), key=lambda e: e["K"])
+    quantity (the paper's row: ``quantity`` original, gap 0.1) and by ours on Lc, over seed 0's
+    run at each K."""
+    es = _seed0(entries)
     orig = [(e, original_lead(e)[0]) for e in es]
     without = ", ".join(e["run"] for e, on in orig if on is None)
     by = {
@@ -228,7 +257,9 @@ def read_reference(docs: str | Path) -> list[dict[str, Any]] | None:
     return rows
 
 
-def _descent_row(source: str, K: int, run: str, status_: str, grid_end, w: dict, note: str | None) -> dict[str, Any]:
+def _descent_row(
+    source: str, K: int, seed: int | None, run: str, status_: str, grid_end, w: dict, note: str | None
+) -> dict[str, Any]:
     """One ``figure3_descent`` row, every column in one order (a window's absence: None)."""
     keys = ["tau", "post_end"]
     keys += [
@@ -237,7 +268,7 @@ def _descent_row(source: str, K: int, run: str, status_: str, grid_end, w: dict,
         for p, q in (("cos", ""), ("n", ""), ("cos", "_lo"), ("cos", "_hi"))
     ]
     keys += [f"cos_{c}_{n}" for c in COMPONENTS for n in WINDOWS]
-    head = {"source": source, "K": K, "run": run, "status": status_, "grid_end": grid_end}
+    head = {"source": source, "K": K, "seed": seed, "run": run, "status": status_, "grid_end": grid_end}
     return {**head, **{k: w.get(k) for k in keys}, "paper": PAPER_COS, "note": note}
 
 
@@ -246,10 +277,12 @@ def reference_row(ref: list[dict[str, Any]] | None) -> dict[str, Any]:
     (tau: its ``first_target_loss`` < 0.5 log 10), or a row saying its data are missing."""
     folder = REFERENCE.as_posix()
     if ref is None:
-        return _descent_row(REFERENCE_SOURCE, REFERENCE_K, None, None, None, {}, f"{folder}/: not found, not shown")
+        return _descent_row(
+            REFERENCE_SOURCE, REFERENCE_K, None, None, None, None, {}, f"{folder}/: not found, not shown"
+        )
     w = windows(ref, original_tau(ref, REFERENCE_K))
     note = f"mihirs-0/synass-lens at 54951567, its K = 10 config and posthoc script ({folder}/README.md)"
-    return _descent_row(REFERENCE_SOURCE, REFERENCE_K, "synass-lens K=10", "finished", ref[-1]["step"], w, note)
+    return _descent_row(REFERENCE_SOURCE, REFERENCE_K, None, "synass-lens K=10", "finished", ref[-1]["step"], w, note)
 
 
 def _our_descent_row(e: dict) -> dict[str, Any]:
@@ -258,21 +291,22 @@ def _our_descent_row(e: dict) -> dict[str, Any]:
     reached) or without the series (note: cannot be recomputed)."""
     b = e.get("b") or []
     grid_end = b[-1]["step"] if b else None
+    row = lambda st, w, note: _descent_row("ours", e["K"], e.get("seed", 0), e["run"], st, grid_end, w, note)
     why = _series_missing(e, "train_first_loss")
     if why:
         note = f"{e['run']}: {why}: the first-token tau, and so the windows, cannot be recomputed, {RETRAIN}"
-        return _descent_row("ours", e["K"], e["run"], e["status"], grid_end, {}, note)
+        return row(e["status"], {}, note)
     tau = original_tau(e["a_original"], e["K"])
     if tau is None:
         st = f"not reached by {e['steps']} steps"
-        return _descent_row("ours", e["K"], e["run"], st, grid_end, {}, f"{e['run']}: first-token tau {st}")
-    return _descent_row("ours", e["K"], e["run"], e["status"], grid_end, windows(b, tau), e.get("b_error"))
+        return row(st, {}, f"{e['run']}: first-token tau {st}")
+    return row(e["status"], windows(b, tau), e.get("b_error"))
 
 
 def descent_rows(entries: dict[str, dict], ref: list[dict] | None) -> list[dict[str, Any]]:
     """``figure3_descent``: the original code's own run first, then per K of ``DESCENT_KS`` that
-    is here, ours."""
-    ours = [_our_descent_row(e) for e in sorted(entries.values(), key=lambda e: e["K"]) if e["K"] in DESCENT_KS]
+    is here, ours, seed by seed."""
+    ours = [_our_descent_row(e) for e in sorted(entries.values(), key=_order) if e["K"] in DESCENT_KS]
     return [reference_row(ref), *ours]
 
 
@@ -282,7 +316,8 @@ LEAD_NOTE = (
     "z onset = first with the z-deranged gap (train_first_loss_z_deranged - train_first_loss: the last "
     "training batch with its selectors deranged across it) > 0.1 nats (0.05: the sensitive variant). Ours "
     "(unsuffixed columns): the same onsets on Lc and the z-shuffle gap of the evaluation set. lead = loss onset "
-    "- z onset; lead fraction = lead / loss onset. note: what a run lacks, and why. "
+    "- z onset; lead fraction = lead / loss onset. Seeds 1 and 2 (K = 10, 20): the original's quantity only; "
+    "the summary reads seed 0's run at each K. note: what a run lacks, and why. "
     "Regenerate with `mi-plateau reproduce figure3`."
 )
 DESCENT_NOTE = (
@@ -299,7 +334,7 @@ DESCENT_NOTE = (
 def build_figure3(entries: dict[str, dict], ref: list[dict] | None = None) -> Built:
     """The tables and the two figures of ``figure3`` from the log's entries and the original
     code's own run (``read_reference``; None: missing, said in its row)."""
-    es = sorted(entries.values(), key=lambda e: e["K"])
+    es = _seed0(entries)
     a = {
         f"K={e['K']}": {**{k: e.get(k) for k in ("a", "onsets", "a_original")}, "onsets_original": original_lead(e)[0]}
         for e in es
@@ -355,7 +390,7 @@ def run_figure3_recipe(
 
     def fresh() -> dict[str, dict]:
         out = {}
-        for p in sweep_runs(root):
+        for p in seed_runs(root):
             if progress:
                 print(f"figure3 {p.name}: passes and displacements", file=sys.stderr)
             out[p.name] = run_entry(Run(p), analyses, delta, device, progress)

@@ -41,6 +41,7 @@ SAME, OTHER, NOT_RUN = "same verdict", "other verdict", "not run"
 VERDICTS = (CONSISTENT, DIFFERS, EXPLAINED, INCONCLUSIVE, SAME, OTHER, NOT_RUN)
 SEVERITY = (DIFFERS, EXPLAINED, INCONCLUSIVE, CONSISTENT)  # a row takes its most severe point's verdict
 WIDE = 2.0  # an interval whose ends differ by more than this factor decides nothing
+MIN_RUNS = 3  # runs of one condition behind its own prediction interval (fewer: the pooled spread)
 # quantities compared on the log scale: times, counts of tokens, and ratios of them
 LOG_KINDS = frozenset({"tau", "width", "tokens", "ratio", "delay", "anisotropy", "lambda", "Q", "eta"})
 
@@ -158,6 +159,13 @@ def _scale(p: dict[str, Any]) -> tuple[bool, Any, Any]:
     return (log, math.log, math.exp) if log else (log, float, float)
 
 
+def prediction_half(vals: list[float]) -> float:
+    """The half-width of the 95% prediction interval for one new run from >= ``MIN_RUNS`` runs'
+    values (their own scale): t(0.975, n - 1) s sqrt(1 + 1/n)."""
+    n = len(vals)
+    return t975(n - 1) * statistics.stdev(vals) * math.sqrt(1 + 1 / n)
+
+
 def judge(p: dict[str, Any], spreads: dict[str, Pooled] | None = None, explained: bool = False) -> dict[str, Any]:
     """``p`` with our interval for one run (``est``, ``lo``, ``hi``, ``how``) and its ``verdict``
     by the module's rule (``explained``: a committed measurement says why ours differs)."""
@@ -183,7 +191,7 @@ def judge(p: dict[str, Any], spreads: dict[str, Pooled] | None = None, explained
         how = how or "95% interval"
     else:
         spread = (spreads or {}).get(p["kind"])
-        if n >= 3:
+        if n >= MIN_RUNS:
             s, df, how = statistics.stdev(ys), n - 1, how or f"prediction interval over {n} runs"
         elif spread:
             s = (spread.sd if log else spread.sd * abs(m)) * (math.sqrt(2) if p.get("ratio_of") else 1)

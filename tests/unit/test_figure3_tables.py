@@ -163,3 +163,48 @@ def test_a_run_without_a_loss_onset_on_lc_pays_for_no_passes():
     log10 = math.log(10)
     assert not has_loss_onset([rec(log10), rec(0.91 * log10), rec(None)], 10)
     assert has_loss_onset([rec(log10), rec(0.89 * log10)], 10)
+
+
+def _seed(e: dict, seed: int, cos_shift: float) -> dict:
+    """``e`` as another data seed's run writes it: the original's lead and the windows only (no
+    passes: ``a`` empty, ``onsets`` None), its cosines shifted by ``cos_shift``."""
+    b = [{**r, "cos": r["cos"] + cos_shift} for r in e["b"]]
+    run = e["run"].replace("seed0", f"seed{seed}")
+    return e | {"run": run, "seed": seed, "a": [], "onsets": None, "b": b}
+
+
+def test_other_seeds_add_lead_and_descent_rows_but_not_to_the_summary():
+    entries = {"K10_seed0": K10, "K10_seed2": _seed(K10, 2, 0.1), "K10_seed1": _seed(K10, 1, -0.1)}
+    lead_rows = recipe.lead_rows(entries)
+    assert [(r["K"], r["seed"]) for r in lead_rows] == [(10, 0), (10, 1), (10, 2)]
+    other = lead_rows[1]
+    assert other["lead_frac_original_0.1"] == pytest.approx(0.2) and other["loss_onset"] is None
+    assert other["note"] is None  # our Lc onsets are not read on another seed: nothing is missing
+    summary = recipe.summary_rows(entries)[0]
+    assert summary["n"] == 1 and summary["runs"] == 1  # seed 0's run at each K only
+    d = recipe.descent_rows(entries, None)
+    assert [(r["source"], r["seed"]) for r in d] == [
+        (recipe.REFERENCE_SOURCE, None),
+        ("ours", 0),
+        ("ours", 1),
+        ("ours", 2),
+    ]
+    assert [r["cos_pre"] for r in d[1:]] == pytest.approx([0.4, 0.3, 0.5])
+
+
+def test_three_seeds_judge_a_window_by_the_prediction_interval_over_seeds():
+    from mi_plateau.scorecard import claims
+    from mi_plateau.scorecard import verdicts as vd
+
+    runs = [
+        {"K": 10, "cos_pre": v, "n_pre": 9, "cos_pre_lo": v - 0.01, "cos_pre_hi": v + 0.01} for v in (0.3, 0.4, 0.5)
+    ]
+    p = claims._window_point("K = 10 pre", 0.8, runs, "pre")
+    assert p["vals"] == [0.3, 0.4, 0.5] and p["iv"] is None and p["n"] == 3
+    j = vd.judge(p)
+    half = vd.t975(2) * 0.1 * math.sqrt(1 + 1 / 3)  # the sd of 0.3, 0.4, 0.5 is 0.1
+    assert (j["lo"], j["hi"]) == pytest.approx((0.4 - half, 0.4 + half)) and j["verdict"] == vd.CONSISTENT
+    one = claims._window_point("K = 10 pre", 0.8, runs[:1], "pre")  # one run: its window mean's own interval
+    assert one["vals"] == [0.3] and one["iv"] == (pytest.approx(0.29), pytest.approx(0.31))
+    ref = {"cos_pre": 0.35, "cos_pre_lo": 0.34, "cos_pre_hi": 0.36}
+    assert claims.agree(p, ref, "pre") and not claims.agree(one, ref, "pre")
