@@ -212,14 +212,15 @@ def build_fixed_d(collected: Collected, sweep: Sweep, n_boot: int, seed: int) ->
 
 
 def table7(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Table 7's rows: per selector length, both families' plateau height, its ratio to log K
-    and tau, beside the paper's plateau, ratio and tau."""
+    """Table 7's rows: per selector length and data seed, both families' plateau height, its
+    ratio to log K and tau, beside the paper's plateau, ratio and tau."""
     out = []
     for r in rows:
         ref = paper.TABLE7.get(r["len_z"], (None, None, None))
         out.append(
             {
                 "len_z": r["len_z"],
+                "seed": r.get("seed", 0),  # the grid's runs name no seed: 0
                 "plateau_paper": r["plateau_paper"],
                 "plateau_ratio_paper": r["plateau_ratio_paper"],
                 "tau_paper": r["tau_paper"],

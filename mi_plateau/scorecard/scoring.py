@@ -23,6 +23,15 @@ def table_index(docs: Path, name: str, *keys: str, **where: Any) -> dict[Any, di
     return {tuple(r.get(k) for k in keys) if len(keys) > 1 else r.get(keys[0]): r for r in rows}
 
 
+def table_groups(docs: Path, name: str, *keys: str, **where: Any) -> dict[Any, list[dict[str, Any]]]:
+    """``table_index``, keeping every row of a key (the runs of one condition: its seeds), in order."""
+    out: dict[Any, list[dict[str, Any]]] = {}
+    for r in table_rows(docs, name):
+        if all(r.get(k) == v for k, v in where.items()):
+            out.setdefault(tuple(r.get(k) for k in keys) if len(keys) > 1 else r.get(keys[0]), []).append(r)
+    return out
+
+
 def core_rows(docs: Path, key: str) -> list[dict[str, Any]]:
     """The rows of one of ``reproduce core``'s tables (``key``: table6, table9, ...) in the committed
     ``tables.json``; [] where it or the table is absent."""
@@ -87,15 +96,18 @@ def pairs(
         return d(v) if callable(d) else d
 
     def read(docs: Path) -> dict[str, Any]:
-        rows = table_index(docs, name, *keys, **where)
+        groups = table_groups(docs, name, *keys, **where)
+        rows = {k: g[-1] for k, g in groups.items()}
         at = lambda k, f: rows.get(k, {}).get(f)
+        # one value per run where a key has several rows (its seeds), each run's own interval then unused
+        runs = lambda k, f: [g.get(f) for g in groups.get(k, [])] or [None]
         lab = lambda k: label.format(*k) if isinstance(k, tuple) else label.format(k)
         pts = [
             point(
                 f"{lab(k)} {names[i]}" if names else lab(k),
                 r if i is None else r[i],
-                [at(k, f)],
-                iv and (at(k, iv[0]), at(k, iv[1])),
+                runs(k, f),
+                iv and len(groups.get(k, [])) < 2 and (at(k, iv[0]), at(k, iv[1])),
                 places(i or 0, r if i is None else r[i]),
                 kind=kinds(i or 0),
                 ratio_of=ratios(i or 0),

@@ -156,3 +156,17 @@ def test_a_row_takes_its_most_severe_point_and_counts_them():
     assert vd.row_verdict([pts[3]]) == (vd.NOT_RUN, "no number of ours yet")
     assert vd.row_verdict([], agree=[True, True]) == (vd.SAME, "the paper's verdict or sign in 2 of 2 cases")
     assert vd.row_verdict([], agree=[True, False])[0] == vd.OTHER
+
+
+def test_a_table_with_several_runs_of_a_condition_gives_one_value_per_run(tmp_path):
+    import json
+
+    from mi_plateau.scorecard.scoring import pairs
+
+    rows = [{"len_z": 1, "seed": s, "tau_paper": t} for s, t in ((0, 2000), (1, 2200), (2, 2100))]
+    rows.append({"len_z": 2, "seed": 0, "tau_paper": 1500, "lo": 1400, "hi": 1600})
+    (tmp_path / "t.json").write_text(json.dumps(rows))
+    read = pairs("t.json", {1: 1650, 2: 1600}, "tau_paper", "len_z {}", ("len_z",), ("lo", "hi"), kind="tau")
+    one, two = read(tmp_path)["points"]
+    assert one["vals"] == [2000, 2200, 2100] and one["n"] == 3 and one["iv"] is None  # the seeds' spread
+    assert two["vals"] == [1500] and two["iv"] == (1400, 1600)  # one run: its own interval
