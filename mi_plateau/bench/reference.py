@@ -114,10 +114,10 @@ class PlainTransformer(nn.Module):
 
 @torch.no_grad()
 def loop_passes(model, ev, *, ablation: bool = True, batch: int = 1000, shift: int = 1) -> dict[str, Any]:
-    """The passes of ``probes.checkpoint_passes`` (zero ablation, one shift) written plainly
-    with TransformerLens hooks on the bridge: per example batch, ``run_with_cache`` of the clean
-    and the swapped inputs, then one ``run_with_hooks`` per head and input zeroing
-    ``blocks.{l}.attn.hook_z[:, :, h]``, and one per layer patching ``blocks.{l}.hook_resid_pre``
+    """The passes of ``passes.per_checkpoint.checkpoint_passes`` (zero ablation, one shift)
+    written plainly with TransformerLens hooks on the bridge: per example batch,
+    ``run_with_cache`` of the clean and the swapped inputs, then one ``run_with_hooks`` per head
+    and input zeroing ``blocks.{l}.attn.hook_z[:, :, h]``, and one per layer patching ``blocks.{l}.hook_resid_pre``
     and ``blocks.{l}.hook_resid_post`` at the selector positions from the swapped run; the paper
     family by scoring every candidate string with its own forward
     (``metrics.sequence_scores_reference``), for the clean, swapped and z-shuffled prompts.

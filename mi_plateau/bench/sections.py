@@ -97,7 +97,7 @@ def bench_threads(cfg: RunConfig, *, reps: int, inner: int) -> dict[str, Any]:
 def bench_passes(cfg: RunConfig, *, reps: int, weights: dict | None = None) -> dict[str, Any]:
     from ..model import build_model
     from ..model.forward import Weights
-    from ..passes.probes import checkpoint_passes
+    from ..passes.per_checkpoint import checkpoint_passes
 
     model = build_model(cfg)
     if weights is not None:

@@ -139,15 +139,14 @@ def block(
     prefix_kv: tuple[Tensor, Tensor] | None = None,
     return_kv: bool = False,
 ):
-    """One transformer block; with ``want_pattern`` also its attention pattern and every
-    head's z (interventions on heads restart from them: ``probes``). ``rows`` (a slice or index
-    tensor of positions) computes queries, attention output and MLP at those positions only
+    """One transformer block; with ``want_pattern`` also its attention pattern and every head's z
+    (interventions on heads restart from them: ``passes.per_checkpoint``). ``rows`` (a slice or
+    index tensor of positions) computes queries, attention output and MLP at those positions only
     (keys and values everywhere) and returns those rows: all a final block needs when only some
-    positions' logits are read. ``blocked`` [pos, pos] (or [batch,
-    pos, pos]) is True where a query may not see a key (default: causal; packed sequences pass
-    their own). ``prefix_kv`` ([1, head, s, d_head] keys and values, from ``return_kv`` on a
-    batch-1 run of the first s positions) are keys every query sees before its own: a prefix
-    that all rows share is computed once."""
+    positions' logits are read. ``blocked`` [pos, pos] (or [batch, pos, pos]) is True where a query
+    may not see a key (default: causal; packed sequences pass their own). ``prefix_kv`` ([1, head,
+    s, d_head] keys and values, from ``return_kv`` on a batch-1 run of the first s positions) are
+    keys every query sees before its own: a prefix that all rows share is computed once."""
     b = W.blocks[l]
     B, P, _ = x.shape
     H, E = W.n_heads, W.d_head

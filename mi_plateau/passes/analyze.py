@@ -89,7 +89,7 @@ def passes_on(device, W, ev, **kw) -> dict[str, list[dict[str, Any]]]:
     ``weights_for`` and ``EvalSet.on``): on a GPU, the tensors the passes make go there too."""
     from contextlib import nullcontext
 
-    from .probes import checkpoint_passes
+    from .per_checkpoint import checkpoint_passes
 
     with nullcontext() if device is None or device.type == "cpu" else device:
         return checkpoint_passes(W, ev, **kw)

@@ -7,7 +7,7 @@ per head, [layer, head]; ``per_group`` (optional) gives its value per head and e
 [layer, head, group], for the bootstrap intervals over groups. Declared with ``@head_score``
 (the column is the function's name), a score becomes
 
-- a column of the "heads" rows (``probes.head_rows``), and of "head_groups" with ``per_group``;
+- a column of the "heads" rows (``per_checkpoint.head_rows``), and of "head_groups" with ``per_group``;
 - with a ``Panel``: a column of the circuit figures (``figures.circuit``) and a line of the
   report's legend above them;
 - part of the pass cache's key (``cache_version``): a checkpoint cached before the score existed
@@ -118,7 +118,7 @@ def cache_version() -> str:
 
 
 # The scores. Ablation effects in nats (ablated minus clean; ``interventions.HeadEffects``);
-# definitions in ``probes`` and docs/analyses.md.
+# definitions in ``per_checkpoint`` and docs/analyses.md.
 
 
 def _sel_attn_groups(at: HeadInputs) -> Float[Tensor, "layer head group"]:

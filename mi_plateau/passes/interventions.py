@@ -1,7 +1,7 @@
 """The interventions the per-head and patching passes run, restarting from the packed forward's
 activations (``metrics.PackedRun``): head ablation (``ablate_layer``; what it does to every head
 is a ``HeadEffects``) and the causal patching of the selector positions (``patch_layer``).
-Definitions in ``probes``.
+Definitions in ``per_checkpoint``.
 """
 
 from __future__ import annotations
