@@ -1,9 +1,9 @@
 """The dry run's prices against what runs cost (``mi-plateau bench --only price``): two runs of
 different shapes trained here, one thread each, then priced by the probe the dry run uses
-(``reproduce.probe``). Two estimates per run: with the evaluations it made (the probe's two
-numbers alone), and with the evaluations the dry run expects from its steps (``evaluations``);
-both against its measured training and live evaluation time (its wall time less the
-settlement, which the dry run does not price)."""
+(``reproduce.price_probe``). Two estimates per run: with the evaluations it made (the probe's two
+numbers alone), and with the evaluations the dry run expects from its steps (``evaluations``); both
+against its measured training and live evaluation time (its wall time less the settlement, which the
+dry run does not price)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def bench_price(quick: bool, device: str = "cpu") -> list[dict[str, Any]]:
     import torch
 
     from ..config import preset
-    from ..reproduce.probe import evaluations, prober, run_seconds
+    from ..reproduce.price_probe import evaluations, prober, run_seconds
     from ..sweeps.table import run_costs
     from ..train import train
 

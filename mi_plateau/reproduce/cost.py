@@ -1,8 +1,8 @@
 """What a recipe has left to train and what it should cost here (``mi-plateau reproduce NAME
---dry-run``): per point, its status (here or recorded in the recipe's log), the steps it is
-expected to take and the core-minutes they should cost on this machine, priced by a short timed
-probe of each shape (``probe``). Reads run folders and logs; trains nothing and writes only the
-probe's cache."""
+--dry-run``): per point, its status (here or recorded in the recipe's log), the steps it is expected
+to take and the core-minutes they should cost on this machine, priced by a short timed probe of each
+shape (``price_probe``). Reads run folders and logs; trains nothing and writes only the probe's
+cache."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 from .. import paper
 from ..fits import power_law
 from ..sweeps import RunOptions, Sweep, in_precision, run_row, select
-from .probe import prober, run_seconds
+from .price_probe import prober, run_seconds
 from .records import FAMILY_KEYS, collect
 from .sweeps import recipe_sweep
 
@@ -27,10 +27,10 @@ def dry_run(
     failed counting as the whole budget, an unfinished seed without a tau as the margin x its
     steps, a lower bound), else the paper's tau for it, else the step cap (``tau_from`` says
     which); a condition whose only runs are unfinished takes the larger of the paper's guess and
-    their bound. Price: a short timed probe of the point's own configuration on
-    ``options.device`` (``probe.prober``: its training step and its live evaluation, cached per
-    shape under ``options.root``), or, with ``sec_per_step``, that many seconds per step at batch
-    128 and nothing for evaluation (``priced_from``). A recipe named is read as ``options`` ask
+    their bound. Price: a short timed probe of the point's own configuration on ``options.device``
+    (``price_probe.prober``: its training step and its live evaluation, cached per shape under
+    ``options.root``), or, with ``sec_per_step``, that many seconds per step at batch 128 and
+    nothing for evaluation (``priced_from``). A recipe named is read as ``options`` ask
     (``max_steps``, ``precision``: as ``run_sweep_recipe`` trains it). A run the log (under
     ``options.docs``) records as finished costs nothing with ``options.skip_recorded`` (its status
     says "recorded"). ``options.only``: just these points (checked as training checks them)."""

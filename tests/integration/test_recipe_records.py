@@ -307,7 +307,7 @@ def test_the_log_is_written_after_every_run(tmp_path):
 def test_the_cli_reads_the_log_and_runs_from_the_folders_given(run_cli, tmp_path):
     """--docs and --root: the dry run reads the recipe log from --docs (here a copy of the committed
     one) and looks for run folders under --root; nothing is written to either but the probe's
-    price cache (``probe.CACHE``, under --root)."""
+    price cache (``price_probe.CACHE``, under --root)."""
     from pathlib import Path
 
     committed = Path(__file__).resolve().parents[2] / "docs" / "reproduction" / "paper_seeds_warmup_log.json"

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 import mi_plateau.devices as devices
-import mi_plateau.reproduce.probe as probe_mod
-from mi_plateau.reproduce.probe import CACHE, evaluations, prober, run_seconds
+import mi_plateau.reproduce.price_probe as price_probe
+from mi_plateau.reproduce.price_probe import CACHE, evaluations, prober, run_seconds
 from mi_plateau.sweeps import RunOptions
 
 
@@ -15,9 +15,9 @@ def test_the_probe_times_a_step_and_an_evaluation_and_caches_them_per_shape(tmp_
     price = prober(tmp_path)
     first = price(tiny_cfg)
     assert first["s_step"] > 0 and first["s_eval"] > 0 and (tmp_path / CACHE).exists()
-    monkeypatch.setattr(probe_mod, "probe", lambda cfg, device: pytest.fail("probed a cached shape again"))
+    monkeypatch.setattr(price_probe, "probe", lambda cfg, device: pytest.fail("probed a cached shape again"))
     assert prober(tmp_path)(replace(tiny_cfg, task=replace(tiny_cfg.task, data_seed=7))) == first  # same shape
-    monkeypatch.setattr(probe_mod, "probe", lambda cfg, device: {"s_step": 1.0, "s_eval": 2.0})
+    monkeypatch.setattr(price_probe, "probe", lambda cfg, device: {"s_step": 1.0, "s_eval": 2.0})
     other = replace(tiny_cfg, train=replace(tiny_cfg.train, batch_size=tiny_cfg.train.batch_size * 2))
     assert prober(tmp_path)(other) == {"s_step": 1.0, "s_eval": 2.0}  # another shape: probed
 
@@ -54,5 +54,5 @@ def test_the_dry_run_prices_each_run_by_its_probe(tmp_path, monkeypatch):
 def test_a_precision_the_device_cannot_run_is_refused_before_probing(tiny_cfg, monkeypatch):
     monkeypatch.setattr(devices, "bf16_supported", lambda device: False)
     with pytest.raises(devices.DeviceError, match="no fast bf16"):
-        probe_mod.probe(replace(tiny_cfg, train=replace(tiny_cfg.train, precision="bf16")))
+        price_probe.probe(replace(tiny_cfg, train=replace(tiny_cfg.train, precision="bf16")))
     assert torch.get_num_threads() >= 1
