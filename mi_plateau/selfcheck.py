@@ -22,11 +22,11 @@ from typing import Any
 import torch
 
 from .api import inspect
-from .batched import train_batched
 from .checkpoints import Run
 from .config import preset, with_overrides
 from .devices import precision_reason, resolve
 from .train import train
+from .train.batched import train_batched
 
 CURVE_TOL = 2e-2  # nats: the largest |difference| of a curve point between devices or trainers
 PASS_TOL = 1e-3  # nats: per-head Delta L and selector attention between devices

@@ -3,7 +3,7 @@ single-run training, in one bench run.
 
 Every configuration trains the same paper-preset runs (seeds 0, 1, ...) for a fixed number of
 steps without checkpoints (the step is ``train.train_step`` for single runs and
-``batched.stacked_step`` for batches, the code the trainers run); the figure of merit is run-steps
+``train.batched.stacked_step`` for batches, the code the trainers run); the figure of merit is run-steps
 per second: steps x runs / wall time. Configurations:
 
 - single run, 1 thread; single run, one thread per core (intra-op parallelism);
@@ -37,12 +37,12 @@ def measure(
     import torch
 
     torch.set_num_threads(threads)
-    from ..batched import stacked_forward, stacked_step
     from ..config import preset, with_overrides
     from ..devices import resolve
     from ..model import build_model, training_forward
     from ..task import make_sampler, make_task
     from ..train import make_optimizer, train_step
+    from ..train.batched import stacked_forward, stacked_step
     from ..train.stack import Stack
 
     dev = resolve(device)

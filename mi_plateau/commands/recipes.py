@@ -89,9 +89,9 @@ def cmd_sweep(args) -> int:
     if Path(options.root).exists() and not Path(options.root).is_dir():
         raise ValueError(f"--root {options.root}: is a file, not a folder for the sweep's runs")
     if options.dry_run:
-        from ..batched import group_batches
         from ..devices import resolve
         from ..sweeps.runner import auto_batch_runs
+        from ..train.batched import group_batches
 
         runs = plan(sweep, options.root)
         for (path, _), p in zip(runs, sweep.points):

@@ -103,7 +103,7 @@ def cmd_train_batch(args) -> int:
         if any(c is None for c, _ in pairs):
             raise ValueError("--precision: applies to new runs (a config given); a resumed run keeps its own")
         pairs = [(replace(c, train=replace(c.train, precision=args.precision)), out) for c, out in pairs]
-    from ..batched import train_batched
+    from ..train.batched import train_batched
 
     runs = train_batched(
         pairs,

@@ -25,7 +25,7 @@ def _ray_train(items: list[tuple[dict, str]], device: str = "auto") -> list[str]
 
         train(pairs[0][0], pairs[0][1], resume=True, progress=False, device=device)
     else:
-        from ..batched import train_batched
+        from ..train.batched import train_batched
 
         train_batched(pairs, resume=True, progress=False, device=device)
     return [out for _, out in items]

@@ -7,7 +7,7 @@ difference, before any work starts (``schedule.plan``). Backends:
 - ``local`` (default, ``pool``): a pool of ``jobs`` subprocesses (default: one per core), one
   thread each, each running ``mi-plateau train --config - --out RUN --resume`` (or, with
   ``batch_runs`` M > 1, ``mi-plateau train-batch`` on up to M runs of the same shapes:
-  ``batched``); a process that is killed is resubmitted (its runs resume from their last
+  ``train.batched``); a process that is killed is resubmitted (its runs resume from their last
   checkpoints) up to ``retries`` times.
 - ``ray`` (``ray_tasks``): Ray core tasks (``num_cpus=1``, ``max_retries=retries``) that call the
   same train function, on the cluster at ``address`` or on a local Ray instance with ``jobs``

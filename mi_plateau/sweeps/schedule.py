@@ -87,7 +87,7 @@ def work_units(
     runs: Sequence[tuple[Path, RunConfig]], batch_runs: int, order: str = "longest_first"
 ) -> list[list[tuple[Path, RunConfig]]]:
     """The unfinished runs as units of work: single runs, or with ``batch_runs`` > 1 batches of up
-    to that many batchable runs (``batched.group_batches``) trained in one process as one stacked
+    to that many batchable runs (``train.batched.group_batches``) trained in one process as one stacked
     model. ``order`` "longest_first" starts the largest D = K n_b first (tau grows with D, so the
     last to start is a short one: the shortest sweep); "listed" keeps the given order (a recipe
     listed by value gets its most wanted runs first when it cannot finish in one go)."""
@@ -100,7 +100,7 @@ def work_units(
         raise RunError(f"batch_runs={batch_runs}: must be at least 1")
     if batch_runs == 1:
         return [[r] for r in todo]
-    from ..batched import group_batches
+    from ..train.batched import group_batches
 
     return group_batches(todo, batch_runs)
 

@@ -13,7 +13,9 @@ so an interrupted run continues exactly as if it had not stopped.
 Layout: ``step`` (the update and its parts), ``rules`` (checkpoint spacing, stopping),
 ``init_from`` (starting from another run's weights), ``member`` (the run being trained),
 ``folder`` (opening a run folder, raising its step cap), ``loop`` (``train``), ``tracking``
-(each checkpoint logged to TensorBoard or W&B, ``train.log``).
+(each checkpoint logged to TensorBoard or W&B, ``train.log``), ``batched`` (the batched trainer:
+several runs of the same shapes as one stacked model, ``train_batched``) and ``stack`` (their
+stacked parameters and AdamW state).
 """
 
 from .folder import open_config

@@ -9,10 +9,10 @@ import sys
 import pytest
 import torch
 
-from mi_plateau.batched import group_batches, train_batched
 from mi_plateau.checkpoints import Run, RunError
 from mi_plateau.config import preset, with_overrides
 from mi_plateau.train import train
+from mi_plateau.train.batched import group_batches, train_batched
 
 
 def _cfgs(max_steps=50):
@@ -123,8 +123,8 @@ def test_no_value_is_read_back_to_the_host_inside_a_stacked_step(tmp_path, one_t
     and ``is_nonzero``, what ``bool(tensor)`` runs) sees none in five steps of three members."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    from mi_plateau.batched import stacked_forward, stacked_step
     from mi_plateau.train import Member, open_config
+    from mi_plateau.train.batched import stacked_forward, stacked_step
     from mi_plateau.train.stack import Stack
 
     cfgs = [*_cfgs(), with_overrides(_cfgs()[0], {"seed": 5})]

@@ -152,7 +152,7 @@ def from_config_file(t: T) -> None:
 def batch_call(t: T, *argv) -> tuple[tuple, dict]:
     tiny = t.request.getfixturevalue("tiny_cfg")
     (t.tmp / "runs.json").write_text(json.dumps([{"out": str(t.tmp / "a"), "config": tiny.to_dict()}]))
-    calls = t.record("mi_plateau.batched.train_batched", [t.request.getfixturevalue("tiny_run")])
+    calls = t.record("mi_plateau.train.batched.train_batched", [t.request.getfixturevalue("tiny_run")])
     t.ok("train-batch", t.tmp / "runs.json", *argv)
     return calls[0]
 

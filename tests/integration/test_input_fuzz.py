@@ -123,14 +123,14 @@ def tree_hash(path: Path) -> str:
 
 def test_fuzz_inputs(tmp_path, capsys, monkeypatch, tiny_run):
     import mi_plateau.api
-    import mi_plateau.batched
     import mi_plateau.train
+    import mi_plateau.train.batched
 
     trained: list = []
     monkeypatch.setattr(
         mi_plateau.train, "train", lambda cfg, out, **k: trained.append(cfg) or SimpleNamespace(path=out)
     )
-    monkeypatch.setattr(mi_plateau.batched, "train_batched", lambda items, **k: trained.append(items) or [])
+    monkeypatch.setattr(mi_plateau.train.batched, "train_batched", lambda items, **k: trained.append(items) or [])
     monkeypatch.setattr(mi_plateau.api, "summary", lambda path: {"K": 4})
     monkeypatch.setattr("mi_plateau.commands.train.print_summary", lambda *a, **k: None)
     monkeypatch.setattr("mi_plateau.sweeps.table.run_costs", lambda run: {})

@@ -206,7 +206,7 @@ def test_the_setting_leaves_the_run_name_and_resumes_alone():
 
 def test_the_tracker_packages_are_imported_only_when_asked():
     code = (
-        "import sys; import mi_plateau.train, mi_plateau.batched; from mi_plateau.cli import build_parser; "
+        "import sys; import mi_plateau.train, mi_plateau.train.batched; from mi_plateau.cli import build_parser; "
         "build_parser(); print(*(m in sys.modules for m in ('tensorboard', 'torch.utils.tensorboard', 'wandb')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

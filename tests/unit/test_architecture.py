@@ -18,7 +18,7 @@ STAGES = [
     ("model",),
     ("metrics",),
     ("checkpoints",),
-    ("train", "batched"),
+    ("train",),
     ("passes", "replays", "estimators", "control"),
     ("tabular", "figures"),
     ("report",),

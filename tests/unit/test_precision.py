@@ -67,7 +67,7 @@ def test_a_bf16_step_keeps_weights_and_optimizer_state_in_fp32(tiny_cfg):
 
 
 def test_the_stacked_forward_in_bf16_returns_fp32_logits(tiny_cfg):
-    from mi_plateau.batched import stacked_forward
+    from mi_plateau.train.batched import stacked_forward
 
     cfg = _with(tiny_cfg, precision="bf16")
     model, tokens = _model_and_tokens(cfg)

@@ -34,12 +34,16 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from .checkpoints import Run, RunError, RunLock
-from .config import RunConfig, layout_for, validate
-from .devices import check_precision
-from .devices import resolve as resolve_device
-from .train import Member, batch_loss, open_config, require_tracker
-from .train.stack import Stack
+from ..checkpoints import Run, RunError, RunLock
+from ..config import RunConfig, layout_for, validate
+from ..devices import check_precision, in_precision
+from ..devices import resolve as resolve_device
+from ..model.forward import Weights, forward
+from .folder import open_config
+from .member import Member
+from .stack import Stack
+from .step import batch_loss
+from .tracking import require_tracker
 
 
 def batch_key(cfg: RunConfig) -> tuple:
@@ -80,9 +84,6 @@ def check_batchable(cfgs: Sequence[RunConfig]) -> None:
 def stacked_forward(cfg: RunConfig):
     """``f(stacked_params, tokens[M, batch, seq_len - 1]) -> logits [M, batch, n_pred, vocab]``."""
     from torch.func import vmap
-
-    from .devices import in_precision
-    from .model.forward import Weights, forward
 
     m = cfg.model
     pos = layout_for(cfg.task).pred_positions
