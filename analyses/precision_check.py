@@ -21,13 +21,14 @@ from measurement_log import DOCS, Log, args
 from mi_plateau.checkpoints import Run
 from mi_plateau.sweeps.table import run_costs
 from mi_plateau.tabular import write_table
+from mi_plateau.settle import run_summary
 
 KEYS = ("tau", "t_start", "t_end", "tau_width")
 
 
 def run_row(path: str) -> dict:
     run = Run(path)
-    cfg, s = run.config(), run.summary()
+    cfg, s = run.config(), run_summary(run)
     costs = run_costs(run)
     row = {
         "run": run.path.name,

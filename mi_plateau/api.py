@@ -13,6 +13,7 @@ from .config import compare_name
 # a run folder or a Run and return plain dicts already, so the API is those functions themselves.
 from .replays.sampled import sampled_tau as sampled_tau
 from .replays.sampled import sampled_width as sampled_width
+from .settle import run_summary
 
 
 def summary(run: str | os.PathLike | Run) -> dict[str, Any]:
@@ -21,13 +22,13 @@ def summary(run: str | os.PathLike | Run) -> dict[str, Any]:
     Keys include K, log_K, plateau_loss, plateau_ratio, tau, tau_examples, alpha, converged,
     last_step, n_checkpoints. NaN values become None so the dict is valid JSON.
     """
-    return (run if isinstance(run, Run) else Run(run)).summary()
+    return run_summary(run if isinstance(run, Run) else Run(run))
 
 
 def exact_check(run: str | os.PathLike | Run, *, progress: bool = False) -> dict[str, Any]:
     """Are the settled crossings of this run the all-exact ones? Every checkpoint up to the
     lowest crossing scored on the full evaluation set, each default question (tau at eval.alpha
-    and Table 5's alphas, the width) and both families' clocks compared (``checkpoints.settle``)."""
+    and Table 5's alphas, the width) and both families' clocks compared (``settle``)."""
     from .replays.exact_check import exact_check as check
 
     return check(run if isinstance(run, Run) else Run(run), progress=progress)

@@ -24,7 +24,7 @@ cover their exact crossings in >= 95% of crossings (docs/reproduction/coverage.m
 A value that is not recorded (NaN; the live evaluation stops scoring L_seq once it is below every
 threshold a default question reads) is unknown: its band is the whole line.
 
-Pure Python; ``summaries`` and ``checkpoints.answers`` read every crossing through here.
+Pure Python; ``summaries`` and ``settle.answers`` read every crossing through here.
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from .api import inspect
 from .checkpoints import Run
 from .config import preset, with_overrides
 from .devices import precision_reason, resolve
+from .settle import run_summary
 from .train import train
 from .train.batched import train_batched
 
@@ -66,7 +67,7 @@ def curve_diff(a: Path, b: Path) -> float:
 
 
 def tau_steps(path: Path) -> int | None:
-    return Run(path).summary()["definitions"]["first_token"]["tau"]
+    return run_summary(Run(path))["definitions"]["first_token"]["tau"]
 
 
 def selfcheck(device: str = "auto", steps: int = 200, m: int = 4, folder: str | None = None) -> dict[str, Any]:

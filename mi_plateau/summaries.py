@@ -190,7 +190,7 @@ def every_group_live(cfg: RunConfig) -> bool:
 def seq_band(metrics: dict[str, Any], exact_live: bool) -> tuple[float, float]:
     """(value, standard error) of a record's L_seq. A record without ``L_seq_se`` is exact where
     the run scored every group live (``exact_live``), else an estimate of unknown error (inf), as
-    is a record whose L_seq the live evaluation left out (``checkpoints.settle.retire_live``)."""
+    is a record whose L_seq the live evaluation left out (``settle.retire_live``)."""
     v = num(metrics.get("L_seq"))
     se = metrics.get("L_seq_se")
     if se is None:

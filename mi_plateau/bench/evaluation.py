@@ -3,7 +3,7 @@
 At a checkpoint the trainer scores both families on the evaluation set (``metrics.evaluate``).
 The paper family costs K (K - 1) suffix strings per group, so its share of training grows as K^2
 when every group is scored; live (``eval.live_groups``) a checkpoint scores L_seq on a seeded
-subset of groups and the first-token losses on every group, and ``checkpoints.settle`` scores the
+subset of groups and the first-token losses on every group, and ``settle`` scores the
 full set afterwards only at the checkpoints a crossing needs. This section times, on the paper
 model at each K, alternated with the training step (ABBA, medians): the step; the evaluation
 with every group scored ("full": what one settling scoring costs); the live evaluation

@@ -8,6 +8,7 @@ Layout of a run folder::
     ckpt/step_000050.safetensors  weights at step 50
     ckpt/step_000050.json       step, examples seen, metrics at step 50
     resume/state_000050.safetensors  optimizer moments and sampler RNG for exact resume
+    settled.json                the settlement's full-set scorings, per step (``settled``)
 
 Every file is written atomically (write to a temporary name, fsync, rename), and the manifest
 is written last: a checkpoint exists once the manifest names it. Nothing is unpickled: weights

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import ConfigError, RunConfig, config_diff, extends, validate
-from ..summaries import nan_to_none, nearest, summarize
+from ..summaries import nearest
 from .files import (
     FORMAT_VERSION,
     LEGACY_DEFAULTS,
@@ -22,6 +22,7 @@ from .files import (
     one_line,
     read_json,
 )
+from .settled import cached_exact, resolve
 
 # What a record's numbers may be: every metric and these record fields are a finite number or
 # null; losses (cross-entropies, nats) and counts are never negative; accuracies are shares.
@@ -253,13 +254,12 @@ class Run:
     def records(self, settled: bool = True) -> list[dict[str, Any]]:
         """The checkpoint records (step, examples seen, metrics), in step order. ``settled``:
         with the full-set values the run's settlement cache holds in place of the live
-        estimates (``checkpoints.settle``; those steps' metrics say ``settled``), so a curve or
-        a crossing read from them is the settled one; False: as recorded while training."""
+        estimates (``settled``, the cache ``mi_plateau.settle`` writes; those steps' metrics say
+        ``settled``), so a curve or a crossing read from them is the settled one; False: as
+        recorded while training."""
         records = [c["record"] for c in self.manifest()["checkpoints"]]
         if not settled:
             return records
-        from .settle import cached_exact, resolve
-
         return resolve(records, cached_exact(self))
 
     def records_df(self):
@@ -298,21 +298,6 @@ class Run:
         if step < steps[0] or step > steps[-1]:
             raise RunError(f"--step {step} is outside this run: checkpoints exist from step {steps[0]} to {steps[-1]}")
         return nearest(steps, step)
-
-    def summary(self, questions=None, *, settle: bool = False) -> dict[str, Any]:
-        """Plateau height, tau (both definition families) and convergence, from the checkpoint
-        records (``summaries.summarize``) with every crossing the ``questions`` ask (default:
-        tau at eval.alpha and Table 5's alphas, the transition width) settled on the full
-        evaluation set (``checkpoints.settle``), with the run's status and path; NaN becomes
-        None. Without ``settle`` only the cached exact values are used (no torch) and
-        ``settlement`` names the steps left unsettled, whose crossings read the live estimate."""
-        from .answers import settled_summary
-
-        manifest = self.manifest()
-        s = settled_summary(self, questions, allow_scoring=settle)
-        s["status"] = manifest.get("status")
-        s["run"] = str(self.path)
-        return nan_to_none(s)
 
     def weights(self, step: int) -> dict:
         for c in self.manifest()["checkpoints"]:

@@ -11,8 +11,8 @@ import json
 
 
 def questions(args, cfg) -> list:
-    """The crossings asked (``checkpoints.settle`` questions); none asked: the default ones."""
-    from ..checkpoints.settle import Crossing, Width, default_questions
+    """The crossings asked (``settle`` questions); none asked: the default ones."""
+    from ..settle import Crossing, Width, default_questions
 
     log_K = cfg.task.log_K
     for t in args.threshold or ():
@@ -31,7 +31,7 @@ def questions(args, cfg) -> list:
 
 def cmd_settle(args) -> int:
     from ..checkpoints import Run
-    from ..checkpoints.answers import settled_summary
+    from ..settle import settled_summary
 
     run = Run(args.run)
     run.manifest()  # a missing or broken folder says so before anything else

@@ -145,12 +145,12 @@ def cmd_summary(args) -> int:
     if args.spacing_check:
         return print_spacing_check(args)
     from ..checkpoints import Run
-    from ..checkpoints.settle import Crossing, Width, default_questions
+    from ..settle import Crossing, Width, default_questions, run_summary
 
     run = Run(args.run)
     run.manifest()  # a missing or broken folder says so before anything else
     asked = [Crossing(a) for a in args.tau_at or ()] + [Width(h, lo) for h, lo in args.width_at or ()]
-    s = run.summary([*default_questions(run.config()), *asked])  # estimates where not settled: no scoring
+    s = run_summary(run, [*default_questions(run.config()), *asked])  # estimates where not settled: no scoring
     t = w = None
     progress = not args.json and sys.stderr.isatty()
     if args.sampled_tau or args.sampled_width:

@@ -34,7 +34,7 @@ class RunOptions:
     where run and sweep folders live; ``docs``: where a recipe's tables and log go; ``backend``,
     ``address``: the sweep backend ("local" or "ray") and a Ray cluster's address; ``dry_run``:
     list what would run, run nothing; ``settle``: make every crossing of the recipe's runs exact
-    (``checkpoints.settle``) before the tables are built (they show estimates with intervals
+    (``settle``) before the tables are built (they show estimates with intervals
     otherwise)."""
 
     device: str = option("--device", "auto")

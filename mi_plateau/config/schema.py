@@ -319,7 +319,7 @@ def retire_eval_keys(d: dict[str, Any]) -> dict[str, Any]:
     in run folders written before ``eval.live_groups``) mapped onto ``eval.live_groups``: a
     guarded subset of n groups (records with standard errors) becomes n; the older cap becomes 0
     where it covered every group, else the default subset (its records, without a standard error,
-    then read as estimates of unknown error that ``checkpoints.settle`` scores where needed)."""
+    then read as estimates of unknown error that ``settle`` scores where needed)."""
     ev = d.get("eval")
     if not isinstance(ev, dict) or not any(k in ev for k in RETIRED_EVAL):
         return d

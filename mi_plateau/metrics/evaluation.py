@@ -105,7 +105,7 @@ def evaluate_in(
     ``example_losses`` computes per example (see there). ``live`` (``live_subset``): the
     first-token losses over every group; exact match and the full target loss over the live
     groups; L_seq and candidate accuracy over their live rows, L_seq recorded as an estimate of
-    the full-set mean with its standard error (``L_seq_se``; ``checkpoints.settle`` makes the
+    the full-set mean with its standard error (``L_seq_se``; ``settle`` makes the
     crossings exact afterwards); with ``sequence=False`` too, L_seq is left out (NaN, ``L_seq_se``
     None: unknown). Without ``live`` every group is scored and ``L_seq_se`` is 0."""
     W, ev = _on_model(model, ev)

@@ -1,6 +1,6 @@
 """The live subset of the evaluation set: the seeded groups, and the rows of each, whose L_seq a
 checkpoint scores while training (``evaluate``'s ``live``); the other groups are scored where a
-crossing needs them afterwards (``checkpoints.settle``)."""
+crossing needs them afterwards (``settle``)."""
 
 from __future__ import annotations
 

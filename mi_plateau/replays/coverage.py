@@ -1,7 +1,7 @@
 """Do the live intervals cover the exact crossings? (How ``crossings.Z_INTERVAL`` is chosen.)
 
 For one run: every default question (tau at eval.alpha and Table 5's alphas; the width's t_start
-and t_end) settled exactly (``checkpoints.settle``: the checkpoints whose bands at ``Z_EXACT``
+and t_end) settled exactly (``settle``: the checkpoints whose bands at ``Z_EXACT``
 contain the threshold scored on the full evaluation set), and the interval the live records alone
 give at each Z of ``ZS`` (``crossings``) checked against it. ``coverage_table`` pools the rows of
 many runs: per Z, the crossings and the share covered. The exact side leans on the bands at
@@ -14,8 +14,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .. import crossings
-from ..checkpoints.answers import answer
-from ..checkpoints.settle import Crossing, default_questions, settle
+from ..settle import Crossing, answer, default_questions, settle
 from ..summaries import every_group_live, seq_bands
 
 ZS = (1.5, 2.0, 2.5, 3.0)  # the Z the coverage table compares (SPEC section 9)

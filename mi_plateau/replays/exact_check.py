@@ -1,14 +1,14 @@
 """Settled against all-exact (``mi-plateau summary RUN --exact-check``): every checkpoint up to
 the lowest crossing scored on the full evaluation set, and each default question's answer and
-both families' clocks compared with the run's settlement (``checkpoints.settle``)."""
+both families' clocks compared with the run's settlement (``settle``)."""
 
 from __future__ import annotations
 
 import sys
 from typing import Any
 
-from ..checkpoints.answers import answer
-from ..checkpoints.settle import EXACT_KEYS, KEY, Crossing, default_questions, settle
+from ..checkpoints.settled import EXACT_KEYS, KEY
+from ..settle import Crossing, answer, default_questions, settle
 from ..summaries import nan_to_none, num, summarize
 
 

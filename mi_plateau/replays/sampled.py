@@ -42,6 +42,7 @@ import numpy as np
 
 from ..checkpoints import Run, RunError
 from ..config import parse_json
+from ..settle import run_summary
 from .conditions import condition_spread, replay_spread
 from .example_losses import ExampleLosses, replay_scorer
 
@@ -218,7 +219,7 @@ def sampled_tau(
         "draws": draws,
         "every": every,
         "seed": seed,
-        "tau_recorded": run.summary()["definitions"]["paper"]["tau"],
+        "tau_recorded": run_summary(run)["definitions"]["paper"]["tau"],
         "recorded_groups": n,
         "eval_groups": len(ev.groups),
         "tau_exact_grid": grid,
@@ -301,7 +302,7 @@ def sampled_width(
     if progress:
         print(file=sys.stderr)
     width = t_end - t_start
-    paper = run.summary()["definitions"]["paper"]
+    paper = run_summary(run)["definitions"]["paper"]
     crossed = t_start[~np.isnan(t_start)]
     grid_width = None if exact[1] is None else exact[1] - exact[0]
     return {

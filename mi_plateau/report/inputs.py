@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..checkpoints import Run, RunError, read_json
+from ..settle import run_summary
 
 
 def read_command(run: Run) -> dict[str, Any]:
@@ -31,7 +32,7 @@ def gather(run: Run, analyses: Path, pc, progress: bool, device: str | None = "a
     from ..passes.analyze import analyze_run, figure3_paper, run_outputs
 
     cfg = run.config()
-    s = run.summary()
+    s = run_summary(run)
     tables = analyze_run(run, analyses / run.name, pc, progress=progress, device=device)
     out = run_outputs(run.name, cfg, s, tables, pc)  # the tables read the pass settings the passes ran with
     return {

@@ -32,6 +32,7 @@ from .. import paper
 from ..checkpoints import Run, RunError, atomic_write_json, read_json
 from ..estimators.hessian import hessian_pass, plateau_checkpoints, table10
 from ..frames import records
+from ..settle import run_summary
 from ..summaries import nan_to_none, nearest
 from ..sweeps import RunOptions
 from .writer import Built, Plot, Table, write_built
@@ -104,7 +105,7 @@ def _target(path: Path) -> Target | str:
     if not (path / "manifest.json").exists():
         return "not here"
     try:
-        s = run.summary()
+        s = run_summary(run)
         steps = run.steps()
         tau = s["definitions"]["paper"]["tau"]
         if s["status"] != "finished":

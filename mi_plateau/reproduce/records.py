@@ -42,6 +42,7 @@ from typing import Any, NamedTuple
 from ..checkpoints import Run, RunError, atomic_write_json, read_json
 from ..config import RunConfig, extends, same_training
 from ..definitions import DEFINITIONS, FAMILIES, NO_CURVES
+from ..settle import run_summary
 from ..summaries import nan_to_none, num, transition_width
 from ..sweeps import Point, Sweep, train_wall
 
@@ -149,10 +150,10 @@ def _local(path: Path) -> dict[str, Any] | None:
     """The record of the run folder here (row, its own config, curve), None if it has not started
     or cannot be read. One read of the folder: the manifest, config.json and the last checkpoint's
     record file (its training wall time) once each; the row's values are ``sweeps.run_row``'s,
-    from the same ``Run.summary``."""
+    from the same ``settle.run_summary``."""
     run = _ReadOnce(path)
     try:
-        s, cfg, recs = run.summary(), run.config(), run.records()
+        s, cfg, recs = run_summary(run), run.config(), run.records()
     except RunError:  # not started (no manifest), or unreadable: no record of it here
         return None
     fams = s["definitions"]

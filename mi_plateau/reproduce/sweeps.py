@@ -28,8 +28,8 @@ from typing import Any
 import tomllib
 
 from ..checkpoints import Run, RunError
-from ..checkpoints.settle import settle
 from ..report import sweep_report
+from ..settle import settle
 from ..summaries import nan_to_none, num
 from ..sweeps import RunOptions, Sweep, in_precision, load_sweep, parse_sweep, plan, run_sweep, select
 from .boundary import build_lr_width, build_phase_boundary
@@ -136,7 +136,7 @@ def page_curves(sweep: Sweep, collected: Collected) -> dict[str, dict[str, Any]]
 
 
 def settle_runs(sweep: Sweep, root: Path, progress: bool) -> None:
-    """``checkpoints.settle`` on every started run of ``sweep`` (its default questions)."""
+    """``settle`` on every started run of ``sweep`` (its default questions)."""
     for p in sweep.points:
         path = sweep.folder(root) / p.name
         if (path / "manifest.json").exists():

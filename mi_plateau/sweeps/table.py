@@ -7,6 +7,7 @@ from typing import Any
 
 from ..checkpoints import Run, RunError, manifest_digest, read_json
 from ..config import ConfigError, RunConfig, config_diff, extends
+from ..settle import run_summary
 from .schedule import status
 from .spec import folder_name
 
@@ -78,7 +79,7 @@ def run_row(path: Path) -> dict[str, Any]:
     if row["status"] in ("finished", "running"):
         try:
             run = Run(path)
-            s = run.summary()
+            s = run_summary(run)
             for fam, v in s["definitions"].items():
                 row[f"tau_{fam}"] = v["tau"]
                 # exact where settled (the first-token family always), else the live estimate's, with its interval

@@ -21,11 +21,10 @@ from ..checkpoints import (
     write_checkpoint,
     write_manifest,
 )
-from ..checkpoints.answers import settled_summary
-from ..checkpoints.settle import retire_live
 from ..config import RunConfig
 from ..devices import to_cpu
 from ..metrics import evaluate, live_subset
+from ..settle import retire_live, settled_summary
 from ..summaries import nan_to_none, summarize
 from ..task import make_eval_set, make_sampler, make_task
 from .init_from import load_init
@@ -192,7 +191,7 @@ class Member:
             self.tracker = None
 
     def finish(self) -> None:
-        """Put the finished run's summary (``Run.summary``'s) in the manifest: every crossing the
+        """Put the finished run's summary (``settle.run_summary``'s) in the manifest: every crossing the
         live estimate's, with its interval, or exact where a settlement cache already holds it.
         Training never settles (``mi-plateau settle`` does, on request)."""
         summary = settled_summary(self.run, allow_scoring=False)

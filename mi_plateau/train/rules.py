@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..checkpoints.settle import Z
 from ..config import QUIET_GAP, QUIET_SPACING_FRAC, RunConfig
+from ..settle import Z
 from ..summaries import num as _num
 from ..summaries import tau as tau_of
 

@@ -190,7 +190,7 @@ def test_checkpoint_files_written_before_manifest(tmp_path, monkeypatch):
         "ckpt/step_000000.safetensors", "ckpt/step_000000.json", "resume/state_000000.safetensors", "manifest.json",
         "ckpt/step_000020.safetensors", "ckpt/step_000020.json", "resume/state_000020.safetensors", "manifest.json",
         "rm resume/state_000000.safetensors",
-        "manifest.json",  # the finished run's settled summary (checkpoints.settle), after its last commit
+        "manifest.json",  # the finished run's settled summary (mi_plateau.settle), after its last commit
     ]  # fmt: skip
     m = run.manifest()
     assert all(len(c["sha256"]) == 64 for c in m["checkpoints"]) and len(m["resume_sha256"]) == 64

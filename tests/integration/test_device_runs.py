@@ -9,6 +9,7 @@ import torch
 
 from mi_plateau.checkpoints import Run
 from mi_plateau.config import with_overrides
+from mi_plateau.settle import run_summary
 from mi_plateau.train import train
 
 HAS_CUDA = torch.cuda.is_available()
@@ -48,4 +49,4 @@ def test_a_run_moves_between_devices(tiny_cfg, tmp_path):
     for run in (gpu, cpu):
         recs = run.records()
         assert recs[-1]["step"] == 600 and {r["device"] for r in recs} == {"cpu", "cuda:0"}
-        assert run.summary()["last_step"] == 600 and run.load_model(600) is not None
+        assert run_summary(run)["last_step"] == 600 and run.load_model(600) is not None

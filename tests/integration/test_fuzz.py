@@ -29,6 +29,7 @@ import pytest
 
 from mi_plateau.checkpoints import Run, RunError
 from mi_plateau.config import ConfigError, preset, with_overrides
+from mi_plateau.settle import run_summary
 from mi_plateau.train import train
 
 STEPS = 40
@@ -69,7 +70,7 @@ def _answer(name: str, value, folder: Path):
     folder's path, the records, the weights' bytes, and for resume the records it leaves."""
     run = Run(folder)
     if name == "summary":
-        return {k: v for k, v in (value or run.summary()).items() if k != "run"}
+        return {k: v for k, v in (value or run_summary(run)).items() if k != "run"}
     if name == "records":
         return value if value is not None else run.records()
     if name == "load_model":
@@ -247,7 +248,7 @@ def _fuzz(
         before = _tree_digest(outside)
         where = f"case {case} (seed {seed}): {kind} of {rel}"
         ops = [
-            ("summary", lambda: Run(folder).summary()),
+            ("summary", lambda: run_summary(Run(folder))),
             ("records", lambda: Run(folder).records()),
             ("load_model", lambda: Run(folder).load_model()),
             ("resume", lambda: train(_cfg(), folder, resume=True, progress=False)),

@@ -13,6 +13,7 @@ from conftest import fake_export
 import mi_plateau.reproduce.hessian as recipe
 from mi_plateau.checkpoints import Run, RunError
 from mi_plateau.estimators.hessian import plateau_checkpoints
+from mi_plateau.settle import run_summary
 from mi_plateau.sweeps import RunOptions
 
 SMALL = {"n_examples": 16, "seed": 0, "k": 1, "tol": 1e-3, "dtype": "float64", "maxiter": 100}
@@ -24,7 +25,7 @@ def fake_pass(run, steps, *, estimators=("original_power", "lanczos"), progress=
     itself is tested in test_hessian_run): the recipe's bookkeeping in seconds."""
     from mi_plateau.frames import frame
 
-    tau = run.summary()["definitions"]["paper"]["tau"]
+    tau = run_summary(run)["definitions"]["paper"]["tau"]
     rows = []
     for s in steps:
         for e in estimators:
@@ -70,7 +71,7 @@ def test_the_pass_is_kept_in_the_log_and_rebuilt_from_it(placed, tmp_path, monke
     root, docs = placed
     log = recipe.run_hessian_recipe(RunOptions(train=False, progress=False, root=root, docs=docs), settings=SMALL)
     run = Run(root / "paper_k_sweep" / "K3_seed0")
-    tau = run.summary()["definitions"]["paper"]["tau"]
+    tau = run_summary(run)["definitions"]["paper"]["tau"]
     entry = log["runs"]["K3_seed0"]
     plateau = plateau_checkpoints(run.steps(), tau)
     rows = entry["rows"]

@@ -7,12 +7,13 @@ import pytest
 
 from mi_plateau.checkpoints import Run
 from mi_plateau.estimators.hessian import hessian_pass, plateau_checkpoints, table10
+from mi_plateau.settle import run_summary
 
 
 @pytest.mark.long  # Lanczos to 1e-6 at five checkpoints: CI's second step
 def test_hessian_pass_on_a_tiny_run(tiny_run):
     run = Run(tiny_run) if not isinstance(tiny_run, Run) else tiny_run
-    tau = run.summary()["definitions"]["paper"]["tau"]
+    tau = run_summary(run)["definitions"]["paper"]["tau"]
     df = hessian_pass(run, n_examples=64, k=2, tol=1e-6)
     steps = plateau_checkpoints(run.steps(), tau)
     assert sorted(set(df["step"])) == steps and len(df) == 2 * len(steps)

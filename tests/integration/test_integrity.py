@@ -20,6 +20,7 @@ import pytest
 
 from mi_plateau.checkpoints import Run, RunError, RunLock, save_tensors
 from mi_plateau.config import ConfigError, preset, validate, with_overrides
+from mi_plateau.settle import run_summary
 from mi_plateau.train import train
 
 STEPS = 40
@@ -102,7 +103,7 @@ def test_an_edited_config_is_refused_by_every_reader_and_by_resume(run_copy, fie
     p = run_copy.path
     readers = {
         "config": lambda: Run(p).config(),
-        "summary": lambda: Run(p).summary(),
+        "summary": lambda: run_summary(Run(p)),
         "load_model": lambda: Run(p).load_model(),
         "resume": lambda: train(None, p, resume=True, progress=False),
     }
@@ -134,7 +135,7 @@ def test_a_raised_cap_updates_the_record_and_the_run_keeps_loading(run_copy):
     train(_cfg(max_steps=60), run_copy.path, resume=True, progress=False)
     assert run_copy.config().train.max_steps == 60
     assert run_copy.manifest()["config"]["train"]["max_steps"] == 60
-    assert run_copy.steps()[-1] == 60 and run_copy.summary()["last_step"] == 60
+    assert run_copy.steps()[-1] == 60 and run_summary(run_copy)["last_step"] == 60
 
 
 def test_a_raise_written_to_config_json_alone_still_loads(run_copy):
@@ -167,7 +168,7 @@ def test_a_run_written_before_the_record_loads_as_before(run_copy):
     """A manifest without the record (older runs) loads as it always did, and the next commit of
     a resume records the config."""
     _edit(run_copy.path / "manifest.json", lambda m: (m.pop("config", None), _format_1(m)))
-    assert run_copy.config() == _cfg() and run_copy.summary()["last_step"] == STEPS
+    assert run_copy.config() == _cfg() and run_summary(run_copy)["last_step"] == STEPS
     train(_cfg(max_steps=60), run_copy.path, resume=True, progress=False)
     assert run_copy.manifest()["config"] == _cfg(max_steps=60).to_dict()
 
@@ -194,7 +195,7 @@ def test_an_in_range_edit_of_the_manifest_is_refused_by_every_reader_and_by_resu
     path = run_copy.path / "manifest.json"
     _edit(path, IN_RANGE[name])
     before = _digest(run_copy.path)
-    reads = (run_copy.summary, run_copy.records, run_copy.load_model, run_copy.config)
+    reads = (lambda: run_summary(run_copy), run_copy.records, run_copy.load_model, run_copy.config)
     for read in reads + (lambda: train(None, run_copy.path, resume=True, progress=False),):
         with pytest.raises(RunError) as e:
             read()
@@ -208,7 +209,7 @@ def test_every_commit_seals_the_manifest_and_a_legacy_one_is_sealed_by_its_resum
     m = run_copy.manifest()
     assert m["format_version"] == FORMAT_VERSION == 2 and m["digest"] == manifest_digest(m)
     _edit(run_copy.path / "manifest.json", lambda d: (_format_1(d), _nudge_L_seq(d)))
-    assert run_copy.summary()["last_step"] == STEPS  # format 1: no digest to check, loads as before
+    assert run_summary(run_copy)["last_step"] == STEPS  # format 1: no digest to check, loads as before
     train(_cfg(max_steps=60), run_copy.path, resume=True, progress=False)
     m = run_copy.manifest()
     assert m["format_version"] == 2 and m["digest"] == manifest_digest(m) and m["checkpoints"][-1]["step"] == 60
@@ -251,7 +252,7 @@ def test_a_huge_value_in_config_json_is_one_line_not_a_traceback(run_copy, run_c
     )
     before = _digest(run_copy.path)
     with pytest.raises(RunError) as e:
-        run_copy.summary()
+        run_summary(run_copy)
     _one_line(e, str(run_copy.path / "config.json"), "model.n_heads")
     p = run_cli("train", "--out", str(run_copy.path), "--resume", "--quiet")
     assert p.returncode == 2 and "\n" not in p.stderr.strip(), p.stderr
@@ -292,7 +293,11 @@ def test_a_record_with_a_bad_metric_is_refused(run_copy, name):
     m["checkpoints"][1]["record"]["metrics"][key] = value
     m["status"] = "running"
     (run_copy.path / "manifest.json").write_text(json.dumps(m))  # NaN and Infinity as JSON's extensions write them
-    for read in (run_copy.summary, run_copy.records, lambda: train(None, run_copy.path, resume=True, progress=False)):
+    for read in (
+        lambda: run_summary(run_copy),
+        run_copy.records,
+        lambda: train(None, run_copy.path, resume=True, progress=False),
+    ):
         with pytest.raises(RunError) as e:
             read()
         _one_line(e, str(run_copy.path / "manifest.json"), key)
@@ -301,7 +306,7 @@ def test_a_record_with_a_bad_metric_is_refused(run_copy, name):
 def test_a_record_with_a_bad_train_loss_is_refused(run_copy):
     _edit(run_copy.path / "manifest.json", lambda m: m["checkpoints"][2]["record"].update(train_loss="x"))
     with pytest.raises(RunError) as e:
-        run_copy.summary()
+        run_summary(run_copy)
     _one_line(e, str(run_copy.path / "manifest.json"), "train_loss")
 
 
@@ -314,7 +319,7 @@ def test_a_run_file_symlinked_out_of_the_folder_is_refused(run_copy, tmp_path, n
     shutil.copyfile(run_copy.path / name, outside / name)
     (run_copy.path / name).unlink()
     (run_copy.path / name).symlink_to(outside / name)
-    for read in (run_copy.config, run_copy.summary):
+    for read in (run_copy.config, lambda: run_summary(run_copy)):
         with pytest.raises(RunError) as e:
             read()
         _one_line(e, str(run_copy.path / name), "symbolic link")
@@ -533,7 +538,7 @@ def test_a_sweep_whose_run_is_killed_past_its_retries_exits_non_zero(tmp_path, r
 def test_an_edited_preset_name_is_not_a_change_of_the_run(run_copy):
     """The preset names the recipe a config started from; the four sections are the run."""
     _edit(run_copy.path / "config.json", lambda d: d.update(preset="renamed"))
-    assert run_copy.config().preset == "renamed" and run_copy.summary()["last_step"] == STEPS
+    assert run_copy.config().preset == "renamed" and run_summary(run_copy)["last_step"] == STEPS
 
 
 def test_a_sweep_does_not_count_an_edited_finished_run_as_done(run_copy, tmp_path):

@@ -9,6 +9,7 @@ import shutil
 
 from mi_plateau.checkpoints import Run
 from mi_plateau.config import with_overrides
+from mi_plateau.settle import run_summary
 from mi_plateau.summaries import summarize
 from mi_plateau.train import train
 
@@ -23,7 +24,7 @@ def test_an_absurd_batch_size_is_refused_before_any_folder(tmp_path, run_cli):
 
 def test_a_clamped_evaluation_set_is_said(tiny_run):
     """eval.n_groups above the task's n_b evaluates all n_b groups, and the summary says so."""
-    s = tiny_run.summary()
+    s = run_summary(tiny_run)
     cfg = tiny_run.config()
     assert s["eval_groups"] == min(cfg.eval.n_groups, cfg.task.n_b)
     big = with_overrides(cfg, {"eval.n_groups": cfg.task.n_b + 10})

@@ -9,9 +9,10 @@ import shutil
 import pytest
 
 from mi_plateau.checkpoints import Run
-from mi_plateau.checkpoints.settle import SETTLED_FILE, Crossing, Width, settle
+from mi_plateau.checkpoints.settled import SETTLED_FILE
 from mi_plateau.config import with_overrides
 from mi_plateau.replays.exact_check import exact_check
+from mi_plateau.settle import Crossing, Width, run_summary, settle
 from mi_plateau.train import train
 
 
@@ -34,18 +35,18 @@ def test_training_never_settles_and_the_summary_shows_estimates_with_intervals(l
     assert sum(m["L_seq_se"] is not None for m in live) > len(live) // 2
     s = run.manifest()["summary"]
     assert not s["settlement"]["asked"] and s["settlement"]["scorings_now"] == 0
-    est = run.summary()
+    est = run_summary(run)
     assert not (path / SETTLED_FILE).exists()  # a summary scores nothing
     for k in ("tau", "t_end"):
         if not est[f"{k}_exact"]:
             assert est[f"{k}_lo"] <= est[k] and (est[f"{k}_hi"] is None or est[k] <= est[f"{k}_hi"])
     # settled: exact, inside the estimate's interval, cached; asked again it scores nothing
-    done = run.summary(settle=True)
+    done = run_summary(run, settle=True)
     assert done["settlement"]["exact"] and all(done[f"{k}_exact"] for k in ("tau", "t_start", "t_end", "tau_width"))
     assert est["tau_lo"] <= done["tau"] and (est["tau_hi"] is None or done["tau"] <= est["tau_hi"])
-    again = run.summary(settle=True)
+    again = run_summary(run, settle=True)
     assert again["settlement"]["scorings_now"] == 0
-    assert run.summary()["tau"] == done["tau"] and run.summary()["tau_exact"]
+    assert run_summary(run)["tau"] == done["tau"] and run_summary(run)["tau_exact"]
 
 
 def test_every_settled_crossing_equals_the_full_set_one(live_run):
@@ -76,8 +77,8 @@ def test_a_threshold_asked_after_training_is_settled_with_counted_scorings(tmp_p
     text = run_cli("settle", str(path), "--alpha", "0.45").stdout
     assert "(exact)" in text and "0 full scorings now" in text
     # the answers equal an independent full scoring of every checkpoint
-    from mi_plateau.checkpoints.answers import answer
     from mi_plateau.replays.exact_check import score_exact
+    from mi_plateau.settle import answer
     from mi_plateau.summaries import num
 
     run = Run(path)
@@ -103,7 +104,7 @@ def test_deleted_weights_leave_the_crossing_an_estimate_and_say_which_steps(tmp_
         f.unlink()
     st = settle(Run(path))
     assert st.unsettled and not st.scored and st.missing == st.unsettled
-    note = Run(path).summary(settle=True)["settlement"]
+    note = run_summary(Run(path), settle=True)["settlement"]
     assert note["exact"] is False and note["missing_weights"] == st.unsettled
 
 
@@ -133,9 +134,9 @@ def test_a_recipe_settles_its_runs_only_when_asked(tmp_path, live_run):
 
     sweep = Sweep("s", "tiny", None, {}, (Point("r", {}, Run(live_run.path).config()), Point("absent", {}, None)))
     shutil.copytree(live_run.path, tmp_path / "s" / "r", ignore=shutil.ignore_patterns(SETTLED_FILE))
-    Run(tmp_path / "s" / "r").summary()  # a summary alone scores nothing
+    run_summary(Run(tmp_path / "s" / "r"))  # a summary alone scores nothing
     assert not (tmp_path / "s" / "r" / SETTLED_FILE).exists()
     settle_runs(sweep, tmp_path, progress=False)
-    s = Run(tmp_path / "s" / "r").summary()
+    s = run_summary(Run(tmp_path / "s" / "r"))
     assert (tmp_path / "s" / "r" / SETTLED_FILE).is_file() and s["settlement"]["exact"]
     assert all(s[f"{k}_exact"] for k in ("tau", "t_start", "t_end", "tau_width"))

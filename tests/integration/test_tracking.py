@@ -17,6 +17,7 @@ import pytest
 from mi_plateau.checkpoints import Run
 from mi_plateau.cli import main
 from mi_plateau.config import extends, preset, run_name, with_overrides
+from mi_plateau.settle import run_summary
 from mi_plateau.summaries import family_summary
 
 # L_seq on 12 of the 48 groups: its crossings are estimates with intervals; 260 steps pass both taus
@@ -95,7 +96,7 @@ def test_event_files_hold_the_records_and_crossings(logged_and_plain):
         assert len(want[tag]) == len(records), tag
     assert len(want["train/train_loss"]) == len(records) - 1  # step 0 has no training loss yet
     assert {"train/grad_norm_mean", "train/train_first_loss", "crossing/first_token/tau"} <= set(want)
-    s = run.summary()
+    s = run_summary(run)
     for fam in ("paper", "first_token"):
         last = s["definitions"][fam]
         for key in ("tau", "tau_lo", "tau_hi"):

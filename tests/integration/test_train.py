@@ -6,6 +6,7 @@ import torch
 
 from mi_plateau.checkpoints import Run, RunError, load_tensors
 from mi_plateau.config import with_overrides
+from mi_plateau.settle import run_summary
 from mi_plateau.train import lr_at, train
 
 
@@ -341,7 +342,7 @@ def test_summary_prints_units_and_no_line_twice(tiny_run, run_cli):
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
     assert len(lines) == len(set(lines)) and sum(ln.startswith("run:") or "  run:" in ln for ln in lines) == 1
-    s = tiny_run.summary()
+    s = run_summary(tiny_run)
     assert f"L_seq: tau {s['tau']:,} (exact)" in p.stdout and "log K 1.386 nats" in p.stdout
     assert "None" not in p.stdout
     full = run_cli("summary", str(tiny_run.path), "--all").stdout

@@ -4,6 +4,7 @@ import re
 from pathlib import Path
 
 import mi_plateau
+from mi_plateau.settle import run_summary
 
 
 def test_tutorial_code_runs(tiny_run, capsys):
@@ -42,5 +43,5 @@ def test_a_b_target_summary_has_no_log_K_ratio(tmp_path):
     run = train(
         with_overrides(preset("tiny"), {"direction": "forward", "max_steps": 40}), tmp_path / "fwd", progress=False
     )
-    s = run.summary()
+    s = run_summary(run)
     assert s["reference"].startswith("none") and s["plateau_ratio"] is None and s["definition"] == "first_token"

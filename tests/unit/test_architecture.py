@@ -18,6 +18,7 @@ STAGES = [
     ("model",),
     ("metrics",),
     ("checkpoints",),
+    ("settle",),
     ("train",),
     ("passes", "replays", "estimators", "control"),
     ("tabular", "figures"),

@@ -21,6 +21,7 @@ from mi_plateau.estimators.llc import (  # noqa: E402
     target_loss,
 )
 from mi_plateau.model import training_forward  # noqa: E402
+from mi_plateau.settle import run_summary
 from mi_plateau.train import batch_loss  # noqa: E402
 
 # the tests' larger step and weaker pull (TINY), short chains
@@ -80,7 +81,7 @@ def test_pass_returns_one_row_per_step_with_the_columns(run):
         "seconds",
     ):
         assert col in df.columns, col
-    tau = run.summary()["tau"]
+    tau = run_summary(run)["tau"]
     assert df["t_over_tau"].tolist() == pytest.approx([s / tau for s in steps])
     assert (df["batch_size"] == run.config().train.batch_size).all() and (df["n_chains"] == 2).all()
 
@@ -103,7 +104,7 @@ def test_llc_at_a_trained_checkpoint_is_finite_and_positive(run):
 
 
 def test_spread_steps_cover_zero_to_past_tau(run):
-    tau = run.summary()["tau"]
+    tau = run_summary(run)["tau"]
     steps = spread_steps(run, n=6, upto=1.2)
     assert steps[0] == 0 and steps == sorted(set(steps)) and 4 <= len(steps) <= 6
     assert abs(steps[-1] - 1.2 * tau) <= 20  # the nearest checkpoint (tiny: every 10-20 steps)
@@ -114,7 +115,7 @@ def test_calibration_sweeps_the_step_at_a_fixed_pull(run):
 
     short = {k: v for k, v in SHORT.items() if k not in ("lr", "localization", "nbeta")}
     rows = calibrate(run, fractions=(0.5, 1.2), lrs=(1e-5, 3e-5), **short)
-    tau = run.summary()["tau"]
+    tau = run_summary(run)["tau"]
     steps = sorted({run.nearest_step(f * tau) for f in (0.5, 1.2)})
     assert [(r["lr"], r["step"]) for r in rows] == [(lr, s) for lr in (1e-5, 3e-5) for s in steps]
     assert all(r["lr"] * r["localization"] == pytest.approx(PULL) for r in rows)

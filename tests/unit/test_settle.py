@@ -1,4 +1,4 @@
-"""The settlement's decisions on hand-built records (``checkpoints.settle``): which checkpoints a
+"""The settlement's decisions on hand-built records (``settle``): which checkpoints a
 question needs scored, and that answering on the settled records equals answering on the full-set
 values wherever the bands hold them."""
 
@@ -7,11 +7,11 @@ import math
 import numpy as np
 import pytest
 
-from mi_plateau.checkpoints.answers import answer
-from mi_plateau.checkpoints.settle import Crossing, Width, Z, pending, resolve
+from mi_plateau.checkpoints.settled import resolve
 from mi_plateau.config import preset, with_overrides
 from mi_plateau.config.schema import RunConfig, retire_eval_keys
 from mi_plateau.metrics import estimate, live_subset
+from mi_plateau.settle import Crossing, Width, Z, answer, pending
 from mi_plateau.summaries import tau, transition_width
 
 LOG_K = 1.0  # thresholds read as fractions of 1 nat
@@ -109,7 +109,7 @@ def test_two_stage_estimate_leaves_out_the_finite_population_factor():
 
 
 def test_a_cache_entry_overlays_an_estimate_until_every_group_is_in():
-    from mi_plateau.checkpoints.settle import overlay
+    from mi_plateau.checkpoints.settled import overlay
 
     part = overlay({"L_seq": [1.0, 2.0, 3.0], "acc": [0.5, 1.0, 0.9]}, 10)
     assert part["L_seq"] == pytest.approx(2.0) and part["L_seq_se"] > 0 and "settled" not in part
@@ -133,7 +133,7 @@ def test_old_configs_map_the_retired_evaluation_settings_onto_live_groups():
 
 
 def test_l_seq_retires_live_once_decided_below_the_lowest_threshold_and_later_steps_are_unknown():
-    from mi_plateau.checkpoints.settle import retire_live
+    from mi_plateau.settle import retire_live
 
     cfg = preset("tiny")
     lo = cfg.eval.width_lo * cfg.task.log_K

@@ -1,5 +1,6 @@
 """The reader's side of the settlement: a question's answer (tau at alpha, or the transition
-width) on settled records, and a run's summary with its questions settled (``settle``)."""
+width) on settled records, and a run's summary with its questions settled (``settlement``):
+``run_summary`` is what ``mi-plateau summary`` and ``api.summary`` show."""
 
 from __future__ import annotations
 
@@ -7,11 +8,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import crossings
-from ..summaries import every_group_live, seq_band, seq_bands, summarize
-from .settle import Crossing, Width, default_questions, settle
+from ..summaries import every_group_live, nan_to_none, seq_band, seq_bands, summarize
+from .settlement import Crossing, Width, default_questions, settle
 
 
-def answer(q: Crossing | Width, records: Sequence[dict[str, Any]], log_K: float, exact_live: bool = False) -> dict[str, Any]:
+def answer(
+    q: Crossing | Width, records: Sequence[dict[str, Any]], log_K: float, exact_live: bool = False
+) -> dict[str, Any]:
     """A question's answer on (settled) records, each crossing a value with its interval and
     whether it is exact (``crossings``): tau at alpha, or t_start, t_end and tau_width; ``text``
     reads it in one line (``tau 1,050 [1,000, 1,100] (estimate)``). ``exact_live``: the run
@@ -49,6 +52,23 @@ def settled_summary(run, questions=None, *, allow_scoring: bool = True, score=No
         and seq_band(r["metrics"], every_group_live(cfg))[1] != 0.0
     ]
     s["definitions"]["paper"]["plateau_estimates"] = len(window)
-    s["paper_crossings"] = [answer(q, st.records, cfg.task.log_K, every_group_live(cfg)) for q in dict.fromkeys(questions)]
+    s["paper_crossings"] = [
+        answer(q, st.records, cfg.task.log_K, every_group_live(cfg)) for q in dict.fromkeys(questions)
+    ]
     s["settlement"] = st.note()
     return s
+
+
+def run_summary(run, questions=None, *, settle: bool = False) -> dict[str, Any]:
+    """Plateau height, tau (both definition families) and convergence of ``run`` (a
+    ``checkpoints.Run``), from its checkpoint records (``summaries.summarize``) with every
+    crossing the ``questions`` ask (default: tau at eval.alpha and Table 5's alphas, the
+    transition width) settled on the full evaluation set (``settled_summary``), with the run's
+    status and path; NaN becomes None. Without ``settle`` only the cached exact values are used
+    (no torch) and ``settlement`` names the steps left unsettled, whose crossings read the live
+    estimate."""
+    manifest = run.manifest()
+    s = settled_summary(run, questions, allow_scoring=settle)
+    s["status"] = manifest.get("status")
+    s["run"] = str(run.path)
+    return nan_to_none(s)

@@ -15,8 +15,9 @@ answers by its estimate; one whose band contains t is scored on the full set (th
 scorings a run pays for), and only where the answer depends on it: the walk that finds "the
 first checkpoint below t" stops at the first checkpoint decided below, and the width's
 "last checkpoint above t before t_end" walks back from t_end to the first decided above. The
-exact values are cached in the run folder (``settled.json``), per step and weights checksum, so a
-second question is free and a summary without torch reads them.
+exact values are cached in the run folder (``settled.json``, the storage stage's
+``checkpoints.settled``), per step and weights checksum, so a second question is free and a
+summary without torch reads them.
 
 Diagram (one threshold t; ``|`` a band, ``x`` an exact value)::
 
@@ -27,28 +28,25 @@ Diagram (one threshold t; ``|`` a band, ``x`` an exact value)::
 
 With Z standard errors a band excludes the full-set value with probability at most 2 Phi(-Z) per
 look under the normal approximation of a subset mean (Z = 4: 6e-5). Pure Python and numpy; the
-scoring imports torch lazily (``scorer``). The live subset and its
-estimate are ``metrics.live_subset`` and ``metrics.estimate``; the answers read from settled
-records, and a run's settled summary, are ``answers``.
+scoring imports torch lazily (``scorer``). The live subset and its estimate are
+``metrics.live_subset`` and ``metrics.estimate``; the answers read from settled records, and a
+run's settled summary, are ``answers``.
 """
 
 from __future__ import annotations
 
 import math
-import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..checkpoints import read_json
+from ..checkpoints.settled import KEY, SETTLED_FILE, overlay, resolve, valid_entries, write_cache
 from ..crossings import Z_EXACT
-from ..summaries import estimate, every_group_live, group_order, group_shares, nan_to_none, num, seq_band
+from ..summaries import every_group_live, group_order, num, seq_band
 
 Z = Z_EXACT  # a band decides a side at this many standard errors (6e-5 per look): the settled, exact answer
-SETTLED_FILE = "settled.json"
-KEY = "L_seq"  # the one loss recorded as an estimate; the first-token family is exact live
-# what a full scoring replaces in a record (the paper family's numbers over the scored rows)
-EXACT_KEYS = ("L_seq", "cand_acc", "cand_groups_ge80", "cand_groups_100")
 TABLE5_ALPHAS = (0.3, 0.4, 0.5, 0.6, 0.7)  # Table 5's thresholds, fractions of log K
 
 
@@ -154,20 +152,6 @@ class Walk:
                 self.last_above(q.hi, end)
 
 
-def resolve(records: Sequence[dict[str, Any]], known: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
-    """The records with each settled step's paper-family numbers in place (``known``: per step,
-    the overlay ``overlay`` makes from the settlement cache: the full-set values with
-    ``settled`` true, or a larger subset's estimate with its standard error); the rest as
-    recorded."""
-    out = []
-    for r in records:
-        e = known.get(int(r["step"]))
-        if e is not None:
-            r = {**r, "metrics": {**r["metrics"], **e}}
-        out.append(r)
-    return out
-
-
 def pending(
     records: Sequence[dict[str, Any]],
     log_K: float,
@@ -190,21 +174,6 @@ def pending(
 # settling a run: stage by stage, up to the full set
 
 STAGES = (50, 125)  # groups a needed checkpoint is scored on before all of them (each stage adds groups)
-
-
-def overlay(entry: dict[str, Any], n_total: int) -> dict[str, Any]:
-    """A cache entry (whole groups scored at a step: their L_seq means and candidate accuracies)
-    as record metrics: the full-set values (``settled``) once every group is in, else the
-    subset's estimate of L_seq with its finite-population standard error."""
-    import numpy as np
-
-    L, acc = np.asarray(entry["L_seq"], dtype=float), np.asarray(entry["acc"], dtype=float)
-    if len(L) >= n_total:
-        mean, ge80, eq100 = group_shares(acc)
-        return {KEY: float(L.mean()), f"{KEY}_se": 0.0, "cand_acc": mean, "cand_groups_ge80": ge80,
-                "cand_groups_100": eq100, "settled": True}  # fmt: skip
-    v, se = estimate(L, n_total)
-    return {KEY: v, f"{KEY}_se": se, "settled_groups": len(L)}
 
 
 @dataclass
@@ -252,8 +221,6 @@ def settle(
     ``score(step, groups)``: those groups' L_seq means and candidate accuracies at a step
     (``metrics.group_scores``; default on the run, on the CPU); ``allow_scoring=False`` reads
     the cache only (no torch), leaving the rest unsettled."""
-    from .files import read_json
-
     manifest = run.manifest()
     cfg = run.config()
     entries = {int(c["step"]): c for c in manifest["checkpoints"]}
@@ -261,7 +228,7 @@ def settle(
     questions = tuple(questions) if questions is not None else default_questions(cfg)
     path = run.own_file(SETTLED_FILE)
     doc = read_json(path) if path.exists() else {}
-    cache = _valid(doc, entries)
+    cache = valid_entries(doc, entries)
     n_total = min(cfg.eval.n_groups, cfg.task.n_b)
     cached = sorted(s for s, e in cache.items() if len(e["L_seq"]) >= n_total)
     scored, unsettled, missing, seconds, n_groups = [], [], [], 0.0, 0
@@ -295,53 +262,12 @@ def settle(
             scored.append(step)
             n_groups += len(got["groups"])
         if scored:  # after each round: a settlement killed midway keeps what it scored
-            _write(path, cfg, cache, float(doc.get("settle_s") or 0.0) + seconds)
+            write_cache(path, cfg, cache, float(doc.get("settle_s") or 0.0) + seconds)
     full = sorted(s for s, e in cache.items() if len(e["L_seq"]) >= n_total)
     final = resolve(records, {s: overlay(e, n_total) for s, e in cache.items()})
     return Settlement(
         final, scored, n_groups, full, cached, sorted(set(unsettled)), sorted(set(missing)), allow_scoring
     )
-
-
-def _write(path, cfg, cache: dict[int, dict[str, Any]], settle_s: float) -> None:
-    """The settlement cache: the scored groups per step, and the seconds all scorings took
-    (``sweeps.table.run_costs`` counts them as evaluation)."""
-    from .files import atomic_write_json
-
-    doc = {
-        "eval": {"n_groups": cfg.eval.n_groups, "eval_seed": cfg.eval.eval_seed},
-        "steps": {str(s): cache[s] for s in sorted(cache)},
-        "settle_s": settle_s,
-    }
-    atomic_write_json(path, nan_to_none(doc))
-
-
-def _valid(doc: dict[str, Any], entries: dict[int, dict[str, Any]]) -> dict[int, dict[str, Any]]:
-    """The cache's entries that still serve: a step of the run with the same weights."""
-    out = {}
-    for k, v in (doc.get("steps") or {}).items():
-        c = entries.get(int(k))
-        if c is not None and isinstance(v, dict) and v.get("sha256") == c.get("sha256") and "L_seq" in v:
-            out[int(k)] = v
-    return out
-
-
-def cached_exact(run) -> dict[int, dict[str, Any]]:
-    """{step: record metrics overlay} from the run's settlement cache (no scoring, no torch):
-    the full-set values where every group is scored, else the scored groups' estimate; empty
-    where there is no cache or it cannot be read."""
-    from .files import RunError, read_json
-
-    try:
-        path = run.own_file(SETTLED_FILE)
-        if not path.is_file():
-            return {}
-        cfg = run.config()
-        n_total = min(cfg.eval.n_groups, cfg.task.n_b)
-        cache = _valid(read_json(path), {int(c["step"]): c for c in run.manifest()["checkpoints"]})
-        return {s: overlay(e, n_total) for s, e in cache.items()}
-    except (RunError, ValueError, TypeError, AttributeError, KeyError):
-        return {}
 
 
 def scorer(run, ev=None, device=None) -> Callable[[int, list[int]], dict[str, Any]]:
