@@ -15,7 +15,7 @@ from measurement_log import DOCS, Log, args
 from mi_plateau.checkpoints import Run
 from mi_plateau.crossings import Z_INTERVAL
 from mi_plateau.replays.coverage import ZS, coverage_table, run_coverage
-from mi_plateau.tabular import write_table
+from mi_plateau.outputs import write_table
 
 
 def build(log: Log) -> None:

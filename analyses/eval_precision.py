@@ -21,7 +21,7 @@ from mi_plateau.settle import TABLE5_ALPHAS
 from mi_plateau.crossings import first_below, width
 from mi_plateau.metrics import evaluate, live_subset
 from mi_plateau.summaries import loss_bands
-from mi_plateau.tabular import write_table
+from mi_plateau.outputs import write_table
 
 
 def crossings_of(cfg, records, family):

@@ -20,7 +20,7 @@ from measurement_log import DOCS, Log, args
 
 from mi_plateau.checkpoints import Run
 from mi_plateau.sweeps.table import run_costs
-from mi_plateau.tabular import write_table
+from mi_plateau.outputs import write_table
 from mi_plateau.settle import run_summary
 
 KEYS = ("tau", "t_start", "t_end", "tau_width")

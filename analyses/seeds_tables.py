@@ -22,7 +22,7 @@ from measurement_log import DOCS, Log, args
 
 from mi_plateau.api import analyze
 from mi_plateau.checkpoints import Run
-from mi_plateau.tabular import write_table
+from mi_plateau.outputs import write_table
 
 KEEP6 = ("K", "definition", "tau", "target", "step", "frac_tau", "ge80_pct", "eq100_pct", "mean_acc")
 KEEP9 = ("K", "definition", "phase", "step", "frac_tau", "rank", "head", "dL", "dLc", "dL1")

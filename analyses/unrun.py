@@ -19,7 +19,7 @@ from measurement_log import DOCS, Log, args
 from mi_plateau.bench.timing import machine
 from mi_plateau.reproduce.registry import recipe
 from mi_plateau.sweeps import RunOptions
-from mi_plateau.tabular import write_table
+from mi_plateau.outputs import write_table
 
 # recipe -> (the scorecard rows it fills, its options beyond the defaults)
 PRICED = {

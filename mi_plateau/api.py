@@ -74,9 +74,9 @@ def analyze(
     from pathlib import Path
 
     from .frames import records
+    from .outputs import write_comparison, write_run_analysis
     from .passes.analyze import PassConfig, analyze_run, figure3_paper, run_outputs
     from .summaries import nan_to_none
-    from .tabular import write_comparison, write_run_analysis
 
     if isinstance(runs, (str, os.PathLike, Run)):
         runs = [runs]
@@ -149,7 +149,7 @@ def _intervals(out: dict, n_boot: int, seed: int) -> tuple[dict, list[dict]]:
     (``swap_gap_lo``/``_hi``, ``swap_gap_seq_lo``/``_hi``) and each head's Delta L
     (``dL_lo``/``_hi`` and ``top_share``, the share of resamples where it has the largest)."""
     from .frames import records
-    from .passes.tables import head_bootstrap, swap_gap_intervals
+    from .passes.bootstrap import head_bootstrap, swap_gap_intervals
 
     ck = dict(out["checkpoint"][0])
     for r in records(swap_gap_intervals(out["groups"], n_boot, seed)):

@@ -149,10 +149,10 @@ BROWSER_SKIP = "no Chromium found (kaleido's lookup: BROWSER_PATH, PATH): apt-ge
 def fake_export(mp, write=lambda path, fig, **kw: Path(path)) -> None:
     """Static figure export replaced by ``write`` (default: writes nothing, returns the path) on
     a machine that seems to have a browser: the recipes take their export branch without one."""
-    import mi_plateau.tabular as tabular
+    import mi_plateau.outputs as outputs
 
-    mp.setattr(tabular, "chromium", lambda: "/usr/bin/chromium")
-    mp.setattr(tabular, "write_figure", write)
+    mp.setattr(outputs, "chromium", lambda: "/usr/bin/chromium")
+    mp.setattr(outputs, "write_figure", write)
 
 
 def stub_svg(path, fig, **kw) -> Path:
@@ -167,7 +167,7 @@ def stub_svg(path, fig, **kw) -> Path:
 def pytest_collection_modifyitems(config, items):
     """Tests marked ``browser`` skip, with one line, where no Chromium is found: the README's test
     command then passes on a machine without a browser (static figures, the report in Chromium)."""
-    from mi_plateau.tabular import chromium
+    from mi_plateau.outputs import chromium
 
     if chromium() is not None:
         return
@@ -179,7 +179,7 @@ def pytest_collection_modifyitems(config, items):
 
 def _render_status(page: Path, tmp: Path) -> dict:
     """Load the page in headless Chromium (no network) and read the status the page wrote."""
-    from mi_plateau.tabular import chromium
+    from mi_plateau.outputs import chromium
 
     args = [
         chromium(),
@@ -215,7 +215,7 @@ def _render_status(page: Path, tmp: Path) -> dict:
 def render_status():
     """Load an HTML page in headless Chromium (no network) and return the render status it wrote
     (errors, plots, svgs, expected)."""
-    from mi_plateau.tabular import chromium
+    from mi_plateau.outputs import chromium
 
     if chromium() is None:
         pytest.skip(BROWSER_SKIP)

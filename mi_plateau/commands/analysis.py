@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from ..tabular import cell, lead
+from ..frames import cell, lead
 from .text import head_table, print_checkpoint
 
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from ..config import RunOptions
-from ..tabular import to_markdown
+from ..frames import to_markdown
 from .applies import SWEEP_RECIPES_KIND, refuse_unused
 from .options import positive_int
 
@@ -52,7 +52,7 @@ def cmd_reproduce(args) -> int:
     options = RunOptions.from_args(args)
     refuse_unused(reproduce_kind(args.recipe), options, f"reproduce {args.recipe}")
     if options.static:  # before any training: the figures come last
-        from ..tabular import STATIC_NEEDS, chromium
+        from ..outputs import STATIC_NEEDS, chromium
 
         if chromium() is None:
             raise ValueError(f"--static: no browser found: {STATIC_NEEDS}")

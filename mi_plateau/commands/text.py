@@ -1,10 +1,10 @@
 """What several commands print: a run's summary with units, a checkpoint's headline numbers, the
 per-head table of inspect and ablate, a number with its bootstrap interval. Numbers go through
-``tabular.cell``, the package's one formatter."""
+``frames.cell``, the package's one formatter."""
 
 from __future__ import annotations
 
-from ..tabular import cell, finite
+from ..frames import cell, finite
 
 # the unit of every number the summary prints
 UNITS = {

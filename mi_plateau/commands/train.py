@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import ConfigError, parse_json
-from ..tabular import cell
+from ..frames import cell
 from .text import print_costs, print_summary
 
 

@@ -18,10 +18,12 @@ from typing import Any
 from ..checkpoints import Run, RunError, atomic_write_json, read_json, refuse_inside_run
 from ..frames import frame
 from ..summaries import nan_to_none, nearest, summarize
+from .bootstrap import swap_gap_intervals
 from .descent import coherent_descent, windows
 from .head_scores import ablation_columns, cache_version
 from .lead import curve_rows, original_onsets, original_series, original_tau, z_onsets
-from .tables import figure3_data, routing, swap_gap_intervals, table6, table9
+from .routing import figure3_data, routing
+from .table6_9 import table6, table9
 
 
 @dataclass(frozen=True)

@@ -14,18 +14,18 @@ is not markup made here); JSON inside ``<script>`` has ``<``, ``>``, ``&`` and `
 escapes.
 See docs/report.md.
 
-Layout: ``markup`` (the templates, ``fill``, ``script``, ``Page``), ``tables`` (rows as HTML),
+Layout: ``markup`` (the templates, ``fill``, ``script``, ``Page``), ``html_tables`` (rows as HTML),
 ``inputs`` (what a report reads: command.json, LLC curves, the passes' tables), ``sections``
 (the sections shared by all runs), ``runs`` (each run's own sections), ``pages`` (``report``,
 ``sweep_report``, ``scorecard_report``).
 """
 
+from .html_tables import fold_intervals, html_table, kv_table, page_cell, transposed_table
 from .inputs import gather, read_command, read_llc
 from .markup import BLOCK, TEMPLATES, Html, Page, esc, fill, nav_links, options, script, template_blocks, template_text
 from .pages import default_out, report, run_nav, scorecard_report, sweep_report
 from .runs import ATTENTION_PATTERN_BUDGET, KEY_FRACTIONS, MAX_ATTENTION_CHECKPOINTS, MAX_SLIDER_FRAMES, spread
 from .sections import SUMMARY_LEADS, summary_rows
-from .tables import fold_intervals, html_table, kv_table, page_cell, transposed_table
 
 _gather = gather  # its name before the split (tests import it)
 

@@ -13,12 +13,12 @@ from typing import Any
 from ..checkpoints import Run, RunError, atomic_write_text, refuse_inside_run
 from ..config import compare_name
 from ..figures import forest
-from ..tabular import PLOTLY_MODES, STATIC_NEEDS, chromium, plotly_script, write_figures
+from ..outputs import PLOTLY_MODES, STATIC_NEEDS, chromium, plotly_script, write_figures
+from .html_tables import html_table
 from .inputs import gather, read_llc
 from .markup import Html, Page, fill, nav_links, script, template_text
 from .runs import llc_section, run_sections
 from .sections import curve_sections, provenance_section, summary_section, table_sections
-from .tables import html_table
 
 
 # the run report's navigation bar (anchor, label); the per-run links go to the first run
@@ -121,7 +121,7 @@ def report(
 
 
 def _document(title: str, nav: Html, page: Page, out: Path, plotly: str = "inline") -> str:
-    """The page shell: plotly.js loaded once (``tabular.plotly_script``: inline by default, so
+    """The page shell: plotly.js loaded once (``outputs.plotly_script``: inline by default, so
     the page opens offline on its own), the render-status hooks, the sections."""
     return fill(
         "page",

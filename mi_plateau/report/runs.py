@@ -54,7 +54,7 @@ def llc_section(page: Page, d: dict, key: str, rows: list[dict]) -> None:
 def run_sections(page: Page, d: dict, key: str, notes: list[str], progress: bool) -> None:
     """The per-run figures: head scores, head grid with slider, attention, groups, patching."""
     from .. import figures
-    from ..passes.tables import accuracy_histogram
+    from ..passes.table6_9 import accuracy_histogram
 
     name, lab, tau, K = d["name"], esc(d["name"]), d["summary"]["tau"], d["cfg"].task.K
     t = {k: records(v) for k, v in d["tables"].items()}

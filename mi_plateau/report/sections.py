@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 
 from ..frames import records
+from .html_tables import html_table, kv_table, transposed_table
 from .markup import Page, esc, fill
-from .tables import html_table, kv_table, transposed_table
 
 # the routing leads in the summary table (column label, routing key), each with its 95% interval
 SUMMARY_LEADS = (

@@ -17,9 +17,10 @@ from typing import Any
 from .. import figures, paper
 from ..checkpoints import Run, RunError, atomic_write_json, atomic_write_text
 from ..config import config_diff, preset, run_name, with_overrides
+from ..frames import cell, lead, to_markdown
+from ..outputs import read_json_rows, write_figures
 from ..summaries import nan_to_none, num
 from ..sweeps import RunOptions, status, train_local, train_wall
-from ..tabular import cell, lead, read_json_rows, to_markdown, write_figures
 
 RECIPES = {
     # (preset, K, seed): the paper recipe at every K, seeds at K = 10 and 20, and today's K = 10
@@ -169,7 +170,7 @@ def tables_md(tables: dict[str, list]) -> str:
 
 def write_assets(results: dict[str, Any], runs, docs: Path, static: bool | None = None) -> tuple[list[Path], str]:
     """The generated tables Markdown for docs/reproduction.md and the static figures (exported
-    from the same plotly figures the report draws; ``static`` as in ``tabular.write_figures``);
+    from the same plotly figures the report draws; ``static`` as in ``outputs.write_figures``);
     returns the paths written and the one-line note of skipped figures."""
     docs.mkdir(parents=True, exist_ok=True)
     curves = seed0_curves(runs)
@@ -192,7 +193,7 @@ def run_recipe(
     """Train (unless ``options.train`` is False) and analyse the recipe's runs (under
     ``options.root``; ``jobs``, ``device``, ``progress`` as in ``train_all``; the analysis on
     ``device`` too); write docs assets and a log into ``options.docs`` (``options.static``: the
-    static figures, ``tabular.write_figures``)."""
+    static figures, ``outputs.write_figures``)."""
     from ..api import analyze  # torch: loaded when a recipe analyses, not when the CLI plans one
 
     t0 = time.perf_counter()

@@ -177,7 +177,7 @@ def run_sweep_recipe(
     points) and ``skip_recorded`` (do not train the points the log records as finished elsewhere:
     a recipe continued across machines), the tables using every run either way; ``jobs``,
     ``batch_runs``, ``device`` and ``progress`` (``sweeps.run_sweep``); ``static`` (the static
-    figures, ``tabular.write_figures``; the log's ``static_note`` says when they were skipped).
+    figures, ``outputs.write_figures``; the log's ``static_note`` says when they were skipped).
     ``sweep``: a sweep of your own (a variant of the recipe's file, with its own budget) built by
     the recipe ``name``'s tables. Runs that fail are named in an error raised after the log is
     written."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..tabular import write_figures, write_table
+from ..outputs import write_figures, write_table
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ class Built:
 
 def write_built(docs: str | Path, built: Built, static: bool | None = None) -> tuple[list[Path], str]:
     """Write every table of ``built`` under ``docs`` (.md, .csv, .json), then every figure
-    (.svg; ``static`` as in ``tabular.write_figures``: None exports them where a browser is
+    (.svg; ``static`` as in ``outputs.write_figures``: None exports them where a browser is
     found); returns the paths in the order written and the one-line note of skipped figures."""
     docs = Path(docs)
     written: list[Path] = []

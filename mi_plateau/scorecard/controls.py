@@ -34,8 +34,8 @@ from typing import Any
 
 from .. import paper
 from ..checkpoints import RunError
+from ..outputs import write_table
 from ..summaries import num
-from ..tabular import write_table
 from .scoring import core_rows
 
 STEM = "table12"

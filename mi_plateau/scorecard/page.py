@@ -17,7 +17,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ..tabular import to_csv, to_markdown
+from ..frames import to_csv, to_markdown
 from . import verdicts as vd
 from .claims import figure1, figure2b, figure3a, figure3b, lead, monotone, noise, plateau, steps_ratio, tokens
 from .scoring import cells, paper_text
@@ -254,12 +254,12 @@ def write_scorecard(
 ) -> tuple[list[dict[str, str]], list[Path]]:
     """``mi-plateau reproduce scorecard``: the page ``scorecard.md`` one folder above ``docs``, its
     rows as ``scorecard.csv`` and ``.json`` and its points as ``scorecard_points.json`` in ``docs``,
-    and the forest plot ``scorecard_forest.svg`` (``static`` as in ``tabular.write_figures``: where
+    and the forest plot ``scorecard_forest.svg`` (``static`` as in ``outputs.write_figures``: where
     a browser is found by default); ``report``: also the interactive page (an HTML file) there.
     Returns the rows and the paths written."""
     from ..checkpoints import atomic_write_text
     from ..figures import forest
-    from ..tabular import write_figures
+    from ..outputs import write_figures
 
     docs = Path(docs)
     rows, points = judged_rows(docs)

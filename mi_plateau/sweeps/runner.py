@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ..checkpoints import RunError, RunLock, atomic_write_json, manifest_digest, read_json, refuse_inside_run
 from ..config import RunConfig, RunOptions
-from ..tabular import write_table
+from ..outputs import write_table
 from .pool import train_local
 from .ray_tasks import train_ray
 from .schedule import plan, select, status, waves

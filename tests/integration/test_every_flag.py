@@ -438,9 +438,9 @@ def reproduce_docs(t: T) -> None:
 
 
 def reproduce_static(t: T) -> None:
-    import mi_plateau.tabular as tabular
+    import mi_plateau.outputs as outputs
 
-    t.mp.setattr(tabular, "chromium", lambda: "/usr/bin/chromium")
+    t.mp.setattr(outputs, "chromium", lambda: "/usr/bin/chromium")
     recipe_option(["--static"], lambda o: o.static is True, "controls")(t)
 
 

@@ -435,12 +435,12 @@ def test_a_static_export_that_fails_once_is_retried(tmp_path, monkeypatch):
     import plotly.graph_objects as go
     import plotly.io
 
-    import mi_plateau.tabular as tabular
-    from mi_plateau.tabular import write_figure
+    import mi_plateau.outputs as outputs
+    from mi_plateau.outputs import write_figure
 
     to_image, calls = _flaky(1)
     monkeypatch.setattr(plotly.io, "to_image", to_image)
-    monkeypatch.setattr(tabular, "chromium", lambda: "/usr/bin/chromium")
+    monkeypatch.setattr(outputs, "chromium", lambda: "/usr/bin/chromium")
     path = write_figure(tmp_path / "f.svg", go.Figure())
     assert path.read_bytes().startswith(b"<svg") and calls["n"] == 2
 
@@ -449,12 +449,12 @@ def test_a_static_export_that_keeps_failing_is_one_line_and_keeps_the_tables(tmp
     import plotly.graph_objects as go
     import plotly.io
 
-    import mi_plateau.tabular as tabular
-    from mi_plateau.tabular import write_figure, write_table
+    import mi_plateau.outputs as outputs
+    from mi_plateau.outputs import write_figure, write_table
 
     to_image, calls = _flaky(10**6)
     monkeypatch.setattr(plotly.io, "to_image", to_image)
-    monkeypatch.setattr(tabular, "chromium", lambda: "/usr/bin/chromium")
+    monkeypatch.setattr(outputs, "chromium", lambda: "/usr/bin/chromium")
     tables = write_table(tmp_path / "t", [{"K": 4, "tau": 100}], title="t")  # a builder writes its tables first
     with pytest.raises(RunError) as e:
         write_figure(tmp_path / "f.svg", go.Figure())
@@ -468,11 +468,11 @@ def test_without_a_browser_figures_are_skipped_in_one_line_or_refused_when_asked
     how to get one; ``static=True`` (``--static``) refuses with that line, the tables kept."""
     import plotly.graph_objects as go
 
-    import mi_plateau.tabular as tabular
+    import mi_plateau.outputs as outputs
     from mi_plateau.reproduce.writer import Built, Plot, Table, write_built
 
     monkeypatch.setenv("BROWSER_PATH", str(tmp_path / "no-such-browser"))
-    assert tabular.chromium() is None
+    assert outputs.chromium() is None
     built = Built({"t": Table("t", [{"K": 4, "tau": 100}])}, {"f": Plot("f", go.Figure())})
     written, note = write_built(tmp_path, built)
     assert [p.name for p in written] == ["t.md", "t.csv", "t.json"]

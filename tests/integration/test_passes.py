@@ -10,8 +10,9 @@ from mi_plateau.config import preset
 from mi_plateau.metrics import example_correct, group_accuracy
 from mi_plateau.model import build_model
 from mi_plateau.model.forward import Weights, block, forward, run_cached
+from mi_plateau.passes.curves import half_rise_step
 from mi_plateau.passes.per_checkpoint import checkpoint_passes
-from mi_plateau.passes.tables import half_rise_step, phase_steps, table6, table9
+from mi_plateau.passes.table6_9 import phase_steps, table6, table9
 from mi_plateau.task import make_eval_set, make_task
 
 

@@ -29,7 +29,7 @@ def test_static_figures_are_exported_from_the_plotly_figures(tmp_path):
     """docs/ figures are the plotly figure definitions exported by kaleido (Chromium): a valid SVG
     that holds the run labels and the log K annotations."""
     from mi_plateau import figures
-    from mi_plateau.tabular import write_figure
+    from mi_plateau.outputs import write_figure
 
     curves = {
         f"K={K}": {"steps": [0, 50, 100], "L_seq": [2.4, 2.3, 0.1], "Lc": [2.4, 2.3, 0.2], "log_K": 2.302}

@@ -21,7 +21,7 @@ STAGES = [
     ("settle",),
     ("train",),
     ("passes", "replays", "estimators", "control"),
-    ("tabular", "figures"),
+    ("outputs", "figures"),
     ("report",),
     ("api", "sweeps", "selfcheck"),
     ("scorecard",),

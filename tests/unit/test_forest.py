@@ -145,7 +145,7 @@ def test_the_page_holds_the_figure_and_the_table_and_opens_offline(tmp_path):
 
 @pytest.mark.browser
 def test_the_page_renders_and_the_figure_exports(tmp_path, render_status):
-    from mi_plateau.tabular import write_figures
+    from mi_plateau.outputs import write_figures
 
     st = render_status(scorecard_report(tmp_path / "scorecard.html", POINTS), tmp_path)
     assert st["errors"] == [] and st["expected"] == 1 and st["plots"] == 1

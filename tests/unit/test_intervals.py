@@ -3,7 +3,8 @@ estimate inside its interval, seeded, and the table's columns."""
 
 import pytest
 
-from mi_plateau.passes.tables import group_bootstrap, table6
+from mi_plateau.passes.bootstrap import group_bootstrap
+from mi_plateau.passes.table6_9 import table6
 
 
 def test_constant_groups_give_zero_width_intervals():
@@ -42,7 +43,7 @@ def test_table6_rows_carry_the_intervals():
 
 
 def test_head_bootstrap_known_answers():
-    from mi_plateau.passes.tables import head_bootstrap
+    from mi_plateau.passes.bootstrap import head_bootstrap
 
     ci = head_bootstrap({"L0H0": [1.0] * 20, "L0H1": [0.5] * 20}, 300, 0)
     assert ci["L0H0"] == {"lo": 1.0, "hi": 1.0, "top_share": 1.0} and ci["L0H1"]["top_share"] == 0.0
@@ -57,7 +58,7 @@ def test_head_bootstrap_known_answers():
 def test_resample_counts_are_the_same_draws_as_the_table_bootstraps():
     import numpy as np
 
-    from mi_plateau.passes.tables import head_bootstrap, resample_counts
+    from mi_plateau.passes.bootstrap import head_bootstrap, resample_counts
 
     C = resample_counts(7, 50, 3)
     assert C.shape == (50, 7) and (C.sum(1) == 7).all()
@@ -72,7 +73,7 @@ def test_resample_counts_are_the_same_draws_as_the_table_bootstraps():
 def test_half_rise_of_many_curves_equals_the_one_curve_rule():
     import numpy as np
 
-    from mi_plateau.passes.tables import half_rise_many, half_rise_step
+    from mi_plateau.passes.curves import half_rise_many, half_rise_step
 
     rng = np.random.default_rng(0)
     steps = list(range(0, 1000, 50))
@@ -99,7 +100,7 @@ def _routing_rows(heads_by_group):
 
 
 def test_routing_intervals_known_answers():
-    from mi_plateau.passes.tables import routing_intervals
+    from mi_plateau.passes.bootstrap import routing_intervals
 
     rise = [0.0, 0.0, 0.1, 0.9, 1.0, 1.0]  # half of the rise reached at step 300
     hg, groups = _routing_rows({"L0H0": [rise] * 2, "L0H1": [rise] * 2})
@@ -120,7 +121,7 @@ def test_routing_intervals_known_answers():
 
 
 def test_swap_gap_intervals_per_checkpoint():
-    from mi_plateau.passes.tables import swap_gap_intervals
+    from mi_plateau.passes.bootstrap import swap_gap_intervals
 
     groups = [
         {

@@ -245,7 +245,7 @@ def test_paper_init_std_per_matrix_and_b_U_gets_gradients():
 
 
 def test_a_one_value_interval_says_why():
-    from mi_plateau.tabular import lead
+    from mi_plateau.frames import lead
 
     assert lead({"x": 0.13, "x_lo": 0.13, "x_hi": 0.13}, "x") == "0.13 [0.13: every resample, the same checkpoint]"
     assert lead({"x": 0.5, "x_lo": 0.4, "x_hi": 0.6}, "x") == "0.50 [0.40, 0.60]"

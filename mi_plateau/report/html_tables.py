@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from ..frames import records
-from ..tabular import cell
+from ..frames import cell, records
 from .markup import Html, esc
 
 # a cell of the page's tables: 4 significant digits, sizes from 1e4 on as whole numbers, booleans yes/no

@@ -1,15 +1,14 @@
-"""Tables 6 and 9 and the accuracy histogram, from tidy pass rows; the one import place for
-every table of the passes.
+"""Tables 6 and 9 and the accuracy histogram, from tidy pass rows.
 
 Each table is computed under one or both definition families (``definitions``): the paper's
 (L_seq and its tau, candidate accuracy, Delta L) and the first-token one (Lc and its tau, exact
 match, Delta Lc); a ``definition`` column names which. ``taus`` maps a family to its tau.
-The paper's values appear only in columns whose names start with ``paper_``; every other
-number comes from the run named in the row.
+The paper's values (``paper.TABLE6``, ``paper.TABLE9``) appear only in columns whose names start
+with ``paper_``; every other number comes from the run named in the row.
 
 The routing-head summary and the data of Figure 3 live in ``routing``, the bootstrap intervals
 over groups in ``bootstrap``, the curve rules they share (half rise, plateau level) in
-``curves``; this module re-exports them.
+``curves``.
 """
 
 from __future__ import annotations
@@ -20,30 +19,8 @@ from .. import paper
 from ..definitions import FAMILIES, definition
 from ..frames import Rows, frame, records
 from ..summaries import nearest
-from .bootstrap import group_bootstrap, head_bootstrap, resample_counts, routing_intervals, swap_gap_intervals
-from .curves import finite, half_rise_many, half_rise_step
-from .routing import figure3_data, routing
-
-__all__ = [
-    "PAPER_TABLE6",
-    "PAPER_TABLE9",
-    "PHASES",
-    "accuracy_histogram",
-    "figure3_data",
-    "group_bootstrap",
-    "half_rise_many",
-    "half_rise_step",
-    "head_bootstrap",
-    "phase_steps",
-    "resample_counts",
-    "routing",
-    "routing_intervals",
-    "swap_gap_intervals",
-    "table6",
-    "table9",
-]
-
-PAPER_TABLE6, PAPER_TABLE9 = paper.TABLE6, paper.TABLE9  # mi_plateau.paper
+from .bootstrap import group_bootstrap, head_bootstrap
+from .curves import finite
 
 
 def table6(
@@ -98,7 +75,7 @@ def table6(
             }
             accs = [g[d.acc] for g in per_group.get(s, []) if finite(g.get(d.acc))]
             row.update(group_bootstrap(accs, n_boot, seed))
-            near = [t for t in PAPER_TABLE6.get(K) or [] if abs(t[1] - s / tau) <= 0.15]
+            near = [t for t in paper.TABLE6.get(K) or [] if abs(t[1] - s / tau) <= 0.15]
             if near:
                 p = min(near, key=lambda t: abs(t[1] - s / tau))
                 row.update(
@@ -166,7 +143,7 @@ def table9(
             rows = sorted((r for r in head_rows if r["step"] == s), key=lambda r: -r[d.ablation])[:top]
             groups = by_step.get(s, {})
             ci = head_bootstrap({h: v[d.ablation] for h, v in groups.items()}, n_boot, seed) if groups else {}
-            ref = PAPER_TABLE9.get(K, {}).get(phase, [])
+            ref = paper.TABLE9.get(K, {}).get(phase, [])
             for rank, r in enumerate(rows, 1):
                 row = {
                     "run": name,
@@ -184,7 +161,7 @@ def table9(
                 if r["head"] in ci:
                     c = ci[r["head"]]
                     row.update({f"{d.ablation}_lo": c["lo"], f"{d.ablation}_hi": c["hi"], "top_share": c["top_share"]})
-                if K in PAPER_TABLE9:
+                if K in paper.TABLE9:
                     row["paper_head"] = ref[rank - 1][0] if rank <= len(ref) else None
                     row["paper_dL"] = ref[rank - 1][1] if rank <= len(ref) else None
                 out.append(row)

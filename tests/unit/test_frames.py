@@ -1,7 +1,7 @@
 def test_a_whole_number_beside_a_blank_stays_whole_in_csv():
     import pandas as pd
 
-    from mi_plateau.tabular import to_csv
+    from mi_plateau.frames import to_csv
 
     text = to_csv(pd.DataFrame([{"run": "a", "tau": 150}, {"run": "b", "tau": None}]))
     assert text.splitlines() == ["run,tau", "a,150", "b,"]
