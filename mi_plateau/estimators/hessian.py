@@ -6,7 +6,7 @@ of ``n`` training examples, as a function of the flat vector ``theta`` of every 
 parameter (in state-dict order). ``H = d^2 L / d theta^2`` (nats per unit parameter squared)
 is never formed: every estimator sees it only through Hessian-vector products (``hvp``).
 
-Two estimators of its extreme eigenvalues (``estimators.spectrum``, re-exported here):
+Two estimators of its extreme eigenvalues (``estimators.spectrum``):
 
 - ``power_extremes`` ("original_power"), the original code's: power iteration for lambda_max,
   then power iteration on ``H - sigma I`` with ``sigma = lambda_max + 1`` for lambda_min.
@@ -37,38 +37,7 @@ from ..paper import TABLE10
 from ..summaries import nearest, summarize
 from ..task import Task, make_task
 from ..train import batch_loss
-from .spectrum import (
-    FLOOR,
-    Extremes,
-    MatVec,
-    PowerResult,
-    lanczos_extremes,
-    power_extremes,
-    power_iteration,
-    start_vector,
-)
-
-__all__ = [
-    "BLOCK_KEYS",
-    "ESTIMATORS",
-    "FLOOR",
-    "N_EXAMPLES",
-    "Extremes",
-    "LossFn",
-    "MatVec",
-    "PowerResult",
-    "hessian_examples",
-    "hessian_loss",
-    "hessian_pass",
-    "hvp",
-    "lanczos_extremes",
-    "plateau_checkpoints",
-    "power_extremes",
-    "power_iteration",
-    "start_vector",
-    "table10",
-    "trainable_names",
-]
+from .spectrum import Extremes, lanczos_extremes, power_extremes
 
 N_EXAMPLES = 512  # the original's fixed set of training examples
 ESTIMATORS = ("original_power", "lanczos")

@@ -27,8 +27,6 @@ from .pages import default_out, report, run_nav, scorecard_report, sweep_report
 from .runs import ATTENTION_PATTERN_BUDGET, KEY_FRACTIONS, MAX_ATTENTION_CHECKPOINTS, MAX_SLIDER_FRAMES, spread
 from .sections import SUMMARY_LEADS, summary_rows
 
-_gather = gather  # its name before the split (tests import it)
-
 __all__ = [
     "ATTENTION_PATTERN_BUDGET",
     "BLOCK",

@@ -37,31 +37,8 @@ from .direction import build_direction
 from .mechanisms import build_dissipation, build_label_noise, build_selector_groups
 from .records import Collected, collect, log_path, read_log, traceable, write_log
 from .scaling import build_batch_size, build_fixed_d, build_k_sweep, build_len_z
-from .seeds import build_seeds, build_seeds_init, compare_seed_stats, phase_boundary, seed_stats
+from .seeds import build_seeds, build_seeds_init
 from .writer import Built, write_built
-
-__all__ = [  # the builders and their table functions, importable from here as before the split
-    "BUILDERS",
-    "build",
-    "build_batch_size",
-    "build_dissipation",
-    "build_direction",
-    "build_fixed_d",
-    "build_k_sweep",
-    "build_label_noise",
-    "build_len_z",
-    "build_lr_width",
-    "build_phase_boundary",
-    "build_seeds",
-    "build_seeds_init",
-    "build_selector_groups",
-    "compare_seed_stats",
-    "phase_boundary",
-    "recipe_file",
-    "recipe_sweep",
-    "run_sweep_recipe",
-    "seed_stats",
-]
 
 # recipe -> its builder: build(collected, sweep, n_boot, seed) -> Built, nothing written
 BUILDERS: dict[str, Callable[..., Built]] = {

@@ -203,10 +203,10 @@ def test_report_tables_use_the_pass_settings_given(tiny_run, tmp_path):
     import pandas as pd
 
     from mi_plateau.passes.analyze import PassConfig
-    from mi_plateau.report import _gather
+    from mi_plateau.report import gather
 
     pc = PassConfig(table6_fracs=(0.5,), n_boot=0)
-    d = _gather(tiny_run, tmp_path / "an", pc, progress=False, device="cpu")
+    d = gather(tiny_run, tmp_path / "an", pc, progress=False, device="cpu")
     t6 = pd.DataFrame(d["table6"])
     assert set(t6["target"]) == {"0.5 tau"}  # the default would give 0.25, 0.5, 1 and 1.5 tau
 

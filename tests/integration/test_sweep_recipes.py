@@ -14,14 +14,8 @@ from mi_plateau.report import sweep_report
 from mi_plateau.reproduce import SWEEP_RECIPES, dry_run, recipe_sweep
 from mi_plateau.reproduce.boundary import build_lr_width, build_phase_boundary
 from mi_plateau.reproduce.records import collect
-from mi_plateau.reproduce.sweeps import (
-    build_batch_size,
-    build_fixed_d,
-    build_k_sweep,
-    build_seeds,
-    compare_seed_stats,
-    phase_boundary,
-)
+from mi_plateau.reproduce.scaling import build_batch_size, build_fixed_d, build_k_sweep
+from mi_plateau.reproduce.seeds import build_seeds, compare_seed_stats, phase_boundary
 from mi_plateau.reproduce.writer import write_built
 from mi_plateau.sweeps import RunOptions, load_sweep, run_sweep
 

@@ -11,17 +11,14 @@ import torch
 from mi_plateau.checkpoints import RunError
 from mi_plateau.config import preset, with_overrides
 from mi_plateau.estimators.hessian import (
-    Extremes,
     hessian_examples,
     hessian_loss,
     hvp,
-    lanczos_extremes,
     plateau_checkpoints,
-    power_extremes,
-    power_iteration,
     table10,
     trainable_names,
 )
+from mi_plateau.estimators.spectrum import Extremes, lanczos_extremes, power_extremes, power_iteration
 from mi_plateau.task import make_task
 
 
