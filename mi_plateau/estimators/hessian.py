@@ -282,6 +282,8 @@ ORIGINAL_GRID = 100  # the original's checkpoint spacing (steps)
 
 
 def _original_keeps(step: int, tau: int) -> bool:
-    """The original's checkpoint filter (SPEC.md section 8): a checkpoint its own run holds (on
-    its 100-step grid) strictly before 0.8 tau."""
+    """The original's checkpoint filter, which its Table 10 code applied to the plateau
+    checkpoints and ``table10`` applies to ours beside them (``anisotropy_original_filter``;
+    docs/mechanisms.md, Checkpoints): a checkpoint its own run holds (on its 100-step grid)
+    strictly before 0.8 tau."""
     return step % ORIGINAL_GRID == 0 and step < 0.8 * tau
