@@ -29,8 +29,7 @@ difference): training is deterministic for a given thread count, so the retraine
 steps must equal the record's where the counts agree. Another count rounds the reductions
 differently, and the difference grows through training (docs/reproduction_sweeps.md), so a run
 retrained on another count, or against a record whose count is unknown (the logs of 2026-12-01
-and earlier), may differ.
-"""
+and earlier), may differ."""
 
 from __future__ import annotations
 
