@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 
-from measurement_log import DOCS, Log, args
+from measurement_log import DOCS, Log, args, run_name
 
 from mi_plateau.checkpoints import Run
 from mi_plateau.sweeps.table import run_costs
@@ -39,8 +39,7 @@ def row(path: str) -> dict:
     t = time.perf_counter()
     subprocess.run([sys.executable, "-m", "mi_plateau", "summary", path], check=True, capture_output=True)
     return {
-        # the folder under checkpoints/ (p57/paper_K30_nb300_s3 beside an earlier paper_K30_nb300_s3)
-        "run": name(run),
+        "run": run_name(run),
         "K": cfg.task.K,
         "n_b": cfg.task.n_b,
         "seed": cfg.task.data_seed,
@@ -77,11 +76,6 @@ def sparse_grid(recs: list[dict], wall: float, ev: float, K: int, every: int = 5
     }
 
 
-def name(run: Run) -> str:
-    parts = run.path.resolve().parts
-    return "/".join(parts[parts.index("checkpoints") + 1 :]) if "checkpoints" in parts else run.path.name
-
-
 def read_settled(run: Run) -> dict | None:
     path = run.path / "settled.json"
     return json.loads(path.read_text()).get("steps") if path.is_file() else None
@@ -90,7 +84,7 @@ def read_settled(run: Run) -> dict | None:
 def main() -> None:
     a, log = args(__doc__), Log("eval_share")
     for path in a.runs:
-        log.replace(name(Run(path)), [row(path)])
+        log.replace(run_name(Run(path)), [row(path)])
     note = (
         "Times on 2 cores of an AMD EPYC with AVX512-BF16, one thread per run, 2-6 processes at once (the shares are "
         "ratios within one run; K30_seed0 is the K sweep's run, K36_seed0 the lead sweep's, stopped at 12,550 steps). "
