@@ -87,7 +87,8 @@ def main() -> None:
         log.replace(run_name(Run(path)), [row(path)])
     note = (
         "Times on 2 cores of an AMD EPYC with AVX512-BF16, one thread per run, 2-6 processes at once (the shares are "
-        "ratios within one run; K30_seed0 is the K sweep's run, K36_seed0 the lead sweep's, stopped at 12,550 steps). "
+        "ratios within one run; run: the folder under checkpoints/; the lead sweep's K36_seed0 stopped at 12,550 "
+        "steps). "
         "The p57/ runs are the earlier runs of the same configs trained again with bf16 evaluation in chunks of 1,024 "
         "sequences, two processes at once: their weights equal the earlier ones' (SHA-256), so settle_s and "
         "settle_groups are the earlier runs' settlement, whose cache they reuse (0 new scorings). "
