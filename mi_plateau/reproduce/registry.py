@@ -80,9 +80,9 @@ def _hessian_run(o: RunOptions) -> dict[str, Any]:
 
 
 def _figure3_runs(root: Path) -> list[Path]:
-    from .figure3 import sweep_runs
+    from .figure3 import seed_runs
 
-    return sweep_runs(root)
+    return seed_runs(root)
 
 
 def _noise_runs(root: Path) -> list[Path]:
