@@ -10,7 +10,7 @@ machine without the runs. A run given again replaces its rows.
 
 from __future__ import annotations
 
-from measurement_log import DOCS, Log, args
+from measurement_log import DOCS, Log, args, run_name
 
 from mi_plateau.checkpoints import Run
 from mi_plateau.crossings import Z_INTERVAL
@@ -37,8 +37,8 @@ def main() -> None:
     a, log = args(__doc__), Log("coverage")
     for path in a.runs:
         run = Run(path)
-        rows = run_coverage(run)
-        log.replace(run.path.name, rows)
+        rows = [r | {"run": run_name(run)} for r in run_coverage(run)]
+        log.replace(run_name(run), rows)
         print(f"{path}: {len(rows)} crossings")
     if log.rows:
         build(log)

@@ -20,6 +20,13 @@ from mi_plateau.checkpoints import atomic_write_text
 DOCS = Path(os.environ.get("MI_PLATEAU_DOCS") or Path(__file__).resolve().parent.parent / "docs" / "reproduction")
 
 
+def run_name(run) -> str:
+    """A run's name in the logs: its folder under checkpoints/ (``p57/paper_K30_nb300_s3`` beside an
+    earlier ``paper_K30_nb300_s3``), or the folder's own name outside checkpoints/."""
+    parts = Path(run.path).resolve().parts
+    return "/".join(parts[parts.index("checkpoints") + 1 :]) if "checkpoints" in parts else Path(run.path).name
+
+
 def args(doc: str) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=doc.splitlines()[0])
     p.add_argument("runs", nargs="*", help="run folders to measure and add to the log")

@@ -73,7 +73,7 @@ def cmd_reproduce(args) -> int:
 
 
 def cmd_sweep(args) -> int:
-    from ..sweeps import in_precision, load_sweep, plan, run_sweep, status, sweep_table
+    from ..sweeps import load_sweep, plan, run_sweep, status, sweep_in_precision, sweep_table
 
     options = RunOptions.from_args(args)
     if args.target == "status":
@@ -85,7 +85,7 @@ def cmd_sweep(args) -> int:
     if args.folder:
         raise ValueError(f"sweep {args.target}: unexpected second argument {args.folder!r}")
     refuse_unused("sweep", options, "sweep")
-    sweep = in_precision(load_sweep(args.target), options.precision)
+    sweep = sweep_in_precision(load_sweep(args.target), options.precision)
     if Path(options.root).exists() and not Path(options.root).is_dir():
         raise ValueError(f"--root {options.root}: is a file, not a folder for the sweep's runs")
     if options.dry_run:

@@ -25,7 +25,7 @@ class RunOptions:
 
     ``device``: where runs train and analyses run (``devices.resolve``); ``precision``: every new
     run in this ``train.precision`` (None: as configured; a sweep in another precision gets its own
-    folder, ``sweeps.in_precision``); ``jobs``: processes at once (None: one per core);
+    folder, ``sweeps.sweep_in_precision``); ``jobs``: processes at once (None: one per core);
     ``batch_runs``: runs per process, trained as one stacked model ("auto": ``auto_batch_runs``);
     ``max_steps``: a recipe's step budget replaced; ``only``: the points (run names) to train, None
     for all; ``skip_recorded``: leave out the points a recipe's log records as finished elsewhere;

@@ -134,8 +134,9 @@ def _rows(points: list[dict[str, Any]]) -> tuple[list[int], dict[str, list]]:
         ys.append(len(vals))
         vals.append(len(vals))
         label = html.escape(str(p["label"]), quote=False)
-        if _num(p.get("ours")) is None:
-            text.append(f"<span style='color:#999'>{label} — not run</span>")
+        if _num(p.get("ours")) is None:  # not run, or run and censored by our budget (the note says)
+            why = "not run" if p.get("verdict") == "not run" else f"{p.get('verdict')}, no value"
+            text.append(f"<span style='color:#999'>{label} — {html.escape(why, quote=False)}</span>")
         elif _num(p.get("paper")) is None:
             text.append(f"<span style='color:#999'>{label} — no paper value</span>")
         else:

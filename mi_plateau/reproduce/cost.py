@@ -11,7 +11,7 @@ from typing import Any
 
 from .. import paper
 from ..fits import power_law
-from ..sweeps import RunOptions, Sweep, in_precision, run_row, select
+from ..sweeps import RunOptions, Sweep, run_row, select, sweep_in_precision
 from .price_probe import prober, run_seconds
 from .records import FAMILY_KEYS, collect
 from .sweeps import recipe_sweep
@@ -35,7 +35,7 @@ def dry_run(
     ``options.docs``) records as finished costs nothing with ``options.skip_recorded`` (its status
     says "recorded"). ``options.only``: just these points (checked as training checks them)."""
     if isinstance(name, str):
-        sweep = in_precision(recipe_sweep(name, options.max_steps), options.precision)
+        sweep = sweep_in_precision(recipe_sweep(name, options.max_steps), options.precision)
     else:
         sweep = name
     root, docs, skip_recorded = options.root, options.docs, options.skip_recorded

@@ -80,9 +80,9 @@ def _hessian_run(o: RunOptions) -> dict[str, Any]:
 
 
 def _figure3_runs(root: Path) -> list[Path]:
-    from .figure3 import sweep_runs
+    from .figure3 import seed_runs
 
-    return sweep_runs(root)
+    return seed_runs(root)
 
 
 def _noise_runs(root: Path) -> list[Path]:
@@ -148,11 +148,11 @@ def _table_run(name: str) -> Callable[[RunOptions], dict[str, Any]]:
 
 def _own_tables_kept(name: str, o: RunOptions) -> None:
     """A sweep recipe in another precision must not write over the recipe's own tables."""
-    from ..sweeps import in_precision
+    from ..sweeps import sweep_in_precision
     from .sweeps import recipe_sweep
 
     own = recipe_sweep(name)
-    if in_precision(own, o.precision).name != own.name and Path(o.docs) == Path(DOCS):
+    if sweep_in_precision(own, o.precision).name != own.name and Path(o.docs) == Path(DOCS):
         raise ValueError(
             f"reproduce {name} --precision {o.precision}: its tables would replace the recipe's own in "
             f"{DOCS}; give --docs another folder"

@@ -31,7 +31,7 @@ from ..checkpoints import Run, RunError
 from ..report import sweep_report
 from ..settle import settle
 from ..summaries import nan_to_none, num
-from ..sweeps import RunOptions, Sweep, in_precision, load_sweep, parse_sweep, plan, run_sweep, select
+from ..sweeps import RunOptions, Sweep, load_sweep, parse_sweep, plan, run_sweep, select, sweep_in_precision
 from .boundary import build_lr_width, build_phase_boundary
 from .direction import build_direction
 from .mechanisms import build_dissipation, build_label_noise, build_selector_groups
@@ -150,7 +150,7 @@ def run_sweep_recipe(
     and at the end), so that a rebuild on another machine keeps the runs trained here.
 
     Reads of ``options``: ``root``, ``docs``; ``max_steps`` (the recipe's step budget replaced,
-    ``recipe_sweep``) and ``precision`` (``sweeps.in_precision``); ``only`` (train just these
+    ``recipe_sweep``) and ``precision`` (``sweeps.sweep_in_precision``); ``only`` (train just these
     points) and ``skip_recorded`` (do not train the points the log records as finished elsewhere:
     a recipe continued across machines), the tables using every run either way; ``jobs``,
     ``batch_runs``, ``device`` and ``progress`` (``sweeps.run_sweep``); ``static`` (the static
@@ -160,7 +160,7 @@ def run_sweep_recipe(
     written."""
     if name not in BUILDERS:
         raise RunError(f"unknown sweep recipe {name!r}: choose one of {', '.join(BUILDERS)}")
-    sweep = in_precision(sweep or recipe_sweep(name, options.max_steps), options.precision)
+    sweep = sweep_in_precision(sweep or recipe_sweep(name, options.max_steps), options.precision)
     root, docs, progress = Path(options.root), Path(options.docs), options.progress
     last = read_log(docs, sweep)  # an unreadable log is refused before any work: it may hold the only record of runs
     todo = [p.name for p in sweep.points] if options.only is None else select(sweep, options.only)

@@ -9,7 +9,7 @@ from .pool import train_local
 from .ray_tasks import train_ray
 from .runner import BACKENDS, run_sweep
 from .schedule import plan, select, status
-from .spec import Point, Sweep, in_precision, load_sweep, parse_sweep
+from .spec import Point, Sweep, load_sweep, parse_sweep, sweep_in_precision
 from .table import run_row, sweep_table, train_wall
 
 __all__ = [
@@ -17,7 +17,7 @@ __all__ = [
     "Point",
     "RunOptions",
     "Sweep",
-    "in_precision",
+    "sweep_in_precision",
     "load_sweep",
     "parse_sweep",
     "plan",

@@ -30,7 +30,7 @@ from ..outputs import write_table
 from .pool import train_local
 from .ray_tasks import train_ray
 from .schedule import plan, select, status, waves
-from .spec import Sweep, in_precision
+from .spec import Sweep, sweep_in_precision
 from .table import sweep_table
 
 __all__ = ["BACKENDS", "GPU_BATCH_RUNS", "auto_batch_runs", "run_sweep"]
@@ -48,7 +48,7 @@ def run_sweep(
     """Train every point of the sweep (skipping finished runs, resuming partial ones) and return
     its table (``sweep_table``; ``table.attrs["failed"]``: {run name: error} of the runs this call
     trained that failed or were left unfinished). Writes the resolved sweep to ``<root>/<sweep>/sweep.json``.
-    Reads of ``options``: ``root``; ``precision`` (the sweep in that precision, ``in_precision``);
+    Reads of ``options``: ``root``; ``precision`` (the sweep in that precision, ``sweep_in_precision``);
     ``only`` (train just the points of these names; the table still has a row per point);
     ``backend``, ``address``, ``jobs``, ``batch_runs`` ("auto": ``auto_batch_runs``), ``device``
     (where each process trains, ``devices.resolve``) and ``progress``, which go to the backend.
@@ -57,7 +57,7 @@ def run_sweep(
         options = replace(options, batch_runs=auto_batch_runs(options.device))
     if options.backend not in BACKENDS:
         raise RunError(f"backend {options.backend!r}: choose one of {', '.join(BACKENDS)}")
-    sweep = in_precision(sweep, options.precision)
+    sweep = sweep_in_precision(sweep, options.precision)
     # an empty list: nothing left to train; the points left out are not checked either (a smaller
     # --max-steps than a finished run's own cap concerns that run only where it is selected)
     only = options.only

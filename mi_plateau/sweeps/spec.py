@@ -183,7 +183,7 @@ def parse_sweep(data: dict[str, Any]) -> Sweep:
     return Sweep(name, base_name, stop, dict(overrides), tuple(out), order)
 
 
-def in_precision(sweep: Sweep, precision: str | None) -> Sweep:
+def sweep_in_precision(sweep: Sweep, precision: str | None) -> Sweep:
     """``sweep`` with every run in ``precision`` (``train.precision``), in its own folder
     (``<name>_<precision>``) so that it never meets the runs of another precision; None, or the
     precision every point already has: ``sweep`` as it is."""

@@ -151,3 +151,9 @@ def test_the_page_renders_and_the_figure_exports(tmp_path, render_status):
     assert st["errors"] == [] and st["expected"] == 1 and st["plots"] == 1
     (svg,), _ = write_figures([(tmp_path / "forest.svg", forest(POINTS), {})], static=True)
     assert svg.read_text().startswith("<svg") and "anisotropy" in svg.read_text()
+
+
+def test_a_censored_point_without_a_value_says_so_not_not_run():
+    censored = pt("Table 4", "K = 5", 2325, None, n=2, verdict="inconclusive")
+    ticks = forest([*POINTS, censored]).layout.yaxis.ticktext
+    assert ticks[-1].endswith("K = 5 — inconclusive, no value</span>") and "K = 36 — not run" in ticks[3]

@@ -79,12 +79,12 @@ def test_the_stacked_forward_in_bf16_returns_fp32_logits(tiny_cfg):
 
 def test_a_sweep_in_another_precision_gets_its_own_folder():
     from mi_plateau.reproduce import recipe_sweep
-    from mi_plateau.sweeps import in_precision
+    from mi_plateau.sweeps import sweep_in_precision
 
     sweep = recipe_sweep("k_sweep")
-    assert in_precision(sweep, None) is sweep and in_precision(sweep, "auto") is sweep
-    assert in_precision(sweep, "fp32").name == f"{sweep.name}_fp32"
-    bf = in_precision(sweep, "bf16")
+    assert sweep_in_precision(sweep, None) is sweep and sweep_in_precision(sweep, "auto") is sweep
+    assert sweep_in_precision(sweep, "fp32").name == f"{sweep.name}_fp32"
+    bf = sweep_in_precision(sweep, "bf16")
     assert bf.name == f"{sweep.name}_bf16" and bf.overrides["train.precision"] == "bf16"
     assert [p.name for p in bf.points] == [p.name for p in sweep.points]
     assert all(p.cfg.train.precision == "bf16" for p in bf.points)
