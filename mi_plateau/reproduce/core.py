@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import figures, paper
+from ..api import analyze
 from ..checkpoints import Run, RunError, atomic_write_json, atomic_write_text
 from ..config import config_diff, preset, run_name, with_overrides
 from ..frames import cell, lead, to_markdown
@@ -194,8 +195,6 @@ def run_recipe(
     ``options.root``; ``jobs``, ``device``, ``progress`` as in ``train_all``; the analysis on
     ``device`` too); write docs assets and a log into ``options.docs`` (``options.static``: the
     static figures, ``outputs.write_figures``)."""
-    from ..api import analyze  # torch: loaded when a recipe analyses, not when the CLI plans one
-
     t0 = time.perf_counter()
     runs = plan(recipe, options.root)
     if options.train:

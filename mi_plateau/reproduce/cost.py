@@ -45,7 +45,7 @@ def dry_run(
     if sec_per_step:
         price, priced_from = (lambda c: {"s_step": sec_per_step * c.train.batch_size / 128, "s_eval": 0.0}), "given"
     else:
-        from ..devices import resolve  # torch: loaded when a probe runs
+        from ..devices import resolve  # here, not at the top: torch, loaded when a probe runs
 
         price, priced_from = prober(root, str(resolve(options.device))), "probe"
     # per condition: the steps each seed's run takes (here or recorded), and how many of them are

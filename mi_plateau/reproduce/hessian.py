@@ -31,10 +31,12 @@ import torch
 from .. import paper
 from ..checkpoints import Run, RunError, atomic_write_json, read_json
 from ..estimators.hessian import hessian_pass, plateau_checkpoints, table10
+from ..figures import PALETTE
 from ..frames import records
 from ..settle import run_summary
 from ..summaries import nan_to_none, nearest
 from ..sweeps import RunOptions
+from .sweeps import recipe_sweep, run_sweep_recipe
 from .writer import Built, Plot, Table, write_built
 
 READS = "k_sweep"  # the recipe whose runs the pass reads
@@ -186,8 +188,6 @@ def spectrum_figure(rows: list[dict[str, Any]]):
     original estimator's lambda_max and lambda_min at the plateau checkpoints as crosses."""
     import plotly.graph_objects as go
 
-    from ..figures import PALETTE
-
     fig = go.Figure()
     for i, K in enumerate(sorted({r["K"] for r in rows})):
         c = PALETTE[i % len(PALETTE)]
@@ -255,8 +255,6 @@ def dry_run_rows(options: RunOptions = RunOptions()) -> list[dict[str, Any]]:
     ``options.docs``) for them ("computed"), would be computed ("to compute"), are in the log from a
     run elsewhere ("computed (log)"), or the run is not ready here ("not here", "running", "no
     tau", "unreadable")."""
-    from .sweeps import recipe_sweep
-
     only, root, docs = options.only, options.root, options.docs
     entries = _read(Path(docs) / LOG).get("runs") or {}
     out = []
@@ -316,8 +314,6 @@ def run_hessian_recipe(
     nothing stops both from computing the same run, so give each its own ``only``. ``settings``:
     the pass's (default ``SETTINGS``; a smaller pass for tests); the tables read only the runs
     computed with them. Returns the log."""
-    from .sweeps import recipe_sweep, run_sweep_recipe
-
     settings = dict(SETTINGS if settings is None else settings)
     names = run_names(options.only)
     if options.only is not None and not names:

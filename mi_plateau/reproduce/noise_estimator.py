@@ -28,6 +28,8 @@ import numpy as np
 
 from .. import paper
 from ..checkpoints import Run, RunError
+from ..replays.example_losses import ExampleLosses
+from ..replays.sampled import sampled_tau
 from ..sweeps import status
 from .writer import Built, Table, run_logged
 
@@ -53,9 +55,6 @@ def run_entry(
     """One run's part of the log: K, p, status and steps, the tau of its records (settled) and
     on the estimator's grid, and each replay's crossing (None: never crossed). ``keep``: the
     folder of its checkpoints' scores (``ExampleLosses``)."""
-    from ..replays.example_losses import ExampleLosses
-    from ..replays.sampled import sampled_tau
-
     cfg = run.config()
     shared = ExampleLosses(run, progress, keep=keep)
     got = sampled_tau(run, n_sample=N_SAMPLE, draws=draws, every=every, seed=SEED, progress=progress, shared=shared)

@@ -42,7 +42,7 @@ def probe(cfg, device: str = "cpu") -> dict[str, float]:
     the device cannot run is refused in one line."""
     import torch
 
-    from ..devices import check_precision
+    from ..devices import check_precision  # here, not at the top: torch (cost's dry run imports this module)
 
     dev = torch.device(device)
     check_precision(dev, cfg.train.precision)
@@ -55,6 +55,7 @@ def probe(cfg, device: str = "cpu") -> dict[str, float]:
 
 
 def _timed(cfg, dev) -> dict[str, float]:
+    # here, not at the top: these import torch, and cost's dry run imports this module
     from ..metrics import evaluate, live_subset
     from ..model import build_model, training_forward
     from ..task import make_eval_set, make_sampler, make_task

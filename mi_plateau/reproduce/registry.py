@@ -14,7 +14,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ..sweeps import RunOptions, status
+from ..scorecard import SOURCES as SCORECARD_SOURCES
+from ..scorecard import write_scorecard
+from ..scorecard.controls import SOURCES as CONTROLS_SOURCES
+from ..scorecard.controls import write_controls
+from ..sweeps import RunOptions, status, sweep_in_precision
+from . import sweeps
+from .core import plan, run_recipe
+from .cost import dry_run
+from .figure3 import run_figure3_recipe, seed_runs
+from .noise_estimator import run_noise_estimator_recipe, sweep_runs
+from .sweeps import BUILDERS, recipe_sweep
 
 DOCS = "docs/reproduction"  # --docs' default: the committed tables
 
@@ -43,16 +53,12 @@ def recipe(name: str) -> Recipe:
     }
     if name in own:
         return own[name]
-    from .sweeps import BUILDERS
-
     if name not in BUILDERS:
         raise ValueError(f"reproduce: no recipe named {name!r}")
     return Recipe(name, lambda o: _sweep_dry(name, o), lambda o: _sweep_run(name, o))
 
 
 def _core_dry(o: RunOptions) -> DryRun:
-    from .core import plan
-
     return DryRun(
         [
             {"run": str(p), "preset": c.preset, "K": c.task.K, "seed": c.task.data_seed, "status": status(p)}
@@ -62,32 +68,26 @@ def _core_dry(o: RunOptions) -> DryRun:
 
 
 def _core_run(o: RunOptions) -> dict[str, Any]:
-    from .core import run_recipe
-
     return run_recipe("core", o)
 
 
 def _hessian_dry(o: RunOptions) -> DryRun:
-    from .hessian import dry_run_rows
+    from .hessian import dry_run_rows  # here, not at the top: it imports torch (for this recipe only)
 
     return DryRun(dry_run_rows(o))
 
 
 def _hessian_run(o: RunOptions) -> dict[str, Any]:
-    from .hessian import run_hessian_recipe
+    from .hessian import run_hessian_recipe  # here, not at the top: it imports torch
 
     return run_hessian_recipe(o)
 
 
 def _figure3_runs(root: Path) -> list[Path]:
-    from .figure3 import seed_runs
-
     return seed_runs(root)
 
 
 def _noise_runs(root: Path) -> list[Path]:
-    from .noise_estimator import sweep_runs
-
     return sweep_runs(root)
 
 
@@ -97,26 +97,18 @@ def _runs_dry(runs: Callable[[Path], list[Path]]) -> Callable[[RunOptions], DryR
 
 
 def _figure3_run(o: RunOptions) -> dict[str, Any]:
-    from .figure3 import run_figure3_recipe
-
     return run_figure3_recipe(o.root, o.docs, progress=o.progress, device=o.device, static=o.static)
 
 
 def _noise_run(o: RunOptions) -> dict[str, Any]:
-    from .noise_estimator import run_noise_estimator_recipe
-
     return run_noise_estimator_recipe(o.root, o.docs, progress=o.progress, static=o.static)
 
 
 def _page_builders(name: str):
     """(the artifacts it reads, the function that writes it) of a recipe built from committed tables."""
     if name == "controls":
-        from ..scorecard.controls import SOURCES, write_controls
-
-        return SOURCES, write_controls
-    from ..scorecard import SOURCES, write_scorecard
-
-    return SOURCES, write_scorecard
+        return CONTROLS_SOURCES, write_controls
+    return SCORECARD_SOURCES, write_scorecard
 
 
 def _sources_dry(name: str) -> Callable[[RunOptions], DryRun]:
@@ -148,9 +140,6 @@ def _table_run(name: str) -> Callable[[RunOptions], dict[str, Any]]:
 
 def _own_tables_kept(name: str, o: RunOptions) -> None:
     """A sweep recipe in another precision must not write over the recipe's own tables."""
-    from ..sweeps import sweep_in_precision
-    from .sweeps import recipe_sweep
-
     own = recipe_sweep(name)
     if sweep_in_precision(own, o.precision).name != own.name and Path(o.docs) == Path(DOCS):
         raise ValueError(
@@ -160,8 +149,7 @@ def _own_tables_kept(name: str, o: RunOptions) -> None:
 
 
 def _sweep_dry(name: str, o: RunOptions) -> DryRun:
-    from ..devices import resolve
-    from .cost import dry_run
+    from ..devices import resolve  # here, not at the top: torch (for a sweep recipe only)
 
     _own_tables_kept(name, o)
     rows = dry_run(name, o)
@@ -174,7 +162,5 @@ def _sweep_dry(name: str, o: RunOptions) -> DryRun:
 
 
 def _sweep_run(name: str, o: RunOptions) -> dict[str, Any]:
-    from . import sweeps
-
     _own_tables_kept(name, o)
-    return sweeps.run_sweep_recipe(name, o)
+    return sweeps.run_sweep_recipe(name, o)  # looked up when called: a test replaces it there

@@ -12,7 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..checkpoints import RunError, atomic_write_json, read_json
+from ..checkpoints.files import provenance
 from ..outputs import write_figures, write_table
+from ..summaries import nan_to_none
 
 
 @dataclass(frozen=True)
@@ -77,10 +80,6 @@ def run_logged(
     logged ones, ``build(entries)`` makes the tables and figures, which are written with the log
     (``extra`` beside the entries, a provenance stamp); returns the log without the entries.
     ``missing``: the one-line error where neither the runs nor the log hold an entry."""
-    from ..checkpoints import RunError, atomic_write_json, read_json
-    from ..checkpoints.files import provenance
-    from ..summaries import nan_to_none
-
     docs = Path(docs)
     path = docs / f"{recipe}_log.json"
     log = read_json(path) if path.exists() else {}
