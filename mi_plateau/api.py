@@ -4,16 +4,24 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from .checkpoints import Run, RunError, refuse_inside_run
 from .config import compare_name
+from .frames import records
+from .outputs import write_comparison, write_run_analysis
+from .passes.analyze import PassConfig, analyze_run, figure3_paper, passes_on, run_outputs, weights_for
+from .passes.bootstrap import head_bootstrap, swap_gap_intervals
+from .replays.exact_check import exact_check as replayed_exact_check
 
 # The original's estimator replayed (numpy only, so imported here): the passes' own functions take
 # a run folder or a Run and return plain dicts already, so the API is those functions themselves.
 from .replays.sampled import sampled_tau as sampled_tau
 from .replays.sampled import sampled_width as sampled_width
 from .settle import run_summary
+from .summaries import nan_to_none
 
 
 def summary(run: str | os.PathLike | Run) -> dict[str, Any]:
@@ -29,16 +37,13 @@ def exact_check(run: str | os.PathLike | Run, *, progress: bool = False) -> dict
     """Are the settled crossings of this run the all-exact ones? Every checkpoint up to the
     lowest crossing scored on the full evaluation set, each default question (tau at eval.alpha
     and Table 5's alphas, the width) and both families' clocks compared (``settle``)."""
-    from .replays.exact_check import exact_check as check
-
-    return check(run if isinstance(run, Run) else Run(run), progress=progress)
+    return replayed_exact_check(run if isinstance(run, Run) else Run(run), progress=progress)
 
 
 def spacing_check(run: str | os.PathLike | Run, *, ckpt_every_max: int) -> dict[str, Any]:
     """Would ``train.ckpt_every_max = ckpt_every_max`` have kept every tau and width of this densely
     checkpointed run? Its records replayed under the widening spacing (``replays.spacing``)."""
-    from .replays.spacing import spacing_check as check
-    from .summaries import nan_to_none
+    from .replays.spacing import spacing_check as check  # here, not at the top: it imports torch
 
     return nan_to_none(check(run if isinstance(run, Run) else Run(run), ckpt_every_max))
 
@@ -70,14 +75,6 @@ def analyze(
     """Run every pass over each run (on ``device``: ``devices.resolve``); write Tables 6 and 9 (md, csv, json),
     Figure 3 (HTML), the tidy pass tables and routing.json under ``out/<run name>/``, and a comparison folder
     ``out/compare_<names>/`` when several runs are given. Returns paths and headline numbers."""
-    from dataclasses import replace
-    from pathlib import Path
-
-    from .frames import records
-    from .outputs import write_comparison, write_run_analysis
-    from .passes.analyze import PassConfig, analyze_run, figure3_paper, run_outputs
-    from .summaries import nan_to_none
-
     if isinstance(runs, (str, os.PathLike, Run)):
         runs = [runs]
     pc = pass_config or PassConfig()
@@ -128,8 +125,8 @@ def analyze(
 def _checkpoint_at(run: Run, step: int | None, device: str | None = "auto"):
     """The checkpoint nearest ``step`` (None: the last; a snapped step says so on stderr): the
     config, the step, its weights and the evaluation set, both on ``device``, and the device."""
+    # here, not at the top: these import torch (the API's summary and sampled replays run without it)
     from .devices import resolve
-    from .passes.analyze import weights_for
     from .task import make_eval_set, make_task
 
     cfg = run.config()
@@ -148,9 +145,6 @@ def _intervals(out: dict, n_boot: int, seed: int) -> tuple[dict, list[dict]]:
     """One checkpoint's passes with 95% bootstrap intervals over groups: the swap gaps
     (``swap_gap_lo``/``_hi``, ``swap_gap_seq_lo``/``_hi``) and each head's Delta L
     (``dL_lo``/``_hi`` and ``top_share``, the share of resamples where it has the largest)."""
-    from .frames import records
-    from .passes.bootstrap import head_bootstrap, swap_gap_intervals
-
     ck = dict(out["checkpoint"][0])
     for r in records(swap_gap_intervals(out["groups"], n_boot, seed)):
         ck.update({k: v for k, v in r.items() if k != "step"})
@@ -188,9 +182,7 @@ def inspect(
     ``head`` (e.g. "L0H3"), also that head's attention pattern on ``n_examples`` examples.
     The swap gaps and Delta L carry 95% bootstrap intervals over groups (``n_boot`` resamples,
     ``seed``; ``_lo``/``_hi`` keys, and ``top_share`` per head)."""
-    from .model import parse_head
-    from .passes.analyze import passes_on
-    from .summaries import nan_to_none
+    from .model import parse_head  # here, not at the top: model and task import torch
     from .task import token_labels
 
     run = run if isinstance(run, Run) else Run(run)
@@ -201,7 +193,7 @@ def inspect(
     ck, heads = _intervals(out, n_boot, seed)
     res: dict[str, Any] = {"run": run.name, "step": s, "checkpoint": ck, "heads": heads, "patching": out["patching"]}
     if head is not None:
-        from .model.forward import run_cached
+        from .model.forward import run_cached  # here, not at the top: torch, as above
 
         toks = ev.tokens[:n_examples]
         _, _, pats, _ = run_cached(W, toks)
@@ -221,9 +213,6 @@ def ablation_report(
     (full-vocabulary cross-entropy over A1..A4 and EOS, ablated minus clean), Delta Lc and
     Delta L1, in head order (layer, head) as ``inspect`` lists them; zero ablation, or mean
     ablation with ``mean=True``. Intervals over groups as in ``inspect``."""
-    from .passes.analyze import passes_on
-    from .summaries import nan_to_none
-
     run = run if isinstance(run, Run) else Run(run)
     cfg, s, W, ev, dev = _checkpoint_at(run, step, device)
     out = passes_on(dev, W, ev, step=s, mean=mean)

@@ -14,23 +14,22 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from . import figures
+from .checkpoints import RunError, atomic_write_bytes, atomic_write_json, atomic_write_text, one_line
 from .frames import Rows, records, to_csv, to_markdown
+from .summaries import nan_to_none
 
 
 def write_table(
     path_stem: Path, rows, *, title: str = "", note: str = "", cols: Sequence[str] | None = None
 ) -> list[Path]:
     """Write ``<stem>.md``, ``<stem>.csv`` and ``<stem>.json``; returns the paths."""
-    from .checkpoints import atomic_write_bytes, atomic_write_text
-
     rows = records(rows)
     path_stem = Path(path_stem)
     md = (f"## {title}\n\n" if title else "") + to_markdown(rows, cols) + (f"\n{note}\n" if note else "")
     paths = [path_stem.with_suffix(".md"), path_stem.with_suffix(".csv"), path_stem.with_suffix(".json")]
     atomic_write_text(paths[0], md)
     atomic_write_text(paths[1], to_csv(rows, cols))
-    from .summaries import nan_to_none
-
     # not atomic_write_json: that sorts keys, and a table keeps its column order
     atomic_write_bytes(paths[2], (json.dumps(nan_to_none(rows), indent=1) + "\n").encode())
     return paths
@@ -72,8 +71,6 @@ def write_figure(
     import time
 
     import plotly.io
-
-    from .checkpoints import RunError, atomic_write_bytes, one_line
 
     path = Path(path)
     fmt = path.suffix.lstrip(".").lower()
@@ -130,8 +127,6 @@ def plotly_script(mode: str, page: Path, root: Path | None = None) -> str:
     if mode == "directory":
         import os
 
-        from .checkpoints import atomic_write_text
-
         js = Path(root or page.parent) / "plotly.min.js"
         text = get_plotlyjs()
         if not js.is_file() or js.stat().st_size != len(text.encode()):
@@ -161,9 +156,6 @@ def write_run_analysis(
     routing summary (JSON), and Figure 3: ``figure3.json`` (``paper``: the panels as the paper
     computed them, the lead and the displacement cosine; ``ours``: our variants, both families)
     and ``figure3.html`` (both)."""
-    from . import figures
-    from .checkpoints import atomic_write_json, atomic_write_text
-
     folder = Path(folder)
     paths = []
     for key in ("checkpoint", "heads", "groups", "patching"):
@@ -173,8 +165,6 @@ def write_run_analysis(
     )
     paths += write_table(folder / "table9", outputs["table9"], title=f"Table 9 (head ablation): {name}", note=note9)
     atomic_write_json(folder / "routing.json", outputs["routing"])
-    from .summaries import nan_to_none
-
     paper = outputs["figure3_paper"]
     ours = outputs["figure3"]
     atomic_write_json(
@@ -201,9 +191,6 @@ def write_comparison(
 ) -> list[Path]:
     """The comparison folder of several runs: Tables 6 and 9 and the routing summaries of all of
     them, and one Figure 3."""
-    from . import figures
-    from .checkpoints import atomic_write_text
-
     folder = Path(folder)
     paths = write_table(folder / "table6", table6, title="Table 6 (collective transition)", note=note6)
     paths += write_table(folder / "table9", table9, title="Table 9 (head ablation)", note=note9)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..checkpoints import Run, RunError, read_json
+from ..passes.analyze import analyze_run, figure3_paper, run_outputs
 from ..settle import run_summary
 
 
@@ -29,8 +30,6 @@ def gather(run: Run, analyses: Path, pc, progress: bool, device: str | None = "a
     """What the page shows of one run: its config, summary, command line, the passes' tables
     (computed on ``device``, or read from their cache under ``<analyses>/<run name>/passes/``)
     and the outputs made from them (Tables 6 and 9, routing, Figure 3 panels)."""
-    from ..passes.analyze import analyze_run, figure3_paper, run_outputs
-
     cfg = run.config()
     s = run_summary(run)
     tables = analyze_run(run, analyses / run.name, pc, progress=progress, device=device)

@@ -10,10 +10,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from .. import figures
 from ..checkpoints import Run, RunError, atomic_write_text, refuse_inside_run
 from ..config import compare_name
 from ..figures import forest
 from ..outputs import PLOTLY_MODES, STATIC_NEEDS, chromium, plotly_script, write_figures
+from ..passes.analyze import PassConfig
 from .html_tables import html_table
 from .inputs import gather, read_llc
 from .markup import Html, Page, fill, nav_links, script, template_text
@@ -76,8 +78,6 @@ def report(
     <analyses>``); ``analyses`` defaults to the folder of ``out`` when ``out`` is given (the
     report writes nowhere but beside its output), else to ``analyses/``.
     """
-    from ..passes.analyze import PassConfig
-
     if isinstance(runs, (str, os.PathLike, Run)):
         runs = [runs]
     runs = [r if isinstance(r, Run) else Run(r) for r in runs]
@@ -146,8 +146,6 @@ def sweep_report(
 ) -> Path:
     """One page for a whole sweep: its figures (tau against the swept key with the fit), every
     run's loss curves (both families) and its tables. Computes nothing: the recipe built them."""
-    from .. import figures
-
     out = Path(out)
     refuse_inside_run(out, "sweep report")
     page = Page()

@@ -4,8 +4,10 @@ Checkpoints are downsampled to keep the page in bounds, the key fractions of tau
 
 from __future__ import annotations
 
+from .. import figures
 from ..frames import records
 from ..passes.head_scores import panels
+from ..passes.table6_9 import accuracy_histogram
 from ..summaries import nearest
 from .markup import Page, esc, fill, options, script
 
@@ -31,8 +33,6 @@ def spread(items: list, n: int, keep: tuple = ()) -> list:
 def llc_section(page: Page, d: dict, key: str, rows: list[dict]) -> None:
     """The run's learning-coefficient curve (``rows`` from ``read_llc``) beside its loss, with
     the estimator's settings as its first row recorded them."""
-    from .. import figures
-
     first = rows[0]
     page.add(
         fill(
@@ -53,9 +53,6 @@ def llc_section(page: Page, d: dict, key: str, rows: list[dict]) -> None:
 
 def run_sections(page: Page, d: dict, key: str, notes: list[str], progress: bool) -> None:
     """The per-run figures: head scores, head grid with slider, attention, groups, patching."""
-    from .. import figures
-    from ..passes.table6_9 import accuracy_histogram
-
     name, lab, tau, K = d["name"], esc(d["name"]), d["summary"]["tau"], d["cfg"].task.K
     t = {k: records(v) for k, v in d["tables"].items()}
     all_steps = sorted({r["step"] for r in t["checkpoint"]})
@@ -77,8 +74,6 @@ def heads_legend() -> str:
 def _head_section(page: Page, d: dict, key: str, heads: list[dict], n_checkpoints: int, notes: list[str]) -> None:
     """Head scores over training, and the head grid with a slider over the ablated checkpoints
     (at most ``MAX_SLIDER_FRAMES``, the key fractions of tau kept)."""
-    from .. import figures
-
     name, lab, tau = d["name"], esc(d["name"]), d["summary"]["tau"]
     page.add(fill("heads", key=key, name=name, legend=heads_legend()))
     page.fig(figures.head_scores_over_training(heads, lab, tau))
@@ -95,8 +90,7 @@ def _attention_section(page: Page, d: dict, key: str, all_steps: list[int], note
     """The attention viewer: every selector of the first base group (eval rows 0..K-1) at a few
     checkpoints, fewer for large K so that the page stays in bounds (K x checkpoints patterns
     per head), with controls for the checkpoint, the head and the example."""
-    from .. import figures
-    from ..passes.attention import attention_patterns
+    from ..passes.attention import attention_patterns  # here, not at the top: it imports torch
 
     name, lab, tau, K = d["name"], esc(d["name"]), d["summary"]["tau"], d["cfg"].task.K
     n_att = max(4, min(MAX_ATTENTION_CHECKPOINTS, ATTENTION_PATTERN_BUDGET // K))

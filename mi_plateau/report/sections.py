@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+from .. import figures
 from ..frames import records
 from .html_tables import html_table, kv_table, transposed_table
 from .markup import Page, esc, fill
@@ -57,8 +58,6 @@ def summary_section(page: Page, data: list[dict]) -> None:
 
 def curve_sections(page: Page, data: list[dict]) -> None:
     """The loss curves and the Figure 3 panels of every run, each figure holding all runs."""
-    from .. import figures
-
     label = {d["name"]: esc(d["name"]) for d in data}  # names as they go into plotly text
     page.add(fill("loss"))
     page.fig(

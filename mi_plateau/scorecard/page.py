@@ -17,7 +17,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from ..checkpoints import atomic_write_text
+from ..figures import forest
 from ..frames import to_csv, to_markdown
+from ..outputs import write_figures
+from ..report import scorecard_report
 from . import verdicts as vd
 from .claims import figure1, figure2b, figure3a, figure3b, lead, monotone, noise, plateau, steps_ratio, tokens
 from .scoring import cells, paper_text
@@ -257,10 +261,6 @@ def write_scorecard(
     and the forest plot ``scorecard_forest.svg`` (``static`` as in ``outputs.write_figures``: where
     a browser is found by default); ``report``: also the interactive page (an HTML file) there.
     Returns the rows and the paths written."""
-    from ..checkpoints import atomic_write_text
-    from ..figures import forest
-    from ..outputs import write_figures
-
     docs = Path(docs)
     rows, points = judged_rows(docs)
     link = lambda files: ", ".join(f"[{Path(f).name}]({f})" for f in files.split(", "))
@@ -281,7 +281,5 @@ def write_scorecard(
     fig = forest(points)
     done, _ = write_figures([(docs / FOREST, fig, {})], static)
     if report is not None:
-        from ..report import scorecard_report
-
         done.append(scorecard_report(Path(report), points, rows, note=RULES))
     return rows, paths + done
