@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import ConfigError, RunConfig, config_diff, extends, validate
+from ..frames import frame
 from ..summaries import nearest
 from .files import (
     FORMAT_VERSION,
@@ -161,7 +162,7 @@ class Run:
 
     def __iter__(self):
         """(step, model) for every checkpoint, in step order; one model is built and reloaded."""
-        from ..model import build_model
+        from ..model import build_model  # here, not at the top: torch (a summary reads a run without it)
 
         model = build_model(self.config())
         for step in self.steps():
@@ -264,8 +265,6 @@ class Run:
 
     def records_df(self):
         """The records as a pandas DataFrame: one row per checkpoint, the metrics as columns."""
-        from ..frames import frame
-
         return frame(
             [{k: v for k, v in r.items() if k != "metrics"} | dict(r.get("metrics") or {}) for r in self.records()]
         )
@@ -273,7 +272,7 @@ class Run:
     def eval_set(self):
         """The run's fixed evaluation set (tokens, groups, selectors, candidates; ``layout``
         gives the positions: ``first_pred`` is the query that predicts A1)."""
-        from ..task import make_eval_set, make_task
+        from ..task import make_eval_set, make_task  # here, not at the top: torch
 
         cfg = self.config()
         return make_eval_set(make_task(cfg.task), cfg.eval)
@@ -282,7 +281,7 @@ class Run:
     def to_str_tokens(tokens) -> list[str] | list[list[str]]:
         """String tokens of one sequence (or a batch): characters as themselves, specials BOS,
         SEP, EOS, PAD."""
-        from ..task import token_labels
+        from ..task import token_labels  # here, not at the top: torch
 
         if getattr(tokens, "ndim", 1) == 2:
             return [token_labels(t) for t in tokens]
@@ -320,7 +319,7 @@ class Run:
         """The model at the checkpoint nearest ``step`` (the last one by default), in eval mode:
         a TransformerBridge, so ``run_with_cache``, ``run_with_hooks`` and ``W_Q`` ... work. A
         step between checkpoints snaps to the nearest one, as the CLI does, and says so."""
-        from ..model import build_model
+        from ..model import build_model  # here, not at the top: torch
 
         cfg = self.config()
         steps = self.steps()

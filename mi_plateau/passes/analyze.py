@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..checkpoints import Run, RunError, atomic_write_json, read_json, refuse_inside_run
+from ..config import layout_for
 from ..frames import frame
 from ..summaries import nan_to_none, nearest, summarize
 from .bootstrap import swap_gap_intervals
@@ -72,7 +73,7 @@ def head_checkpoints(steps: list[int], taus, pc: PassConfig) -> list[int]:
 def weights_for(run: Run, step: int, cfg, device=None):
     """The checkpoint's weights as the functional forward's ``Weights`` (shapes checked against
     the run's config), on ``device`` (default: the CPU)."""
-    from ..model.forward import Weights
+    from ..model.forward import Weights  # here, not at the top: torch (the tables import without it)
 
     sd = run.weights(step)
     m = cfg.model
@@ -91,7 +92,7 @@ def passes_on(device, W, ev, **kw) -> dict[str, list[dict[str, Any]]]:
     ``weights_for`` and ``EvalSet.on``): on a GPU, the tensors the passes make go there too."""
     from contextlib import nullcontext
 
-    from .per_checkpoint import checkpoint_passes
+    from .per_checkpoint import checkpoint_passes  # here, not at the top: it imports torch
 
     with nullcontext() if device is None or device.type == "cpu" else device:
         return checkpoint_passes(W, ev, **kw)
@@ -124,8 +125,7 @@ def _cheap_part(tables: dict[str, list]) -> dict[str, list]:
 
 
 def _expected_shapes(cfg) -> dict[str, tuple[int, ...]]:
-    from ..config import layout_for
-    from ..task import D_VOCAB
+    from ..task import D_VOCAB  # here, not at the top: task imports torch
 
     m = cfg.model
     return {
@@ -157,7 +157,7 @@ def analyze_run(
     (checkpoint x head x group: selector attention; Delta L, Delta Lc and the swap contribution
     where the ablations ran).
     """
-    from ..task import make_eval_set, make_task
+    from ..task import make_eval_set, make_task  # here, not at the top: torch
 
     run = run if isinstance(run, Run) else Run(run)
     cfg = run.config()
@@ -172,7 +172,7 @@ def analyze_run(
         raise RunError(f"shifts {list(pc.shifts)}: a shift that is a multiple of K={K} replaces a selector by itself")
     fams = summarize(cfg, records)["definitions"]
     heavy = set(head_checkpoints(all_steps, [f["tau"] for f in fams.values()], pc)) if heavy else set()
-    from ..devices import resolve as resolve_device  # torch: imported when the passes run
+    from ..devices import resolve as resolve_device  # here, not at the top: torch, imported when the passes run
 
     dev = resolve_device(device)
     ev = make_eval_set(make_task(cfg.task), cfg.eval).on(dev)

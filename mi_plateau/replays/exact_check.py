@@ -70,6 +70,6 @@ def exact_check(run, progress: bool = False) -> dict[str, Any]:
 def score_exact(run, step: int, ev=None) -> dict[str, Any]:
     """Both families' checkpoint metrics at ``step`` on the full evaluation set (every group and
     row): what a run that scored everything live records."""
-    from ..metrics import evaluate
+    from ..metrics import evaluate  # here, not at the top: metrics imports torch (the API imports this module)
 
     return evaluate(run.load_model(step), ev if ev is not None else run.eval_set())

@@ -44,7 +44,7 @@ class ExampleLosses:
             out = {k: v.double().numpy() for k, v in load_tensors(kept).items()}
             return self._keep(step, out)
 
-        from ..metrics import example_losses
+        from ..metrics import example_losses  # here, not at the top: torch (a summary imports this module)
 
         if self._model is None:
             self._model = self.run.load_model(step)

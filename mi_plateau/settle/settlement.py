@@ -279,7 +279,7 @@ def scorer(run, ev=None, device=None) -> Callable[[int, list[int]], dict[str, An
     def score(step: int, groups: list[int]) -> dict[str, Any]:
         import numpy as np
 
-        from ..metrics import group_scores
+        from ..metrics import group_scores  # here, not at the top: torch (a summary reads the cache without it)
 
         if state["ev"] is None:
             state["ev"] = run.eval_set()

@@ -21,11 +21,11 @@ def _ray_train(items: list[tuple[dict, str]], device: str = "auto") -> list[str]
     torch.set_num_threads(1)
     pairs = [(RunConfig.from_dict(c), out) for c, out in items]
     if len(pairs) == 1:
-        from ..train import train
+        from ..train import train  # here, not at the top: torch, in the Ray worker only (not the driver)
 
         train(pairs[0][0], pairs[0][1], resume=True, progress=False, device=device)
     else:
-        from ..train.batched import train_batched
+        from ..train.batched import train_batched  # here, not at the top: as above
 
         train_batched(pairs, resume=True, progress=False, device=device)
     return [out for _, out in items]

@@ -118,6 +118,6 @@ def auto_batch_runs(device: str = "auto") -> int:
     """``--batch-runs auto``: on a GPU, up to ``GPU_BATCH_RUNS`` runs of the same shapes per process
     (one stacked model fills the device far better than one small run); on a CPU, one run per
     process (two CPU cores gain nothing from batching: docs/performance.md)."""
-    from ..devices import resolve
+    from ..devices import resolve  # here, not at the top: torch (sweeps import without it)
 
     return GPU_BATCH_RUNS if resolve(device).type == "cuda" else 1

@@ -100,7 +100,7 @@ def work_units(
         raise RunError(f"batch_runs={batch_runs}: must be at least 1")
     if batch_runs == 1:
         return [[r] for r in todo]
-    from ..train.batched import group_batches
+    from ..train.batched import group_batches  # here, not at the top: torch (sweeps import without it)
 
     return group_batches(todo, batch_runs)
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from ..checkpoints import Run, RunError, manifest_digest, read_json
 from ..config import ConfigError, RunConfig, config_diff, extends
+from ..frames import frame
 from ..settle import run_summary
 from .schedule import status
 from .spec import folder_name
@@ -16,8 +17,6 @@ def sweep_table(folder: str | Path):
     """One row per run of the sweep in ``folder`` (its ``sweep.json``): the swept settings, both
     families' tau (steps and examples), plateau heights, converged, steps, training wall time,
     status and error. A pandas DataFrame."""
-    from ..frames import frame
-
     folder = Path(folder)
     spec = read_sweep_json(folder)
     try:
