@@ -19,6 +19,9 @@ import statistics
 from typing import Any
 
 from ..config import preset, with_overrides
+from ..metrics import evaluate, first_token_losses, live_subset
+from ..model import build_model
+from ..task import make_eval_set, make_task
 from .candidates import make_candidate
 from .timing import alternate
 
@@ -30,10 +33,6 @@ def bench_eval_share(
 ) -> list[dict[str, Any]]:
     """One row per K: seconds per step and per evaluation of each kind, and each kind's share."""
     import torch
-
-    from ..metrics import evaluate, first_token_losses, live_subset
-    from ..model import build_model
-    from ..task import make_eval_set, make_task
 
     rows = []
     for K in Ks:

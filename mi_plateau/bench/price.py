@@ -12,6 +12,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..config import preset
+from ..reproduce.price_probe import evaluations, prober, run_seconds
+from ..sweeps.table import run_costs
+from ..train import train
+
 # (preset, K, step cap): a small model and the paper's, both run to their own stop
 SHAPES = (("demo", 5, 3000), ("paper", 3, 3000))
 QUICK_SHAPES = (("tiny", 3, 600), ("demo", 3, 1500))
@@ -21,11 +26,6 @@ def bench_price(quick: bool, device: str = "cpu") -> list[dict[str, Any]]:
     """One row per shape: the run's steps and evaluations, its measured seconds (training and
     live evaluation), the probe's prices and the two estimates with their ratios to it."""
     import torch
-
-    from ..config import preset
-    from ..reproduce.price_probe import evaluations, prober, run_seconds
-    from ..sweeps.table import run_costs
-    from ..train import train
 
     rows = []
     threads = torch.get_num_threads()

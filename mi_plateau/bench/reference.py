@@ -14,7 +14,8 @@ from jaxtyping import Float, Int
 from torch import Tensor
 
 from ..config import RunConfig, layout_for
-from ..task import D_VOCAB
+from ..metrics import candidate_losses, example_correct, sequence_losses, sequence_scores_reference
+from ..task import CHAR0, D_VOCAB, derangement
 
 # --- the reference model ------------------------------------------------------------
 
@@ -133,8 +134,6 @@ class _LoopPasses:
     the sums that ``add_batch`` adds each example batch to, and ``result``, their means."""
 
     def __init__(self, model, ev, shift: int):
-        from ..task import CHAR0, derangement
-
         task, lay = ev.task, ev.task.layout
         self.model, self.ev, self.shift = model, ev, shift
         self.K, self.fp, self.N = task.cfg.K, lay.first_pred, len(ev.tokens)
@@ -163,8 +162,6 @@ class _LoopPasses:
     def losses(self, logits: Tensor, sl: slice) -> tuple[Tensor, Tensor, Tensor]:
         """Per example at the first prediction: the candidate loss Lc, the first token's
         cross-entropy and the logit difference (own target minus the swapped prompt's)."""
-        from ..metrics import candidate_losses
-
         ev = self.ev
         lg = logits[:, self.fp]
         lc = candidate_losses(lg, ev.candidates[sl], ev.cand_index[sl])[0]
@@ -175,8 +172,6 @@ class _LoopPasses:
         """Add the examples ``sl``: losses, accuracy and selector attention from the clean,
         swapped and shuffled forwards, then (``ablation``) every head's ablation and every
         layer's patching."""
-        from ..metrics import example_correct
-
         model, tot, fp = self.model, self.tot, self.fp
         toks, sw = self.ev.tokens[sl], self.swapped[sl]
         logits, cache = model.run_with_cache(toks, names_filter=lambda n: n.endswith("hook_pattern"))
@@ -261,8 +256,6 @@ class _LoopPasses:
     def sequence_family(self) -> dict[str, float]:
         """The paper family: ``L_seq`` and candidate accuracy, every candidate string scored by its
         own forward; with a selector, the swap and shuffle gaps of ``L_seq``."""
-        from ..metrics import sequence_losses, sequence_scores_reference
-
         model, ev = self.model, self.ev
         own = torch.from_numpy(ev.s)
         L_seq, ok = sequence_losses(sequence_scores_reference(model, ev), own)

@@ -16,7 +16,10 @@ import torch
 from ..checkpoints import Run
 from ..checkpoints.files import code_commit
 from ..config import RunConfig, preset
+from .evaluation import bench_eval_share
+from .price import bench_price, price_lines
 from .sections import E2E_RUN, bench_end_to_end, bench_overhead, bench_passes, bench_threads, bench_train
+from .sweep import bench_sweep, sweep_lines
 from .timing import machine, matmul_peak_gflops
 
 QUICK_CANDIDATES = ["toolkit", "toolkit+fp32", "bridge", "plain", "fast", "fast+compile"]
@@ -58,8 +61,6 @@ def run_benchmarks(
     "passes", or "overhead": the toolkit's step and the checkpoint overhead) runs that section
     alone."""
     if only == "eval":
-        from .evaluation import bench_eval_share
-
         return _alone(
             quick,
             "paper",
@@ -69,8 +70,6 @@ def run_benchmarks(
             lambda: bench_eval_share((10,) if quick else (10, 20, 36), reps=1 if quick else 3, device=device),
         )
     if only == "sweep":
-        from .sweep import bench_sweep
-
         name = (cfg or preset("paper")).preset
         return _alone(
             quick,
@@ -81,8 +80,6 @@ def run_benchmarks(
             lambda: bench_sweep(quick, name, device=device),
         )
     if only == "price":
-        from .price import bench_price
-
         return _alone(
             quick,
             "paper",
@@ -229,12 +226,8 @@ def to_markdown(res: dict[str, Any]) -> str:
     if "eval_share" in res:
         lines += _eval_lines(res["eval_share"])
     if "sweep" in res:
-        from .sweep import sweep_lines
-
         lines += sweep_lines(res["sweep"])
     if "price" in res:
-        from .price import price_lines
-
         lines += price_lines(res["price"])
     return "\n".join(lines) + "\n"
 

@@ -15,9 +15,15 @@ from typing import Any
 
 import torch
 
-from ..checkpoints import FORMAT_VERSION
+from ..checkpoints import FORMAT_VERSION, Run, write_checkpoint
 from ..config import RunConfig, layout_for
+from ..devices import precision_reason, resolve_precision
+from ..metrics import evaluate, evaluate_reference
+from ..model import Weights, build_model
+from ..passes.analyze import analyze_run
+from ..passes.per_checkpoint import checkpoint_passes
 from ..task import make_eval_set, make_sampler, make_task
+from ..train import make_optimizer, optimizer_tensors
 from .candidates import make_candidate
 from .reference import PlainTransformer, loop_passes, max_diff
 from .timing import alternate, timed, train_step_flops
@@ -55,8 +61,6 @@ def bench_train(cfg: RunConfig, which: list[str], *, reps: int, inner: int, chec
         }
         for k, v in times.items()
     }
-    from ..devices import precision_reason, resolve_precision
-
     cpu = torch.device("cpu")
     return {
         "precision": resolve_precision(cfg.train.precision, cpu),
@@ -95,10 +99,6 @@ def bench_threads(cfg: RunConfig, *, reps: int, inner: int) -> dict[str, Any]:
 
 
 def bench_passes(cfg: RunConfig, *, reps: int, weights: dict | None = None) -> dict[str, Any]:
-    from ..model import build_model
-    from ..model.forward import Weights
-    from ..passes.per_checkpoint import checkpoint_passes
-
     model = build_model(cfg)
     if weights is not None:
         model.load_state_dict(weights, strict=False)
@@ -145,11 +145,6 @@ def bench_overhead(cfg: RunConfig, *, reps: int, n_records: int = 100) -> dict[s
     plain forwards through PlainTransformer, for comparison) and of writing one checkpoint the way
     ``train.loop._train_loop`` does (weights, record, resume state, a manifest of ``n_records`` checkpoints; atomic
     writes with fsync) into a temp dir."""
-    from ..checkpoints import write_checkpoint
-    from ..metrics import evaluate, evaluate_reference
-    from ..model import build_model
-    from ..train import make_optimizer, optimizer_tensors
-
     model = build_model(cfg)
     opt = make_optimizer(cfg, model)
     task = make_task(cfg.task)
@@ -218,9 +213,6 @@ def bench_overhead(cfg: RunConfig, *, reps: int, n_records: int = 100) -> dict[s
 def bench_end_to_end(path: Path = E2E_RUN, *, allow_running: bool = False) -> dict[str, Any]:
     """Training wall time from a finished run's records, and ``analyze_run`` over it, timed.
     ``allow_running`` takes a run still training as it stands (its checkpoints so far)."""
-    from ..checkpoints import Run
-    from ..passes.analyze import analyze_run
-
     run = Run(path)
     if not run.exists():
         return {"skipped": f"{path} does not exist"}

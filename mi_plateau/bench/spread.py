@@ -29,6 +29,9 @@ from typing import Any
 
 import numpy as np
 
+from ..checkpoints import Run
+from ..metrics.evaluation import example_losses
+
 
 def spread_row(seq: np.ndarray, lc: np.ndarray, K: int, subset: int = 20, rows: int = 10) -> dict[str, float]:
     """The spread statistics of one checkpoint from its rows' L_seq and Lc (group-major, K rows
@@ -61,9 +64,6 @@ def run_spread(path: str | Path, every: int = 1, subset: int = 20, rows: int = 1
     """``spread_row`` at every ``every``-th checkpoint of the run, and the medians over them.
     ValueError for a count below 1."""
     import torch
-
-    from ..checkpoints import Run
-    from ..metrics.evaluation import example_losses
 
     if min(every, subset, rows) < 1:
         raise ValueError(f"every, subset and rows must be at least 1 (got {every}, {subset}, {rows})")

@@ -26,6 +26,14 @@ import time
 from types import SimpleNamespace
 from typing import Any
 
+from ..config import preset, with_overrides
+from ..devices import resolve
+from ..model import build_model, training_forward
+from ..task import make_sampler, make_task
+from ..train import make_optimizer, train_step
+from ..train.batched import stacked_forward, stacked_step
+from ..train.stack import Stack
+
 MS = (1, 2, 4, 8, 16)
 
 
@@ -37,13 +45,6 @@ def measure(
     import torch
 
     torch.set_num_threads(threads)
-    from ..config import preset, with_overrides
-    from ..devices import resolve
-    from ..model import build_model, training_forward
-    from ..task import make_sampler, make_task
-    from ..train import make_optimizer, train_step
-    from ..train.batched import stacked_forward, stacked_step
-    from ..train.stack import Stack
 
     dev = resolve(device)
     members = []

@@ -17,7 +17,7 @@ from torch import Tensor
 
 from ..config import RunConfig, layout_for
 from ..devices import compiled_or_eager, in_precision
-from ..task import D_VOCAB
+from ..task import ALPHABET, BOS, CHAR0, D_VOCAB, EOS, PAD, SEP
 from .forward import Weights, check_shared, forward
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -77,8 +77,6 @@ def task_tokenizer():
         from tokenizers.models import WordLevel
         from tokenizers.pre_tokenizers import Split
         from transformers import PreTrainedTokenizerFast
-
-        from ..task import ALPHABET, BOS, CHAR0, EOS, PAD, SEP
 
         vocab = {"<PAD>": PAD, "<BOS>": BOS, "<EOS>": EOS, "|": SEP, **{c: CHAR0 + i for i, c in enumerate(ALPHABET)}}
         tk = Tokenizer(WordLevel(vocab, unk_token="<PAD>"))

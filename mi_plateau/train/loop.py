@@ -13,6 +13,7 @@ from ..checkpoints import Run, RunError, RunLock
 from ..config import RunConfig, validate
 from ..devices import check_precision
 from ..devices import resolve as resolve_device
+from ..model import training_forward
 from .folder import open_config
 from .member import Member
 from .step import train_step
@@ -54,8 +55,6 @@ def train(
 
 
 def _train_loop(m: Member, *, progress: bool) -> None:
-    from ..model import training_forward
-
     if m.done:
         return
     cfg = m.cfg

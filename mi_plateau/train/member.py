@@ -21,12 +21,14 @@ from ..checkpoints import (
     write_checkpoint,
     write_manifest,
 )
-from ..config import RunConfig
-from ..devices import to_cpu
+from ..config import RunConfig, layout_for
+from ..devices import check_precision, configure, in_precision, to_cpu
 from ..metrics import evaluate, live_subset
+from ..model import build_model
+from ..model.forward import Weights, forward
 from ..settle import retire_live, settled_summary
 from ..summaries import nan_to_none, summarize
-from ..task import make_eval_set, make_sampler, make_task
+from ..task import derangement, make_eval_set, make_sampler, make_task
 from .init_from import load_init
 from .rules import next_interval, run_over
 from .step import load_optimizer, lr_at, make_optimizer, optimizer_tensors
@@ -54,9 +56,6 @@ class Member:
     ``close`` closes that tracker."""
 
     def __init__(self, cfg: RunConfig, run: Run, device: torch.device | None = None, *, track: bool = True):
-        from ..devices import check_precision, configure
-        from ..model import build_model
-
         self.cfg, self.run = cfg, run
         self.device = device or torch.device("cpu")
         check_precision(self.device, cfg.train.precision)
@@ -203,11 +202,6 @@ class Member:
         deranged across the batch (a permutation without a fixed point, seeded by the step; the
         target stays each example's own): the left side of Table 11's original z-gap. None
         before the first step, or without a selector."""
-        from ..config import layout_for
-        from ..devices import in_precision
-        from ..model.forward import Weights, forward
-        from ..task import derangement
-
         batch, lay = self.last_batch, layout_for(self.cfg.task)
         if batch is None or len(batch) < 2 or not self.cfg.task.has_selector:
             return None
