@@ -11,7 +11,17 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ..config import ConfigError, parse_json
+from ..config import (
+    ConfigError,
+    RunConfig,
+    parse_json,
+    parse_override,
+    preset,
+    reductions,
+    run_name,
+    validate,
+    with_overrides,
+)
 from ..frames import cell
 from .text import print_costs, print_summary
 
@@ -20,8 +30,6 @@ def train_config(args) -> Any:
     """The config ``train`` runs with: a preset (default demo) or ``--config``'s JSON file, then
     the setting flags (``args.setting_flags`` names them) and ``--set`` items; None to resume a
     run with its stored config."""
-    from ..config import parse_override, preset, with_overrides
-
     overrides: dict[str, Any] = {}
     for dest in args.setting_flags:
         v = getattr(args, dest)
@@ -33,8 +41,6 @@ def train_config(args) -> Any:
     if args.config is not None:
         if args.preset is not None:
             raise ConfigError("--config and --preset both give the starting configuration: choose one")
-        from ..config import RunConfig
-
         try:
             text = sys.stdin.read() if args.config == "-" else Path(args.config).read_text()
         except (OSError, UnicodeDecodeError) as e:
@@ -57,8 +63,6 @@ def train_config(args) -> Any:
 
 
 def cmd_train(args, argv: Sequence[str] = ()) -> int:
-    from ..config import reductions, run_name, validate
-
     cfg = train_config(args)
     if cfg is not None:
         validate(cfg)  # fail before importing torch
@@ -87,8 +91,6 @@ def cmd_train(args, argv: Sequence[str] = ()) -> int:
 
 
 def cmd_train_batch(args) -> int:
-    from ..config import RunConfig
-
     text = sys.stdin.read() if args.runs == "-" else Path(args.runs).read_text()
     items = parse_json(text, args.runs)
     try:
