@@ -64,8 +64,9 @@ def packed_forward(
     """The clean rows and their swaps (``shifts``, already reduced mod K), ``chunk`` sequences at
     a time. What it computes is what is asked:
 
-    - ``tail``: the clean rows' logits at fp..P-1 (else at fp only, and the packs are cut to the
-      nodes up to fp, which come first in every pack);
+    - ``tail``: the clean rows' logits at fp..P-1 (else at fp only). The packs are cut to the
+      nodes up to fp, which come first in every pack, and each row's own positions after fp run
+      as a continuation of its prompt (the full packs only with ``attention`` or ``keep``);
     - ``sequence``: every candidate string's score (``sequence_scores``) for the rows where
       ``score`` (a mask over the rows; default every row) is true; needs ``tail``;
     - ``attention``: each clean row's attention from fp to the selector positions, summed over
@@ -81,8 +82,10 @@ def packed_forward(
         raise ValueError("packed_forward: the candidate scores (sequence=True) need the tail positions")
     selpos = list(lay.selector_positions) if ev.task.cfg.has_selector and attention else []
     pk = eval_packing(ev, shifts)
-    width = None if tail else pk.width(fp + 1)
     cached = attention or keep
+    # the interventions read every node; otherwise the packs stop at fp and each clean row's own
+    # tail (A1..A4) runs as a continuation of its prompt (``run_suffixes``): no tail attends to another
+    width = None if cached else pk.width(fp + 1)
     clean = torch.zeros(N, P, V, device=dev) if tail else torch.empty(N, 1, V, device=dev)
     swapped = torch.empty(len(shifts), N, V, device=dev)
     sel = torch.zeros(N, L, H, device=dev) if attention else None
@@ -95,7 +98,7 @@ def packed_forward(
     first = fp if tail else 0  # where a clean row's positions land in ``clean``
     for c, seqs in pk.chunks(chunk):
         mine, other = seqs[seqs < N], seqs[seqs >= N]
-        want = (pk.node[mine][:, fp:P] if tail else pk.node[mine][:, fp : fp + 1]).contiguous()
+        want = (pk.node[mine][:, fp:P] if tail and cached else pk.node[mine][:, fp : fp + 1]).contiguous()
         want_swap = pk.node[other, fp]
         args = (pk.tokens[c, :width], pk.positions[c, :width], pk.blocked_for(c, width))
         if cached:
@@ -103,9 +106,12 @@ def packed_forward(
             col = lambda nodes: nodes  # every node computed
         else:
             read = torch.unique(torch.cat([want.reshape(-1), want_swap]))
-            lg, kv = run_packed(W, *args, read, keep_kv=scores is not None)
+            lg, kv = run_packed(W, *args, read, keep_kv=tail)
             col = lambda nodes: torch.searchsorted(read, nodes)  # where each read lies
-        clean[mine, first:] = lg[(pk.pack[mine] - c.start)[:, None], col(want)]
+        clean[mine, first : first + want.shape[1]] = lg[(pk.pack[mine] - c.start)[:, None], col(want)]
+        if tail and not cached and len(mine):
+            own = ev.tokens[mine, fp + 1 : P][:, None]  # [n, 1, tail]: the row's own A1..A4
+            clean[mine, fp + 1 :] = run_suffixes(W, prefix_kv_of(pk, kv, mine, fp, c.start), own, fp + 1)[:, 0]
         swapped[(other - N) // N, (other - N) % N] = lg[pk.pack[other] - c.start, col(want_swap)]
         rows = mine[wanted[mine]]
         if scores is not None and len(rows):

@@ -164,8 +164,13 @@ def test_every_way_of_asking_the_packed_forward_reads_the_same_logits():
         for a, b in zip(run.swapped_fp, full.swapped_fp):
             torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
     assert not torch.equal(full.swapped_fp[0], full.swapped_fp[1])  # two shifts, two inputs
-    torch.testing.assert_close(lean.clean, full.clean, atol=1e-5, rtol=0)
-    torch.testing.assert_close(lean.scores[half], full.scores[half], atol=1e-5, rtol=0)
+    # the lean tail runs as a continuation of the prompt, the full one inside the pack: the same
+    # logits summed in another order (logits up to 14 here; both within 1e-4 of the bridge's forward)
+    torch.testing.assert_close(lean.clean, full.clean, atol=2e-4, rtol=0)
+    fp, P = ev.task.layout.first_pred, full.clean.shape[1]
+    with torch.no_grad():
+        torch.testing.assert_close(lean.clean[:, fp:], model(ev.tokens)[:, fp:P], atol=2e-4, rtol=0)
+    torch.testing.assert_close(lean.scores[half], full.scores[half], atol=2e-4, rtol=0)
     assert torch.isnan(lean.scores[~half]).all() and not torch.isnan(full.scores).any()
     with pytest.raises(ValueError, match="need the tail"):
         packed_forward(W, ev, (1,), tail=False, sequence=True)
