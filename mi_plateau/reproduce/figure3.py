@@ -94,9 +94,8 @@ def seed_runs(root: Path) -> list[Path]:
 
 
 def run_entry(run: Run, analyses: Path, delta: int, device: str, progress: bool) -> dict[str, Any]:
-    """One run's part of the log: its K, seed, step count and status, Figure 3(a)'s series (``a``:
-    ours, with our onsets, on seed 0 only; ``a_original``: the original's quantity from the
-    records) and (K in ``DESCENT_KS``) Figure 3(b)'s displacement rows."""
+    """One run's log entry: K, seed, steps, status, Figure 3(a)'s series (``a``: ours with our onsets,
+    seed 0 only; ``a_original``: the original's quantity) and (``DESCENT_KS``) Figure 3(b)'s rows."""
     cfg, recs = run.config(), run.records()
     K, seed = cfg.task.K, cfg.task.data_seed
     entry: dict[str, Any] = {
@@ -199,13 +198,11 @@ def lead_rows(entries: dict[str, dict]) -> list[dict[str, Any]]:
     return out
 
 
-def _order(e: dict) -> tuple[int, int]:
-    """A log entry's place in the tables: by K, then seed (entries before seeds were logged: 0)."""
+def _order(e: dict) -> tuple[int, int]:  # by K, then seed (entries logged before seeds: 0)
     return e["K"], e.get("seed", 0)
 
 
-def _seed0(entries: dict[str, dict]) -> list[dict]:
-    """Seed 0's entries, one per K, in K order (the lead's summary and the figures read them)."""
+def _seed0(entries: dict[str, dict]) -> list[dict]:  # one per K: what the summary and figures read
     return sorted((e for e in entries.values() if not e.get("seed", 0)), key=_order)
 
 

@@ -17,19 +17,14 @@ figures and the sweep page read). ``collect`` merges the run folders here with t
   written with;
 - neither: a "not started" row.
 
-"Further" is finished before running, then more steps. Training is deterministic (same config
-and thread count: bit-identical), so a record and a folder of the same point agree on every step
-they share; which one a row came from is provenance, kept in ``source`` and ``trained_at`` (the
-UTC date of the run's last checkpoint). Rewriting the log never drops a record: one no point
-uses any more (a changed config, a removed point) stays in the log under its name, or, where a
-new run of that name replaces it, in ``superseded``. A run retrained here because its record kept
-no curves replaces the record and is checked against it (``same_run``; the result stays in the
-log's ``retrained`` with both runs' torch thread counts, and ``reproduce`` names every
-difference): training is deterministic for a given thread count, so the retrained run's taus and
-steps must equal the record's where the counts agree. Another count rounds the reductions
-differently, and the difference grows through training (docs/reproduction_sweeps.md), so a run
-retrained on another count, or against a record whose count is unknown (the logs of 2026-12-01
-and earlier), may differ."""
+"Further" is finished before running, then more steps. Training is deterministic for a given
+config and torch thread count, so a record and a folder of one point agree on every step they
+share; where a row came from is kept in ``source`` and ``trained_at`` (the UTC date of its last
+checkpoint). Rewriting the log never drops a record: one no point uses stays under its name, or in
+``superseded`` where a new run of that name replaces it. A run retrained here for the curves its
+record lacks replaces the record and is checked against it (``same_run``, kept in ``retrained``
+with both thread counts): equal taus and steps where the counts agree; another count rounds the
+reductions differently (docs/reproduction_sweeps.md), so it may differ."""
 
 from __future__ import annotations
 
