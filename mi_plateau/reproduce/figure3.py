@@ -1,8 +1,7 @@
-"""``reproduce figure3``: Figure 3 and the abstract's "~50% lead" as the original code computed them
-(SPEC 5), ours beside, over the K sweep's runs (``<root>/paper_k_sweep/K*_seed<seed>``), or, for a
-K where it has one, the lead sweep's (``<root>/paper_lead_sweep/``, docs/sweeps/lead_sweep.toml:
-the same runs carried on until the first-token loss has left its plateau, so that both onsets
-exist).
+"""``reproduce figure3``: Figure 3 and the abstract's "~50% lead" as the original code computed them,
+ours beside, over the K sweep's runs (``<root>/paper_k_sweep/K*_seed<seed>``) or, where a K has
+one, the lead sweep's (``<root>/paper_lead_sweep/``: the same runs carried on past the first-token
+loss onset, docs/sweeps/lead_sweep.toml).
 
 Per run: (a) by the original's quantity, the training batches' first-token loss and its
 z-deranged gap read off the run's checkpoint records (``passes.lead.original_series``); ours, Lc

@@ -1,11 +1,10 @@
 """A recipe's runs as recorded in its log, so that its tables outlive the machine that trained them.
 
-Run folders (weights and all) stay on the machine that made them; a paper-scale recipe takes
-longer than one machine lives here, so a rebuild elsewhere would lose every row it cannot see.
-The recipe's log (``docs/reproduction/<sweep>_log.json``, committed) therefore keeps a record per
+Run folders stay on the machine that made them, so a rebuild elsewhere would lose every row it
+cannot see. The recipe's log (``docs/reproduction/<sweep>_log.json``, committed) therefore keeps a record per
 run: its table row, the config it was trained with and its curves (step, L_seq, Lc, L1 and the
-evaluation groups scored at every checkpoint: all that Table 5, Table 2's forward clock, the
-figures and the sweep page read). ``collect`` merges the run folders here with those records, one row per point:
+evaluation groups scored at every checkpoint: what Table 5, Table 2's forward clock, the figures
+and the sweep page read). ``collect`` merges the run folders here with those records, one row per point:
 
 - a run folder here and no usable record, or a record that got no further: the folder's row
   (``source`` "here");
