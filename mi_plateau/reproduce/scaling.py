@@ -224,6 +224,8 @@ def table7(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "plateau_paper": r["plateau_paper"],
                 "plateau_ratio_paper": r["plateau_ratio_paper"],
                 "tau_paper": r["tau_paper"],
+                # the crossing's interval where it is the live estimate's (None: exact, or not recorded)
+                **{k: r.get(k) for k in ("tau_paper_lo", "tau_paper_hi", "tau_paper_exact")},
                 "plateau_first_token": r["plateau_first_token"],
                 "plateau_ratio_first_token": r["plateau_ratio_first_token"],
                 "tau_first_token": r["tau_first_token"],

@@ -78,6 +78,7 @@ def pairs(
     ratio_of: Any = False,
     names: tuple = (),
     digits: Any = None,
+    cross: dict[str, tuple[str, str, str]] | None = None,
     **where,
 ):
     """A reader of the paper's ``refs`` (by key; a tuple read at each field's position) against the
@@ -86,7 +87,9 @@ def pairs(
     where a tuple), for its pooled spread and scale; ``ratio_of``: a ratio of two runs' values of
     that kind (one flag per field where a tuple); ``names``: each field's name in the points' labels
     (by position, where a row compares several); ``digits``: the decimals the paper prints where its
-    repr drops a trailing zero (1.20): a number, one per field position, or a function of the value."""
+    repr drops a trailing zero (1.20): a number, one per field position, or a function of the value;
+    ``cross``: per field, the fields of each run's crossing interval and of its exactness (an
+    estimate's interval widens ours; an exact crossing's does not)."""
     fields = [(None, fields)] if isinstance(fields, str) else [(i, f) for i, f in enumerate(fields) if f]
     kinds = (lambda i: kind[i]) if isinstance(kind, tuple) else (lambda i: kind)
     ratios = (lambda i: ratio_of[i]) if isinstance(ratio_of, tuple) else (lambda i: ratio_of)
@@ -101,6 +104,11 @@ def pairs(
         at = lambda k, f: rows.get(k, {}).get(f)
         # one value per run where a key has several rows (its seeds), each run's own interval then unused
         runs = lambda k, f: [g.get(f) for g in groups.get(k, [])] or [None]
+
+        def crossings(k, f):
+            lo, hi, exact = (cross or {}).get(f, (None, None, None))
+            return [(g.get(lo), g.get(hi)) for g in groups.get(k, []) if lo and not g.get(exact)]
+
         lab = lambda k: label.format(*k) if isinstance(k, tuple) else label.format(k)
         pts = [
             point(
@@ -111,6 +119,7 @@ def pairs(
                 places(i or 0, r if i is None else r[i]),
                 kind=kinds(i or 0),
                 ratio_of=ratios(i or 0),
+                crossings=crossings(k, f),
                 how=how,
                 n=int(num(at(k, n)) or 1) if n and at(k, f) is not None else None,
             )

@@ -63,6 +63,7 @@ table7 = pairs(
     ("len_z",),
     kind=("plateau", "plateau_ratio", "tau"),
     names=("plateau", "plateau / log K", "tau"),
+    cross={"tau_paper": ("tau_paper_lo", "tau_paper_hi", "tau_paper_exact")},
 )
 table10 = pairs(
     "table10.json",

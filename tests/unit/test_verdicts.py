@@ -170,3 +170,12 @@ def test_a_table_with_several_runs_of_a_condition_gives_one_value_per_run(tmp_pa
     one, two = read(tmp_path)["points"]
     assert one["vals"] == [2000, 2200, 2100] and one["n"] == 3 and one["iv"] is None  # the seeds' spread
     assert two["vals"] == [1500] and two["iv"] == (1400, 1600)  # one run: its own interval
+    est = [
+        r | {"tau_lo": r["tau_paper"] - 50, "tau_hi": r["tau_paper"] + 50, "exact": s == 2} for s, r in enumerate(rows)
+    ]
+    (tmp_path / "t.json").write_text(json.dumps(est))
+    cross = {"tau_paper": ("tau_lo", "tau_hi", "exact")}
+    one = pairs("t.json", {1: 1650}, "tau_paper", "len_z {}", ("len_z",), kind="tau", cross=cross)(tmp_path)["points"][
+        0
+    ]
+    assert one["crossings"] == [(1950, 2050), (2150, 2250)]  # seed 2's crossing is exact: no interval
