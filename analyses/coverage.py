@@ -14,8 +14,8 @@ from measurement_log import DOCS, Log, args, run_name
 
 from mi_plateau.checkpoints import Run
 from mi_plateau.crossings import Z_INTERVAL
-from mi_plateau.replays.coverage import ZS, coverage_table, run_coverage
 from mi_plateau.outputs import write_table
+from mi_plateau.replays.coverage import ZS, coverage_table, run_coverage
 
 
 def build(log: Log) -> None:

@@ -17,11 +17,11 @@ import time
 from measurement_log import DOCS, Log, args
 
 from mi_plateau.checkpoints import Run
-from mi_plateau.settle import TABLE5_ALPHAS
 from mi_plateau.crossings import first_below, width
 from mi_plateau.metrics import evaluate, live_subset
-from mi_plateau.summaries import loss_bands
 from mi_plateau.outputs import write_table
+from mi_plateau.settle import TABLE5_ALPHAS
+from mi_plateau.summaries import loss_bands
 
 
 def crossings_of(cfg, records, family):

@@ -24,8 +24,8 @@ import time
 from measurement_log import DOCS, Log, args, run_name
 
 from mi_plateau.checkpoints import Run
-from mi_plateau.sweeps.table import run_costs
 from mi_plateau.outputs import write_table
+from mi_plateau.sweeps.table import run_costs
 
 
 def row(path: str) -> dict:

@@ -19,9 +19,9 @@ from pathlib import Path
 from measurement_log import DOCS, Log, args
 
 from mi_plateau.checkpoints import Run
-from mi_plateau.sweeps.table import run_costs
 from mi_plateau.outputs import write_table
 from mi_plateau.settle import run_summary
+from mi_plateau.sweeps.table import run_costs
 
 KEYS = ("tau", "t_start", "t_end", "tau_width")
 
