@@ -22,8 +22,9 @@ from ..model.forward import Weights, run_cached, run_packed, run_suffixes
 from ..model.packing import Packing, eval_packing
 from ..task import EOS, EvalSet
 
-# sequences per chunk of the packed forward: larger matmuls, measured fastest at 1,024 of
-# 256-4,096 on a CPU (an evaluation at K = 10 and 30 by the paper preset: 0.73x the time at 256)
+# sequences per chunk of the packed forward: larger matmuls, fastest at 1,024 of 256-4,096 on a
+# CPU (the paper preset, one checkpoint: the live evaluation 0.73x the time at 256 at K = 10, the
+# first-token family 0.80x at K = 36; K = 30 within the noise)
 CHUNK = 1024
 
 
