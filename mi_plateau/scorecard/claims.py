@@ -273,6 +273,8 @@ def agree(p: dict[str, Any], ref: dict[str, Any], w: str) -> bool:
         return False
     if p["iv"] is not None:
         ours, h_ours = p["vals"][0], (p["iv"][1] - p["iv"][0]) / 2
+    elif len(p["vals"]) < vd.MIN_RUNS:  # one or two runs without an interval: nothing to agree within
+        return False
     else:
         ours, h_ours = statistics.fmean(p["vals"]), vd.prediction_half(p["vals"])
     return abs(ours - theirs) <= math.hypot(h_ours, (hi - lo) / 2)

@@ -18,9 +18,9 @@ def table_rows(docs: Path, name: str) -> list[dict[str, Any]]:
 
 
 def table_index(docs: Path, name: str, *keys: str, **where: Any) -> dict[Any, dict[str, Any]]:
-    """The rows of ``name`` matching ``where``, by their ``keys`` (a tuple of them for several)."""
-    rows = [r for r in table_rows(docs, name) if all(r.get(k) == v for k, v in where.items())]
-    return {tuple(r.get(k) for k in keys) if len(keys) > 1 else r.get(keys[0]): r for r in rows}
+    """The rows of ``name`` matching ``where``, by their ``keys`` (a tuple of them for several); the
+    last row of a key where it has several (``table_groups`` keeps them all)."""
+    return {k: g[-1] for k, g in table_groups(docs, name, *keys, **where).items()}
 
 
 def table_groups(docs: Path, name: str, *keys: str, **where: Any) -> dict[Any, list[dict[str, Any]]]:
@@ -100,7 +100,7 @@ def pairs(
 
     def read(docs: Path) -> dict[str, Any]:
         groups = table_groups(docs, name, *keys, **where)
-        rows = {k: g[-1] for k, g in groups.items()}
+        rows = {k: g[-1] for k, g in groups.items()}  # table_index's rows, without a second read
         at = lambda k, f: rows.get(k, {}).get(f)
         # one value per run where a key has several rows (its seeds), each run's own interval then unused
         runs = lambda k, f: [g.get(f) for g in groups.get(k, [])] or [None]
