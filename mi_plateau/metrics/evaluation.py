@@ -111,10 +111,8 @@ def evaluate_in(
     W, ev = _on_model(model, ev)
     K = ev.task.cfg.K
     if live is not None and ev.has_sequence_candidates:
-        Lc, L1, mass, swap = _first_token(W, ev, batch)
-        sub = ev.subset(live.groups)
-        r = _per_example(W, sub, batch, live.rows, sequence)
-        metrics = _metrics(r._replace(Lc=Lc, L1=L1, mass=mass, swap=swap), K)
+        r, sub = _live_rows(W, ev, live, batch, sequence)
+        metrics = _metrics(r, K)
         se = None
         if sequence:
             L_seq, correct = _sequence(r, sub, live.rows)  # m rows of each group, group-major
@@ -157,6 +155,23 @@ def first_token_losses(model, ev: EvalSet, batch: int = CHUNK) -> dict[str, floa
     Lc, L1, mass, swap = _first_token(W, ev, batch)
     gap = swap.mean().item() - Lc.mean().item() if swap is not None else float("nan")
     return {"Lc": Lc.mean().item(), "L1": L1.mean().item(), "cand_mass": mass.mean().item(), "swap_gap": gap}
+
+
+def _live_rows(W: Weights, ev: EvalSet, live: Live, batch: int, sequence: bool) -> tuple[_Rows, EvalSet]:
+    """One packed forward for a live checkpoint: the first-token losses of every row, and over
+    the live groups' rows (``sub``, their order) the tails (exact match, the target loss) and,
+    with ``sequence``, the candidate scores of the live rows (NaN on the others)."""
+    sub = ev.subset(live.groups)
+    in_live = np.isin(ev.g, live.groups)
+    score = np.zeros(len(in_live), dtype=bool)
+    score[in_live] = live.rows
+    run = packed_forward(W, ev, _shifts(ev), chunk=batch, tails=in_live, sequence=sequence, score=score)
+    Lc, mass, L1 = first_token_rows(run.clean_fp, ev)
+    swap = candidate_losses(run.swapped_fp[0], ev.candidates, ev.cand_index)[0] if run.shifts else None
+    lay = ev.task.layout
+    full = target_loss(run.clean, sub.tokens, lay).item()
+    scores = run.scores[torch.as_tensor(in_live, device=run.scores.device)] if run.scores is not None else None
+    return _Rows(Lc, L1, mass, full, example_correct(run.clean, sub.tokens, lay), swap, scores), sub
 
 
 def _first_token(W: Weights, ev: EvalSet, batch: int):

@@ -32,7 +32,9 @@ CHUNK = 1024
 class PackedRun:
     """One packed forward over the clean and swapped rows at one checkpoint.
 
-    ``clean`` is None when only the position fp was asked for (``tail=False``); ``sel_attn``
+    ``clean`` holds the rows whose tail ran (``tail_rows``, row indices in order; None: every
+    row, so that ``clean[i]`` is row i) and is None when only the position fp was asked for
+    (``tail=False``); ``sel_attn``
     without ``attention``, and ``scores`` without ``sequence``, are None; ``resid`` and ``z``
     are indexed by pack and node (``pk``), as the interventions restart from them, and hold no
     packs without ``keep``.
@@ -40,13 +42,14 @@ class PackedRun:
 
     pk: Packing
     shifts: tuple[int, ...]  # selector replacements k -> k+s mod K (none without a selector)
-    clean: Float[Tensor, "N P vocab"] | None  # each clean row's logits (positions fp.. filled, zeros before)
-    clean_fp: Float[Tensor, "N vocab"]  # the clean logits at fp (a view of ``clean`` where there is one)
+    clean: Float[Tensor, "n P vocab"] | None  # each tail row's logits (positions fp.. filled, zeros before)
+    clean_fp: Float[Tensor, "N vocab"]  # every clean row's logits at fp
     swapped_fp: tuple[Float[Tensor, "N vocab"], ...]  # per shift, the swapped rows' logits at fp
     sel_attn: Float[Tensor, "N layer head"] | None  # attention from fp to the selector positions, minus uniform
     scores: Float[Tensor, "N K"] | None  # every candidate string's score (the paper family; NaN where unscored)
     resid: list[Float[Tensor, "pack node d_model"]]  # per layer: blocks.{l}.hook_resid_pre
     z: list[Float[Tensor, "pack node head d_head"]]  # per layer: blocks.{l}.attn.hook_z
+    tail_rows: Int[Tensor, n] | None = None  # the rows of ``clean``; None: every row
 
 
 @torch.no_grad()
@@ -57,6 +60,7 @@ def packed_forward(
     *,
     chunk: int = CHUNK,
     tail: bool = True,
+    tails: np.ndarray | Tensor | None = None,
     sequence: bool = False,
     score: np.ndarray | Tensor | None = None,
     attention: bool = False,
@@ -68,8 +72,10 @@ def packed_forward(
     - ``tail``: the clean rows' logits at fp..P-1 (else at fp only). The packs are cut to the
       nodes up to fp, which come first in every pack, and each row's own positions after fp run
       as a continuation of its prompt (the full packs only with ``attention`` or ``keep``);
+      ``tails`` (a mask over the rows; default every row) limits the tails to those rows (the
+      live evaluation's groups: one forward gives every row's fp and their tails);
     - ``sequence``: every candidate string's score (``sequence_scores``) for the rows where
-      ``score`` (a mask over the rows; default every row) is true; needs ``tail``;
+      ``score`` (a mask over the rows; default every row with a tail) is true; needs their tails;
     - ``attention``: each clean row's attention from fp to the selector positions, summed over
       them, minus the uniform baseline len_z / (fp + 1), per head;
     - ``keep``: every layer's residual stream and head outputs at every node.
@@ -81,57 +87,110 @@ def packed_forward(
     P, V, L, H, dev = lay.seq_len - 1, W.W_U.shape[1], W.n_layers, W.n_heads, W.W_U.device
     if sequence and not tail:
         raise ValueError("packed_forward: the candidate scores (sequence=True) need the tail positions")
+    has_tail = _mask(tails, N, dev, tail)
+    wanted = _mask(score, N, dev, sequence) & has_tail
+    if score is not None and sequence and bool((_mask(score, N, dev, True) & ~has_tail).any()):
+        raise ValueError("packed_forward: rows asked for candidate scores need their tails (score outside tails)")
+    tail_rows = has_tail.nonzero().squeeze(1)
+    slot = torch.full((N,), -1, dtype=torch.long, device=dev)
+    slot[tail_rows] = torch.arange(len(tail_rows), device=dev)
     selpos = list(lay.selector_positions) if ev.task.cfg.has_selector and attention else []
     pk = eval_packing(ev, shifts)
     cached = attention or keep
     # the interventions read every node; otherwise the packs stop at fp and each clean row's own
     # tail (A1..A4) runs as a continuation of its prompt (``run_suffixes``): no tail attends to another
     width = None if cached else pk.width(fp + 1)
-    clean = torch.zeros(N, P, V, device=dev) if tail else torch.empty(N, 1, V, device=dev)
+    clean = torch.zeros(len(tail_rows), P, V, device=dev) if tail else None
+    at_fp = torch.empty(N, V, device=dev)
     swapped = torch.empty(len(shifts), N, V, device=dev)
     sel = torch.zeros(N, L, H, device=dev) if attention else None
     scores = torch.full((N, K), float("nan"), device=dev) if sequence and ev.has_sequence_candidates else None
-    wanted = torch.ones(N, dtype=torch.bool, device=dev) if score is None else torch.as_tensor(score, device=dev)
     n_keep = pk.n_packs if keep else 0
     T = pk.tokens.shape[1]
     resid = [torch.empty(n_keep, T, W.W_E.shape[1], device=dev) for _ in range(L)]
     zc = [torch.empty(n_keep, T, H, W.d_head, device=dev) for _ in range(L)]
-    first = fp if tail else 0  # where a clean row's positions land in ``clean``
+    later = _Pending()  # continuations run a few chunks' rows at a time (larger matmuls)
     for c, seqs in pk.chunks(chunk):
         mine, other = seqs[seqs < N], seqs[seqs >= N]
-        want = (pk.node[mine][:, fp:P] if tail and cached else pk.node[mine][:, fp : fp + 1]).contiguous()
-        want_swap = pk.node[other, fp]
+        mt = mine[has_tail[mine]]  # the clean rows of this chunk whose tail runs
+        want, want_swap = pk.node[mine, fp], pk.node[other, fp]
         args = (pk.tokens[c, :width], pk.positions[c, :width], pk.blocked_for(c, width))
         if cached:
             lg, rs, pats, zz, kv = run_cached(W, *args, keep_kv=True)
             col = lambda nodes: nodes  # every node computed
         else:
-            read = torch.unique(torch.cat([want.reshape(-1), want_swap]))
-            lg, kv = run_packed(W, *args, read, keep_kv=tail)
+            read = torch.unique(torch.cat([want, want_swap]))
+            lg, kv = run_packed(W, *args, read, keep_kv=len(mt) > 0)
             col = lambda nodes: torch.searchsorted(read, nodes)  # where each read lies
-        clean[mine, first : first + want.shape[1]] = lg[(pk.pack[mine] - c.start)[:, None], col(want)]
-        if tail and not cached and len(mine):
-            own = ev.tokens[mine, fp + 1 : P][:, None]  # [n, 1, tail]: the row's own A1..A4
-            clean[mine, fp + 1 :] = run_suffixes(W, prefix_kv_of(pk, kv, mine, fp, c.start), own, fp + 1)[:, 0]
+        at_fp[mine] = lg[pk.pack[mine] - c.start, col(want)]
         swapped[(other - N) // N, (other - N) % N] = lg[pk.pack[other] - c.start, col(want_swap)]
-        rows = mine[wanted[mine]]
-        if scores is not None and len(rows):
-            scores[rows] = sequence_scores(
-                W, ev, rows, prefix_kv_of(pk, kv, rows, fp, c.start), clean[rows, fp], clean[rows, fp + 1 :]
-            )
+        if len(mt) and cached:
+            clean[slot[mt], fp:] = lg[(pk.pack[mt] - c.start)[:, None], pk.node[mt][:, fp:P]]
+        # the rows that continue their prompt: every tail row cut at fp, or those scored
+        go = mine[wanted[mine]] if cached else mt
+        if len(go):
+            later.add(go, prefix_kv_of(pk, kv, go, fp, c.start))
+        if later.n >= chunk // 2 or (c.stop == pk.n_packs and later.n):
+            rows, prefix = later.take()
+            _continue(W, ev, rows, prefix, at_fp, clean, slot, scores if sequence else None, wanted, not cached)
         for l in range(L if cached else 0):
             if selpos:
-                at_fp = pk.gather(pats[l].transpose(1, 2), mine, fp, c.start)  # [n, head, key]
+                pat = pk.gather(pats[l].transpose(1, 2), mine, fp, c.start)  # [n, head, key]
                 keys = pk.node[mine][:, selpos]
-                sel[mine, l] = at_fp.gather(2, keys[:, None].expand(-1, H, -1)).sum(2)
+                sel[mine, l] = pat.gather(2, keys[:, None].expand(-1, H, -1)).sum(2)
             if keep:
                 resid[l][c] = rs[l]
                 zc[l][c] = zz[l].transpose(1, 2)
     if sel is not None:
         sel -= len(selpos) / (fp + 1)
+    every = tails is None or len(tail_rows) == N
     return PackedRun(
-        pk, tuple(shifts), clean if tail else None, clean[:, first], tuple(swapped), sel, scores, resid, zc
+        pk, tuple(shifts), clean, at_fp, tuple(swapped), sel, scores, resid, zc, None if every else tail_rows
     )
+
+
+class _Pending:
+    """Rows waiting for their continuations, with their prompts' keys and values per layer."""
+
+    def __init__(self):
+        self.rows: list[Tensor] = []
+        self.kv: list[list[tuple[Tensor, Tensor]]] = []
+        self.n = 0
+
+    def add(self, rows: Tensor, kv: list[tuple[Tensor, Tensor]]) -> None:
+        self.rows.append(rows)
+        self.kv.append(kv)
+        self.n += len(rows)
+
+    def take(self) -> tuple[Tensor, list[tuple[Tensor, Tensor]]]:
+        rows = torch.cat(self.rows)
+        kv = [tuple(torch.cat([part[l][i] for part in self.kv]) for i in (0, 1)) for l in range(len(self.kv[0]))]
+        self.rows, self.kv, self.n = [], [], 0
+        return rows, kv
+
+
+def _continue(W, ev, rows, prefix, at_fp, clean, slot, scores, wanted, tails: bool) -> None:
+    """For ``rows`` and their prompts' keys and values ``prefix``: with ``tails`` each row's own
+    A1..A4 into ``clean`` (its fp too), then, where ``scores`` is asked for, the candidate scores
+    of the rows ``wanted``."""
+    fp, P = ev.task.layout.first_pred, ev.task.layout.seq_len - 1
+    if tails:
+        own = ev.tokens[rows, fp + 1 : P][:, None]  # [n, 1, tail]: the row's own A1..A4
+        clean[slot[rows], fp] = at_fp[rows]
+        clean[slot[rows], fp + 1 :] = run_suffixes(W, prefix, own, fp + 1)[:, 0]
+    pick = wanted[rows]
+    if scores is None or not bool(pick.any()):
+        return
+    r = rows[pick]
+    kv = [(k[pick], v[pick]) for k, v in prefix]
+    scores[r] = sequence_scores(W, ev, r, kv, at_fp[r], clean[slot[r], fp + 1 :])
+
+
+def _mask(mask: np.ndarray | Tensor | None, N: int, dev: torch.device, default: bool) -> Tensor:
+    """A boolean mask over the N rows on ``dev``; None: every row where ``default``, else none."""
+    if mask is None:
+        return torch.full((N,), default, dtype=torch.bool, device=dev)
+    return torch.as_tensor(mask, device=dev).bool()
 
 
 def sequence_scores(

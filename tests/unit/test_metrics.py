@@ -174,6 +174,36 @@ def test_every_way_of_asking_the_packed_forward_reads_the_same_logits():
     assert torch.isnan(lean.scores[~half]).all() and not torch.isnan(full.scores).any()
     with pytest.raises(ValueError, match="need the tail"):
         packed_forward(W, ev, (1,), tail=False, sequence=True)
+    # tails on some rows only (the live groups): those rows' tails and scores, every row's fp
+    some = np.isin(ev.g, ev.groups[::3])
+    part = packed_forward(W, ev, (1, 2), chunk=7, tails=some, sequence=True, score=some & half)
+    assert torch.equal(part.tail_rows, torch.as_tensor(np.flatnonzero(some))) and lean.tail_rows is None
+    torch.testing.assert_close(part.clean_fp, full.clean_fp, atol=1e-5, rtol=0)
+    torch.testing.assert_close(part.clean, full.clean[some], atol=2e-4, rtol=0)
+    torch.testing.assert_close(part.scores[some & half], full.scores[some & half], atol=2e-4, rtol=0)
+    assert torch.isnan(part.scores[~(some & half)]).all()
+    with pytest.raises(ValueError, match="score outside tails"):
+        packed_forward(W, ev, (1,), tails=some, sequence=True, score=half)
+
+
+def test_a_live_checkpoint_reads_every_rows_first_token_and_the_live_rows_l_seq():
+    """A live evaluation (one packed forward, tails on the live groups only) gives the
+    first-token family over every row as the full evaluation does, the target loss and exact
+    match of the live groups as an evaluation of those groups alone, and L_seq as the mean over
+    the live groups of each one's mean over its live rows (per-example L_seq of the full set)."""
+    from mi_plateau.metrics import example_losses, live_subset
+
+    cfg, model, ev = perturbed_tiny({"K": 6, "eval.n_groups": 12}, seed=11)
+    live = live_subset(4, ev.groups, 6, 3)
+    got, whole = evaluate(model, ev, live=live), evaluate(model, ev)
+    for k in ("Lc", "L1", "cand_mass", "swap_gap"):
+        assert got[k] == pytest.approx(whole[k], abs=1e-5), k
+    alone = evaluate(model, ev.subset(live.groups))
+    for k in ("full_loss", "acc_mean", "groups_ge80", "groups_100"):
+        assert got[k] == pytest.approx(alone[k], abs=1e-5), k
+    per = example_losses(model, ev)["L_seq"][np.isin(ev.g, live.groups)][live.rows]
+    assert got["L_seq"] == pytest.approx(per.reshape(4, live.m).mean(1).mean(), abs=1e-5)
+    assert got["groups_scored"] == 4 and got["rows_scored"] == 4 * live.m and got["L_seq_se"] > 0
 
 
 def test_z_blind_uniform_model_scores_log_K_exactly():
