@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,6 @@ from typing import Any
 from ..checkpoints import atomic_write_json
 
 CACHE = "probe_cache.json"
-PROBE_STEPS = 6  # timed training steps, after one untimed (allocation, first-call costs)
 TRANSITION_TAUS = 1.0  # the denser checkpoint spacing holds for about one tau around tau
 
 
@@ -37,48 +35,22 @@ def shape_key(cfg, device: str) -> str:
 
 
 def probe(cfg, device: str = "cpu") -> dict[str, float]:
-    """Time ``PROBE_STEPS`` training steps and one live evaluation of ``cfg``'s run from its
-    initial weights on ``device``, one thread: ``{"s_step": ..., "s_eval": ...}``; a precision
-    the device cannot run is refused in one line."""
+    """``train.timing.timed_probe`` of ``cfg``'s run on ``device``, one thread: ``{"s_step":
+    ..., "s_eval": ...}``; a precision the device cannot run is refused in one line."""
     import torch
 
-    from ..devices import check_precision  # here, not at the top: torch (cost's dry run imports this module)
+    # here, not at the top: torch (cost's dry run imports this module)
+    from ..devices import check_precision
+    from ..train.timing import timed_probe
 
     dev = torch.device(device)
     check_precision(dev, cfg.train.precision)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # as a run trains: one thread each
     try:
-        return _timed(cfg, dev)
+        return timed_probe(cfg, dev)
     finally:
         torch.set_num_threads(threads)
-
-
-def _timed(cfg, dev) -> dict[str, float]:
-    # here, not at the top: these import torch, and cost's dry run imports this module
-    from ..metrics import evaluate, live_subset
-    from ..model import build_model, training_forward
-    from ..task import make_eval_set, make_sampler, make_task
-    from ..train.step import make_optimizer, train_step
-
-    task = make_task(cfg.task)
-    model = build_model(cfg)
-    if dev.type != "cpu":  # (TransformerBridge.to prints a line even for a no-op move)
-        model = model.to(dev)
-    opt = make_optimizer(cfg, model)
-    forward = training_forward(cfg, model)
-    sampler = make_sampler(task, cfg.train.batching, cfg.train.batch_size, cfg.train.batch_seed)
-    batches = [sampler.sample().to(dev) for _ in range(PROBE_STEPS + 1)]
-    train_step(cfg, forward, opt, batches[0], 0)
-    t0 = time.perf_counter()
-    for i, b in enumerate(batches[1:]):
-        train_step(cfg, forward, opt, b, i + 1)
-    s_step = (time.perf_counter() - t0) / PROBE_STEPS
-    ev = make_eval_set(task, cfg.eval).on(dev)
-    live = live_subset(cfg.eval.live_groups, ev.groups, cfg.task.K, cfg.eval.eval_seed)
-    t0 = time.perf_counter()
-    evaluate(model, ev, live=live)
-    return {"s_step": s_step, "s_eval": time.perf_counter() - t0}
 
 
 def prober(root: str | Path, device: str = "cpu") -> Callable[[Any], dict[str, float]]:

@@ -17,6 +17,7 @@ from ..devices import describe as describe_device
 from ..devices import resolve_precision
 from .member import Member
 from .rules import should_stop
+from .timing import live_groups_for
 
 
 def _provenance(argv: Sequence[str] | None, device: torch.device | None = None) -> dict[str, Any]:
@@ -82,10 +83,11 @@ def open_config(
         if cfg is None:
             raise RunError(f"{run.path}: no run to resume here")
         validate(cfg)
-        # what auto means on this device, written into the run's config: the run records it
-        cfg = with_overrides(
-            cfg, {"train.precision": resolve_precision(cfg.train.precision, device or torch.device("cpu"))}
-        )
+        # what auto means on this device, written into the run's config: the run records it; on a
+        # GPU the default live subset becomes every group where a full scoring is cheap there
+        dev = device or torch.device("cpu")
+        cfg = with_overrides(cfg, {"train.precision": resolve_precision(cfg.train.precision, dev)})
+        cfg = with_overrides(cfg, {"eval.live_groups": live_groups_for(cfg, dev)})
         if not write:
             return cfg
         run.path.mkdir(parents=True, exist_ok=True)

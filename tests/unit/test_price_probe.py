@@ -56,3 +56,22 @@ def test_a_precision_the_device_cannot_run_is_refused_before_probing(tiny_cfg, m
     with pytest.raises(devices.DeviceError, match="no fast bf16"):
         price_probe.probe(replace(tiny_cfg, train=replace(tiny_cfg.train, precision="bf16")))
     assert torch.get_num_threads() >= 1
+
+
+def test_a_gpu_run_scores_every_group_live_only_where_a_full_scoring_is_cheap(tiny_cfg):
+    """``live_groups_for``: the default live subset becomes every group (0) on a CUDA device where
+    the measured full scoring is at most 5% of the steps between checkpoints; a CPU never probes,
+    and a value the user chose is kept."""
+    from mi_plateau.config import EvalConfig
+    from mi_plateau.train.timing import FULL_SHARE, full_scoring_share, live_groups_for
+
+    cfg = replace(tiny_cfg, eval=replace(tiny_cfg.eval, live_groups=EvalConfig.live_groups))
+    gpu, cpu = torch.device("cuda"), torch.device("cpu")
+    never = lambda c, d: pytest.fail("probed")  # noqa: E731
+    assert live_groups_for(cfg, cpu, never) == EvalConfig.live_groups
+    assert live_groups_for(cfg, gpu, lambda c, d: FULL_SHARE) == 0
+    assert live_groups_for(cfg, gpu, lambda c, d: FULL_SHARE * 1.01) == EvalConfig.live_groups
+    chosen = replace(cfg, eval=replace(cfg.eval, live_groups=7))
+    assert live_groups_for(chosen, gpu, never) == 7
+    # the measurement itself, on this CPU: a positive share, full scoring over ckpt_every steps
+    assert full_scoring_share(cfg, cpu) > 0
