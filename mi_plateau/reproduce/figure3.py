@@ -40,7 +40,8 @@ from ..passes import descent, lead
 from ..passes.analyze import PassConfig, analyze_run
 from ..passes.descent import COMPONENTS, WINDOWS, windows
 from ..passes.lead import GAPS, original_tau
-from ..sweeps import status
+from ..sweeps import RunOptions, status
+from .registry import DryRun, Recipe
 from .writer import Built, Plot, Table, run_logged
 
 LOG = "figure3_log.json"
@@ -367,6 +368,15 @@ def build_figure3(entries: dict[str, dict], ref: list[dict] | None = None) -> Bu
             "Figure 3(b)": Plot("figure3b", figure3_paper(b, "b")),
         },
     )
+
+
+def dry_run(r: Recipe, o: RunOptions) -> DryRun:
+    """The runs the recipe reads under ``o.root`` and the state of each."""
+    return DryRun([{"run": str(p), "status": status(p)} for p in seed_runs(Path(o.root))])
+
+
+def run(r: Recipe, o: RunOptions) -> dict[str, Any]:
+    return run_figure3_recipe(o.root, o.docs, progress=o.progress, device=o.device, static=o.static)
 
 
 def run_figure3_recipe(

@@ -36,7 +36,9 @@ from ..frames import records
 from ..settle import run_summary
 from ..summaries import nan_to_none, nearest
 from ..sweeps import RunOptions
-from .sweeps import recipe_sweep, run_sweep_recipe
+from .registry import DryRun, Recipe
+from .shipped import recipe_sweep
+from .sweeps import run_sweep_recipe
 from .writer import Built, Plot, Table, write_built
 
 READS = "k_sweep"  # the recipe whose runs the pass reads
@@ -247,6 +249,14 @@ def build_hessian(entries: dict[str, Any], settings: dict[str, Any]) -> Built:
     }
     figures = {"Hessian extremes": Plot("hessian_spectrum", spectrum_figure(cps))} if cps else {}
     return Built(tables, figures)
+
+
+def dry_run(r: Recipe, o: RunOptions) -> DryRun:
+    return DryRun(dry_run_rows(o))
+
+
+def run(r: Recipe, o: RunOptions) -> dict[str, Any]:
+    return run_hessian_recipe(o)
 
 
 def dry_run_rows(options: RunOptions = RunOptions()) -> list[dict[str, Any]]:

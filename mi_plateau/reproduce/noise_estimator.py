@@ -30,7 +30,8 @@ from .. import paper
 from ..checkpoints import Run, RunError
 from ..replays.example_losses import ExampleLosses
 from ..replays.sampled import sampled_tau
-from ..sweeps import status
+from ..sweeps import RunOptions, status
+from .registry import DryRun, Recipe
 from .writer import Built, Table, run_logged
 
 SWEEP = "paper_noise_f2b"
@@ -196,6 +197,15 @@ def build(entries: dict[str, dict]) -> Built:
     note = NOTE.format(every=some["every"], n=some["n_sample"], draws=some["draws"])
     title = "Figure 2b by the original's estimator: the p = 0.2 crossing as a distribution over replays"
     return Built({"Figure 2b, the estimator": Table("label_noise_estimator", estimator_rows(entries), title, note)})
+
+
+def dry_run(r: Recipe, o: RunOptions) -> DryRun:
+    """The runs the recipe reads under ``o.root`` and the state of each."""
+    return DryRun([{"run": str(p), "status": status(p)} for p in sweep_runs(Path(o.root))])
+
+
+def run(r: Recipe, o: RunOptions) -> dict[str, Any]:
+    return run_noise_estimator_recipe(o.root, o.docs, progress=o.progress, static=o.static)
 
 
 def run_noise_estimator_recipe(

@@ -35,7 +35,8 @@ import mi_plateau.reproduce.figure3 as figure3
 import mi_plateau.reproduce.hessian as hessian
 import mi_plateau.reproduce.noise_estimator as noise_estimator
 import mi_plateau.scorecard.controls as controls
-from mi_plateau.reproduce import recipe_sweep, run_sweep_recipe
+from mi_plateau.reproduce.shipped import recipe_sweep
+from mi_plateau.reproduce.sweeps import run_sweep_recipe
 from mi_plateau.sweeps import RunOptions
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "reproduction"
