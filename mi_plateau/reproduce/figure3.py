@@ -40,7 +40,7 @@ from ..passes.analyze import PassConfig, analyze_run
 from ..passes.descent import COMPONENTS, WINDOWS, windows
 from ..passes.lead import GAPS, original_tau
 from ..sweeps import RunOptions, status
-from .logged import each_run, run_logged, started
+from .logged import each_run, run_logged, runs_dry, started
 from .registry import DryRun, Recipe
 from .writer import Built, Plot, Table
 
@@ -77,12 +77,8 @@ def sweep_runs(root: Path, seed: int = 0) -> list[Path]:
     (``LEAD_SWEEP``: the K sweep's runs carried on past the first-token loss onset) where it has
     one, else the K sweep's; in K order."""
     pat = re.compile(rf"K(\d+)_seed{seed}$")
-    found = {  # the lead sweep's run of a K replaces the K sweep's
-        int(m.group(1)): p
-        for name in (SWEEP, LEAD_SWEEP)
-        for p in started(Path(root) / name)
-        if (m := pat.match(p.name))
-    }
+    runs = [p for name in (SWEEP, LEAD_SWEEP) for p in started(Path(root) / name)]
+    found = {int(m.group(1)): p for p in runs if (m := pat.match(p.name))}  # the lead sweep's replaces the K sweep's
     return [found[k] for k in sorted(found)]
 
 
@@ -371,8 +367,7 @@ def build_figure3(entries: dict[str, dict], ref: list[dict] | None = None) -> Bu
 
 
 def dry_run(r: Recipe, o: RunOptions) -> DryRun:
-    """The runs the recipe reads under ``o.root`` and the state of each."""
-    return DryRun([{"run": str(p), "status": status(p)} for p in seed_runs(Path(o.root))])
+    return runs_dry(seed_runs(Path(o.root)))
 
 
 def run(r: Recipe, o: RunOptions) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from ..checkpoints import RunError, RunLock, atomic_write_json, read_json
 from ..checkpoints.files import provenance
 from ..summaries import nan_to_none
 from ..sweeps import status
+from .registry import DryRun
 from .writer import Built, write_built
 
 # a run's pass: its logged entry (None: none) -> its new entry, or None where the logged one stands
@@ -31,6 +32,11 @@ def started(folder: Path) -> list[Path]:
     """The run folders under ``folder`` that have started (finished or running), by name."""
     found = sorted(folder.iterdir()) if folder.is_dir() else []
     return [p for p in found if status(p) in ("finished", "running")]
+
+
+def runs_dry(runs: Iterable[Path]) -> DryRun:
+    """A pass recipe's dry run: the runs it reads and the state of each."""
+    return DryRun([{"run": str(p), "status": status(p)} for p in runs])
 
 
 def each_run(recipe: str, runs: Iterable[Path], entry: Callable[[Path], dict], doing: str, progress: bool):

@@ -30,7 +30,7 @@ from ..checkpoints import Run, RunError
 from ..replays.example_losses import ExampleLosses
 from ..replays.sampled import sampled_tau
 from ..sweeps import RunOptions, status
-from .logged import each_run, run_logged, started
+from .logged import each_run, run_logged, runs_dry, started
 from .registry import DryRun, Recipe
 from .writer import Built, Table
 
@@ -199,8 +199,7 @@ def build(entries: dict[str, dict]) -> Built:
 
 
 def dry_run(r: Recipe, o: RunOptions) -> DryRun:
-    """The runs the recipe reads under ``o.root`` and the state of each."""
-    return DryRun([{"run": str(p), "status": status(p)} for p in sweep_runs(Path(o.root))])
+    return runs_dry(sweep_runs(Path(o.root)))
 
 
 def run(r: Recipe, o: RunOptions) -> dict[str, Any]:
