@@ -28,6 +28,7 @@ from .commands.run_args import add_settle, add_summary
 from .commands.tool_args import TOOL_SUBCOMMANDS
 from .config import PRESETS, SECTIONS, ConfigError, settings
 from .config import kind as field_kind
+from .reproduce.registry import RECIPES, help_text
 
 SEED_FLAG = ("--seed", "seed", int, "sets data, init and batch-order seeds together")  # several fields at once
 
@@ -49,26 +50,10 @@ def train_flags(sections: Mapping[str, type] = SECTIONS) -> list[tuple[str, str,
 # flags of `train` that map onto config settings (flag, override key, type, help)
 TRAIN_FLAGS = train_flags()
 
-# the recipes of mi_plateau.reproduce, named here so that the parser imports nothing heavy
-RECIPE_NAMES = tuple(
-    "core k_sweep fixed_d fixed_d_noclip len_z batch_size batch_size_noclip seeds_init seeds_warmup lr_sweep "
-    "phase_boundary dissipation label_noise direction selector_groups hessian figure3 noise_estimator controls "
-    "scorecard".split()
-)
-
-RECIPE_HELP = (
-    "core: the per-run reproduction; the others: the paper's sweep tables (k_sweep: Table 3, Figure 4, Table 5; "
-    "fixed_d, fixed_d_noclip: Figure 5; len_z: Table 7; batch_size: Table 1; seeds_warmup: Table 4 by the "
-    "crossing tau with 500 warm-up steps; seeds_init: the same with the init varied too; lr_sweep: the "
-    "learning-rate sweep by the transition width; phase_boundary: Tables 4 and 8 as the "
-    "original ran them, by the transition width; dissipation: Table 11; label_noise: Figure 2b; direction: Table 2; "
-    "selector_groups: Table 12's gradient cancellation; hessian: Table 10, the Hessian pass over the K sweep's "
-    "runs at K = 3, 5, 10, 20 and 36; figure3: Figure 3 and the ~50%% lead as the paper computed them, over the "
-    "K sweep's runs; noise_estimator: Figure 2b's p = 0.2 crossing under the original's 32-sample estimator, "
-    "over replays on docs/sweeps/noise_f2b.toml's runs; controls: Table 12, every tested mechanism beside the "
-    "paper's, read from the other recipes' committed tables; scorecard: docs/scorecard.md, each of the "
-    "paper's tables, figures and claims beside ours, read from the committed tables)"
-)
+# the recipes of mi_plateau.reproduce and what each rebuilds, from its registry (light: the
+# recipes' modules load when one runs)
+RECIPE_NAMES = tuple(RECIPES)
+RECIPE_HELP = help_text().replace("%", "%%")  # argparse formats help with %
 
 
 def add_train(sub) -> None:

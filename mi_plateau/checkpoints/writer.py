@@ -113,12 +113,15 @@ def remove_stale_files(run: Run, manifest: dict[str, Any]) -> list[Path]:
 
 
 class RunLock:
-    """An exclusive lock on a run folder, so two trainers never write into one run."""
+    """An exclusive lock on a run folder, so two trainers never write into one run. ``wait``:
+    wait for another holder to let go instead of refusing (a recipe's log: each
+    read-merge-write is short, and two processes may share the log)."""
 
-    def __init__(self, path: Path, what: str = "run folder"):
+    def __init__(self, path: Path, what: str = "run folder", wait: bool = False):
         self.file = Path(path) / ".lock"
         self.fd: int | None = None
-        self.what = what  # "run folder", or "sweep folder" (``sweeps.run_sweep`` holds one per sweep)
+        self.what = what  # "run folder", "sweep folder" (``sweeps.run_sweep``), "recipe log" (``reproduce``)
+        self.wait = wait
 
     def __enter__(self) -> RunLock:
         import fcntl
@@ -135,7 +138,7 @@ class RunLock:
             self.fd = None
             raise RunError(f"{self.file}: not a regular file; remove it (the trainer makes a new lock file)")
         try:
-            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(self.fd, fcntl.LOCK_EX if self.wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = os.read(self.fd, 64).decode(errors="replace").strip() or "unknown"
             os.close(self.fd)

@@ -10,32 +10,18 @@ option of it (``train`` for --no-train, ``dry_run``, ``backend``)."""
 from __future__ import annotations
 
 from ..config.options import FLAGS, RunOptions
+from ..reproduce.registry import RECIPES
 
-SWEEP_RECIPES_KIND = "the sweep recipes"  # every recipe of reproduce.SWEEP_RECIPES
+SWEEP_RECIPES_KIND = "the sweep recipes"  # every recipe of reproduce.registry with a builder
+
+
+def reproduce_kind(recipe: str) -> str:
+    """The entry of ``USES`` that declares what ``reproduce RECIPE`` reads."""
+    return SWEEP_RECIPES_KIND if RECIPES[recipe].is_sweep else f"reproduce {recipe}"
+
 
 USES: dict[str, dict[str, str]] = {
-    "reproduce core": {
-        "": "device jobs progress root docs static",
-        "--no-train": "train device progress root docs static",
-        "--dry-run": "dry_run root",
-    },
-    SWEEP_RECIPES_KIND: {
-        "": "device precision jobs batch_runs max_steps only skip_recorded progress root docs static settle",
-        "--no-train": "train precision max_steps progress root docs static settle",
-        "--dry-run": "dry_run device precision max_steps only skip_recorded root docs",
-    },
-    "reproduce hessian": {  # the pass itself runs on the CPU: --device is where the K sweep trains
-        "": "device jobs only progress root docs static",
-        "--no-train": "train only progress root docs static",
-        "--dry-run": "dry_run only root docs",
-    },
-    "reproduce figure3": {  # trains nothing: the runs are the K sweep's
-        "": "device progress root docs static",
-        "--dry-run": "dry_run root",
-    },
-    "reproduce noise_estimator": {"": "progress root docs static", "--dry-run": "dry_run root"},  # trains nothing
-    "reproduce controls": {"": "docs", "--dry-run": "dry_run docs"},  # read the committed tables
-    "reproduce scorecard": {"": "docs", "--dry-run": "dry_run docs"},
+    **{reproduce_kind(name): r.uses for name, r in RECIPES.items()},  # each recipe's, from its declaration
     "sweep": {
         "": "device precision jobs batch_runs progress root",
         "--backend ray": "backend device precision jobs batch_runs progress root",

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from ..config import RunOptions
 from ..frames import to_markdown
-from .applies import SWEEP_RECIPES_KIND, refuse_unused
+from ..reproduce.registry import recipe
+from .applies import refuse_unused, reproduce_kind
 from .options import positive_int
 
 
@@ -36,19 +37,10 @@ def cmd_bench(args) -> int:
     return 0
 
 
-def reproduce_kind(recipe: str) -> str:
-    """The entry of ``applies.USES`` that declares what ``reproduce RECIPE`` reads."""
-    from ..reproduce import SWEEP_RECIPES
-
-    return SWEEP_RECIPES_KIND if recipe in SWEEP_RECIPES else f"reproduce {recipe}"
-
-
 def cmd_reproduce(args) -> int:
     """Every recipe the same way (``reproduce.registry``): its dry run (a table and, where there
     is one, a closing line), or its run (its tables, the files it wrote, the line that says static
     figures were skipped)."""
-    from ..reproduce.registry import recipe
-
     options = RunOptions.from_args(args)
     refuse_unused(reproduce_kind(args.recipe), options, f"reproduce {args.recipe}")
     if options.static:  # before any training: the figures come last

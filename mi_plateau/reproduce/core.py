@@ -22,6 +22,7 @@ from ..frames import cell, lead, to_markdown
 from ..outputs import read_json_rows, write_figures
 from ..summaries import nan_to_none, num
 from ..sweeps import RunOptions, status, train_local, train_wall
+from .registry import DryRun, Recipe
 
 RECIPES = {
     # (preset, K, seed): the paper recipe at every K, seeds at K = 10 and 20, and today's K = 10
@@ -46,6 +47,21 @@ def plan(recipe: str, root: str | Path = "checkpoints"):
         cfg = with_overrides(preset(name), {"K": K, "seed": seed})
         out.append((Path(root) / run_name(cfg), cfg))
     return out
+
+
+def dry_run(r: Recipe, o: RunOptions) -> DryRun:
+    """The recipe's runs under ``o.root`` and the state of each."""
+    runs = plan(r.name, o.root)
+    return DryRun(
+        [
+            {"run": str(p), "preset": c.preset, "K": c.task.K, "seed": c.task.data_seed, "status": status(p)}
+            for p, c in runs
+        ]
+    )
+
+
+def run(r: Recipe, o: RunOptions) -> dict[str, Any]:
+    return run_recipe(r.name, o)
 
 
 def train_all(runs, options: RunOptions = RunOptions()) -> None:

@@ -14,7 +14,7 @@ from ..fits import power_law
 from ..sweeps import RunOptions, Sweep, run_row, select, sweep_in_precision
 from .price_probe import prober, run_seconds
 from .records import FAMILY_KEYS, collect
-from .sweeps import recipe_sweep
+from .shipped import recipe_sweep
 
 
 def dry_run(

@@ -28,7 +28,6 @@ from __future__ import annotations
 import csv
 import math
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +39,10 @@ from ..passes import descent, lead
 from ..passes.analyze import PassConfig, analyze_run
 from ..passes.descent import COMPONENTS, WINDOWS, windows
 from ..passes.lead import GAPS, original_tau
-from ..sweeps import status
-from .writer import Built, Plot, Table, run_logged
+from ..sweeps import RunOptions, status
+from .logged import each_run, run_logged, runs_dry, started
+from .registry import DryRun, Recipe
+from .writer import Built, Plot, Table
 
 LOG = "figure3_log.json"
 SWEEP = "paper_k_sweep"
@@ -76,12 +77,8 @@ def sweep_runs(root: Path, seed: int = 0) -> list[Path]:
     (``LEAD_SWEEP``: the K sweep's runs carried on past the first-token loss onset) where it has
     one, else the K sweep's; in K order."""
     pat = re.compile(rf"K(\d+)_seed{seed}$")
-    found: dict[int, Path] = {}
-    for name in (SWEEP, LEAD_SWEEP):  # the lead sweep's run of a K replaces the K sweep's
-        folder = Path(root) / name
-        for p in folder.iterdir() if folder.is_dir() else ():
-            if pat.match(p.name) and status(p) in ("finished", "running"):
-                found[int(pat.match(p.name).group(1))] = p
+    runs = [p for name in (SWEEP, LEAD_SWEEP) for p in started(Path(root) / name)]
+    found = {int(m.group(1)): p for p in runs if (m := pat.match(p.name))}  # the lead sweep's replaces the K sweep's
     return [found[k] for k in sorted(found)]
 
 
@@ -369,6 +366,14 @@ def build_figure3(entries: dict[str, dict], ref: list[dict] | None = None) -> Bu
     )
 
 
+def dry_run(r: Recipe, o: RunOptions) -> DryRun:
+    return runs_dry(seed_runs(Path(o.root)))
+
+
+def run(r: Recipe, o: RunOptions) -> dict[str, Any]:
+    return run_figure3_recipe(o.root, o.docs, progress=o.progress, device=o.device, static=o.static)
+
+
 def run_figure3_recipe(
     root: str | Path = "checkpoints",
     docs: str | Path = "docs/reproduction",
@@ -383,18 +388,12 @@ def run_figure3_recipe(
     run under ``docs``, build, write the tables, the figures and the log; returns the log without
     the series."""
     root, analyses = Path(root), Path(analyses)
-
-    def fresh() -> dict[str, dict]:
-        out = {}
-        for p in seed_runs(root):
-            if progress:
-                print(f"figure3 {p.name}: passes and displacements", file=sys.stderr)
-            out[p.name] = run_entry(Run(p), analyses, delta, device, progress)
-        return out
-
+    entry = lambda p: run_entry(Run(p), analyses, delta, device, progress)  # noqa: E731
+    passes = each_run("figure3", seed_runs(root), entry, "passes and displacements", progress)
     missing = (
         f"{root / SWEEP}: no K-sweep run here and none in " + "{log}; train them with `mi-plateau reproduce k_sweep` "
         "or `mi-plateau sweep docs/sweeps/lead_sweep.toml`"
     )
     ref = read_reference(docs)
-    return run_logged("figure3", docs, fresh, lambda es: build_figure3(es, ref), missing, static, delta=delta)
+    build = lambda entries: build_figure3(entries, ref)  # noqa: E731
+    return run_logged("figure3", docs, passes, build, missing, static, extra=lambda entries: {"delta": delta})

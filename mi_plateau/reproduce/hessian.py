@@ -21,23 +21,26 @@ from __future__ import annotations
 import json
 import math
 import sys
-from contextlib import contextmanager
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import torch
 
 from .. import paper
-from ..checkpoints import Run, RunError, atomic_write_json, read_json
+from ..checkpoints import Run, RunError
 from ..estimators.hessian import hessian_pass, plateau_checkpoints, table10
 from ..figures import PALETTE
 from ..frames import records
 from ..settle import run_summary
 from ..summaries import nan_to_none, nearest
 from ..sweeps import RunOptions
-from .sweeps import recipe_sweep, run_sweep_recipe
-from .writer import Built, Plot, Table, write_built
+from .logged import read_log, run_logged
+from .registry import DryRun, Recipe
+from .shipped import recipe_sweep
+from .sweeps import run_sweep_recipe
+from .writer import Built, Plot, Table
 
 READS = "k_sweep"  # the recipe whose runs the pass reads
 LOG = "paper_hessian_log.json"
@@ -249,6 +252,14 @@ def build_hessian(entries: dict[str, Any], settings: dict[str, Any]) -> Built:
     return Built(tables, figures)
 
 
+def dry_run(r: Recipe, o: RunOptions) -> DryRun:
+    return DryRun(dry_run_rows(o))
+
+
+def run(r: Recipe, o: RunOptions) -> dict[str, Any]:
+    return run_hessian_recipe(o)
+
+
 def dry_run_rows(options: RunOptions = RunOptions()) -> list[dict[str, Any]]:
     """Per run of Table 10 (``options.only``: these) under ``options.root``: its tau and
     checkpoints where it is ready here, and ``pass``: its rows are in the log (under
@@ -256,7 +267,7 @@ def dry_run_rows(options: RunOptions = RunOptions()) -> list[dict[str, Any]]:
     run elsewhere ("computed (log)"), or the run is not ready here ("not here", "running", "no
     tau", "unreadable")."""
     only, root, docs = options.only, options.root, options.docs
-    entries = _read(Path(docs) / LOG).get("runs") or {}
+    entries = read_log(Path(docs) / LOG, "hessian", sound).get("runs") or {}
     out = []
     for name in run_names(only):
         t = _target(recipe_sweep(READS).folder(root) / name)
@@ -270,33 +281,18 @@ def dry_run_rows(options: RunOptions = RunOptions()) -> list[dict[str, Any]]:
     return out
 
 
-def _read(path: Path) -> dict[str, Any]:
-    """The recipe's log, {} where there is none; one that is not an object whose runs each hold
-    their settings and a list of rows is refused (it may hold the only copy of rows computed
-    elsewhere)."""
-    log = read_json(path) if path.exists() else {}
-    runs = log.get("runs", {}) if isinstance(log, dict) else None
-    if not isinstance(runs, dict) or not all(
-        isinstance(e, dict) and isinstance(e.get("settings"), dict) and isinstance(e.get("rows"), list)
-        for e in runs.values()
-    ):
-        raise RunError(f"{path}: not the Hessian recipe's log (expected an object with a table of runs and their rows)")
-    return log
+def sound(entry: Any) -> bool:
+    """A logged entry holds its settings and a list of rows."""
+    return isinstance(entry, dict) and isinstance(entry.get("settings"), dict) and isinstance(entry.get("rows"), list)
 
 
-@contextmanager
-def _locked(path: Path):
-    """An exclusive lock (``fcntl``, waiting for it) on ``<log>.lock`` beside the log, held around
-    each read-merge-write, so two processes sharing the log never drop each other's rows."""
-    import fcntl
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_name(path.name + ".lock"), "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+def run_pass(t: Target, settings: dict[str, Any], progress: bool, logged: Any) -> dict[str, Any] | None:
+    """The run's entry (``compute_entry``), None where the logged one holds it already."""
+    if _current(logged, t, settings):
+        return None
+    if progress:
+        print(f"hessian {t.run.name}: plateau checkpoints {t.plateau}, also {t.across} (tau {t.tau})", file=sys.stderr)
+    return compute_entry(t, settings, progress)
 
 
 def run_hessian_recipe(
@@ -310,10 +306,10 @@ def run_hessian_recipe(
     ``device`` and ``progress``, which also rewrites its own tables), run the pass over every
     finished one here (of ``only``) whose rows the log does not hold for ``settings``, then write
     Table 10, its checkpoint rows, the figure (``options.static``) and the log (under
-    ``options.docs``). Two processes may share the log (each read-merge-write holds a lock);
-    nothing stops both from computing the same run, so give each its own ``only``. ``settings``:
-    the pass's (default ``SETTINGS``; a smaller pass for tests); the tables read only the runs
-    computed with them. Returns the log."""
+    ``options.docs``; ``logged.run_logged``). Two processes may share the log; nothing stops both
+    from computing the same run, so give each its own ``only``. ``settings``: the pass's (default
+    ``SETTINGS``; a smaller pass for tests); the tables read only the runs computed with them.
+    Returns the log without the runs' rows."""
     settings = dict(SETTINGS if settings is None else settings)
     names = run_names(options.only)
     if options.only is not None and not names:
@@ -321,41 +317,22 @@ def run_hessian_recipe(
     if options.train:  # the K sweep's own runs: not its budget, precision or log's choices
         sweep_options = replace(options, only=tuple(names), max_steps=None, precision=None, skip_recorded=False)
         run_sweep_recipe(READS, sweep_options, analyses=analyses)
-    progress, static = options.progress, options.static
-    root, docs = Path(options.root), Path(options.docs)
-    path = docs / LOG
-    entries = dict(_read(path).get("runs") or {})
-    folder = recipe_sweep(READS).folder(root)
-    for name in names:
-        t = _target(folder / name)
-        if isinstance(t, str) or _current(entries.get(name), t, settings):
-            continue
-        if progress:
-            print(f"hessian {name}: plateau checkpoints {t.plateau}, also {t.across} (tau {t.tau})", file=sys.stderr)
-        entry = compute_entry(t, settings, progress)
-        with _locked(path):  # another process may have added runs since: keep them
-            log = _read(path)
-            entries = {**(log.get("runs") or {}), name: entry}
-            atomic_write_json(path, nan_to_none({**log, "recipe": "hessian", "reads": READS, "runs": entries}))
-    with _locked(path):
-        entries = dict(_read(path).get("runs") or {})
-        if not entries:
-            raise RunError(
-                f"{folder}: no finished run of Table 10 here and none in {path}; "
-                "run `mi-plateau reproduce hessian` first"
-            )
-        built = build_hessian(entries, settings)
-        written, static_note = write_built(docs, built, static)
-        seconds = sum(r.get("seconds") or 0.0 for e in entries.values() if e["settings"] == settings for r in e["rows"])
-        log = {
-            "recipe": "hessian",
-            "reads": READS,
-            "settings": settings,
-            "runs": entries,
-            "tables": built.rows(),
-            "pass_seconds": seconds,
-            "written": [str(w) for w in written],
-            "static_note": static_note,
-        }
-        atomic_write_json(path, nan_to_none(log))
-    return nan_to_none(log)
+    folder = recipe_sweep(READS).folder(options.root)
+
+    def passes():
+        for name in names:
+            t = _target(folder / name)
+            if not isinstance(t, str):
+                yield name, partial(run_pass, t, settings, options.progress)
+
+    def extra(entries: dict[str, Any]) -> dict[str, Any]:
+        ours = [r for e in entries.values() if e["settings"] == settings for r in e["rows"]]
+        return {"reads": READS, "settings": settings, "pass_seconds": sum(r.get("seconds") or 0.0 for r in ours)}
+
+    missing = (
+        f"{folder}: no finished run of Table 10 here and none in {{log}}; run `mi-plateau reproduce hessian` first"
+    )
+    build = lambda entries: build_hessian(entries, settings)  # noqa: E731
+    return run_logged(
+        "hessian", options.docs, passes(), build, missing, options.static, log=LOG, sound=sound, extra=extra
+    )

@@ -20,7 +20,6 @@ on a run that trained further scores only its new checkpoints.
 from __future__ import annotations
 
 import math
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +29,10 @@ from .. import paper
 from ..checkpoints import Run, RunError
 from ..replays.example_losses import ExampleLosses
 from ..replays.sampled import sampled_tau
-from ..sweeps import status
-from .writer import Built, Table, run_logged
+from ..sweeps import RunOptions, status
+from .logged import each_run, run_logged, runs_dry, started
+from .registry import DryRun, Recipe
+from .writer import Built, Table
 
 SWEEP = "paper_noise_f2b"
 LOG = "noise_estimator_log.json"
@@ -43,8 +44,7 @@ SEED = 0  # one seed for every run: paired replays
 
 def sweep_runs(root: str | Path) -> list[Path]:
     """The started runs of the sweep under ``root``, by (K, p)."""
-    folder = Path(root) / SWEEP
-    found = [p for p in (sorted(folder.iterdir()) if folder.is_dir() else ()) if status(p) in ("finished", "running")]
+    found = started(Path(root) / SWEEP)
     task = {p: Run(p).config().task for p in found}
     return sorted(found, key=lambda p: (task[p].K, task[p].label_noise))
 
@@ -198,6 +198,14 @@ def build(entries: dict[str, dict]) -> Built:
     return Built({"Figure 2b, the estimator": Table("label_noise_estimator", estimator_rows(entries), title, note)})
 
 
+def dry_run(r: Recipe, o: RunOptions) -> DryRun:
+    return runs_dry(sweep_runs(Path(o.root)))
+
+
+def run(r: Recipe, o: RunOptions) -> dict[str, Any]:
+    return run_noise_estimator_recipe(o.root, o.docs, progress=o.progress, static=o.static)
+
+
 def run_noise_estimator_recipe(
     root: str | Path = "checkpoints",
     docs: str | Path = "docs/reproduction",
@@ -212,14 +220,8 @@ def run_noise_estimator_recipe(
     table and the log; returns the log without the replays."""
     root = Path(root)
 
-    def fresh() -> dict[str, dict]:
-        out = {}
-        for p in sweep_runs(root):
-            if progress:
-                print(f"noise_estimator {p.name}: scoring every {every} steps, {draws} replays", file=sys.stderr)
-            keep = Path(analyses) / SWEEP / p.name / "example_losses"
-            out[p.name] = run_entry(Run(p), draws, every, progress, keep)
-        return out
+    def entry(p: Path) -> dict[str, Any]:
+        return run_entry(Run(p), draws, every, progress, Path(analyses) / SWEEP / p.name / "example_losses")
 
     def build_checked(entries: dict[str, dict]) -> Built:
         if not estimator_rows(entries):
@@ -230,4 +232,7 @@ def run_noise_estimator_recipe(
         f"{root / SWEEP}: needs a clean run (label_noise 0) and a noisy one of the same K, here or in " + "{log}; "
         "train them with `mi-plateau sweep docs/sweeps/noise_f2b.toml`"
     )
-    return run_logged("noise_estimator", docs, fresh, build_checked, missing, static)
+    passes = each_run(
+        "noise_estimator", sweep_runs(root), entry, f"scoring every {every} steps, {draws} replays", progress
+    )
+    return run_logged("noise_estimator", docs, passes, build_checked, missing, static)

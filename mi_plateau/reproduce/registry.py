@@ -1,32 +1,38 @@
-"""Every recipe of ``mi-plateau reproduce`` as one kind of thing: a ``Recipe`` holds what its
-dry run lists and what a real run does, both read from one ``RunOptions``.
+"""Every recipe of ``mi-plateau reproduce``, declared once, in ``RECIPES``: its name, what it
+rebuilds (its part of the command's help), the options it reads in each mode
+(``commands.applies.USES``: the one check refuses the others) and where its code is. The
+command line, the option check and the tests read this table; no other place names a recipe.
 
-A dry run answers rows (one per run or artifact the recipe reads, with its state) and, where
-there is one, a closing line (the sweep recipes' cost here). A run answers the recipe's log: its
-tables (title -> rows), the files it wrote and, where static figures were skipped, the line that
-says so. The command prints both the same way for every recipe.
+A recipe's code is two functions of its module (``module``, under ``mi_plateau.reproduce``), one
+signature for every recipe: ``dry_run(recipe, options) -> DryRun`` (one row per run or artifact
+it reads, with its state, and where there is one a closing line: the sweep recipes' cost) and
+``run(recipe, options) -> log`` (its tables, title -> rows; the files it wrote; where static
+figures were skipped, the line that says so). The command prints both the same way for every
+recipe. A sweep recipe is its sweep file (``mi_plateau/sweeps/recipes/<name>.toml``) and its
+builder (``builder``: "module.function" under ``mi_plateau.reproduce``); its code is ``sweeps``.
+
+Standard library only: the command line reads the table at start-up, and a recipe's module (with
+torch, pandas or plotly) is imported when the recipe is run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, NamedTuple
+import importlib
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..scorecard import SOURCES as SCORECARD_SOURCES
-from ..scorecard import write_scorecard
-from ..scorecard.controls import SOURCES as CONTROLS_SOURCES
-from ..scorecard.controls import write_controls
-from ..sweeps import RunOptions, status, sweep_in_precision
-from . import sweeps
-from .core import plan, run_recipe
-from .cost import dry_run
-from .figure3 import run_figure3_recipe, seed_runs
-from .noise_estimator import run_noise_estimator_recipe, sweep_runs
-from .sweeps import BUILDERS, recipe_sweep
+if TYPE_CHECKING:  # annotations only: the command line imports this table at start-up
+    from ..config.options import RunOptions
 
 DOCS = "docs/reproduction"  # --docs' default: the committed tables
+# mode -> the options a sweep recipe reads there (every sweep recipe the same); the modes are
+# those of ``commands.applies``: a plain run, --no-train, --dry-run
+SWEEP_USES = {
+    "": "device precision jobs batch_runs max_steps only skip_recorded progress root docs static settle",
+    "--no-train": "train precision max_steps progress root docs static settle",
+    "--dry-run": "dry_run device precision max_steps only skip_recorded root docs",
+}
+FROM_TABLES = {"": "docs", "--dry-run": "dry_run docs"}  # the recipes that read the committed tables
 
 
 class DryRun(NamedTuple):
@@ -36,131 +42,128 @@ class DryRun(NamedTuple):
 
 @dataclass(frozen=True)
 class Recipe:
+    """One recipe: ``name``; ``shows``, what it rebuilds (the command's help); ``uses``, mode ->
+    the options it reads; ``module``, the module of ``mi_plateau.reproduce`` with its ``dry_run``
+    and ``run``; a sweep recipe's ``builder`` ("module.function" under ``mi_plateau.reproduce``)
+    and ``reads`` (keyword -> another sweep recipe whose runs the builder also reads)."""
+
     name: str
-    dry_run: Callable[[RunOptions], DryRun]
-    run: Callable[[RunOptions], dict[str, Any]]
+    shows: str
+    builder: str | None = None
+    uses: dict[str, str] = field(default_factory=lambda: SWEEP_USES)
+    module: str = "sweeps"
+    reads: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def is_sweep(self) -> bool:
+        return self.builder is not None
+
+    def code(self):
+        return importlib.import_module(f"{__package__}.{self.module}")
+
+    def dry_run(self, options: RunOptions) -> DryRun:
+        return self.code().dry_run(self, options)
+
+    def run(self, options: RunOptions) -> dict[str, Any]:
+        return self.code().run(self, options)
+
+    def build_function(self):
+        """A sweep recipe's builder: build(collected, sweep, n_boot, seed, **reads) -> ``writer.Built``."""
+        module, name = self.builder.rsplit(".", 1)
+        return getattr(importlib.import_module(f"{__package__}.{module}"), name)
+
+
+RECIPES = {
+    r.name: r
+    for r in (
+        Recipe(
+            "core",
+            "the per-run reproduction",
+            uses={
+                "": "device jobs progress root docs static",
+                "--no-train": "train device progress root docs static",
+                "--dry-run": "dry_run root",
+            },
+            module="core",
+        ),
+        Recipe("k_sweep", "Table 3, Figure 4, Table 5", "scaling.build_k_sweep"),
+        Recipe("fixed_d", "Figure 5", "scaling.build_fixed_d"),
+        Recipe("fixed_d_noclip", "Figure 5", "scaling.build_fixed_d"),
+        Recipe("len_z", "Table 7", "scaling.build_len_z"),
+        Recipe("batch_size", "Table 1", "scaling.build_batch_size"),
+        Recipe("batch_size_noclip", "Table 1", "scaling.build_batch_size"),
+        Recipe(
+            "seeds_init",
+            "Table 4 by the crossing tau with 500 warm-up steps and the init varied",
+            "seeds.build_seeds_init",
+            reads={"fixed": "seeds_warmup"},  # the fixed-init runs beside its own
+        ),
+        Recipe("seeds_warmup", "Table 4 by the crossing tau with 500 warm-up steps", "seeds.build_seeds"),
+        Recipe("lr_sweep", "the learning-rate sweep by the transition width", "boundary.build_lr_width"),
+        Recipe(
+            "phase_boundary",
+            "Tables 4 and 8 as the original ran them, by the transition width",
+            "boundary.build_phase_boundary",
+        ),
+        Recipe("dissipation", "Table 11", "mechanisms.build_dissipation"),
+        Recipe("label_noise", "Figure 2b", "mechanisms.build_label_noise"),
+        Recipe("direction", "Table 2", "direction.build_direction"),
+        Recipe("selector_groups", "Table 12's gradient cancellation", "mechanisms.build_selector_groups"),
+        Recipe(
+            "hessian",
+            "Table 10, the Hessian pass over the K sweep's runs at K = 3, 5, 10, 20 and 36",
+            uses={  # the pass itself runs on the CPU: --device is where the K sweep trains
+                "": "device jobs only progress root docs static",
+                "--no-train": "train only progress root docs static",
+                "--dry-run": "dry_run only root docs",
+            },
+            module="hessian",
+        ),
+        Recipe(
+            "figure3",
+            "Figure 3 and the ~50% lead as the paper computed them, over the K sweep's runs",
+            uses={"": "device progress root docs static", "--dry-run": "dry_run root"},  # trains nothing
+            module="figure3",
+        ),
+        Recipe(
+            "noise_estimator",
+            "Figure 2b's p = 0.2 crossing under the original's 32-sample estimator, over replays on "
+            "docs/sweeps/noise_f2b.toml's runs",
+            uses={"": "progress root docs static", "--dry-run": "dry_run root"},  # trains nothing
+            module="noise_estimator",
+        ),
+        Recipe(
+            "controls",
+            "Table 12, every tested mechanism beside the paper's, read from the other recipes' committed tables",
+            uses=FROM_TABLES,
+            module="pages",
+        ),
+        Recipe(
+            "scorecard",
+            "docs/scorecard.md, each of the paper's tables, figures and claims beside ours, read from the "
+            "committed tables",
+            uses=FROM_TABLES,
+            module="pages",
+        ),
+    )
+}
+SWEEP_RECIPES = tuple(name for name, r in RECIPES.items() if r.is_sweep)
 
 
 def recipe(name: str) -> Recipe:
-    """The recipe ``name`` (``cli.RECIPE_NAMES``); a sweep recipe unless it is one of the others."""
-    own = {
-        "core": Recipe("core", _core_dry, _core_run),
-        "hessian": Recipe("hessian", _hessian_dry, _hessian_run),
-        "figure3": Recipe("figure3", _runs_dry(_figure3_runs), _figure3_run),
-        "noise_estimator": Recipe("noise_estimator", _runs_dry(_noise_runs), _noise_run),
-        "controls": Recipe("controls", _sources_dry("controls"), _table_run("controls")),
-        "scorecard": Recipe("scorecard", _sources_dry("scorecard"), _table_run("scorecard")),
-    }
-    if name in own:
-        return own[name]
-    if name not in BUILDERS:
+    """The recipe ``name`` of ``RECIPES``."""
+    if name not in RECIPES:
         raise ValueError(f"reproduce: no recipe named {name!r}")
-    return Recipe(name, lambda o: _sweep_dry(name, o), lambda o: _sweep_run(name, o))
+    return RECIPES[name]
 
 
-def _core_dry(o: RunOptions) -> DryRun:
-    return DryRun(
-        [
-            {"run": str(p), "preset": c.preset, "K": c.task.K, "seed": c.task.data_seed, "status": status(p)}
-            for p, c in plan("core", o.root)
-        ]
-    )
-
-
-def _core_run(o: RunOptions) -> dict[str, Any]:
-    return run_recipe("core", o)
-
-
-def _hessian_dry(o: RunOptions) -> DryRun:
-    from .hessian import dry_run_rows  # here, not at the top: it imports torch (for this recipe only)
-
-    return DryRun(dry_run_rows(o))
-
-
-def _hessian_run(o: RunOptions) -> dict[str, Any]:
-    from .hessian import run_hessian_recipe  # here, not at the top: it imports torch
-
-    return run_hessian_recipe(o)
-
-
-def _figure3_runs(root: Path) -> list[Path]:
-    return seed_runs(root)
-
-
-def _noise_runs(root: Path) -> list[Path]:
-    return sweep_runs(root)
-
-
-def _runs_dry(runs: Callable[[Path], list[Path]]) -> Callable[[RunOptions], DryRun]:
-    """A dry run that lists the runs a recipe reads and the state of each."""
-    return lambda o: DryRun([{"run": str(p), "status": status(p)} for p in runs(Path(o.root))])
-
-
-def _figure3_run(o: RunOptions) -> dict[str, Any]:
-    return run_figure3_recipe(o.root, o.docs, progress=o.progress, device=o.device, static=o.static)
-
-
-def _noise_run(o: RunOptions) -> dict[str, Any]:
-    return run_noise_estimator_recipe(o.root, o.docs, progress=o.progress, static=o.static)
-
-
-def _page_builders(name: str):
-    """(the artifacts it reads, the function that writes it) of a recipe built from committed tables."""
-    if name == "controls":
-        return CONTROLS_SOURCES, write_controls
-    return SCORECARD_SOURCES, write_scorecard
-
-
-def _sources_dry(name: str) -> Callable[[RunOptions], DryRun]:
-    """A dry run that lists the committed artifacts a recipe reads and whether each is there."""
-
-    def dry(o: RunOptions) -> DryRun:
-        sources, _ = _page_builders(name)
-        return DryRun([{"artifact": s, "present": (Path(o.docs) / s).exists()} for s in sources])
-
-    return dry
-
-
-def _table_run(name: str) -> Callable[[RunOptions], dict[str, Any]]:
-    """A recipe that writes one table from the committed ones (nothing is trained)."""
-
-    def run(o: RunOptions) -> dict[str, Any]:
-        _, write = _page_builders(name)
-        if name == "scorecard":  # the committed page, and beside the analyses its interactive twin
-            report = Path("analyses") / "scorecard.html" if Path(o.docs) == Path(DOCS) else None
-            rows, paths = write(o.docs, static=o.static, report=report)
+def help_text() -> str:
+    """What each recipe rebuilds, in ``RECIPES``' order, neighbours that rebuild the same
+    artifact under one entry ("fixed_d, fixed_d_noclip: Figure 5")."""
+    groups: list[tuple[list[str], str]] = []
+    for r in RECIPES.values():
+        if groups and groups[-1][1] == r.shows:
+            groups[-1][0].append(r.name)
         else:
-            rows, paths = write(o.docs)
-        if name == "scorecard":  # the page's rows are long; the terminal gets the verdicts
-            rows = [{k: r[k] for k in ("artifact", "verdict")} for r in rows]
-        return {"recipe": name, "tables": {name: rows}, "written": [str(p) for p in paths]}
-
-    return run
-
-
-def _own_tables_kept(name: str, o: RunOptions) -> None:
-    """A sweep recipe in another precision must not write over the recipe's own tables."""
-    own = recipe_sweep(name)
-    if sweep_in_precision(own, o.precision).name != own.name and Path(o.docs) == Path(DOCS):
-        raise ValueError(
-            f"reproduce {name} --precision {o.precision}: its tables would replace the recipe's own in "
-            f"{DOCS}; give --docs another folder"
-        )
-
-
-def _sweep_dry(name: str, o: RunOptions) -> DryRun:
-    from ..devices import resolve  # here, not at the top: torch (for a sweep recipe only)
-
-    _own_tables_kept(name, o)
-    rows = dry_run(name, o)
-    todo = [r for r in rows if r["est_core_min"] > 0]
-    return DryRun(
-        rows,
-        f"{len(rows)} runs, {len(rows) - len(todo)} with nothing left to train; the rest should take about "
-        f"{sum(r['est_core_min'] for r in todo):.0f} core-minutes on {resolve(o.device)} here (one thread per run)",
-    )
-
-
-def _sweep_run(name: str, o: RunOptions) -> dict[str, Any]:
-    _own_tables_kept(name, o)
-    return sweeps.run_sweep_recipe(name, o)  # looked up when called: a test replaces it there
+            groups.append(([r.name], r.shows))
+    return "; ".join(f"{', '.join(names)}: {shows}" for names, shows in groups)

@@ -1,10 +1,6 @@
-"""The paper's sweep tables as named recipes: ``mi-plateau reproduce k_sweep`` (Table 3, Figure 4,
-Table 5), ``fixed_d`` and ``fixed_d_noclip`` (Figure 5), ``len_z`` (Table 7), ``batch_size``
-(Table 1; builders in ``scaling``), ``seeds_warmup`` and ``seeds_init`` (Table 4 by the crossing
-tau with a warm-up, with the init varied too; each also a first cut of Table 8, the phase boundary;
-``seeds``), ``phase_boundary`` and ``lr_sweep`` (the transition width;
-``boundary``), ``dissipation`` and ``label_noise`` (Table 11, Figure 2b; ``mechanisms``) and
-``direction`` (Table 2; ``direction``).
+"""The sweep recipes: ``mi-plateau reproduce k_sweep`` and the others of ``registry.RECIPES``
+with a builder (the paper's sweep tables; the builders in ``scaling``, ``seeds``, ``boundary``,
+``mechanisms`` and ``direction``).
 
 Each recipe is a sweep file shipped in ``mi_plateau/sweeps/recipes/`` (run by the sweep runner,
 so every point is an ordinary run folder under ``checkpoints/<sweep>/``, resumable) and a builder
@@ -19,78 +15,60 @@ from __future__ import annotations
 import math
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import replace
-from importlib.resources import files
 from pathlib import Path
 from typing import Any
-
-import tomllib
 
 from ..checkpoints import Run, RunError
 from ..report import sweep_report
 from ..settle import settle
 from ..summaries import nan_to_none, num
-from ..sweeps import RunOptions, Sweep, load_sweep, parse_sweep, plan, run_sweep, select, sweep_in_precision
-from .boundary import build_lr_width, build_phase_boundary
-from .direction import build_direction
-from .mechanisms import build_dissipation, build_label_noise, build_selector_groups
+from ..sweeps import RunOptions, Sweep, plan, run_sweep, select, sweep_in_precision
+from .cost import dry_run as priced
 from .records import Collected, collect, log_path, read_log, traceable, write_log
-from .scaling import build_batch_size, build_fixed_d, build_k_sweep, build_len_z
-from .seeds import build_seeds, build_seeds_init
+from .registry import DOCS, DryRun, Recipe, recipe
+from .shipped import recipe_sweep
 from .writer import Built, write_built
 
-# recipe -> its builder: build(collected, sweep, n_boot, seed) -> Built, nothing written
-BUILDERS: dict[str, Callable[..., Built]] = {
-    "k_sweep": build_k_sweep,
-    "fixed_d": build_fixed_d,
-    "fixed_d_noclip": build_fixed_d,
-    "len_z": build_len_z,
-    "batch_size": build_batch_size,
-    "batch_size_noclip": build_batch_size,
-    "seeds_init": build_seeds_init,
-    "seeds_warmup": build_seeds,
-    "lr_sweep": build_lr_width,
-    "phase_boundary": build_phase_boundary,
-    "dissipation": build_dissipation,
-    "label_noise": build_label_noise,
-    "direction": build_direction,
-    "selector_groups": build_selector_groups,
-}
-# recipe -> {keyword: another recipe whose runs its builder also reads}: seeds_init sets the
-# fixed-init runs (seeds_warmup's) beside its own
-READS = {"seeds_init": {"fixed": "seeds_warmup"}}
+
+def own_tables_kept(r: Recipe, o: RunOptions) -> None:
+    """A sweep recipe in another precision must not write over the recipe's own tables."""
+    own = recipe_sweep(r.name)
+    if sweep_in_precision(own, o.precision).name != own.name and Path(o.docs) == Path(DOCS):
+        raise ValueError(
+            f"reproduce {r.name} --precision {o.precision}: its tables would replace the recipe's own in "
+            f"{DOCS}; give --docs another folder"
+        )
 
 
-def recipe_file(name: str) -> Path:
-    path = Path(str(files("mi_plateau.sweeps").joinpath("recipes", f"{name}.toml")))
-    if name not in BUILDERS or not path.is_file():
-        raise RunError(f"unknown sweep recipe {name!r}: choose one of {', '.join(BUILDERS)}")
-    return path
+def dry_run(r: Recipe, o: RunOptions) -> DryRun:
+    """The recipe's runs, their state and what is left of each (``cost.dry_run``), and the total."""
+    from ..devices import resolve  # here, not at the top: torch (a rebuild of the tables needs none)
+
+    own_tables_kept(r, o)
+    rows = priced(r.name, o)
+    todo = [row for row in rows if row["est_core_min"] > 0]
+    return DryRun(
+        rows,
+        f"{len(rows)} runs, {len(rows) - len(todo)} with nothing left to train; the rest should take about "
+        f"{sum(row['est_core_min'] for row in todo):.0f} core-minutes on {resolve(o.device)} here (one thread per run)",
+    )
 
 
-def recipe_sweep(name: str, max_steps: int | None = None) -> Sweep:
-    """The recipe's sweep; ``max_steps`` replaces its step budget (a smaller budget on a slow
-    machine: runs that do not escape read as "no escape by max_steps"; raising it later
-    continues them)."""
-    if max_steps is None:
-        return load_sweep(recipe_file(name))
-    data = tomllib.loads(recipe_file(name).read_text())
-    data.setdefault("overrides", {})["max_steps"] = max_steps
-    for p in data.get("points", []):  # a point's own budget is capped too
-        if "max_steps" in p:
-            p["max_steps"] = min(p["max_steps"], max_steps)
-    return parse_sweep(data)
+def run(r: Recipe, o: RunOptions) -> dict[str, Any]:
+    own_tables_kept(r, o)
+    return run_sweep_recipe(r.name, o)
 
 
 def build(
     name: str, collected: Collected, sweep: Sweep, root: str | Path, docs: str | Path, n_boot: int, seed: int
 ) -> Built:
     """The recipe ``name``'s tables and figures from ``collected`` (``sweep``'s runs), with the
-    runs of the other recipes it reads (``READS``) collected from the same ``root`` and ``docs``."""
-    reads = {kw: recipe_sweep(r) for kw, r in READS.get(name, {}).items()}
+    runs of the other recipes it reads (``Recipe.reads``) collected from the same ``root`` and ``docs``."""
+    r = recipe(name)
+    reads = {kw: recipe_sweep(other) for kw, other in r.reads.items()}
     others = {kw: shown(s, collect(s, root, docs)) for kw, s in reads.items()}
-    return BUILDERS[name](shown(sweep, collected), sweep, n_boot, seed, **others)
+    return r.build_function()(shown(sweep, collected), sweep, n_boot, seed, **others)
 
 
 def shown(sweep: Sweep, collected: Collected) -> Collected:
@@ -158,8 +136,6 @@ def run_sweep_recipe(
     ``sweep``: a sweep of your own (a variant of the recipe's file, with its own budget) built by
     the recipe ``name``'s tables. Runs that fail are named in an error raised after the log is
     written."""
-    if name not in BUILDERS:
-        raise RunError(f"unknown sweep recipe {name!r}: choose one of {', '.join(BUILDERS)}")
     sweep = sweep_in_precision(sweep or recipe_sweep(name, options.max_steps), options.precision)
     root, docs, progress = Path(options.root), Path(options.docs), options.progress
     last = read_log(docs, sweep)  # an unreadable log is refused before any work: it may hold the only record of runs
@@ -184,7 +160,7 @@ def run_sweep_recipe(
     built = build(name, collected, sweep, root, docs, n_boot, seed)
     docs.mkdir(parents=True, exist_ok=True)
     written, static_note = write_built(docs, built, options.static)
-    note = (BUILDERS[name].__doc__ or "").strip()
+    note = (recipe(name).build_function().__doc__ or "").strip()
     page = Path(analyses) / f"{sweep.name}.html"
     html = sweep_report(page, sweep.name, built.rows(), built.figs(), page_curves(sweep, collected), note=note)
     walls = [num(r["wall_s"]) for r in collected.rows]

@@ -12,10 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..checkpoints import RunError, atomic_write_json, read_json
-from ..checkpoints.files import provenance
 from ..outputs import write_figures, write_table
-from ..summaries import nan_to_none
 
 
 @dataclass(frozen=True)
@@ -69,30 +66,3 @@ def write_built(docs: str | Path, built: Built, static: bool | None = None) -> t
         written += write_table(docs / t.stem, t.written_rows(), title=t.title, note=t.note)
     figs, note = write_figures([(docs / f"{p.stem}.svg", p.fig, {}) for p in built.figures.values()], static)
     return written + figs, note
-
-
-def run_logged(
-    recipe: str, docs: str | Path, fresh, build, missing: str, static: bool | None, **extra
-) -> dict[str, Any]:
-    """The skeleton of a recipe that reads runs and trains none (``figure3``, ``noise_estimator``):
-    its log ``<docs>/<recipe>_log.json`` keeps one entry per run, the entries of the runs here
-    (``fresh()``: {run name: entry}, computed after the log is read and found sound) replace the
-    logged ones, ``build(entries)`` makes the tables and figures, which are written with the log
-    (``extra`` beside the entries, a provenance stamp); returns the log without the entries.
-    ``missing``: the one-line error where neither the runs nor the log hold an entry."""
-    docs = Path(docs)
-    path = docs / f"{recipe}_log.json"
-    log = read_json(path) if path.exists() else {}
-    if not isinstance(log, dict) or not isinstance(log.get("runs", {}), dict):
-        raise RunError(f"{path}: not the {recipe} recipe's log (expected an object with a table of runs)")
-    entries = {**(log.get("runs") or {}), **fresh()}
-    if not entries:
-        raise RunError(missing.replace("{log}", str(path)))
-    built = build(entries)
-    docs.mkdir(parents=True, exist_ok=True)
-    written, note = write_built(docs, built, static)
-    out = {"recipe": recipe, **extra, "runs": entries, "tables": built.rows()}
-    out |= provenance(f"mi-plateau reproduce {recipe}", [])
-    atomic_write_json(path, nan_to_none({**out, "written": [str(w) for w in [*written, path]]}))
-    short = {k: v for k, v in out.items() if k != "runs"}
-    return nan_to_none({**short, "written": [str(w) for w in written], "static_note": note})

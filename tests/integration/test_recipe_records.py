@@ -8,8 +8,9 @@ import shutil
 import pytest
 
 from mi_plateau.checkpoints import RunError, manifest_digest
-from mi_plateau.reproduce import dry_run, run_sweep_recipe
+from mi_plateau.reproduce.cost import dry_run
 from mi_plateau.reproduce.records import collect
+from mi_plateau.reproduce.sweeps import run_sweep_recipe
 from mi_plateau.sweeps import RunOptions, load_sweep, run_sweep
 
 TINY = """

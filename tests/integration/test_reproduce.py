@@ -3,7 +3,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from mi_plateau.reproduce import RECIPES, plan
+from mi_plateau.reproduce.core import RECIPES, plan
 
 
 def test_core_recipe_plan_names_the_paper_runs(run_cli, tmp_path):
@@ -71,7 +71,7 @@ def test_write_assets_builds_the_docs_tables_and_figures(tiny_run, tmp_path):
 
     from mi_plateau.api import analyze
     from mi_plateau.config import with_overrides
-    from mi_plateau.reproduce import write_assets
+    from mi_plateau.reproduce.core import write_assets
     from mi_plateau.train import train
 
     other = train(with_overrides(tiny_run.config(), {"seed": 1}), tmp_path / "other", progress=False)

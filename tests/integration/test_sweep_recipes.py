@@ -11,11 +11,13 @@ from mi_plateau.checkpoints import RunError
 from mi_plateau.cli import RECIPE_NAMES
 from mi_plateau.fits import power_law
 from mi_plateau.report import sweep_report
-from mi_plateau.reproduce import SWEEP_RECIPES, dry_run, recipe_sweep
+from mi_plateau.reproduce import RECIPES, SWEEP_RECIPES
 from mi_plateau.reproduce.boundary import build_lr_width, build_phase_boundary
+from mi_plateau.reproduce.cost import dry_run
 from mi_plateau.reproduce.records import collect
 from mi_plateau.reproduce.scaling import build_batch_size, build_fixed_d, build_k_sweep
 from mi_plateau.reproduce.seeds import build_seeds, compare_seed_stats, phase_boundary
+from mi_plateau.reproduce.shipped import recipe_file, recipe_sweep
 from mi_plateau.reproduce.writer import write_built
 from mi_plateau.sweeps import RunOptions, load_sweep, run_sweep
 
@@ -53,7 +55,9 @@ def built(builder, sweep, root, docs, n_boot, seed):
 
 
 def test_every_recipe_parses_and_the_cli_lists_them():
-    assert RECIPE_NAMES == ("core", *SWEEP_RECIPES, "hessian", "figure3", "noise_estimator", "controls", "scorecard")
+    assert RECIPE_NAMES == tuple(RECIPES)  # the command line's list is the registry's
+    shipped = {p.stem for p in recipe_file("k_sweep").parent.glob("*.toml")}
+    assert shipped == set(SWEEP_RECIPES)  # every shipped sweep file is a recipe with a builder, and back
     for name in SWEEP_RECIPES:
         sw = recipe_sweep(name)
         # the crossing recipes stop soon after tau; the width and duration recipes once L_seq is

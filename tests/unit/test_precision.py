@@ -78,7 +78,7 @@ def test_the_stacked_forward_in_bf16_returns_fp32_logits(tiny_cfg):
 
 
 def test_a_sweep_in_another_precision_gets_its_own_folder():
-    from mi_plateau.reproduce import recipe_sweep
+    from mi_plateau.reproduce.shipped import recipe_sweep
     from mi_plateau.sweeps import sweep_in_precision
 
     sweep = recipe_sweep("k_sweep")
