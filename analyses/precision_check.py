@@ -51,7 +51,9 @@ def run_row(path: str) -> dict:
 
 def compare(rows: list[dict]) -> list[dict]:
     out = []
-    done = [r for r in rows if r["status"] == "finished"]
+    # a run stopped by hand at or past the step where the other runs at its K finished counts too
+    caps = {r["K"]: r["steps"] for r in sorted(rows, key=lambda r: -r["steps"]) if r["status"] == "finished"}
+    done = [r for r in rows if r["status"] == "finished" or r["steps"] >= caps.get(r["K"], float("inf"))]
     for K in sorted({r["K"] for r in done}):
         by = {(r["seed"], r["precision"]): r for r in done if r["K"] == K}
         seeds = sorted({s for s, p in by if (s, "fp32") in by and (s, "bf16") in by})

@@ -24,7 +24,7 @@ from ..summaries import nan_to_none, num
 from ..sweeps import RunOptions, status, train_local, train_wall
 from .registry import DryRun, Recipe
 
-RECIPES = {
+CORE_RUNS = {
     # (preset, K, seed): the paper recipe at every K, seeds at K = 10 and 20, and today's K = 10
     # under the toolkit's earlier recipe (tl4) to separate the recipe from the ruler
     "core": [
@@ -43,7 +43,7 @@ RECIPES = {
 
 def plan(recipe: str, root: str | Path = "checkpoints"):
     out = []
-    for name, K, seed in RECIPES[recipe]:
+    for name, K, seed in CORE_RUNS[recipe]:
         cfg = with_overrides(preset(name), {"K": K, "seed": seed})
         out.append((Path(root) / run_name(cfg), cfg))
     return out

@@ -3,12 +3,12 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from mi_plateau.reproduce.core import RECIPES, plan
+from mi_plateau.reproduce.core import CORE_RUNS, plan
 
 
 def test_core_recipe_plan_names_the_paper_runs(run_cli, tmp_path):
     runs = plan("core", tmp_path)
-    assert [(c.preset, c.task.K, c.task.data_seed) for _, c in runs] == RECIPES["core"]
+    assert [(c.preset, c.task.K, c.task.data_seed) for _, c in runs] == CORE_RUNS["core"]
     assert all(c.task.n_b == 1000 and c.model.d_model == 128 and c.train.lr == 1e-3 for _, c in runs)
     assert runs[0][0].name == "paper_K10_nb1000_s0" and runs[2][0].name == "tl4_K10_nb1000_s0"
     paper = runs[0][1]
@@ -21,7 +21,7 @@ def test_core_recipe_plan_names_the_paper_runs(run_cli, tmp_path):
     )
     assert {c.model.init_seed for _, c in runs if c.preset == "paper"} == {42}
     p = run_cli("reproduce", "core", "--dry-run")
-    assert p.returncode == 0 and p.stdout.count("| not started |") == len(RECIPES["core"])
+    assert p.returncode == 0 and p.stdout.count("| not started |") == len(CORE_RUNS["core"])
 
 
 @pytest.mark.browser
