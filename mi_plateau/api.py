@@ -11,6 +11,7 @@ from typing import Any
 from .checkpoints import Run, RunError, refuse_inside_run
 from .config import compare_name
 from .frames import records
+from .interventions import head_ablation_named
 from .outputs import write_comparison, write_run_analysis
 from .passes.analyze import PassConfig, analyze_run, figure3_paper, passes_on, run_outputs, weights_for
 from .passes.bootstrap import head_bootstrap, swap_gap_intervals
@@ -54,6 +55,8 @@ TABLE6_NOTE = (
     "teacher-forced argmax, at fractions of the Lc tau. 200 fixed groups. Columns paper_* are the paper's Table 6 row "
     "nearest in fraction of tau (reference only)."
 )
+
+
 TABLE9_NOTE = (
     "Delta L (nats, the paper's) = full-vocabulary mean cross-entropy over A1..A4 and EOS with the head's hook_z "
     "zeroed at every position, minus clean; Delta Lc the same for the first-token candidate loss. definition paper: "
@@ -207,21 +210,28 @@ def inspect(
 
 
 def ablation_report(
-    run, step: int | None = None, mean: bool = False, n_boot: int = 1000, seed: int = 0, device: str | None = "auto"
+    run,
+    step: int | None = None,
+    head_ablation: str = "zero",
+    n_boot: int = 1000,
+    seed: int = 0,
+    device: str | None = "auto",
 ) -> dict[str, Any]:
     """Head ablation at the checkpoint nearest ``step``: per head (nats) the paper's Delta L
     (full-vocabulary cross-entropy over A1..A4 and EOS, ablated minus clean), Delta Lc and
-    Delta L1, in head order (layer, head) as ``inspect`` lists them; zero ablation, or mean
-    ablation with ``mean=True``. Intervals over groups as in ``inspect``."""
+    Delta L1, in head order (layer, head) as ``inspect`` lists them; each head ablated as the
+    registered head ablation ``head_ablation`` defines ("zero", "mean", ...:
+    ``interventions.head_ablations``). Intervals over groups as in ``inspect``."""
+    head_ablation_named(head_ablation)  # a ValueError naming the choices, before any work
     run = run if isinstance(run, Run) else Run(run)
     cfg, s, W, ev, dev = _checkpoint_at(run, step, device)
-    out = passes_on(dev, W, ev, step=s, mean=mean)
+    out = passes_on(dev, W, ev, step=s, head_ablation=head_ablation)
     ck, heads = _intervals(out, n_boot, seed)
     return nan_to_none(
         {
             "run": run.name,
             "step": s,
-            "mode": "mean" if mean else "zero",
+            "mode": head_ablation,
             "checkpoint": ck,
             "L_seq": ck["L_seq"],
             "full_loss": ck["full_loss"],

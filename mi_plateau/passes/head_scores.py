@@ -36,7 +36,7 @@ if TYPE_CHECKING:  # annotations only: importing the registry must not import to
 
     from ..metrics import PackedRun
     from ..task import EvalSet
-    from .interventions import HeadEffects
+    from .packed_twins import HeadEffects
 
 # The passes' own revision, in the pass cache's key beside the registered scores: change it when
 # what a pass computes changes under the same names (a formula, a baseline), which the names
@@ -117,7 +117,7 @@ def cache_version() -> str:
     return hashlib.sha1(json.dumps(d).encode()).hexdigest()[:10]
 
 
-# The scores. Ablation effects in nats (ablated minus clean; ``interventions.HeadEffects``);
+# The scores. Ablation effects in nats (ablated minus clean; ``packed_twins.HeadEffects``);
 # definitions in ``per_checkpoint`` and docs/analyses.md.
 
 

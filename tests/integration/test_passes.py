@@ -68,7 +68,7 @@ def test_mean_ablation_matches_hooks(setup):
     from mi_plateau.metrics import candidate_losses
 
     model, W, ev = setup
-    out = checkpoint_passes(W, ev, mean=True)
+    out = checkpoint_passes(W, ev, head_ablation="mean")
     fp = ev.task.layout.first_pred
     _, cache = model.run_with_cache(ev.tokens)
     r = next(r for r in out["heads"] if r["head"] == "L1H0")
@@ -319,7 +319,7 @@ def test_analysis_does_not_depend_on_the_cache_history(tiny_run, tmp_path):
 
 def _v4_key(pc) -> str:
     """The pass settings' key as the hand-numbered version 4 wrote it."""
-    d = {"shifts": list(pc.shifts), "mean": pc.mean_ablation, "min_gap": pc.min_gap, "v": 4}
+    d = {"shifts": list(pc.shifts), "mean": pc.head_ablation == "mean", "min_gap": pc.min_gap, "v": 4}
     return hashlib.sha1(json.dumps(d, sort_keys=True).encode()).hexdigest()[:10]
 
 
