@@ -7,7 +7,7 @@ import json
 
 from ..frames import cell, lead
 from ..interventions import resid_patches
-from .text import head_table, print_checkpoint
+from .text import head_columns, head_table, print_checkpoint
 
 
 def cmd_analyze(args) -> int:
@@ -62,7 +62,7 @@ def cmd_inspect(args) -> int:
         print(json.dumps(res, indent=2))
         return 0
     print_checkpoint(res)
-    print(head_table(res["heads"], ["sel_attn", "dL", "dL_95%", "dLc", "swap_contrib", "causal_share"]))
+    print(head_table(res["heads"], head_columns()))
     for iv in resid_patches():
         rows = [r for r in res["patching"] if r.get("hook") == iv.name]
         if rows:
@@ -88,7 +88,7 @@ def cmd_ablate(args) -> int:
         print(json.dumps(res, indent=2))
         return 0
     print_checkpoint(res, f" ({res['mode']} ablation of hook_z)")
-    print(head_table(res["heads"], ["dL", "dL_95%", "top_share", "dLc", "dL1", "swap_contrib", "causal_share"]))
+    print(head_table(res["heads"], head_columns(ablation_only=True, top_share=True)))
     return 0
 
 

@@ -325,7 +325,9 @@ def _v4_key(pc) -> str:
 
 def test_a_declared_head_score_is_a_column_and_a_new_cache_key(setup):
     """One declaration in passes.head_scores: a column of the head rows at every checkpoint
-    (NaN-free where it reads no ablation), and a pass cache key of its own."""
+    (NaN-free where it reads no ablation), of inspect's table with its legend, and a pass cache
+    key of its own."""
+    from mi_plateau.commands.text import head_columns, legend_line
     from mi_plateau.passes.analyze import PassConfig
     from mi_plateau.passes.head_scores import HEAD_SCORES, head_score
 
@@ -333,19 +335,22 @@ def test_a_declared_head_score_is_a_column_and_a_new_cache_key(setup):
     before = PassConfig().key()
     assert before != _v4_key(PassConfig())
 
-    @head_score(ablation=False)
+    @head_score(ablation=False, legend="mean |selector attention - baseline|")
     def toy(at):
         return at.run.sel_attn.abs().mean(0)
 
     try:
         with pytest.raises(ValueError, match="registered already"):
-            head_score(ablation=False)(toy)
+            head_score(ablation=False, legend="again")(toy)
         assert PassConfig().key() != before
         for ablation in (True, False):
             out = checkpoint_passes(W, ev, ablation=ablation)
             assert list(out["heads"][0])[-1] == "toy" and "toy" not in out["head_groups"][0]
             for r in out["heads"]:
                 assert r["toy"] >= abs(r["sel_attn"]) - 1e-6  # mean |x| >= |mean x|
+        # a column of inspect's head table, with its legend line; not of ablate's (it reads no ablation)
+        assert head_columns()[-1] == "toy" and "toy" not in head_columns(ablation_only=True, top_share=True)
+        assert legend_line("toy") == "toy = mean |selector attention - baseline|"
     finally:
         HEAD_SCORES.pop("toy")
     assert PassConfig().key() == before
