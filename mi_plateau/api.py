@@ -57,12 +57,14 @@ TABLE6_NOTE = (
 )
 
 
-TABLE9_NOTE = (
-    "Delta L (nats, the paper's) = full-vocabulary mean cross-entropy over A1..A4 and EOS with the head's hook_z "
-    "zeroed at every position, minus clean; Delta Lc the same for the first-token candidate loss. definition paper: "
-    "ranked by Delta L at tau/4, tau, 2 tau of the L_seq tau; first_token: ranked by Delta Lc at those fractions of "
-    "the Lc tau. Columns paper_* are the paper's Table 9 (reference only)."
-)
+def table9_note(head_ablation: str = "zero") -> str:
+    """Table 9's note, naming what the head ablation ``head_ablation`` (a registered one) does."""
+    return (
+        "Delta L (nats, the paper's) = full-vocabulary mean cross-entropy over A1..A4 and EOS with the head's "
+        f"{head_ablation_named(head_ablation).legend}, minus clean; Delta Lc the same for the first-token candidate "
+        "loss. definition paper: ranked by Delta L at tau/4, tau, 2 tau of the L_seq tau; first_token: ranked by "
+        "Delta Lc at those fractions of the Lc tau. Columns paper_* are the paper's Table 9 (reference only)."
+    )
 
 
 def analyze(
@@ -100,7 +102,7 @@ def analyze(
         o["figure3_paper"] = figure3_paper(run, tables["checkpoint"], pc.delta)
         if o["figure3_paper"]["b_error"] and progress:
             print(f"Figure 3(b): {o['figure3_paper']['b_error']}", file=sys.stderr)
-        paths = write_run_analysis(folder, name, tables, o, TABLE6_NOTE, TABLE9_NOTE)
+        paths = write_run_analysis(folder, name, tables, o, TABLE6_NOTE, table9_note(pc.head_ablation))
         result["runs"][name] = {
             "summary": s,
             "routing": o["routing"],
@@ -120,7 +122,7 @@ def analyze(
     if len(runs) > 1:
         names = list(result["runs"])
         folder = out / compare_name(names)
-        write_comparison(folder, all_t6, all_t9, all_routing, all_f3, TABLE6_NOTE, TABLE9_NOTE)
+        write_comparison(folder, all_t6, all_t9, all_routing, all_f3, TABLE6_NOTE, table9_note(pc.head_ablation))
         result["comparison"] = str(folder)
     return nan_to_none(result)
 
