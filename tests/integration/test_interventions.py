@@ -6,6 +6,9 @@ parametrisation as soon as it is registered."""
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -21,6 +24,7 @@ from mi_plateau.task import make_eval_set, make_task
 LAYOUTS = {"backward": {}, "len_z_1": {"len_z": 1, "K": 6}, "az_b": {"direction": "az_b"}}
 HEAD_COLUMNS = ("dL", "dLc", "dL1", "swap_contrib")
 TOL = 1e-4
+REFERENCE = Path(__file__).resolve().parents[2] / "analyses" / "intervention_reference.py"
 
 
 @pytest.fixture(scope="module", params=list(LAYOUTS))
@@ -79,3 +83,12 @@ def test_the_kinds_restart_where_their_hook_is():
     for iv in INTERVENTIONS.values():
         if isinstance(iv, ResidPatch):
             assert all(iv.restart(l, 4) in (*range(4), None) for l in range(4)), iv.name
+
+
+def test_the_intervention_reference_is_current():
+    """docs/interventions.md is what the registry says now (``python analyses/intervention_reference.py``)."""
+    spec = importlib.util.spec_from_file_location("intervention_reference", REFERENCE)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    stale = "docs/interventions.md is stale: run python analyses/intervention_reference.py"
+    assert mod.OUT.read_text() == mod.reference(), stale
