@@ -1,11 +1,11 @@
 """Interventions on the model, each defined as TransformerLens hook functions (the readable
 definition, as in TransformerLens's ``patching`` module) with the packed path the passes run
-registered beside it as its fast twin (``registry``).
+registered beside it as its fast twin (``registry``: the two kinds, head ablations of ``hook_z``
+and residual patches at the selector positions).
 
-One module per intervention: ``zero`` and ``mean`` (head ablations: ``hook_z`` of one head
-replaced), ``patching`` (``hook_resid_pre`` and ``hook_resid_post`` patched at the selector
-positions from the swapped input). Importing the package registers them all; a new one is a
-new module here and its name in the import below (docs/design.md).
+One module per intervention, each registering itself when imported; importing the package
+imports them all (the line below). A new one is a new module here and its name in that line
+(docs/design.md, "Adding an intervention"); docs/interventions.md lists them.
 """
 
 from . import mean, patching, zero  # noqa: F401  (each registers itself)
