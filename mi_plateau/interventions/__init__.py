@@ -8,7 +8,7 @@ imports them all (the line below). A new one is a new module here and its name i
 (docs/design.md, "Adding an intervention"); docs/interventions.md lists them.
 """
 
-from . import mean, patching, zero  # noqa: F401  (each registers itself)
+from . import group_mean, mean, patching, zero  # noqa: F401  (each registers itself)
 from .registry import (
     INTERVENTIONS,
     FwdHooks,
