@@ -158,7 +158,8 @@ class _LoopPasses:
         self.pos = lay.pred_positions
         self.shuffled_sel = ev.s[derangement(self.N, 0)]
         self.shuffled = task.tokens(ev.g, self.shuffled_sel, target_sel=ev.s)
-        self.group = torch.arange(self.N, device=ev.tokens.device) // self.K  # each row's group (rows are group-major)
+        # each row's group (the rows are group-major), as the head ablation's hooks read it
+        self.group = torch.arange(self.N, device=ev.tokens.device) // self.K
         self.ctx = self.context(batch)
 
     def context(self, batch: int) -> list:

@@ -122,7 +122,8 @@ def checkpoint_passes(
     ``head_ablation`` names the registered head ablation the per-head passes run
     (``interventions.head_ablations``). With ``ablation=False`` only the cheap passes run (clean
     and swapped forwards: losses, accuracy, swap gap, selector attention); the per-head ablation
-    columns are NaN and no patching rows are produced. ``sequence`` (default: ``ablation``) adds the paper family.
+    columns are NaN and no patching rows are produced. ``sequence`` (default: ``ablation``) adds
+    the paper family.
     ``timings``, if given, receives the seconds of each part: "forward" (the prefix packs of the
     clean and swapped inputs: losses, accuracy, swap gap, selector attention), "ablation" (every
     head on the clean and the swapped inputs), "patching".
