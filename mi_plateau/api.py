@@ -11,6 +11,7 @@ from typing import Any
 from .checkpoints import Run, RunError, refuse_inside_run
 from .config import compare_name
 from .frames import records
+from .interventions import head_ablation_named
 from .outputs import write_comparison, write_run_analysis
 from .passes.analyze import PassConfig, analyze_run, figure3_paper, passes_on, run_outputs, weights_for
 from .passes.bootstrap import head_bootstrap, swap_gap_intervals
@@ -54,12 +55,16 @@ TABLE6_NOTE = (
     "teacher-forced argmax, at fractions of the Lc tau. 200 fixed groups. Columns paper_* are the paper's Table 6 row "
     "nearest in fraction of tau (reference only)."
 )
-TABLE9_NOTE = (
-    "Delta L (nats, the paper's) = full-vocabulary mean cross-entropy over A1..A4 and EOS with the head's hook_z "
-    "zeroed at every position, minus clean; Delta Lc the same for the first-token candidate loss. definition paper: "
-    "ranked by Delta L at tau/4, tau, 2 tau of the L_seq tau; first_token: ranked by Delta Lc at those fractions of "
-    "the Lc tau. Columns paper_* are the paper's Table 9 (reference only)."
-)
+
+
+def table9_note(head_ablation: str = "zero") -> str:
+    """Table 9's note, naming what the head ablation ``head_ablation`` (a registered one) does."""
+    return (
+        "Delta L (nats, the paper's) = full-vocabulary mean cross-entropy over A1..A4 and EOS with the head's "
+        f"{head_ablation_named(head_ablation).legend}, minus clean; Delta Lc the same for the first-token candidate "
+        "loss. definition paper: ranked by Delta L at tau/4, tau, 2 tau of the L_seq tau; first_token: ranked by "
+        "Delta Lc at those fractions of the Lc tau. Columns paper_* are the paper's Table 9 (reference only)."
+    )
 
 
 def analyze(
@@ -97,7 +102,7 @@ def analyze(
         o["figure3_paper"] = figure3_paper(run, tables["checkpoint"], pc.delta)
         if o["figure3_paper"]["b_error"] and progress:
             print(f"Figure 3(b): {o['figure3_paper']['b_error']}", file=sys.stderr)
-        paths = write_run_analysis(folder, name, tables, o, TABLE6_NOTE, TABLE9_NOTE)
+        paths = write_run_analysis(folder, name, tables, o, TABLE6_NOTE, table9_note(pc.head_ablation))
         result["runs"][name] = {
             "summary": s,
             "routing": o["routing"],
@@ -117,7 +122,7 @@ def analyze(
     if len(runs) > 1:
         names = list(result["runs"])
         folder = out / compare_name(names)
-        write_comparison(folder, all_t6, all_t9, all_routing, all_f3, TABLE6_NOTE, TABLE9_NOTE)
+        write_comparison(folder, all_t6, all_t9, all_routing, all_f3, TABLE6_NOTE, table9_note(pc.head_ablation))
         result["comparison"] = str(folder)
     return nan_to_none(result)
 
@@ -207,21 +212,28 @@ def inspect(
 
 
 def ablation_report(
-    run, step: int | None = None, mean: bool = False, n_boot: int = 1000, seed: int = 0, device: str | None = "auto"
+    run,
+    step: int | None = None,
+    head_ablation: str = "zero",
+    n_boot: int = 1000,
+    seed: int = 0,
+    device: str | None = "auto",
 ) -> dict[str, Any]:
     """Head ablation at the checkpoint nearest ``step``: per head (nats) the paper's Delta L
     (full-vocabulary cross-entropy over A1..A4 and EOS, ablated minus clean), Delta Lc and
-    Delta L1, in head order (layer, head) as ``inspect`` lists them; zero ablation, or mean
-    ablation with ``mean=True``. Intervals over groups as in ``inspect``."""
+    Delta L1, in head order (layer, head) as ``inspect`` lists them; each head ablated as the
+    registered head ablation ``head_ablation`` defines ("zero", "mean", ...:
+    ``interventions.head_ablations``). Intervals over groups as in ``inspect``."""
+    head_ablation_named(head_ablation)  # a ValueError naming the choices, before any work
     run = run if isinstance(run, Run) else Run(run)
     cfg, s, W, ev, dev = _checkpoint_at(run, step, device)
-    out = passes_on(dev, W, ev, step=s, mean=mean)
+    out = passes_on(dev, W, ev, step=s, head_ablation=head_ablation)
     ck, heads = _intervals(out, n_boot, seed)
     return nan_to_none(
         {
             "run": run.name,
             "step": s,
-            "mode": "mean" if mean else "zero",
+            "mode": head_ablation,
             "checkpoint": ck,
             "L_seq": ck["L_seq"],
             "full_loss": ck["full_loss"],

@@ -16,6 +16,7 @@ from . import commands
 from .commands.options import (
     OneLineParser,
     add_device,
+    add_head_ablation,
     add_precision,
     add_static,
     add_step,
@@ -108,7 +109,7 @@ def add_analyze(sub) -> None:
         default=None,
         help="per-head passes at this many checkpoints over [0, 2 tau] (default 21)",
     )
-    a.add_argument("--mean", action="store_true", help="mean-ablate heads instead of zeroing them")
+    add_head_ablation(a)
     a.add_argument(
         "--shifts", default="1", help="selector replacements k -> k+s mod K to average, comma-separated (default 1)"
     )
@@ -130,7 +131,7 @@ def add_ablate(sub) -> None:
     b = sub.add_parser("ablate", help="head-ablation report at one checkpoint")
     b.add_argument("run")
     add_step(b)
-    b.add_argument("--mean", action="store_true", help="mean-ablate instead of zero-ablate")
+    add_head_ablation(b)
     b.add_argument("--json", action="store_true")
     add_device(b)
 

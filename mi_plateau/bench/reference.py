@@ -1,6 +1,7 @@
 """The plain references the bench measures the toolkit against: ``PlainTransformer``, the paper
 architecture as a small ``nn.Module`` (also the base of the opt-in fast paths in ``fast``), and
-``loop_passes``, the analysis passes written plainly with TransformerLens hooks."""
+``loop_passes``, the analysis passes written plainly with the TransformerLens hooks that define
+the interventions (``mi_plateau.interventions``)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from jaxtyping import Float, Int
 from torch import Tensor
 
 from ..config import RunConfig, layout_for
+from ..interventions import head_ablation_named, resid_patches
 from ..metrics import candidate_losses, example_correct, sequence_losses, sequence_scores_reference
 from ..task import CHAR0, D_VOCAB, derangement
 
@@ -114,16 +116,19 @@ class PlainTransformer(nn.Module):
 
 
 @torch.no_grad()
-def loop_passes(model, ev, *, ablation: bool = True, batch: int = 1000, shift: int = 1) -> dict[str, Any]:
-    """The passes of ``passes.per_checkpoint.checkpoint_passes`` (zero ablation, one shift)
-    written plainly with TransformerLens hooks on the bridge: per example batch,
+def loop_passes(
+    model, ev, *, ablation: bool = True, batch: int = 1000, shift: int = 1, head_ablation: str = "zero"
+) -> dict[str, Any]:
+    """The passes of ``passes.per_checkpoint.checkpoint_passes`` (one shift) written plainly with
+    the interventions' TransformerLens hooks on the bridge: per example batch,
     ``run_with_cache`` of the clean and the swapped inputs, then one ``run_with_hooks`` per head
-    and input zeroing ``blocks.{l}.attn.hook_z[:, :, h]``, and one per layer patching ``blocks.{l}.hook_resid_pre``
-    and ``blocks.{l}.hook_resid_post`` at the selector positions from the swapped run; the paper
-    family by scoring every candidate string with its own forward
+    and input with the hooks of the registered head ablation ``head_ablation`` (zero:
+    ``blocks.{l}.attn.hook_z[:, :, h]`` set to 0), and one per layer and registered patch
+    (``blocks.{l}.hook_resid_pre``, ``hook_resid_post``) at the selector positions from the
+    swapped run; the paper family by scoring every candidate string with its own forward
     (``metrics.sequence_scores_reference``), for the clean, swapped and z-shuffled prompts.
     Returns per-head [layer][head] lists."""
-    loop = _LoopPasses(model, ev, shift)
+    loop = _LoopPasses(model, ev, shift, head_ablation_named(head_ablation), batch)
     for i in range(0, loop.N, batch):
         loop.add_batch(slice(i, min(loop.N, i + batch)), ablation)
     return loop.result(ablation)
@@ -131,11 +136,12 @@ def loop_passes(model, ev, *, ablation: bool = True, batch: int = 1000, shift: i
 
 class _LoopPasses:
     """``loop_passes`` over one evaluation set: the inputs (clean, swapped by ``shift``, z-shuffled),
-    the sums that ``add_batch`` adds each example batch to, and ``result``, their means."""
+    the head ablation ``iv`` with what it reads from the clean run (``ctx``, per layer), the sums
+    that ``add_batch`` adds each example batch to, and ``result``, their means."""
 
-    def __init__(self, model, ev, shift: int):
+    def __init__(self, model, ev, shift: int, iv, batch: int):
         task, lay = ev.task, ev.task.layout
-        self.model, self.ev, self.shift = model, ev, shift
+        self.model, self.ev, self.shift, self.iv = model, ev, shift, iv
         self.K, self.fp, self.N = task.cfg.K, lay.first_pred, len(ev.tokens)
         self.L, self.H = model.cfg.n_layers, model.cfg.n_heads
         self.selpos = list(lay.selector_positions)
@@ -147,11 +153,28 @@ class _LoopPasses:
             else ev.target_first
         )
         self.acc = {k: torch.zeros(self.L, self.H) for k in ("sel_attn", "dL", "dLc", "dL1", "dLc_sw")}
-        self.moved = {h: torch.zeros(self.L) for h in ("resid_pre", "resid_post")}
+        self.moved = {p.name: torch.zeros(self.L) for p in resid_patches()}
         self.tot = {"Lc": 0.0, "Lc_sw": 0.0, "correct": 0.0, "ld_clean": 0.0, "ld_swap": 0.0, "Lc_sh": 0.0}
         self.pos = lay.pred_positions
         self.shuffled_sel = ev.s[derangement(self.N, 0)]
         self.shuffled = task.tokens(ev.g, self.shuffled_sel, target_sel=ev.s)
+        # each row's group (the rows are group-major), as the head ablation's hooks read it
+        self.group = torch.arange(self.N, device=ev.tokens.device) // self.K
+        self.ctx = self.context(batch)
+
+    def context(self, batch: int) -> list:
+        """Per layer, what the head ablation reads from the clean run (``iv.context`` of every
+        row's ``hook_z``, cached batch by batch); Nones where it reads nothing."""
+        if self.iv.context is None:
+            return [None] * self.L
+        zs: list[list[Tensor]] = [[] for _ in range(self.L)]
+        for i in range(0, self.N, batch):
+            _, cache = self.model.run_with_cache(
+                self.ev.tokens[i : i + batch], names_filter=lambda n: n.endswith("attn.hook_z")
+            )
+            for l in range(self.L):
+                zs[l].append(cache[self.iv.hook_name(l)])
+        return [self.iv.context(torch.cat(z), self.K) for z in zs]
 
     def full_ce(self, logits: Tensor, toks: Tensor) -> Tensor:
         """Per example: the mean cross-entropy over the target positions."""
@@ -176,9 +199,8 @@ class _LoopPasses:
         toks, sw = self.ev.tokens[sl], self.swapped[sl]
         logits, cache = model.run_with_cache(toks, names_filter=lambda n: n.endswith("hook_pattern"))
         lc, l1, ld = self.losses(logits, sl)
-        sw_logits, sw_cache = model.run_with_cache(
-            sw, names_filter=lambda n: n.endswith(("hook_resid_pre", "hook_resid_post"))
-        )
+        patched = tuple(f"hook_{p.name}" for p in resid_patches())
+        sw_logits, sw_cache = model.run_with_cache(sw, names_filter=lambda n: n.endswith(patched))
         lc_sw, _, ld_sw = self.losses(sw_logits, sl)
         tot["Lc_sh"] += self.losses(model(self.shuffled[sl]), sl)[0].sum().item()
         ce = self.full_ce(logits, toks)
@@ -196,18 +218,14 @@ class _LoopPasses:
             self.patch_layer(l, sl, toks, sw_cache, ld)
 
     def ablate_heads(self, l: int, sl: slice, toks: Tensor, sw: Tensor, clean: tuple[Tensor, ...]) -> None:
-        """Zero ``blocks.{l}.attn.hook_z[:, :, h]`` for each head h, on the clean and the swapped
-        inputs; add the rise of the full loss, Lc, the first token's loss and the swapped Lc.
-        ``clean``: the unablated (full loss, Lc, first-token loss, swapped Lc)."""
+        """Ablate each head h of layer l with the head ablation's hooks (zero:
+        ``blocks.{l}.attn.hook_z[:, :, h]`` set to 0), on the clean and the swapped inputs; add
+        the rise of the full loss, Lc, the first token's loss and the swapped Lc. ``clean``: the
+        unablated (full loss, Lc, first-token loss, swapped Lc)."""
         ce, lc, l1, lc_sw = clean
         acc, model = self.acc, self.model
         for h in range(self.H):
-
-            def zero(z, hook, h=h):
-                z[:, :, h] = 0.0
-                return z
-
-            hook = [(f"blocks.{l}.attn.hook_z", zero)]
+            hook = self.iv.fwd_hooks(l, h, ctx=self.ctx[l], group=self.group[sl])
             a_logits = model.run_with_hooks(toks, fwd_hooks=hook)
             a_lc, a_l1, _ = self.losses(a_logits, sl)
             acc["dL"][l, h] += (self.full_ce(a_logits, toks) - ce).sum()
@@ -216,18 +234,13 @@ class _LoopPasses:
             acc["dLc_sw"][l, h] += (self.losses(model.run_with_hooks(sw, fwd_hooks=hook), sl)[0] - lc_sw).sum()
 
     def patch_layer(self, l: int, sl: slice, toks: Tensor, sw_cache, ld: Tensor) -> None:
-        """Patch ``blocks.{l}.hook_resid_pre`` and ``hook_resid_post`` at the selector positions
-        from the swapped run; add how far the logit difference moves from the clean ``ld``."""
-        selpos = self.selpos
-        for hname in ("resid_pre", "resid_post"):
-            src = sw_cache[f"blocks.{l}.hook_{hname}"]
-
-            def patch(x, hook, src=src):
-                x[:, selpos] = src[:, selpos]
-                return x
-
-            patched = self.model.run_with_hooks(toks, fwd_hooks=[(f"blocks.{l}.hook_{hname}", patch)])
-            self.moved[hname][l] += (self.losses(patched, sl)[2] - ld).sum()
+        """Patch layer l at each registered patch's hook (``blocks.{l}.hook_resid_pre``,
+        ``hook_resid_post``) at the selector positions from the swapped run; add how far the
+        logit difference moves from the clean ``ld``."""
+        for p in resid_patches():
+            hooks = p.fwd_hooks(l, src=sw_cache[p.hook_name(l)], positions=self.selpos)
+            patched = self.model.run_with_hooks(toks, fwd_hooks=hooks)
+            self.moved[p.name][l] += (self.losses(patched, sl)[2] - ld).sum()
 
     def result(self, ablation: bool) -> dict[str, Any]:
         """The means over the examples (per-head values as [layer][head] lists), and the paper

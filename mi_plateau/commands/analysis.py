@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 
 from ..frames import cell, lead
-from .text import head_table, print_checkpoint
+from ..interventions import resid_patches
+from .text import head_columns, head_table, print_checkpoint
 
 
 def cmd_analyze(args) -> int:
@@ -19,7 +20,7 @@ def cmd_analyze(args) -> int:
         raise ValueError(f"--shifts {args.shifts!r}: expected comma-separated integers, e.g. 1,3,5") from None
     if not shifts:
         raise ValueError("--shifts: give at least one shift")
-    pc = PassConfig(shifts=shifts, mean_ablation=args.mean)
+    pc = PassConfig(shifts=shifts, head_ablation=args.head_ablation)
     res = analyze(
         args.runs,
         args.out,
@@ -61,12 +62,12 @@ def cmd_inspect(args) -> int:
         print(json.dumps(res, indent=2))
         return 0
     print_checkpoint(res)
-    print(head_table(res["heads"], ["sel_attn", "dL", "dL_95%", "dLc", "swap_contrib", "causal_share"]))
-    for hook in ("resid_pre", "resid_post"):
-        rows = [r for r in res["patching"] if r.get("hook") == hook]
+    print(head_table(res["heads"], head_columns()))
+    for iv in resid_patches():
+        rows = [r for r in res["patching"] if r.get("hook") == iv.name]
         if rows:
             print(
-                f"patching the z positions of {hook}, fraction of the logit difference moved: "
+                f"patching the z positions of {iv.name}, fraction of the logit difference moved: "
                 + ", ".join(f"L{r['layer']}={cell(r['patch_frac'], '.2f')}" for r in rows)
             )
     if "pattern" in res:
@@ -82,12 +83,12 @@ def cmd_inspect(args) -> int:
 def cmd_ablate(args) -> int:
     from ..api import ablation_report
 
-    res = ablation_report(args.run, args.step, mean=args.mean, device=args.device)
+    res = ablation_report(args.run, args.step, head_ablation=args.head_ablation, device=args.device)
     if args.json:
         print(json.dumps(res, indent=2))
         return 0
     print_checkpoint(res, f" ({res['mode']} ablation of hook_z)")
-    print(head_table(res["heads"], ["dL", "dL_95%", "top_share", "dLc", "dL1", "swap_contrib", "causal_share"]))
+    print(head_table(res["heads"], head_columns(ablation_only=True, top_share=True)))
     return 0
 
 

@@ -1,5 +1,5 @@
 """The command line's building blocks: argument types that answer bad input in one line, and
-the options several commands share (``--device``, ``--step``, ``--static``)."""
+the options several commands share (``--device``, ``--step``, ``--static``, ``--ablation``)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import argparse
 import math
 
 from ..config import PRECISIONS
+from ..interventions import head_ablations
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -118,6 +119,24 @@ def add_step(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--step", type=num_arg(int), default=None, help="checkpoint nearest this step (default: the last)"
     )
+
+
+def add_head_ablation(parser: argparse.ArgumentParser) -> None:
+    """``--ablation NAME``, one of the registered head ablations (``interventions``; its help
+    says what each does), and ``--mean``, short for ``--ablation mean``: both set
+    ``head_ablation``."""
+    found = head_ablations()
+    g = parser.add_mutually_exclusive_group()
+    g.add_argument(
+        "--ablation",
+        dest="head_ablation",
+        choices=list(found),
+        default="zero",
+        help="how each head is ablated: "
+        + "; ".join(f"{name}, the head's {iv.legend}" for name, iv in found.items())
+        + " (default zero)",
+    )
+    g.add_argument("--mean", dest="head_ablation", action="store_const", const="mean", help="short for --ablation mean")
 
 
 def add_static(p, help: str) -> None:

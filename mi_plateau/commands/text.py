@@ -1,10 +1,12 @@
 """What several commands print: a run's summary with units, a checkpoint's headline numbers, the
-per-head table of inspect and ablate, a number with its bootstrap interval. Numbers go through
+per-head table of inspect and ablate (its columns and legend from the per-head scores'
+registry), a number with its bootstrap interval. Numbers go through
 ``frames.cell``, the package's one formatter."""
 
 from __future__ import annotations
 
 from ..frames import cell, finite
+from ..passes.head_scores import HEAD_SCORES
 
 # the unit of every number the summary prints
 UNITS = {
@@ -24,16 +26,10 @@ UNITS = {
     "plateau_ratio": "x log K",
 }
 
-HEAD_LEGEND = {
-    "sel_attn": "sel_attn = attention from the A1 query to the selector z minus the uniform baseline",
-    "dL": "dL = ablation Delta L, full-vocabulary cross-entropy over A1..A4 and EOS, ablated - clean "
-    "(the paper's; nats)",
-    "dLc": "dLc = ablation Delta Lc (first-token candidate loss; nats)",
-    "dL1": "dL1 = ablation Delta L1 (first token, full vocabulary; nats)",
-    "swap_contrib": "swap_contrib = swap gap removed by ablating the head (nats)",
-    "causal_share": "causal_share = swap_contrib / swap gap (blank while the gap is below 0.05 nats)",
-    "dL_95%": "dL_95% = 95% bootstrap interval of dL over the evaluation groups (nats)",
-    "top_share": "top_share = share of the bootstrap resamples in which the head has the largest dL",
+# the columns inspect and ablate add after dL: its bootstrap over groups (``api``), not a score
+INTERVAL_LEGEND = {
+    "dL_95%": "95% bootstrap interval of dL over the evaluation groups (nats)",
+    "top_share": "share of the bootstrap resamples in which the head has the largest dL",
 }
 
 
@@ -137,6 +133,23 @@ def interval(lo, hi) -> str:
     return "—" if not (finite(lo) and finite(hi)) else f"{lo:.3f}..{hi:.3f}"
 
 
+def head_columns(ablation_only: bool = False, top_share: bool = False) -> list[str]:
+    """The head table's columns, from the per-head scores' registry (``passes.head_scores``):
+    every score (inspect) or those that read the ablation (``ablation_only``: ablate), in their
+    order, dL followed by its 95% interval (and, with ``top_share``, the share of resamples in
+    which the head has the largest dL)."""
+    cols = []
+    for s in HEAD_SCORES.values():
+        if s.ablation or not ablation_only:
+            cols += [s.name] + (["dL_95%"] + ["top_share"] * top_share if s.name == "dL" else [])
+    return cols
+
+
+def legend_line(col: str) -> str:
+    """A head table column's line under the table: its score's ``legend``, or the interval's."""
+    return f"{col} = {HEAD_SCORES[col].legend if col in HEAD_SCORES else INTERVAL_LEGEND[col]}"
+
+
 def head_table(heads, cols) -> str:
     """One table for inspect and ablate: heads in (layer, head) order, the top head by the
     paper's Delta L marked with *, then the legend of the columns shown."""
@@ -151,7 +164,7 @@ def head_table(heads, cols) -> str:
         mark = "*" if top is not None and r["head"] == top["head"] else " "
         lines.append(f"{r['head']:<6}{mark} " + " ".join(f"{v:>{w}}" for v, w in zip(row, width)))
     lines.append("* = the head with the largest dL")
-    lines += [f"  {HEAD_LEGEND[c]}" for c in cols]
+    lines += [f"  {legend_line(c)}" for c in cols]
     return "\n".join(lines)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..frames import Rows, records
+from ..interventions import resid_patches
 from ..passes.head_scores import panels
 from .style import PALETTE, finite, nan_none
 
@@ -212,15 +213,20 @@ def attention_pattern(pattern: list[list[float | None]], labels: list[str], titl
     return fig
 
 
+PATCH_DASHES = ("solid", "dash", "dot", "dashdot")  # one per registered patch, in its order
+
+
 def patching(patch_rows: Rows, name: str, tau: int | None = None):
     """Causal patching of the selector positions: fraction of the logit difference moved when
-    ``blocks.{l}.hook_resid_pre`` (solid) or ``hook_resid_post`` (dashed) at z is patched from
-    the swapped example, per layer (one colour each), per step."""
+    the hook of each registered patch (``interventions.resid_patches``: ``blocks.{l}.hook_resid_pre``
+    solid, ``hook_resid_post`` dashed) at z is patched from the swapped example, per layer (one
+    colour each), per step."""
     import plotly.graph_objects as go
 
     patch_rows = records(patch_rows)
     fig = go.Figure()
-    for hook, dash in (("resid_pre", "solid"), ("resid_post", "dash")):
+    for i, iv in enumerate(resid_patches()):
+        hook, dash = iv.name, PATCH_DASHES[i % len(PATCH_DASHES)]
         for l in sorted({r["layer"] for r in patch_rows}):
             rows = sorted(
                 (r for r in patch_rows if r["layer"] == l and r.get("hook", "resid_pre") == hook),

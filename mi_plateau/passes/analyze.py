@@ -18,6 +18,7 @@ from typing import Any
 from ..checkpoints import Run, RunError, atomic_write_json, read_json, refuse_inside_run
 from ..config import layout_for
 from ..frames import frame
+from ..interventions import head_ablation_named
 from ..summaries import nan_to_none, nearest, summarize
 from .bootstrap import swap_gap_intervals
 from .descent import coherent_descent, windows
@@ -30,7 +31,7 @@ from .table6_9 import table6, table9
 @dataclass(frozen=True)
 class PassConfig:
     shifts: tuple[int, ...] = (1,)  # selector replacements k -> k+s mod K, averaged
-    mean_ablation: bool = False
+    head_ablation: str = "zero"  # the registered head ablation the per-head passes run (interventions)
     max_head_checkpoints: int = 21  # per-head passes at this many points over [0, head_span * tau]
     head_span: float = 2.0
     table6_fracs: tuple[float, ...] = (0.25, 0.5, 1.0, 1.5)
@@ -40,11 +41,22 @@ class PassConfig:
     boot_seed: int = 0
     delta: int = 200  # Figure 3(b)'s displacement grid (steps; a multiple of the checkpoint spacing)
 
+    def __post_init__(self):
+        head_ablation_named(self.head_ablation)  # a ValueError naming the choices
+
     def key(self) -> str:
         # the version is derived from the per-head registry and its CODE_VERSION: a score
         # declared (or a pass changed) makes every cached checkpoint a miss; a hand-numbered
-        # version (4 and before) never equals a derived one, so such caches are recomputed
-        d = {"shifts": list(self.shifts), "mean": self.mean_ablation, "min_gap": self.min_gap, "v": cache_version()}
+        # version (4 and before) never equals a derived one, so such caches are recomputed.
+        # Zero and mean ablation keep the key they had as the flag "mean"; any other names itself.
+        d = {
+            "shifts": list(self.shifts),
+            "mean": self.head_ablation == "mean",
+            "min_gap": self.min_gap,
+            "v": cache_version(),
+        }
+        if self.head_ablation not in ("zero", "mean"):
+            d["ablation"] = self.head_ablation
         return hashlib.sha1(json.dumps(d, sort_keys=True).encode()).hexdigest()[:10]
 
 
@@ -198,7 +210,14 @@ def analyze_run(
         if out is None:
             W = weights_for(run, step, cfg, dev)
             out = passes_on(
-                dev, W, ev, step=step, shifts=pc.shifts, mean=pc.mean_ablation, ablation=want_heavy, min_gap=pc.min_gap
+                dev,
+                W,
+                ev,
+                step=step,
+                shifts=pc.shifts,
+                head_ablation=pc.head_ablation,
+                ablation=want_heavy,
+                min_gap=pc.min_gap,
             )
             out = nan_to_none(out)
             atomic_write_json(f, {"key": key, "sha256": sha.get(step), "ablation": want_heavy, "tables": out})

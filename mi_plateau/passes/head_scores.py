@@ -8,6 +8,8 @@ per head, [layer, head]; ``per_group`` (optional) gives its value per head and e
 (the column is the function's name), a score becomes
 
 - a column of the "heads" rows (``per_checkpoint.head_rows``), and of "head_groups" with ``per_group``;
+- a column of ``mi-plateau inspect``'s table (every score) and of ``ablate``'s (those that read
+  the ablation), its ``legend`` a line under the table;
 - with a ``Panel``: a column of the circuit figures (``figures.circuit``) and a line of the
   report's legend above them;
 - part of the pass cache's key (``cache_version``): a checkpoint cached before the score existed
@@ -36,7 +38,7 @@ if TYPE_CHECKING:  # annotations only: importing the registry must not import to
 
     from ..metrics import PackedRun
     from ..task import EvalSet
-    from .interventions import HeadEffects
+    from .packed_twins import HeadEffects
 
 # The passes' own revision, in the pass cache's key beside the registered scores: change it when
 # what a pass computes changes under the same names (a formula, a baseline), which the names
@@ -73,11 +75,13 @@ class Panel:
 
 @dataclass(frozen=True)
 class HeadScore:
-    """One registered score (see the module docstring)."""
+    """One registered score (see the module docstring). ``legend``: its definition in one line,
+    as the command line prints it under a table ("name = legend")."""
 
     name: str
     compute: Callable[[HeadInputs], Float[Tensor, "layer head"]]
     ablation: bool
+    legend: str
     per_group: Callable[[HeadInputs], Float[Tensor, "layer head group"]] | None = None
     panel: Panel | None = None
 
@@ -85,14 +89,14 @@ class HeadScore:
 HEAD_SCORES: dict[str, HeadScore] = {}  # name -> score, in declaration order (the rows' column order)
 
 
-def head_score(*, ablation: bool, per_group=None, panel: Panel | None = None):
+def head_score(*, ablation: bool, legend: str, per_group=None, panel: Panel | None = None):
     """Register the decorated function as the per-head score of its name (see the module
     docstring); returns the function unchanged."""
 
     def register(fn: Callable[[HeadInputs], Tensor]) -> Callable[[HeadInputs], Tensor]:
         if fn.__name__ in HEAD_SCORES:
             raise ValueError(f"a per-head score {fn.__name__!r} is registered already")
-        HEAD_SCORES[fn.__name__] = HeadScore(fn.__name__, fn, ablation, per_group, panel)
+        HEAD_SCORES[fn.__name__] = HeadScore(fn.__name__, fn, ablation, legend, per_group, panel)
         return fn
 
     return register
@@ -117,7 +121,7 @@ def cache_version() -> str:
     return hashlib.sha1(json.dumps(d).encode()).hexdigest()[:10]
 
 
-# The scores. Ablation effects in nats (ablated minus clean; ``interventions.HeadEffects``);
+# The scores. Ablation effects in nats (ablated minus clean; ``packed_twins.HeadEffects``);
 # definitions in ``per_checkpoint`` and docs/analyses.md.
 
 
@@ -129,6 +133,7 @@ def _sel_attn_groups(at: HeadInputs) -> Float[Tensor, "layer head group"]:
 
 @head_score(
     ablation=False,
+    legend="attention from the A1 query to the selector z minus the uniform baseline",
     per_group=_sel_attn_groups,
     panel=Panel(
         title="selector attention − baseline",
@@ -144,7 +149,11 @@ def sel_attn(at: HeadInputs) -> Float[Tensor, "layer head"]:
     return at.run.sel_attn.mean(0)
 
 
-@head_score(ablation=True, per_group=lambda at: at.fx.group_dL)
+@head_score(
+    ablation=True,
+    legend="ablation Delta L, full-vocabulary cross-entropy over A1..A4 and EOS, ablated - clean (the paper's; nats)",
+    per_group=lambda at: at.fx.group_dL,
+)
 def dL(at: HeadInputs) -> Float[Tensor, "layer head"]:
     """The paper's Delta L: full-vocabulary cross-entropy over A1..A4 and EOS, ablated - clean."""
     return at.fx.dL
@@ -152,6 +161,7 @@ def dL(at: HeadInputs) -> Float[Tensor, "layer head"]:
 
 @head_score(
     ablation=True,
+    legend="ablation Delta Lc (first-token candidate loss; nats)",
     per_group=lambda at: at.fx.group_dLc,
     panel=Panel(
         title="ablation ΔLc (nats)",
@@ -165,13 +175,17 @@ def dLc(at: HeadInputs) -> Float[Tensor, "layer head"]:
     return at.fx.dLc
 
 
-@head_score(ablation=True)
+@head_score(ablation=True, legend="ablation Delta L1 (first token, full vocabulary; nats)")
 def dL1(at: HeadInputs) -> Float[Tensor, "layer head"]:
     """Delta L1: the first token's full-vocabulary cross-entropy, ablated - clean."""
     return at.fx.dL1
 
 
-@head_score(ablation=True, per_group=lambda at: at.fx.group_swap_contrib)
+@head_score(
+    ablation=True,
+    legend="swap gap removed by ablating the head (nats)",
+    per_group=lambda at: at.fx.group_swap_contrib,
+)
 def swap_contrib(at: HeadInputs) -> Float[Tensor, "layer head"]:
     """The swap gap the head's ablation removes: dLc - dLc(swapped input) (nats of
     z-dependence that need the head; NaN without a selector swap)."""
@@ -180,6 +194,7 @@ def swap_contrib(at: HeadInputs) -> Float[Tensor, "layer head"]:
 
 @head_score(
     ablation=True,
+    legend="swap_contrib / swap gap (blank while the gap is below 0.05 nats)",
     panel=Panel(
         title="causal share of Δz",
         scale="RdBu",

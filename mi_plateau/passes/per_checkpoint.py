@@ -3,8 +3,9 @@
 Everything runs on the fixed evaluation set (200 groups x K examples, clean labels). With
 ``fp`` the position that predicts the first target token A1 (the SEP before A):
 
-- **Head ablation.** For each head, its ``hook_z`` is set to 0 at every position (or, with
-  ``mean=True``, to its mean over the evaluation set at that position) and
+- **Head ablation.** For each head, its ``hook_z`` is replaced as the registered head ablation
+  ``head_ablation`` defines (``mi_plateau.interventions``: "zero", 0 at every position, by
+  default; "mean", its mean over the evaluation set at that position; ...) and
   ``dLc = Lc(ablated) - Lc(clean)``; ``dL1`` likewise for the full-vocabulary first-token loss.
 - **z-dependence.** ``swap_gap = Lc(z replaced) - Lc(clean)``, the replacement of selector k
   being k+s mod K for each shift s in ``shifts`` (default s=1), averaged over shifts. Causal
@@ -34,9 +35,10 @@ row of the score matrix, read at the true target's index: the paper's swap gap
   ``shuffle_gap = Lc(shuffled) - Lc``; ``shuffle_gap_seq`` likewise for L_seq.
 - **Head ablation, the paper's Delta L.** ``dL`` = full-vocabulary mean cross-entropy over all
   target positions (A1..A4 and EOS) with the head ablated, minus clean.
-- **Patching at both hooks.** ``hook`` "resid_pre" patches ``blocks.{l}.hook_resid_pre``;
-  "resid_post" patches ``blocks.{l}.hook_resid_post`` (= the next layer's resid_pre; after the
-  last layer the selector positions feed nothing that reaches fp, so its fraction is 0).
+- **Patching at every registered hook** (``interventions.resid_patches``). ``hook``
+  "resid_pre" patches ``blocks.{l}.hook_resid_pre``; "resid_post" patches
+  ``blocks.{l}.hook_resid_post`` (= the next layer's resid_pre; after the last layer the
+  selector positions feed nothing that reaches fp, so its fraction is 0).
 
 One function per pass, each returning its own columns or rows (``checkpoint_passes`` runs them
 all after one ``metrics.packed_forward``): ``clean_pass`` (losses, accuracy), ``paper_pass``
@@ -54,6 +56,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from ..interventions import head_ablation_named, resid_patches
 from ..metrics import (
     PackedRun,
     accuracy_stats,
@@ -69,7 +72,7 @@ from ..model import head_names
 from ..model.forward import Weights
 from ..task import CHAR0, EvalSet, derangement
 from .head_scores import HEAD_SCORES, HeadInputs
-from .interventions import Baseline, HeadEffects, ablate_layer, logit_diff, patch_layer
+from .packed_twins import Baseline, HeadEffects, ablate_layer, logit_diff, patch_layer
 
 Rows = list[dict[str, Any]]
 Columns = dict[str, Any]  # one pass's columns of a row: name -> value (a checkpoint) or [group] tensor
@@ -104,7 +107,7 @@ def checkpoint_passes(
     *,
     step: int = 0,
     shifts: Sequence[int] = (1,),
-    mean: bool = False,
+    head_ablation: str = "zero",
     ablation: bool = True,
     sequence: bool | None = None,
     shuffle_seed: int = 0,
@@ -116,9 +119,11 @@ def checkpoint_passes(
     "patching", "head_groups". They run on the device of ``W`` and ``ev`` (``EvalSet.on``); call
     it inside ``with device:`` so that the tensors it makes are there too (``analyze_run`` does).
 
-    With ``ablation=False`` only the cheap passes run (clean and swapped forwards: losses,
-    accuracy, swap gap, selector attention); the per-head ablation columns are NaN and no
-    patching rows are produced. ``sequence`` (default: ``ablation``) adds the paper family.
+    ``head_ablation`` names the registered head ablation the per-head passes run
+    (``interventions.head_ablations``). With ``ablation=False`` only the cheap passes run (clean
+    and swapped forwards: losses, accuracy, swap gap, selector attention); the per-head ablation
+    columns are NaN and no patching rows are produced. ``sequence`` (default: ``ablation``) adds
+    the paper family.
     ``timings``, if given, receives the seconds of each part: "forward" (the prefix packs of the
     clean and swapped inputs: losses, accuracy, swap gap, selector attention), "ablation" (every
     head on the clean and the swapped inputs), "patching".
@@ -136,7 +141,7 @@ def checkpoint_passes(
     groups = group_rows(ev, step, {**g_clean, **g_paper, **g_swap})
     clock.lap("forward")
     if ablation:
-        effects = ablation_pass(W, ev, run, mean=mean, chunk=chunk)
+        effects = ablation_pass(W, ev, run, head_ablation=head_ablation, chunk=chunk)
     else:
         effects = HeadEffects.nan(W.n_layers, W.n_heads, len(ev.groups), W.W_U.device)
     heads, head_groups = head_rows(ev, run, effects, step=step, swap_gap=ck["swap_gap"], min_gap=min_gap)
@@ -232,17 +237,21 @@ def group_rows(ev: EvalSet, step: int, cols: Columns) -> Rows:
 
 
 @torch.no_grad()
-def ablation_pass(W: Weights, ev: EvalSet, run: PackedRun, *, mean: bool = False, chunk: int = 256) -> HeadEffects:
-    """Every head ablated, layer by layer (``interventions.ablate_layer``): its ``hook_z`` set to
-    0, or with ``mean`` to its mean over the evaluation set at each position; on the clean and
-    on the swapped inputs."""
+def ablation_pass(
+    W: Weights, ev: EvalSet, run: PackedRun, *, head_ablation: str = "zero", chunk: int = 256
+) -> HeadEffects:
+    """Every head ablated, layer by layer (``packed_twins.ablate_layer``), as the registered
+    head ablation ``head_ablation`` defines (its ``hook_z`` set to 0 by "zero", to its mean over
+    the evaluation set at each position by "mean", ...); on the clean and on the swapped inputs."""
     K, L, P = ev.task.cfg.K, W.n_layers, ev.task.layout.seq_len - 1
+    iv = head_ablation_named(head_ablation)
     base = Baseline.of(ev, run)
     clean = torch.arange(len(ev.tokens), device=W.W_U.device)
-    fills = [run.pk.gather(z, clean, range(P)).mean(0) for z in run.z] if mean else [None] * L
+    # what the ablation reads from the clean run, from every clean row's hook_z [row, pos, head, d_head]
+    ctx = [iv.context(run.pk.gather(z, clean, range(P)), K) for z in run.z] if iv.context else [None] * L
     per_layer = []
     for l in range(L):
-        dL, dLc, dL1, dLc_sw, per_ex = ablate_layer(W, l, ev, run.pk, run.resid[l], run.z[l], fills[l], base, chunk)
+        dL, dLc, dL1, dLc_sw, per_ex = ablate_layer(W, l, ev, run.pk, run.resid[l], run.z[l], iv, ctx[l], base, chunk)
         g_dL, g_dLc, g_sw = (group_means(v, K) for v in per_ex)
         # gap with head h ablated = (Lc_sw + dLc_sw) - (Lc + dLc): the swap gap it removes
         per_layer.append((dL, dLc, dL1, dLc - dLc_sw, g_dL, g_dLc, g_dLc - g_sw))
@@ -283,9 +292,11 @@ def head_rows(
 @torch.no_grad()
 def patching_pass(W: Weights, ev: EvalSet, run: PackedRun, *, step: int, chunk: int = 256) -> tuple[Rows, Columns]:
     """Causal patching of the selector positions from the swapped input (the first shift), layer
-    by layer at both hooks: rows (hook, layer, ``patch_frac``, ``ld_moved``, the mean change of
-    the logit difference), and the checkpoint's ``ld_clean`` and ``ld_swap``."""
-    task, K = ev.task, ev.task.cfg.K
+    by layer at every registered hook (``interventions.resid_patches``): rows (hook, layer,
+    ``patch_frac``, ``ld_moved``, the mean change of the logit difference), and the
+    checkpoint's ``ld_clean`` and ``ld_swap``. Each hook's packed twin restarts at
+    ``hook_resid_pre`` of some layer (``ResidPatch.restart``), computed once per layer."""
+    task, K, L = ev.task, ev.task.cfg.K, W.n_layers
     fp = task.layout.first_pred
     s = run.shifts[0]
     # logit difference: clean answer's A1 minus the swapped selector's A1
@@ -298,18 +309,15 @@ def patching_pass(W: Weights, ev: EvalSet, run: PackedRun, *, step: int, chunk: 
     ld_swap = logit_diff(run.swapped_fp[0], ev.target_first, other)
     denom = (ld_swap - ld_clean).mean().item()
     Wd = run.pk.width(fp + 1)  # the nodes the patched rows restart from: every node of depth <= fp
-    pre = []
-    for l in range(W.n_layers):
-        moved = (
-            logit_diff(patch_layer(W, l, ev, run.pk, run.resid[l][:, :Wd], chunk), ev.target_first, other) - ld_clean
-        )
-        frac = moved.mean().item() / denom if abs(denom) > 1e-6 else NAN
-        pre.append((frac, moved.mean().item()))
-    # resid_post of layer l is resid_pre of layer l + 1; after the last layer nothing moves
-    post = pre[1:] + [(0.0, 0.0)]
-    rows = [
-        {"step": step, "hook": hook, "layer": l, "patch_frac": frac, "ld_moved": mv}
-        for hook, vals in (("resid_pre", pre), ("resid_post", post))
-        for l, (frac, mv) in enumerate(vals)
-    ]
+    moved: dict[int | None, tuple[float, float]] = {None: (0.0, 0.0)}  # restart layer -> (frac, ld_moved)
+    rows = []
+    for iv in resid_patches():
+        for l in range(L):
+            r = iv.restart(l, L)
+            if r not in moved:
+                lg = patch_layer(W, r, ev, run.pk, run.resid[r][:, :Wd], chunk)
+                mv = (logit_diff(lg, ev.target_first, other) - ld_clean).mean().item()
+                moved[r] = (mv / denom if abs(denom) > 1e-6 else NAN, mv)
+            frac, mv = moved[r]
+            rows.append({"step": step, "hook": iv.name, "layer": l, "patch_frac": frac, "ld_moved": mv})
     return rows, {"ld_clean": ld_clean.mean().item(), "ld_swap": ld_swap.mean().item()}

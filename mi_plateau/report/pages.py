@@ -103,7 +103,7 @@ def report(
         if d["name"] in curves:
             llc_section(page, d, f"r{i}", curves[d["name"]])
         run_sections(page, d, f"r{i}", notes, progress)
-    table_sections(page, data)
+    table_sections(page, data, pc.head_ablation)
     provenance_section(page, data)
     page.add(fill("notes", items=Html("".join(f"<li>{n}</li>" for n in notes))))
     title = "mi_plateau report: " + ", ".join(d["name"] for d in data)

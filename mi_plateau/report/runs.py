@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from .. import figures
 from ..frames import records
+from ..interventions import resid_patches
 from ..passes.head_scores import panels
 from ..passes.table6_9 import accuracy_histogram
 from ..summaries import nearest
@@ -61,8 +62,13 @@ def run_sections(page: Page, d: dict, key: str, notes: list[str], progress: bool
     page.add(fill("groups", key=key, name=name, K=K, checkpoints=len(all_steps)))
     page.fig(figures.group_accuracy(accuracy_histogram(t["groups"], K), t["checkpoint"], lab, tau))
     if t["patching"]:
-        page.add(fill("patching", name=name))
+        page.add(fill("patching", name=name, legend=patch_legend()))
         page.fig(figures.patching(t["patching"], lab, tau))
+
+
+def patch_legend() -> str:
+    """The line above the patching figure: what each registered patch (``interventions``) patches."""
+    return "; ".join(f"{iv.name} = {iv.legend}" for iv in resid_patches())
 
 
 def heads_legend() -> str:

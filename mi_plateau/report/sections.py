@@ -8,6 +8,7 @@ import json
 
 from .. import figures
 from ..frames import records
+from ..interventions import head_ablation_named
 from .html_tables import html_table, kv_table, transposed_table
 from .markup import Page, esc, fill
 
@@ -72,11 +73,12 @@ def curve_sections(page: Page, data: list[dict]) -> None:
     page.fig(figures.figure3({label[d["name"]]: d["figure3"] for d in data}))
 
 
-def table_sections(page: Page, data: list[dict]) -> None:
-    """Tables 6 and 9 and the routing summary, all runs in each."""
+def table_sections(page: Page, data: list[dict], head_ablation: str = "zero") -> None:
+    """Tables 6 and 9 and the routing summary, all runs in each; Table 9's note says what the
+    head ablation ``head_ablation`` (a registered one, ``interventions``) does to a head."""
     page.add(fill("table6"))
     page.add(html_table([r for d in data for r in records(d["table6"])]))
-    page.add(fill("table9"))
+    page.add(fill("table9", ablation=head_ablation_named(head_ablation).legend))
     page.add(html_table([r for d in data for r in records(d["table9"])]))
     page.add(fill("routing"))
     page.add(transposed_table([d["routing"] for d in data]))

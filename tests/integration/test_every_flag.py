@@ -576,8 +576,19 @@ EXPECT: dict[tuple[str, str], Proof] = {
         lambda a, k: k["max_head_checkpoints"] == 3,
         {"runs": {}},
     ),
+    ("analyze", "--ablation"): reaches(
+        "analyze",
+        "mi_plateau.api.analyze",
+        ["--ablation", "mean"],
+        lambda a, k: k["pass_config"].head_ablation == "mean",
+        {"runs": {}},
+    ),
     ("analyze", "--mean"): reaches(
-        "analyze", "mi_plateau.api.analyze", ["--mean"], lambda a, k: k["pass_config"].mean_ablation, {"runs": {}}
+        "analyze",
+        "mi_plateau.api.analyze",
+        ["--mean"],
+        lambda a, k: k["pass_config"].head_ablation == "mean",
+        {"runs": {}},
     ),
     ("analyze", "--shifts"): reaches(
         "analyze",
@@ -606,7 +617,16 @@ EXPECT: dict[tuple[str, str], Proof] = {
     ("ablate", "--step"): reaches(
         "ablate", "mi_plateau.api.ablation_report", ["--step", "100"], lambda a, k: a[1] == 100, {}
     ),
-    ("ablate", "--mean"): reaches("ablate", "mi_plateau.api.ablation_report", ["--mean"], lambda a, k: k["mean"], {}),
+    ("ablate", "--ablation"): reaches(
+        "ablate",
+        "mi_plateau.api.ablation_report",
+        ["--ablation", "mean"],
+        lambda a, k: k["head_ablation"] == "mean",
+        {},
+    ),
+    ("ablate", "--mean"): reaches(
+        "ablate", "mi_plateau.api.ablation_report", ["--mean"], lambda a, k: k["head_ablation"] == "mean", {}
+    ),
     ("ablate", "--json"): prints_json("ablate"),
     ("ablate", "--device"): reaches(
         "ablate", "mi_plateau.api.ablation_report", ["--device", "cpu"], lambda a, k: k["device"] == "cpu", {}

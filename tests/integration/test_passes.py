@@ -68,7 +68,7 @@ def test_mean_ablation_matches_hooks(setup):
     from mi_plateau.metrics import candidate_losses
 
     model, W, ev = setup
-    out = checkpoint_passes(W, ev, mean=True)
+    out = checkpoint_passes(W, ev, head_ablation="mean")
     fp = ev.task.layout.first_pred
     _, cache = model.run_with_cache(ev.tokens)
     r = next(r for r in out["heads"] if r["head"] == "L1H0")
@@ -319,13 +319,15 @@ def test_analysis_does_not_depend_on_the_cache_history(tiny_run, tmp_path):
 
 def _v4_key(pc) -> str:
     """The pass settings' key as the hand-numbered version 4 wrote it."""
-    d = {"shifts": list(pc.shifts), "mean": pc.mean_ablation, "min_gap": pc.min_gap, "v": 4}
+    d = {"shifts": list(pc.shifts), "mean": pc.head_ablation == "mean", "min_gap": pc.min_gap, "v": 4}
     return hashlib.sha1(json.dumps(d, sort_keys=True).encode()).hexdigest()[:10]
 
 
 def test_a_declared_head_score_is_a_column_and_a_new_cache_key(setup):
     """One declaration in passes.head_scores: a column of the head rows at every checkpoint
-    (NaN-free where it reads no ablation), and a pass cache key of its own."""
+    (NaN-free where it reads no ablation), of inspect's table with its legend, and a pass cache
+    key of its own."""
+    from mi_plateau.commands.text import head_columns, legend_line
     from mi_plateau.passes.analyze import PassConfig
     from mi_plateau.passes.head_scores import HEAD_SCORES, head_score
 
@@ -333,19 +335,22 @@ def test_a_declared_head_score_is_a_column_and_a_new_cache_key(setup):
     before = PassConfig().key()
     assert before != _v4_key(PassConfig())
 
-    @head_score(ablation=False)
+    @head_score(ablation=False, legend="mean |selector attention - baseline|")
     def toy(at):
         return at.run.sel_attn.abs().mean(0)
 
     try:
         with pytest.raises(ValueError, match="registered already"):
-            head_score(ablation=False)(toy)
+            head_score(ablation=False, legend="again")(toy)
         assert PassConfig().key() != before
         for ablation in (True, False):
             out = checkpoint_passes(W, ev, ablation=ablation)
             assert list(out["heads"][0])[-1] == "toy" and "toy" not in out["head_groups"][0]
             for r in out["heads"]:
                 assert r["toy"] >= abs(r["sel_attn"]) - 1e-6  # mean |x| >= |mean x|
+        # a column of inspect's head table, with its legend line; not of ablate's (it reads no ablation)
+        assert head_columns()[-1] == "toy" and "toy" not in head_columns(ablation_only=True, top_share=True)
+        assert legend_line("toy") == "toy = mean |selector attention - baseline|"
     finally:
         HEAD_SCORES.pop("toy")
     assert PassConfig().key() == before

@@ -252,3 +252,13 @@ def test_navigation_links_every_runs_sections_and_each_link_lands(reports, which
     for i in range(runs):
         assert {f"r{i}-heads", f"r{i}-attn", f"r{i}-groups"} <= set(links)
     assert ("r0-llc" in links) == (which == "llc")
+
+
+def test_the_notes_say_what_the_registered_interventions_do(reports):
+    """Table 9's note names the head ablation the passes ran, and the patching note every
+    registered patch, from the registry (``mi_plateau.interventions``)."""
+    from mi_plateau.interventions import head_ablation_named, resid_patches
+
+    page = reports["single"].read_text()
+    assert f"with the head's {head_ablation_named('zero').legend}, minus clean" in page
+    assert all(f"{p.name} = {p.legend}" in page for p in resid_patches())

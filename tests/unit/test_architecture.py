@@ -16,6 +16,7 @@ STAGES = [
     ("summaries", "fits"),
     ("task", "devices"),
     ("model",),
+    ("interventions",),
     ("metrics",),
     ("checkpoints",),
     ("settle",),

@@ -143,7 +143,11 @@ def toy_score():
     taken out of the registry afterwards."""
     from mi_plateau.passes.head_scores import HEAD_SCORES, Panel, head_score
 
-    @head_score(ablation=False, panel=Panel(title="toy title", scale="Blues", diverging=False, legend="toy = a toy"))
+    @head_score(
+        ablation=False,
+        legend="a toy",
+        panel=Panel(title="toy title", scale="Blues", diverging=False, legend="toy = a toy"),
+    )
     def toy(at):
         return at.run.sel_attn.abs().mean(0)
 

@@ -1,7 +1,9 @@
-"""The interventions the per-head and patching passes run, restarting from the packed forward's
-activations (``metrics.PackedRun``): head ablation (``ablate_layer``; what it does to every head
-is a ``HeadEffects``) and the causal patching of the selector positions (``patch_layer``).
-Definitions in ``per_checkpoint``.
+"""The interventions' fast twins: each registered intervention (``mi_plateau.interventions``,
+where the TransformerLens hooks define it) run on the packed forward's activations
+(``metrics.PackedRun``), restarting where it acts. Head ablation (``ablate_layer``: every head of
+a layer under one ``HeadAblation``, its effects a ``HeadEffects``) and the causal patching of the
+selector positions (``patch_layer``, where every ``ResidPatch`` restarts). Definitions in
+``per_checkpoint``.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import torch.nn.functional as F
 from jaxtyping import Float, Int
 from torch import Tensor
 
+from ..interventions import HeadAblation
 from ..metrics import PackedRun, candidate_losses, first_token_rows, target_loss
 from ..model.forward import Weights, block, from_mid, unembed
 from ..model.packing import Packing
@@ -80,7 +83,16 @@ class HeadEffects:
 
 
 def ablate_layer(
-    W: Weights, l: int, ev: EvalSet, pk: Packing, x: Tensor, z: Tensor, fill: Tensor | None, base: Baseline, chunk: int
+    W: Weights,
+    l: int,
+    ev: EvalSet,
+    pk: Packing,
+    x: Tensor,
+    z: Tensor,
+    iv: HeadAblation,
+    ctx: Tensor | None,
+    base: Baseline,
+    chunk: int,
 ):
     """Mean over examples of (loss with head h of layer l ablated) - (loss unablated), for every
     h: dL (full-vocabulary cross-entropy over all target positions, the paper's), dLc and dL1 on
@@ -89,7 +101,8 @@ def ablate_layer(
 
     Ablating head h changes layer l only by that head's output, so every variant restarts at
     layer l's residual mid-point: ``x`` (= ``hook_resid_pre``) plus the attention output of all
-    heads, minus head h's ``z_h W_O[h]`` (plus ``fill_h W_O[h]`` for mean ablation). It runs on
+    heads, plus ``(z'_h - z_h) W_O[h]``, z'_h the value ``iv.packed`` gives head h's ``hook_z``
+    at the nodes (``ctx``: ``iv.context`` of the clean run's; 0 for zero ablation). It runs on
     the packed nodes (``x`` and ``z`` [pack, node, ...]), where a swapped input that is another
     clean row up to fp costs nothing more, and the H variants are stacked on the batch.
     """
@@ -106,7 +119,8 @@ def ablate_layer(
         n = c.stop - c.start
         zz = z[c]  # [n, node, head, d_head]
         mid = x[c] + F.linear(zz.reshape(n, Wd, H * E), b["W_O_flat"], b["b_O"])
-        dz = (fill[pk.positions[c, :Wd].clamp(max=P - 1)] if fill is not None else 0.0) - zz
+        group = torch.arange(c.start, c.stop, device=dev)  # one pack per group
+        dz = iv.packed(zz, ctx=ctx, positions=pk.positions[c, :Wd], group=group) - zz
         xb = (mid[None] + torch.einsum("nthe,hed->hntd", dz, b["W_O"])).reshape(H * n, Wd, -1)
         blocked = pk.blocked_for(c, Wd)
         cl = seqs[seqs < N]
