@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from .checkpoints import Run, RunError, refuse_inside_run
-from .config import compare_name
+from .config import RunOptions, compare_name
+from .config.options import with_old_keywords
 from .frames import records
 from .interventions import head_ablation_named
 from .outputs import write_comparison, write_run_analysis
@@ -75,11 +76,14 @@ def analyze(
     pass_config=None,
     max_head_checkpoints: int | None = None,
     with_figure3: bool = False,
-    device: str | None = "auto",
+    options: RunOptions | None = None,
+    **old,
 ) -> dict[str, Any]:
-    """Run every pass over each run (on ``device``: ``devices.resolve``); write Tables 6 and 9 (md, csv, json),
-    Figure 3 (HTML), the tidy pass tables and routing.json under ``out/<run name>/``, and a comparison folder
-    ``out/compare_<names>/`` when several runs are given. Returns paths and headline numbers."""
+    """Run every pass over each run (on ``options.device``: ``devices.resolve``); write Tables 6 and 9 (md, csv,
+    json), Figure 3 (HTML), the tidy pass tables and routing.json under ``out/<run name>/``, and a comparison folder
+    ``out/compare_<names>/`` when several runs are given. Returns paths and headline numbers. (``device=`` is
+    accepted for one release, with a DeprecationWarning.)"""
+    options = with_old_keywords(options, old, "analyze")
     if isinstance(runs, (str, os.PathLike, Run)):
         runs = [runs]
     pc = pass_config or PassConfig()
@@ -97,7 +101,7 @@ def analyze(
         if name in result["runs"]:
             raise RunError(f"{run.path}: two runs named {name!r}; their analyses would share analyses/{name}/")
         folder = out / name
-        tables = analyze_run(run, folder, pc, progress=progress, device=device)
+        tables = analyze_run(run, folder, pc, progress=progress, options=options)
         o = run_outputs(name, cfg, s, tables, pc)
         o["figure3_paper"] = figure3_paper(run, tables["checkpoint"], pc.delta)
         if o["figure3_paper"]["b_error"] and progress:
@@ -127,9 +131,10 @@ def analyze(
     return nan_to_none(result)
 
 
-def _checkpoint_at(run: Run, step: int | None, device: str | None = "auto"):
+def _checkpoint_at(run: Run, step: int | None, options: RunOptions):
     """The checkpoint nearest ``step`` (None: the last; a snapped step says so on stderr): the
-    config, the step, its weights and the evaluation set, both on ``device``, and the device."""
+    config, the step, its weights and the evaluation set, both on ``options.device``, and the
+    device."""
     # here, not at the top: these import torch (the API's summary and sampled replays run without it)
     from .devices import resolve
     from .task import make_eval_set, make_task
@@ -141,7 +146,7 @@ def _checkpoint_at(run: Run, step: int | None, device: str | None = "auto"):
     s = steps[-1] if step is None else run.nearest_step(step)
     if step is not None and s != step:
         print(f"nearest checkpoint to {step}: {s}", file=sys.stderr)
-    dev = resolve(device)
+    dev = resolve(options.device)
     ev = make_eval_set(make_task(cfg.task), cfg.eval).on(dev)
     return cfg, s, weights_for(run, s, cfg, dev), ev, dev
 
@@ -179,19 +184,22 @@ def inspect(
     n_examples: int = 3,
     n_boot: int = 1000,
     seed: int = 0,
-    device: str | None = "auto",
+    options: RunOptions | None = None,
+    **old,
 ) -> dict[str, Any]:
     """Per-head scores at the checkpoint nearest ``step``: selector attention (minus baseline),
     ablation Delta L (the paper's) / Delta Lc / Delta L1, swap contribution and causal share of
     the swap gap; the checkpoint's losses in both families. With
     ``head`` (e.g. "L0H3"), also that head's attention pattern on ``n_examples`` examples.
     The swap gaps and Delta L carry 95% bootstrap intervals over groups (``n_boot`` resamples,
-    ``seed``; ``_lo``/``_hi`` keys, and ``top_share`` per head)."""
+    ``seed``; ``_lo``/``_hi`` keys, and ``top_share`` per head). On ``options.device``
+    (``device=``: deprecated, as in ``analyze``)."""
+    options = with_old_keywords(options, old, "inspect")
     from .model import parse_head  # here, not at the top: model and task import torch
     from .task import token_labels
 
     run = run if isinstance(run, Run) else Run(run)
-    cfg, s, W, ev, dev = _checkpoint_at(run, step, device)
+    cfg, s, W, ev, dev = _checkpoint_at(run, step, options)
     if head is not None:
         layer, h = parse_head(head, cfg.model.n_layers, cfg.model.n_heads)
     out = passes_on(dev, W, ev, step=s)
@@ -217,16 +225,18 @@ def ablation_report(
     head_ablation: str = "zero",
     n_boot: int = 1000,
     seed: int = 0,
-    device: str | None = "auto",
+    options: RunOptions | None = None,
+    **old,
 ) -> dict[str, Any]:
     """Head ablation at the checkpoint nearest ``step``: per head (nats) the paper's Delta L
     (full-vocabulary cross-entropy over A1..A4 and EOS, ablated minus clean), Delta Lc and
     Delta L1, in head order (layer, head) as ``inspect`` lists them; each head ablated as the
     registered head ablation ``head_ablation`` defines ("zero", "mean", ...:
-    ``interventions.head_ablations``). Intervals over groups as in ``inspect``."""
+    ``interventions.head_ablations``). Intervals over groups, and the device, as in ``inspect``."""
+    options = with_old_keywords(options, old, "ablation_report")
     head_ablation_named(head_ablation)  # a ValueError naming the choices, before any work
     run = run if isinstance(run, Run) else Run(run)
-    cfg, s, W, ev, dev = _checkpoint_at(run, step, device)
+    cfg, s, W, ev, dev = _checkpoint_at(run, step, options)
     out = passes_on(dev, W, ev, step=s, head_ablation=head_ablation)
     ck, heads = _intervals(out, n_boot, seed)
     return nan_to_none(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from ..config import RunOptions
 from ..frames import cell, lead
 from ..interventions import resid_patches
 from .text import head_columns, head_table, print_checkpoint
@@ -21,13 +22,14 @@ def cmd_analyze(args) -> int:
     if not shifts:
         raise ValueError("--shifts: give at least one shift")
     pc = PassConfig(shifts=shifts, head_ablation=args.head_ablation)
+    options = RunOptions.from_args(args)
     res = analyze(
         args.runs,
         args.out,
-        progress=not args.quiet,
+        progress=options.progress,
         pass_config=pc,
         max_head_checkpoints=args.max_checkpoints,
-        device=args.device,
+        options=options,
     )
     if args.json:
         print(json.dumps(res, indent=2))
@@ -57,7 +59,7 @@ def cmd_analyze(args) -> int:
 def cmd_inspect(args) -> int:
     from ..api import inspect
 
-    res = inspect(args.run, args.step, args.head, device=args.device)
+    res = inspect(args.run, args.step, args.head, options=RunOptions.from_args(args))
     if args.json:
         print(json.dumps(res, indent=2))
         return 0
@@ -83,7 +85,7 @@ def cmd_inspect(args) -> int:
 def cmd_ablate(args) -> int:
     from ..api import ablation_report
 
-    res = ablation_report(args.run, args.step, head_ablation=args.head_ablation, device=args.device)
+    res = ablation_report(args.run, args.step, head_ablation=args.head_ablation, options=RunOptions.from_args(args))
     if args.json:
         print(json.dumps(res, indent=2))
         return 0
@@ -95,14 +97,15 @@ def cmd_ablate(args) -> int:
 def cmd_report(args) -> int:
     from ..report import report
 
+    options = RunOptions.from_args(args)
     out = report(
         args.runs,
         args.out,
-        progress=not args.quiet,
+        progress=options.progress,
         plotly=args.plotly,
-        device=args.device,
+        options=options,
         llc=args.llc,
-        static=bool(args.static),
+        static=bool(options.static),
     )
     print(out)
     return 0

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import argparse
 import math
+from dataclasses import fields
 
-from ..config import PRECISIONS
+from ..config import PRECISIONS, RunOptions
 from ..interventions import head_ablations
 
 
@@ -94,25 +95,19 @@ def batch_runs(text: str) -> int | str:
     return "auto" if text.strip().lower() == "auto" else positive_int(text)
 
 
+def add_option(parser: argparse.ArgumentParser, name: str, **kw) -> None:
+    """The flag of the ``RunOptions`` field ``name``, with the field's default and help (``kw``:
+    argparse's other arguments, e.g. ``choices``)."""
+    f = next(f for f in fields(RunOptions) if f.name == name)
+    parser.add_argument(f.metadata["flag"], default=f.default, help=f.metadata["help"], **kw)
+
+
 def add_device(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--device",
-        default="auto",
-        metavar="DEVICE",
-        help="auto (default: a CUDA GPU when there is one, "
-        "else the CPU), cpu, cuda or cuda:N; run folders are the same whichever it is",
-    )
+    add_option(parser, "device", metavar="DEVICE")
 
 
 def add_precision(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--precision",
-        choices=PRECISIONS,
-        default=None,
-        help="train every new run in this precision (train.precision: auto = bf16 where the device has bf16 units, "
-        "else fp32; default: as configured); a sweep in "
-        "another precision than its file's gets its own folder, <name>_<precision>",
-    )
+    add_option(parser, "precision", choices=PRECISIONS)
 
 
 def add_step(parser: argparse.ArgumentParser) -> None:

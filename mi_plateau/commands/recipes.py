@@ -12,7 +12,7 @@ from ..config import RunOptions
 from ..frames import to_markdown
 from ..reproduce.registry import recipe
 from .applies import refuse_unused, reproduce_kind
-from .options import positive_int
+from .options import add_device, positive_int
 
 
 def cmd_bench(args) -> int:
@@ -114,8 +114,7 @@ def add_selfcheck(sub) -> None:
         help="train the demo on this machine's device and on the CPU, compare them, a batched stack and an analysis "
         "pass; print steps/s",
     )
-    s.add_argument("--device", default="auto", metavar="DEVICE", help="auto (default: a CUDA GPU when there is one), "
-                   "cpu, cuda or cuda:N")  # fmt: skip
+    add_device(s)
     s.add_argument("--steps", type=positive_int, default=200, help="training steps of each demo run (default 200)")
     s.add_argument("--runs", type=positive_int, default=4, help="members of the batched stack (default 4)")
     s.add_argument("--keep", default=None, metavar="DIR", help="train in DIR and keep it (default: a temporary folder)")

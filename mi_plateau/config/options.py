@@ -9,14 +9,16 @@ command line imports it at start-up."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+import warnings
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 
-def option(flag: str, default: Any = None) -> Any:
-    """A field of ``RunOptions`` and the command-line flag that sets it."""
-    return field(default=default, metadata={"flag": flag})
+def option(flag: str, default: Any = None, help: str = "") -> Any:
+    """A field of ``RunOptions``, the command-line flag that sets it and, where every command
+    that has the flag means the same by it, the flag's help (``commands.options.add_option``)."""
+    return field(default=default, metadata={"flag": flag, "help": help})
 
 
 @dataclass(frozen=True)
@@ -37,8 +39,18 @@ class RunOptions:
     (``settle``) before the tables are built (they show estimates with intervals
     otherwise)."""
 
-    device: str = option("--device", "auto")
-    precision: str | None = option("--precision")
+    device: str = option(
+        "--device",
+        "auto",
+        help="auto (default: a CUDA GPU when there is one, else the CPU), cpu, cuda or cuda:N; run folders are the "
+        "same whichever it is",
+    )
+    precision: str | None = option(
+        "--precision",
+        help="train every new run in this precision (train.precision: auto = bf16 where the device has bf16 units, "
+        "else fp32; default: as configured); a sweep in another precision than its file's gets its own folder, "
+        "<name>_<precision>",
+    )
     jobs: int | None = option("--jobs")
     batch_runs: int | str = option("--batch-runs", 1)
     max_steps: int | None = option("--max-steps")
@@ -75,3 +87,19 @@ class RunOptions:
 
 
 FLAGS = {f.name: f.metadata["flag"] for f in fields(RunOptions)}  # field -> its command-line flag
+OLD_KEYWORDS = ("device",)  # the API's keywords that ``options`` replaces, accepted for one release
+
+
+def with_old_keywords(options: RunOptions | None, old: dict[str, Any], where: str) -> RunOptions:
+    """``options`` (None: the defaults) with the older API's keywords in ``old`` folded in, each
+    with a DeprecationWarning naming the field to set instead (``device=...`` ->
+    ``options=RunOptions(device=...)``); any other keyword is the TypeError Python raises."""
+    options = RunOptions() if options is None else options
+    for name, value in old.items():
+        if name not in OLD_KEYWORDS:
+            raise TypeError(f"{where}() got an unexpected keyword argument {name!r}")
+        warnings.warn(
+            f"{where}({name}=...) is deprecated: pass options=RunOptions({name}=...)", DeprecationWarning, stacklevel=3
+        )
+        options = replace(options, **{name: value})
+    return options

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from ..checkpoints import Run, RunError, atomic_write_json, read_json, refuse_inside_run
-from ..config import layout_for
+from ..config import RunOptions, layout_for
+from ..config.options import with_old_keywords
 from ..frames import frame
 from ..interventions import head_ablation_named
 from ..summaries import nan_to_none, nearest, summarize
@@ -156,12 +157,13 @@ def analyze_run(
     *,
     progress: bool = True,
     steps: list[int] | None = None,
-    device: str | None = "auto",
+    options: RunOptions | None = None,
     heavy: bool = True,
+    **old,
 ) -> dict[str, list[dict[str, Any]]]:
-    """All passes over a run, on ``device`` (``devices.resolve``); returns the tidy tables and
-    writes per-checkpoint caches. ``heavy=False``: the cheap passes only (no per-head passes,
-    no paper family), at every checkpoint.
+    """All passes over a run, on ``options.device`` (``devices.resolve``; ``device=``: deprecated);
+    returns the tidy tables and writes per-checkpoint caches. ``heavy=False``: the cheap passes
+    only (no per-head passes, no paper family), at every checkpoint.
 
     Tables (pandas DataFrames): "checkpoint" (one row per checkpoint, with the swap gaps' 95%
     bootstrap intervals over groups), "heads" (checkpoint x head), "groups" (checkpoint x
@@ -171,6 +173,7 @@ def analyze_run(
     """
     from ..task import make_eval_set, make_task  # here, not at the top: torch
 
+    options = with_old_keywords(options, old, "analyze_run")
     run = run if isinstance(run, Run) else Run(run)
     cfg = run.config()
     records = run.records()
@@ -186,7 +189,7 @@ def analyze_run(
     heavy = set(head_checkpoints(all_steps, [f["tau"] for f in fams.values()], pc)) if heavy else set()
     from ..devices import resolve as resolve_device  # here, not at the top: torch, imported when the passes run
 
-    dev = resolve_device(device)
+    dev = resolve_device(options.device)
     ev = make_eval_set(make_task(cfg.task), cfg.eval).on(dev)
     cache = Path(out_dir) / "passes"  # under the folder the caller gave, never elsewhere
     refuse_inside_run(cache, "pass cache")

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..checkpoints import Run, RunError, read_json
+from ..config import RunOptions
 from ..passes.analyze import analyze_run, figure3_paper, run_outputs
 from ..settle import run_summary
 
@@ -26,13 +27,13 @@ def read_command(run: Run) -> dict[str, Any]:
     return command if isinstance(command, dict) else {"error": f"{cmd_path} is not a JSON object"}
 
 
-def gather(run: Run, analyses: Path, pc, progress: bool, device: str | None = "auto") -> dict[str, Any]:
+def gather(run: Run, analyses: Path, pc, progress: bool, options: RunOptions | None = None) -> dict[str, Any]:
     """What the page shows of one run: its config, summary, command line, the passes' tables
-    (computed on ``device``, or read from their cache under ``<analyses>/<run name>/passes/``)
+    (computed on ``options.device``, or read from their cache under ``<analyses>/<run name>/passes/``)
     and the outputs made from them (Tables 6 and 9, routing, Figure 3 panels)."""
     cfg = run.config()
     s = run_summary(run)
-    tables = analyze_run(run, analyses / run.name, pc, progress=progress, device=device)
+    tables = analyze_run(run, analyses / run.name, pc, progress=progress, options=options)
     out = run_outputs(run.name, cfg, s, tables, pc)  # the tables read the pass settings the passes ran with
     return {
         "run": run,

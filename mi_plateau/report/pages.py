@@ -12,7 +12,8 @@ from typing import Any
 
 from .. import figures
 from ..checkpoints import Run, RunError, atomic_write_text, refuse_inside_run
-from ..config import compare_name
+from ..config import RunOptions, compare_name
+from ..config.options import with_old_keywords
 from ..figures import forest
 from ..outputs import PLOTLY_MODES, STATIC_NEEDS, chromium, plotly_script, write_figures
 from ..passes.analyze import PassConfig
@@ -62,15 +63,17 @@ def report(
     pass_config=None,
     max_head_checkpoints: int | None = None,
     plotly: str = "inline",
-    device: str | None = "auto",
+    options: RunOptions | None = None,
     llc: Sequence[str | os.PathLike] = (),
     static: bool = False,
+    **old,
 ) -> Path:
-    """Write the interactive report of one or several runs (the passes on ``device``); returns
-    the HTML path. ``llc``: learning-coefficient curves recorded by ``mi-plateau llc`` (JSON),
-    each drawn beside the loss of the run it names. ``static``: also every figure of the page as
-    ``<report stem>_figures/<figure id>.svg`` (a Chromium is needed; without one, a one-line error
-    before any work).
+    """Write the interactive report of one or several runs (the passes on ``options.device``;
+    ``device=``: deprecated, as in ``api.analyze``); returns the HTML path. ``llc``:
+    learning-coefficient curves recorded by ``mi-plateau llc`` (JSON), each drawn beside the loss
+    of the run it names. ``static``: also every figure of the page as ``<report
+    stem>_figures/<figure id>.svg`` (a Chromium is needed; without one, a one-line error before
+    any work).
 
     Default path: ``<analyses>/<run name>/report.html`` for one run,
     ``<analyses>/compare_<names>/report.html`` for several. The passes' per-checkpoint caches
@@ -78,6 +81,7 @@ def report(
     <analyses>``); ``analyses`` defaults to the folder of ``out`` when ``out`` is given (the
     report writes nowhere but beside its output), else to ``analyses/``.
     """
+    options = with_old_keywords(options, old, "report")
     if isinstance(runs, (str, os.PathLike, Run)):
         runs = [runs]
     runs = [r if isinstance(r, Run) else Run(r) for r in runs]
@@ -94,7 +98,7 @@ def report(
     if static and chromium() is None:
         raise RunError(f"--static: no browser found: {STATIC_NEEDS}")
     curves = read_llc(llc, runs)  # before any work: a bad file is refused at once
-    data = [gather(r, analyses, pc, progress, device) for r in runs]
+    data = [gather(r, analyses, pc, progress, options) for r in runs]
 
     page, notes = Page(), []
     summary_section(page, data)

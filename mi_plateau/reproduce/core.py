@@ -220,7 +220,7 @@ def run_recipe(
         if not runs:
             raise RunError("no run of this recipe has started yet; run it without --no-train first")
     t_train = time.perf_counter() - t0
-    res = analyze([p for p, _ in runs], analyses, progress=options.progress, with_figure3=True, device=options.device)
+    res = analyze([p for p, _ in runs], analyses, progress=options.progress, with_figure3=True, options=options)
     t_an = time.perf_counter() - t0 - t_train
     fig3 = {p.name: res["runs"][p.name]["figure3"] for p, c in runs if c.task.data_seed == 0 and c.preset == "paper"}
     results = {

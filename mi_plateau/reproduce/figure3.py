@@ -89,9 +89,10 @@ def seed_runs(root: Path) -> list[Path]:
     return [*sweep_runs(root), *more]
 
 
-def run_entry(run: Run, analyses: Path, delta: int, device: str, progress: bool) -> dict[str, Any]:
+def run_entry(run: Run, analyses: Path, delta: int, options: RunOptions) -> dict[str, Any]:
     """One run's log entry: K, seed, steps, status, Figure 3(a)'s series (``a``: ours with our onsets,
-    seed 0 only; ``a_original``: the original's quantity) and (``DESCENT_KS``) Figure 3(b)'s rows."""
+    seed 0 only, the passes on ``options.device``; ``a_original``: the original's quantity) and
+    (``DESCENT_KS``) Figure 3(b)'s rows."""
     cfg, recs = run.config(), run.records()
     K, seed = cfg.task.K, cfg.task.data_seed
     entry: dict[str, Any] = {
@@ -105,7 +106,9 @@ def run_entry(run: Run, analyses: Path, delta: int, device: str, progress: bool)
     if seed:  # another seed: the original's lead and the windows; our passes are paid on seed 0 only
         entry["a"], entry["onsets"] = [], None
     elif has_loss_onset(recs, K):
-        ck = analyze_run(run, analyses / run.name, PassConfig(), progress=progress, device=device, heavy=False)
+        ck = analyze_run(
+            run, analyses / run.name, PassConfig(), heavy=False, progress=options.progress, options=options
+        )
         ck = records(ck["checkpoint"])
         entry["a"] = [{**r, "Lc": c["Lc"], "shuffle_gap": c["shuffle_gap"]} for r, c in zip(lead.curve_rows(ck, K), ck)]
         entry["onsets"] = lead.z_onsets(ck, K)
@@ -371,24 +374,18 @@ def dry_run(r: Recipe, o: RunOptions) -> DryRun:
 
 
 def run(r: Recipe, o: RunOptions) -> dict[str, Any]:
-    return run_figure3_recipe(o.root, o.docs, progress=o.progress, device=o.device, static=o.static)
+    return run_figure3_recipe(o)
 
 
 def run_figure3_recipe(
-    root: str | Path = "checkpoints",
-    docs: str | Path = "docs/reproduction",
-    analyses: str | Path = "analyses",
-    *,
-    delta: int = 200,
-    device: str = "auto",
-    progress: bool = True,
-    static: bool | None = None,
+    options: RunOptions = RunOptions(), *, analyses: str | Path = "analyses", delta: int = 200
 ) -> dict[str, Any]:
-    """Read the K sweep's runs here (their entries replace the log's) and the original code's own
-    run under ``docs``, build, write the tables, the figures and the log; returns the log without
-    the series."""
-    root, analyses = Path(root), Path(analyses)
-    entry = lambda p: run_entry(Run(p), analyses, delta, device, progress)  # noqa: E731
+    """Read the K sweep's runs under ``options.root`` (their entries replace the log's) and the
+    original code's own run under ``options.docs``, build, write the tables, the figures
+    (``options.static``) and the log; returns the log without the series. The passes run on
+    ``options.device``, with progress on standard error unless ``options.progress`` is False."""
+    root, docs, analyses, progress = Path(options.root), options.docs, Path(analyses), options.progress
+    entry = lambda p: run_entry(Run(p), analyses, delta, options)  # noqa: E731
     passes = each_run("figure3", seed_runs(root), entry, "passes and displacements", progress)
     missing = (
         f"{root / SWEEP}: no K-sweep run here and none in " + "{log}; train them with `mi-plateau reproduce k_sweep` "
@@ -396,4 +393,4 @@ def run_figure3_recipe(
     )
     ref = read_reference(docs)
     build = lambda entries: build_figure3(entries, ref)  # noqa: E731
-    return run_logged("figure3", docs, passes, build, missing, static, extra=lambda entries: {"delta": delta})
+    return run_logged("figure3", docs, passes, build, missing, options.static, extra=lambda entries: {"delta": delta})

@@ -602,7 +602,11 @@ EXPECT: dict[tuple[str, str], Proof] = {
         "analyze", "mi_plateau.api.analyze", ["--quiet"], lambda a, k: k["progress"] is False, {"runs": {}}
     ),
     ("analyze", "--device"): reaches(
-        "analyze", "mi_plateau.api.analyze", ["--device", "cpu"], lambda a, k: k["device"] == "cpu", {"runs": {}}
+        "analyze",
+        "mi_plateau.api.analyze",
+        ["--device", "cpu"],
+        lambda a, k: k["options"].device == "cpu",
+        {"runs": {}},
     ),
     ("inspect", "--step"): reaches(
         "inspect", "mi_plateau.api.inspect", ["--step", "100"], lambda a, k: a[1] == 100, {}
@@ -612,7 +616,7 @@ EXPECT: dict[tuple[str, str], Proof] = {
     ),
     ("inspect", "--json"): prints_json("inspect"),
     ("inspect", "--device"): reaches(
-        "inspect", "mi_plateau.api.inspect", ["--device", "cpu"], lambda a, k: k["device"] == "cpu", {}
+        "inspect", "mi_plateau.api.inspect", ["--device", "cpu"], lambda a, k: k["options"].device == "cpu", {}
     ),
     ("ablate", "--step"): reaches(
         "ablate", "mi_plateau.api.ablation_report", ["--step", "100"], lambda a, k: a[1] == 100, {}
@@ -629,7 +633,7 @@ EXPECT: dict[tuple[str, str], Proof] = {
     ),
     ("ablate", "--json"): prints_json("ablate"),
     ("ablate", "--device"): reaches(
-        "ablate", "mi_plateau.api.ablation_report", ["--device", "cpu"], lambda a, k: k["device"] == "cpu", {}
+        "ablate", "mi_plateau.api.ablation_report", ["--device", "cpu"], lambda a, k: k["options"].device == "cpu", {}
     ),
     ("report", "--out"): reaches(
         "report", "mi_plateau.report.report", ["--out", "p.html"], lambda a, k: a[1] == "p.html", "p"
@@ -647,7 +651,7 @@ EXPECT: dict[tuple[str, str], Proof] = {
         "report", "mi_plateau.report.report", ["--quiet"], lambda a, k: k["progress"] is False, "p"
     ),
     ("report", "--device"): reaches(
-        "report", "mi_plateau.report.report", ["--device", "cpu"], lambda a, k: k["device"] == "cpu", "p"
+        "report", "mi_plateau.report.report", ["--device", "cpu"], lambda a, k: k["options"].device == "cpu", "p"
     ),
     ("bench", "--quick"): bench_flag(["--quick"], lambda k: k["quick"] is True),
     ("bench", "--json"): bench_json,

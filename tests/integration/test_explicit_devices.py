@@ -14,6 +14,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 import mi_plateau
+from mi_plateau.config import RunOptions
 from mi_plateau.settle import run_summary
 
 PACKAGE = str(Path(mi_plateau.__file__).parent)
@@ -81,7 +82,7 @@ def test_training_evaluation_settlement_and_passes_name_their_devices(tmp_path, 
     with guard:
         run = train(cfg, tmp_path / "run", progress=False, device="cpu")
         run_summary(run)
-        analyze_run(run, tmp_path / "analyses", PassConfig(), progress=False, device="cpu")
+        analyze_run(run, tmp_path / "analyses", PassConfig(), progress=False, options=RunOptions(device="cpu"))
     assert run.manifest()["status"] == "finished"
     assert guard.calls == {}, "tensors made without a device (give each one): " + ", ".join(
         f"{where} ({fn})" for where, fn in sorted(guard.calls.items())

@@ -8,6 +8,7 @@ import pytest
 from conftest import fake_export, stub_svg
 
 from mi_plateau.checkpoints import Run, RunError
+from mi_plateau.config import RunOptions
 from mi_plateau.passes.lead import original_onsets, original_series, original_tau, z_onsets
 from mi_plateau.reproduce import figure3 as recipe
 
@@ -23,7 +24,7 @@ def test_the_recipe_writes_the_lead_and_rebuilds_from_its_log(placed, tmp_path, 
     root, docs, analyses = placed
     fake_export(monkeypatch, stub_svg)
     monkeypatch.setattr(recipe, "DESCENT_KS", (4,))  # the tiny run gets Figure 3(b) too
-    log = recipe.run_figure3_recipe(root, docs, analyses, delta=20, progress=False)
+    log = recipe.run_figure3_recipe(RunOptions(root=root, docs=docs, progress=False), analyses=analyses, delta=20)
     lead = json.loads((docs / "figure3_lead.json").read_text())
     ck = json.loads((docs / recipe.LOG).read_text())["runs"]["K4_seed0"]
     assert [r["K"] for r in lead] == [4] and lead[0]["loss_onset"] == ck["onsets"]["loss_onset"]
@@ -47,7 +48,7 @@ def test_the_recipe_writes_the_lead_and_rebuilds_from_its_log(placed, tmp_path, 
     assert s[0]["paper_mean_lead_frac"] == 0.5
     before = {f: (docs / f).read_text() for f in ("figure3_lead.md", "figure3_descent.md", "figure3_lead_summary.md")}
     shutil.rmtree(root)  # the log alone rebuilds every table
-    recipe.run_figure3_recipe(root, docs, analyses, delta=20, progress=False)
+    recipe.run_figure3_recipe(RunOptions(root=root, docs=docs, progress=False), analyses=analyses, delta=20)
     assert {f: (docs / f).read_text() for f in before} == before
 
 
@@ -55,7 +56,9 @@ def test_no_run_and_no_log_is_one_line(tmp_path, run_cli):
     p = run_cli("reproduce", "figure3", "--root", str(tmp_path / "ck"), "--docs", str(tmp_path / "docs"))
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "no K-sweep run here" in p.stderr
     with pytest.raises(RunError, match="no K-sweep run"):
-        recipe.run_figure3_recipe(tmp_path / "ck", tmp_path / "docs", tmp_path / "an", progress=False)
+        recipe.run_figure3_recipe(
+            RunOptions(root=tmp_path / "ck", docs=tmp_path / "docs", progress=False), analyses=tmp_path / "an"
+        )
 
 
 def test_the_lead_sweeps_run_of_a_k_replaces_the_k_sweeps(tmp_path, tiny_run):

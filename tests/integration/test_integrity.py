@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from mi_plateau.checkpoints import Run, RunError, RunLock, save_tensors
-from mi_plateau.config import ConfigError, preset, validate, with_overrides
+from mi_plateau.config import ConfigError, RunOptions, preset, validate, with_overrides
 from mi_plateau.settle import run_summary
 from mi_plateau.train import train
 
@@ -393,7 +393,7 @@ def test_the_pass_cache_serves_only_the_weights_it_was_made_from(tmp_path):
     for r in runs:
         _edit(r.path / "manifest.json", lambda m: ([c.pop("sha256") for c in m["checkpoints"]], _format_1(m)))
     shared = tmp_path / "analyses" / "same_name"
-    kw = dict(steps=[20], progress=False, device="cpu")
+    kw = dict(steps=[20], progress=False, options=RunOptions(device="cpu"))
     analyze_run(runs[0], shared, **kw)
     served = analyze_run(runs[1], shared, **kw)["checkpoint"]
     own = analyze_run(runs[1], tmp_path / "fresh", **kw)["checkpoint"]
@@ -409,7 +409,12 @@ def test_report_keeps_its_caches_beside_its_output(capped, tmp_path, monkeypatch
     cwd.mkdir()
     monkeypatch.chdir(cwd)
     out = report(
-        [capped], tmp_path / "rep" / "r.html", progress=False, max_head_checkpoints=3, plotly="cdn", device="cpu"
+        [capped],
+        tmp_path / "rep" / "r.html",
+        progress=False,
+        max_head_checkpoints=3,
+        plotly="cdn",
+        options=RunOptions(device="cpu"),
     )
     assert out.is_file()
     assert list(cwd.iterdir()) == []

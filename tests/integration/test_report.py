@@ -9,6 +9,8 @@ from html.parser import HTMLParser
 
 import pytest
 
+from mi_plateau.config import RunOptions
+
 SCRIPT = "<script>alert(1)</script>"
 BAD_NAME = "<img src=x onerror=alert(1)>"  # a folder name cannot hold '/', so the script tag goes into the config
 
@@ -206,7 +208,7 @@ def test_report_tables_use_the_pass_settings_given(tiny_run, tmp_path):
     from mi_plateau.report import gather
 
     pc = PassConfig(table6_fracs=(0.5,), n_boot=0)
-    d = gather(tiny_run, tmp_path / "an", pc, progress=False, device="cpu")
+    d = gather(tiny_run, tmp_path / "an", pc, progress=False, options=RunOptions(device="cpu"))
     t6 = pd.DataFrame(d["table6"])
     assert set(t6["target"]) == {"0.5 tau"}  # the default would give 0.25, 0.5, 1 and 1.5 tau
 
