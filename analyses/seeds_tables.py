@@ -22,6 +22,7 @@ from measurement_log import DOCS, Log, args
 
 from mi_plateau.api import analyze
 from mi_plateau.checkpoints import Run
+from mi_plateau.config import AnalysisConfig
 from mi_plateau.outputs import write_table
 
 KEEP6 = ("K", "definition", "tau", "target", "step", "frac_tau", "ge80_pct", "eq100_pct", "mean_acc")
@@ -32,7 +33,7 @@ def rows(path: str) -> list[dict]:
     run = Run(path)
     cfg = run.config()
     out = os.environ.get("MI_PLATEAU_ANALYSES", "analyses")  # the passes' cache: a rerun reads it
-    got = analyze([run], out, progress=False, max_head_checkpoints=1)["runs"][run.name]
+    got = analyze([run], out, progress=False, pass_config=AnalysisConfig(max_checkpoints=1))["runs"][run.name]
     folder = Path(got["folder"])
     t6 = json.loads((folder / "table6.json").read_text())
     t9 = json.loads((folder / "table9.json").read_text())

@@ -16,6 +16,8 @@ _LAZY = {
     "ModelConfig": "config",
     "TrainConfig": "config",
     "EvalConfig": "config",
+    "AnalysisConfig": "config",
+    "RunOptions": "config",
     "ConfigError": "config",
     "preset": "config",
     "with_overrides": "config",

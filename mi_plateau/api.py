@@ -4,17 +4,23 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from .checkpoints import Run, RunError, refuse_inside_run
-from .config import RunOptions, compare_name
+from .config import AnalysisConfig, RunOptions, compare_name
 from .config.options import with_old_keywords
 from .frames import records
 from .interventions import head_ablation_named
 from .outputs import write_comparison, write_run_analysis
-from .passes.analyze import PassConfig, analyze_run, figure3_paper, passes_on, run_outputs, weights_for
+from .passes.analyze import (
+    analyze_run,
+    figure3_paper,
+    pass_config_of,
+    passes_on,
+    run_outputs,
+    weights_for,
+)
 from .passes.bootstrap import head_bootstrap, swap_gap_intervals
 from .replays.exact_check import exact_check as replayed_exact_check
 
@@ -73,22 +79,20 @@ def analyze(
     out: str | os.PathLike = "analyses",
     *,
     progress: bool = True,
-    pass_config=None,
-    max_head_checkpoints: int | None = None,
+    pass_config: AnalysisConfig | None = None,
     with_figure3: bool = False,
     options: RunOptions | None = None,
     **old,
 ) -> dict[str, Any]:
     """Run every pass over each run (on ``options.device``: ``devices.resolve``); write Tables 6 and 9 (md, csv,
     json), Figure 3 (HTML), the tidy pass tables and routing.json under ``out/<run name>/``, and a comparison folder
-    ``out/compare_<names>/`` when several runs are given. Returns paths and headline numbers. (``device=`` is
-    accepted for one release, with a DeprecationWarning.)"""
+    ``out/compare_<names>/`` when several runs are given, the passes as ``pass_config`` sets them (the
+    analysis section, ``config.AnalysisConfig``; default: its defaults). Returns paths and headline numbers.
+    (``device=`` and ``max_head_checkpoints=`` are accepted for one release, with a DeprecationWarning.)"""
+    pc = pass_config_of(pass_config, old, "analyze")
     options = with_old_keywords(options, old, "analyze")
     if isinstance(runs, (str, os.PathLike, Run)):
         runs = [runs]
-    pc = pass_config or PassConfig()
-    if max_head_checkpoints is not None:
-        pc = replace(pc, max_head_checkpoints=max_head_checkpoints)
     out = Path(out)
     refuse_inside_run(out, "analysis")
     result: dict[str, Any] = {"runs": {}}

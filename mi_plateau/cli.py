@@ -18,6 +18,7 @@ from .commands.options import (
     add_device,
     add_head_ablation,
     add_precision,
+    add_settings,
     add_static,
     add_step,
     batch_runs,
@@ -27,7 +28,7 @@ from .commands.options import (
 from .commands.recipes import add_selfcheck
 from .commands.run_args import add_settle, add_summary
 from .commands.tool_args import TOOL_SUBCOMMANDS
-from .config import PRESETS, SECTIONS, ConfigError, settings
+from .config import PRESETS, SECTIONS, AnalysisConfig, ConfigError, settings
 from .config import kind as field_kind
 from .reproduce.registry import RECIPES, help_text
 
@@ -103,16 +104,8 @@ def add_analyze(sub) -> None:
     a = sub.add_parser("analyze", help="run the analysis passes; write Tables 6, 9 and Figure 3")
     a.add_argument("runs", nargs="+")
     a.add_argument("--out", default="analyses", help="output root (default: analyses/)")
-    a.add_argument(
-        "--max-checkpoints",
-        type=positive_int,
-        default=None,
-        help="per-head passes at this many checkpoints over [0, 2 tau] (default 21)",
-    )
+    add_settings(a, AnalysisConfig)  # the analysis section's flags (--shifts, --max-checkpoints)
     add_head_ablation(a)
-    a.add_argument(
-        "--shifts", default="1", help="selector replacements k -> k+s mod K to average, comma-separated (default 1)"
-    )
     a.add_argument("--json", action="store_true", help="print the written paths and headline numbers as JSON")
     a.add_argument("--quiet", action="store_true")
     add_device(a)

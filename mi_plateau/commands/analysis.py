@@ -8,6 +8,7 @@ import json
 from ..config import RunOptions
 from ..frames import cell, lead
 from ..interventions import resid_patches
+from .options import settings_given
 from .text import head_columns, head_table, print_checkpoint
 
 
@@ -15,22 +16,9 @@ def cmd_analyze(args) -> int:
     from ..api import analyze
     from ..passes.analyze import PassConfig
 
-    try:
-        shifts = tuple(int(x) for x in args.shifts.split(",") if x.strip())
-    except ValueError:
-        raise ValueError(f"--shifts {args.shifts!r}: expected comma-separated integers, e.g. 1,3,5") from None
-    if not shifts:
-        raise ValueError("--shifts: give at least one shift")
-    pc = PassConfig(shifts=shifts, head_ablation=args.head_ablation)
     options = RunOptions.from_args(args)
-    res = analyze(
-        args.runs,
-        args.out,
-        progress=options.progress,
-        pass_config=pc,
-        max_head_checkpoints=args.max_checkpoints,
-        options=options,
-    )
+    pc = PassConfig(**settings_given(PassConfig, args))
+    res = analyze(args.runs, args.out, progress=options.progress, pass_config=pc, options=options)
     if args.json:
         print(json.dumps(res, indent=2))
         return 0

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import argparse
 import math
-from dataclasses import fields
+from dataclasses import Field, fields
+from typing import Any
 
-from ..config import PRECISIONS, RunOptions
+from ..config import NON_NEGATIVE, POSITIVE, PRECISIONS, SETTING, RunOptions, kind
 from ..interventions import head_ablations
 
 
@@ -108,6 +109,52 @@ def add_device(parser: argparse.ArgumentParser) -> None:
 
 def add_precision(parser: argparse.ArgumentParser) -> None:
     add_option(parser, "precision", choices=PRECISIONS)
+
+
+def setting_arg(f: Field):
+    """The argparse type of a config field's flag: a number within the field's bounds, or, for a
+    tuple field, its values comma-separated (at least one), each within them."""
+    typ, bounds = kind(f), f.metadata[SETTING].bounds
+    num = int if typ.startswith(("int", "tuple[int")) else float
+    one = {POSITIVE: positive_int, NON_NEGATIVE: nonnegative_int}.get(bounds) if num is int else None
+    if one is None:
+
+        def one(text: str):
+            v = num_arg(num)(text)
+            if bounds is not None and not bounds.holds(v):
+                raise argparse.ArgumentTypeError(f"{text!r}: {bounds.words(num is int)}")
+            return v
+
+    if not typ.startswith("tuple["):
+        return one
+
+    def values(text: str) -> tuple:
+        parts = [x for x in text.split(",") if x.strip()]
+        if not parts:
+            raise argparse.ArgumentTypeError(f"{text!r}: give at least one value, comma-separated (e.g. 1,3,5)")
+        return tuple(one(x.strip()) for x in parts)
+
+    return values
+
+
+def add_settings(parser: argparse.ArgumentParser, section: type) -> None:
+    """The flags of the config ``section``'s fields that declare one (``setting(flag=...)``): each
+    with its field's help and default, typed and bounded as the field (``setting_arg``); dest the
+    field's name, None when not given (``settings_given``)."""
+    for f in fields(section):
+        s = f.metadata[SETTING]
+        if s.flag:
+            shown = ",".join(map(str, f.default)) if isinstance(f.default, tuple) else f.default
+            parser.add_argument(
+                s.flag, dest=f.name, type=setting_arg(f), default=None, help=f"{s.help} (default {shown})"
+            )
+
+
+def settings_given(section: type, args) -> dict[str, Any]:
+    """The fields of ``section`` the command line set: every field with an argument of its name
+    that is not None (``add_settings``' flags, ``--ablation``'s head_ablation)."""
+    given = vars(args)
+    return {f.name: given[f.name] for f in fields(section) if given.get(f.name) is not None}
 
 
 def add_step(parser: argparse.ArgumentParser) -> None:

@@ -1,9 +1,11 @@
 """Run configuration (docs/design.md, docs/analyses.md): ``schema`` (the dataclasses, each field declared once with
 its help, choices, bounds, alias and flag), ``task_section`` (the task's section and the layout it
 implies), ``settings`` (that declaration's helper and the reading of values), ``validation`` and
-``presets`` (named recipes, overrides, run names); ``options`` (``RunOptions``: how a run, a sweep or a
+``presets`` (named recipes, overrides, run names); ``analysis`` (``AnalysisConfig``: the pass settings, a section
+of their own, beside the run's); ``options`` (``RunOptions``: how a run, a sweep or a
 recipe is run, beside what it trains). Everything is importable from here."""
 
+from .analysis import ANALYSIS, AnalysisConfig
 from .layout import LEN_A, LEN_B, Layout
 from .options import RunOptions
 from .presets import (
@@ -32,17 +34,33 @@ from .schema import (
     TrainConfig,
     settings,
 )
-from .settings import SETTING, Bounds, ConfigError, Setting, check_depth, coerce, kind, parse_json, setting
+from .settings import (
+    NON_NEGATIVE,
+    POSITIVE,
+    SETTING,
+    Bounds,
+    ConfigError,
+    Setting,
+    check_depth,
+    coerce,
+    kind,
+    parse_json,
+    setting,
+)
 from .task_section import A_TARGET_DIRECTIONS, MAX_NB, N_CHARS, SELECTOR_DIRECTIONS, TaskConfig, layout_for
 from .validation import reductions, validate
 
 __all__ = [
     "A_TARGET_DIRECTIONS",
     "ALIASES",
+    "ANALYSIS",
+    "AnalysisConfig",
     "LEN_A",
     "LEN_B",
     "MAX_NB",
     "N_CHARS",
+    "NON_NEGATIVE",
+    "POSITIVE",
     "PRESETS",
     "QUIET_GAP",
     "QUIET_SPACING_FRAC",

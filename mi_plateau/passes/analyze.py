@@ -1,7 +1,7 @@
 """Run the passes over a run's checkpoints, caching one JSON file per checkpoint.
 
 Cheap passes (losses, accuracy, swap gap, selector attention) run at every checkpoint; the
-per-head ablations and the causal patching run at ``max_head_checkpoints`` checkpoints spread
+per-head ablations and the causal patching run at ``max_checkpoints`` checkpoints spread
 evenly over the run plus the checkpoints the tables read (the phases of Table 9 and the tau
 fractions of Table 6). Rerunning skips checkpoints already analysed with the same settings.
 """
@@ -11,12 +11,13 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
 from ..checkpoints import Run, RunError, atomic_write_json, read_json, refuse_inside_run
-from ..config import RunOptions, layout_for
+from ..config import AnalysisConfig, RunOptions, layout_for
 from ..config.options import with_old_keywords
 from ..frames import frame
 from ..interventions import head_ablation_named
@@ -30,19 +31,12 @@ from .table6_9 import table6, table9
 
 
 @dataclass(frozen=True)
-class PassConfig:
-    shifts: tuple[int, ...] = (1,)  # selector replacements k -> k+s mod K, averaged
-    head_ablation: str = "zero"  # the registered head ablation the per-head passes run (interventions)
-    max_head_checkpoints: int = 21  # per-head passes at this many points over [0, head_span * tau]
-    head_span: float = 2.0
-    table6_fracs: tuple[float, ...] = (0.25, 0.5, 1.0, 1.5)
-    phase_fracs: tuple[float, float, float] = (0.25, 1.0, 2.0)  # Pre, Mid and Post of Table 9
-    min_gap: float = 0.05
-    n_boot: int = 1000  # bootstrap resamples over groups for the tables' intervals (0: none)
-    boot_seed: int = 0
-    delta: int = 200  # Figure 3(b)'s displacement grid (steps; a multiple of the checkpoint spacing)
+class PassConfig(AnalysisConfig):
+    """The analysis section (``config.AnalysisConfig``: its fields, help and bounds) as the passes
+    run it: its head ablation one of the registry's, and the key of the pass cache."""
 
     def __post_init__(self):
+        super().__post_init__()
         head_ablation_named(self.head_ablation)  # a ValueError naming the choices
 
     def key(self) -> str:
@@ -61,17 +55,39 @@ class PassConfig:
         return hashlib.sha1(json.dumps(d, sort_keys=True).encode()).hexdigest()[:10]
 
 
+OLD_SETTINGS = {"max_head_checkpoints": "max_checkpoints"}  # the API's older keyword -> the field now
+
+
+def pass_config_of(pc: AnalysisConfig | None, old: dict[str, Any], where: str) -> PassConfig:
+    """``pc`` (None: the defaults) as a ``PassConfig``, with the older API's keywords of
+    ``OLD_SETTINGS`` taken out of ``old`` and set, each with a DeprecationWarning naming its field."""
+    pc = PassConfig() if pc is None else pc
+    if type(pc) is not PassConfig:
+        pc = PassConfig(**{f.name: getattr(pc, f.name) for f in fields(AnalysisConfig)})
+    for name, field_name in OLD_SETTINGS.items():
+        if name in old:
+            value = old.pop(name)
+            warnings.warn(
+                f"{where}({name}=...) is deprecated: pass pass_config=PassConfig({field_name}=...)",
+                DeprecationWarning,
+                stacklevel=3,
+            )
+            if value is not None:
+                pc = replace(pc, **{field_name: value})
+    return pc
+
+
 def head_checkpoints(steps: list[int], taus, pc: PassConfig) -> list[int]:
     """The steps that get the expensive per-head passes (and the paper family's scoring).
 
     For each known tau (``taus``: one tau or several, e.g. both families'):
-    ``max_head_checkpoints`` points evenly spaced in t / tau over [0, ``head_span`` tau], so the
+    ``max_checkpoints`` points evenly spaced in t / tau over [0, ``head_span`` tau], so the
     set does not move as a run grows and resolves the plateau and the transition alike; plus the
     checkpoints the tables read; and the last one. Before any tau is known (a run still on its
     plateau) only the last checkpoint.
     """
     chosen = {steps[-1]}
-    n = min(pc.max_head_checkpoints, len(steps))
+    n = min(pc.max_checkpoints, len(steps))
     for tau in [taus] if taus is None or isinstance(taus, int) else taus:
         if tau is None:
             continue

@@ -6,17 +6,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from .. import figures
 from ..checkpoints import Run, RunError, atomic_write_text, refuse_inside_run
-from ..config import RunOptions, compare_name
+from ..config import AnalysisConfig, RunOptions, compare_name
 from ..config.options import with_old_keywords
 from ..figures import forest
 from ..outputs import PLOTLY_MODES, STATIC_NEEDS, chromium, plotly_script, write_figures
-from ..passes.analyze import PassConfig
+from ..passes.analyze import pass_config_of
 from .html_tables import html_table
 from .inputs import gather, read_llc
 from .markup import Html, Page, fill, nav_links, script, template_text
@@ -60,8 +59,7 @@ def report(
     progress: bool = True,
     *,
     analyses: str | os.PathLike | None = None,
-    pass_config=None,
-    max_head_checkpoints: int | None = None,
+    pass_config: AnalysisConfig | None = None,
     plotly: str = "inline",
     options: RunOptions | None = None,
     llc: Sequence[str | os.PathLike] = (),
@@ -69,7 +67,8 @@ def report(
     **old,
 ) -> Path:
     """Write the interactive report of one or several runs (the passes on ``options.device``;
-    ``device=``: deprecated, as in ``api.analyze``); returns the HTML path. ``llc``:
+    the pass settings ``pass_config``; ``device=`` and ``max_head_checkpoints=``: deprecated, as in
+    ``api.analyze``); returns the HTML path. ``llc``:
     learning-coefficient curves recorded by ``mi-plateau llc`` (JSON), each drawn beside the loss
     of the run it names. ``static``: also every figure of the page as ``<report
     stem>_figures/<figure id>.svg`` (a Chromium is needed; without one, a one-line error before
@@ -81,6 +80,7 @@ def report(
     <analyses>``); ``analyses`` defaults to the folder of ``out`` when ``out`` is given (the
     report writes nowhere but beside its output), else to ``analyses/``.
     """
+    pc = pass_config_of(pass_config, old, "report")
     options = with_old_keywords(options, old, "report")
     if isinstance(runs, (str, os.PathLike, Run)):
         runs = [runs]
@@ -88,9 +88,6 @@ def report(
     if analyses is None:
         analyses = Path(out).parent if out is not None else Path("analyses")
     analyses = Path(analyses)
-    pc = pass_config or PassConfig()
-    if max_head_checkpoints is not None:
-        pc = replace(pc, max_head_checkpoints=max_head_checkpoints)
     out = Path(out) if out is not None else default_out([r.name for r in runs], analyses)
     refuse_inside_run(out, "report")  # before any work
     if plotly not in PLOTLY_MODES:

@@ -573,7 +573,7 @@ EXPECT: dict[tuple[str, str], Proof] = {
         "analyze",
         "mi_plateau.api.analyze",
         ["--max-checkpoints", "3"],
-        lambda a, k: k["max_head_checkpoints"] == 3,
+        lambda a, k: k["pass_config"].max_checkpoints == 3,
         {"runs": {}},
     ),
     ("analyze", "--ablation"): reaches(

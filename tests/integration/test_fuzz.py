@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from mi_plateau.checkpoints import Run, RunError
-from mi_plateau.config import ConfigError, preset, with_overrides
+from mi_plateau.config import AnalysisConfig, ConfigError, preset, with_overrides
 from mi_plateau.settle import run_summary
 from mi_plateau.train import train
 
@@ -263,10 +263,19 @@ def _fuzz(
 
             out = tmp_path / f"an{case}"
             ops += [
-                ("analyze", lambda: analyze([folder], out, progress=False, max_head_checkpoints=3)),
+                (
+                    "analyze",
+                    lambda: analyze([folder], out, progress=False, pass_config=AnalysisConfig(max_checkpoints=3)),
+                ),
                 (
                     "report",
-                    lambda: report([folder], out / "r.html", progress=False, analyses=out, max_head_checkpoints=3),
+                    lambda: report(
+                        [folder],
+                        out / "r.html",
+                        progress=False,
+                        analyses=out,
+                        pass_config=AnalysisConfig(max_checkpoints=3),
+                    ),
                 ),
             ]
         for name, fn in ops:

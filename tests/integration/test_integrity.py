@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from mi_plateau.checkpoints import Run, RunError, RunLock, save_tensors
-from mi_plateau.config import ConfigError, RunOptions, preset, validate, with_overrides
+from mi_plateau.config import AnalysisConfig, ConfigError, RunOptions, preset, validate, with_overrides
 from mi_plateau.settle import run_summary
 from mi_plateau.train import train
 
@@ -412,7 +412,7 @@ def test_report_keeps_its_caches_beside_its_output(capped, tmp_path, monkeypatch
         [capped],
         tmp_path / "rep" / "r.html",
         progress=False,
-        max_head_checkpoints=3,
+        pass_config=AnalysisConfig(max_checkpoints=3),
         plotly="cdn",
         options=RunOptions(device="cpu"),
     )

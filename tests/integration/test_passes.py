@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from mi_plateau.checkpoints import RunError
-from mi_plateau.config import preset
+from mi_plateau.config import AnalysisConfig, preset
 from mi_plateau.metrics import example_correct, group_accuracy
 from mi_plateau.model import build_model
 from mi_plateau.model.forward import Weights, block, forward, run_cached
@@ -196,7 +196,7 @@ def test_half_rise():
 def test_analyze_inspect_ablate_on_a_trained_run(tiny_run, tmp_path):
     from mi_plateau.api import ablation_report, analyze, inspect
 
-    res = analyze([tiny_run], tmp_path, progress=False, max_head_checkpoints=6)
+    res = analyze([tiny_run], tmp_path, progress=False, pass_config=AnalysisConfig(max_checkpoints=6))
     folder = tmp_path / tiny_run.name
     for f in (
         "table6.md",
@@ -251,7 +251,7 @@ def test_analyze_inspect_ablate_on_a_trained_run(tiny_run, tmp_path):
     b = coherent_descent(tiny_run, 20)  # the tiny run's own spacing: every grid step is a checkpoint
     assert len(b) >= 2 and b["cos"].iloc[1:].between(-1, 1).all()
     # second call reuses the cache and gives the same numbers
-    again = analyze([tiny_run], tmp_path, progress=False, max_head_checkpoints=6)
+    again = analyze([tiny_run], tmp_path, progress=False, pass_config=AnalysisConfig(max_checkpoints=6))
     assert again["runs"][tiny_run.name]["routing"] == ro
     last = tiny_run.steps()[-1]
     ins = inspect(tiny_run, last, head="L0H0")
@@ -266,7 +266,7 @@ def test_analyze_inspect_ablate_on_a_trained_run(tiny_run, tmp_path):
     assert paper.groupby("phase")["top_share"].sum().le(1 + 1e-9).all()
     from mi_plateau.passes.analyze import PassConfig, analyze_run
 
-    tabs = analyze_run(tiny_run, tmp_path, PassConfig(max_head_checkpoints=6), progress=False)
+    tabs = analyze_run(tiny_run, tmp_path, PassConfig(max_checkpoints=6), progress=False)
     hg, heads = tabs["head_groups"], tabs["heads"]
     mean_by = hg.groupby(["step", "head"])[["dL", "sel_attn", "swap_contrib"]].mean()
     for _, r in heads[heads["dL"].notna()].iterrows():
@@ -304,14 +304,14 @@ def test_analysis_does_not_depend_on_the_cache_history(tiny_run, tmp_path):
     --max-checkpoints) contribute only their cheap rows later: same tables as a fresh folder."""
     from mi_plateau.passes.analyze import PassConfig, analyze_run
 
-    analyze_run(tiny_run, tmp_path / "a", PassConfig(max_head_checkpoints=8), progress=False)
-    reused = analyze_run(tiny_run, tmp_path / "a", PassConfig(max_head_checkpoints=3), progress=False)
-    fresh = analyze_run(tiny_run, tmp_path / "b", PassConfig(max_head_checkpoints=3), progress=False)
+    analyze_run(tiny_run, tmp_path / "a", PassConfig(max_checkpoints=8), progress=False)
+    reused = analyze_run(tiny_run, tmp_path / "a", PassConfig(max_checkpoints=3), progress=False)
+    fresh = analyze_run(tiny_run, tmp_path / "b", PassConfig(max_checkpoints=3), progress=False)
     for k in fresh:
         assert reused[k].equals(fresh[k]), k
     assert (
         fresh["patching"]["step"].nunique()
-        < analyze_run(tiny_run, tmp_path / "a", PassConfig(max_head_checkpoints=8), progress=False)["patching"][
+        < analyze_run(tiny_run, tmp_path / "a", PassConfig(max_checkpoints=8), progress=False)["patching"][
             "step"
         ].nunique()
     )

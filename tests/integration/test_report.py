@@ -9,7 +9,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from mi_plateau.config import RunOptions
+from mi_plateau.config import AnalysisConfig, RunOptions
 
 SCRIPT = "<script>alert(1)</script>"
 BAD_NAME = "<img src=x onerror=alert(1)>"  # a folder name cannot hold '/', so the script tag goes into the config
@@ -38,7 +38,7 @@ def reports(tiny_run, tmp_path_factory):
 
     tmp = tmp_path_factory.mktemp("report")
     analyses = tmp / "analyses"
-    single = report([tiny_run.path], progress=False, analyses=analyses, max_head_checkpoints=6)
+    single = report([tiny_run.path], progress=False, analyses=analyses, pass_config=AnalysisConfig(max_checkpoints=6))
 
     bad = tmp / "runs" / BAD_NAME
     shutil.copytree(tiny_run.path, bad)
@@ -49,16 +49,23 @@ def reports(tiny_run, tmp_path_factory):
     cmd["argv"] = ["mi-plateau", "train", "--set", SCRIPT]
     (bad / "command.json").write_text(json.dumps(cmd))
     shutil.copytree(analyses / tiny_run.name / "passes", analyses / BAD_NAME / "passes")  # same weights, same cache
-    compare = report([tiny_run.path, bad], progress=False, analyses=analyses, max_head_checkpoints=6)
+    compare = report(
+        [tiny_run.path, bad], progress=False, analyses=analyses, pass_config=AnalysisConfig(max_checkpoints=6)
+    )
     cdn = report(
-        [tiny_run.path], tmp / "cdn" / "r.html", progress=False, analyses=analyses, max_head_checkpoints=6, plotly="cdn"
+        [tiny_run.path],
+        tmp / "cdn" / "r.html",
+        progress=False,
+        analyses=analyses,
+        pass_config=AnalysisConfig(max_checkpoints=6),
+        plotly="cdn",
     )
     directory = report(
         [tiny_run.path],
         tmp / "dir" / "r.html",
         progress=False,
         analyses=analyses,
-        max_head_checkpoints=6,
+        pass_config=AnalysisConfig(max_checkpoints=6),
         plotly="directory",
     )
     llc_file = tmp / "llc.json"  # a recorded LLC curve (estimators.llc's format), numbers made up
@@ -84,7 +91,7 @@ def reports(tiny_run, tmp_path_factory):
         tmp / "llc" / "r.html",
         progress=False,
         analyses=analyses,
-        max_head_checkpoints=6,
+        pass_config=AnalysisConfig(max_checkpoints=6),
         llc=[llc_file],
     )
     return {

@@ -3,6 +3,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from mi_plateau.config import AnalysisConfig
 from mi_plateau.reproduce.core import CORE_RUNS, plan
 
 
@@ -75,7 +76,13 @@ def test_write_assets_builds_the_docs_tables_and_figures(tiny_run, tmp_path):
     from mi_plateau.train import train
 
     other = train(with_overrides(tiny_run.config(), {"seed": 1}), tmp_path / "other", progress=False)
-    res = analyze([tiny_run, other], tmp_path / "an", progress=False, max_head_checkpoints=4, with_figure3=True)
+    res = analyze(
+        [tiny_run, other],
+        tmp_path / "an",
+        progress=False,
+        pass_config=AnalysisConfig(max_checkpoints=4),
+        with_figure3=True,
+    )
     runs = [(r.path, dataclasses.replace(r.config(), preset="paper")) for r in (tiny_run, other)]
     results = {
         "summaries": {n: r["summary"] for n, r in res["runs"].items()},

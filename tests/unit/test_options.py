@@ -1,12 +1,16 @@
-"""``RunOptions``: each option's flag and help declared once, on its field; the API's older
-keywords folded into it for one release."""
+"""``RunOptions`` and the analysis section (``AnalysisConfig``): each option's and each setting's
+flag, help and bounds declared once, on its field; the API's older keywords folded in for one
+release; the pass cache keys unchanged."""
 
+import argparse
+import re
 from dataclasses import fields
 
 import pytest
 
 from mi_plateau.cli import TRAIN_FLAGS, build_parser
-from mi_plateau.config import RunOptions
+from mi_plateau.commands.options import setting_arg, settings_given
+from mi_plateau.config import ANALYSIS, SETTING, AnalysisConfig, ConfigError, RunOptions, settings
 from mi_plateau.config.options import with_old_keywords
 
 
@@ -37,3 +41,65 @@ def test_the_older_device_keyword_folds_into_the_options_with_a_warning():
     assert with_old_keywords(None, {}, "analyze") == RunOptions()
     with pytest.raises(TypeError, match="unexpected keyword argument 'devise'"):
         with_old_keywords(None, {"devise": "cpu"}, "analyze")
+
+
+def test_every_analysis_flag_is_a_fields_flag_with_its_help_and_bounds():
+    """The analysis section's flags of ``analyze`` are its fields' (``setting(flag=...)``): help,
+    default shown, the field's name as dest, its bounds refused in one line."""
+    flagged = {s.flag: (key.split(".")[1], s) for key, _, s in settings(ANALYSIS) if s.flag}
+    assert set(flagged) == {"--shifts", "--max-checkpoints"}
+    plain = vars(build_parser().parse_args(["analyze", "RUN"]))
+    for flag, (name, s) in flagged.items():
+        default, help_ = flag_help("analyze", flag)
+        assert default is None and help_.startswith(s.help) and plain[name] is None
+    args = build_parser().parse_args(["analyze", "RUN", "--shifts", "1,3", "--max-checkpoints", "4", "--mean"])
+    assert settings_given(AnalysisConfig, args) == {"shifts": (1, 3), "max_checkpoints": 4, "head_ablation": "mean"}
+    assert settings_given(AnalysisConfig, build_parser().parse_args(["analyze", "RUN"])) == {"head_ablation": "zero"}
+    for argv, words in ((["--max-checkpoints", "0"], "must be at least 1"), (["--shifts", ","], "at least one value")):
+        with pytest.raises(SystemExit):
+            build_parser().parse_args(["analyze", "RUN", *argv])
+        with pytest.raises(argparse.ArgumentTypeError, match=words):
+            setting_arg(next(f for f in fields(AnalysisConfig) if f.metadata[SETTING].flag == argv[0]))(argv[1])
+
+
+@pytest.mark.parametrize("key, f, s", [x for x in settings(ANALYSIS) if x[2].bounds], ids=lambda v: str(v)[:24])
+def test_every_analysis_bound_is_enforced_in_one_line(key, f, s):
+    name = key.split(".")[1]
+    default = getattr(AnalysisConfig(), name)
+    bad = (0 if s.bounds.ge == 1 or s.bounds.gt == 0 else -1,)
+    with pytest.raises(
+        ConfigError, match=rf"^{key}=.*: {re.escape(s.bounds.words(f.type.startswith(('int', 'tuple[int'))))}$"
+    ):
+        AnalysisConfig(**{name: bad if isinstance(default, tuple) else bad[0]})
+
+
+def test_the_pass_cache_key_is_the_settings_it_had():
+    """The analysis section as a config section changed no pass cache key: the same sha1 of the
+    same dict (shifts, mean, min_gap, the derived version), for the defaults and a changed one."""
+    import hashlib
+    import json
+
+    from mi_plateau.passes.analyze import PassConfig
+    from mi_plateau.passes.head_scores import cache_version
+
+    def old_key(shifts, mean, min_gap, ablation=None):
+        d = {"shifts": list(shifts), "mean": mean, "min_gap": min_gap, "v": cache_version()}
+        d |= {"ablation": ablation} if ablation else {}
+        return hashlib.sha1(json.dumps(d, sort_keys=True).encode()).hexdigest()[:10]
+
+    assert PassConfig().key() == old_key((1,), False, 0.05)
+    assert PassConfig(shifts=(1, 3), head_ablation="mean", max_checkpoints=3, n_boot=0).key() == old_key(
+        (1, 3), True, 0.05
+    )
+    assert PassConfig(head_ablation="group_mean").key() == old_key((1,), False, 0.05, "group_mean")
+    with pytest.raises(ValueError, match="zero"):
+        PassConfig(head_ablation="nope")
+
+
+def test_the_older_max_head_checkpoints_keyword_sets_the_field_with_a_warning():
+    from mi_plateau.passes.analyze import PassConfig, pass_config_of
+
+    old = {"max_head_checkpoints": 3, "device": "cpu"}
+    with pytest.warns(DeprecationWarning, match=r"max_checkpoints=\.\.\."):
+        pc = pass_config_of(AnalysisConfig(n_boot=0), old, "analyze")
+    assert pc == PassConfig(n_boot=0, max_checkpoints=3) and type(pc) is PassConfig and old == {"device": "cpu"}
