@@ -9,12 +9,14 @@ from typing import Any
 
 from .checkpoints import Run, RunError, refuse_inside_run
 from .config import AnalysisConfig, RunOptions, compare_name
+from .config.layout import token_labels
 from .config.options import with_old_keywords
 from .frames import records
 from .interventions import head_ablation_named
 from .outputs import write_comparison, write_run_analysis
 from .passes.analyze import (
     analyze_run,
+    eval_set_on,
     figure3_paper,
     pass_config_of,
     passes_on,
@@ -139,10 +141,6 @@ def _checkpoint_at(run: Run, step: int | None, options: RunOptions):
     """The checkpoint nearest ``step`` (None: the last; a snapped step says so on stderr): the
     config, the step, its weights and the evaluation set, both on ``options.device``, and the
     device."""
-    # here, not at the top: these import torch (the API's summary and sampled replays run without it)
-    from .devices import resolve
-    from .task import make_eval_set, make_task
-
     cfg = run.config()
     steps = run.steps()
     if not steps:
@@ -150,8 +148,7 @@ def _checkpoint_at(run: Run, step: int | None, options: RunOptions):
     s = steps[-1] if step is None else run.nearest_step(step)
     if step is not None and s != step:
         print(f"nearest checkpoint to {step}: {s}", file=sys.stderr)
-    dev = resolve(options.device)
-    ev = make_eval_set(make_task(cfg.task), cfg.eval).on(dev)
+    ev, dev = eval_set_on(cfg, options)
     return cfg, s, weights_for(run, s, cfg, dev), ev, dev
 
 
@@ -199,8 +196,7 @@ def inspect(
     ``seed``; ``_lo``/``_hi`` keys, and ``top_share`` per head). On ``options.device``
     (``device=``: deprecated, as in ``analyze``)."""
     options = with_old_keywords(options, old, "inspect")
-    from .model import parse_head  # here, not at the top: model and task import torch
-    from .task import token_labels
+    from .model import parse_head  # here, not at the top: model imports torch (summary runs without it)
 
     run = run if isinstance(run, Run) else Run(run)
     cfg, s, W, ev, dev = _checkpoint_at(run, step, options)

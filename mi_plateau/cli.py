@@ -301,7 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
-    from .checkpoints import RunError
+    from .checkpoints import RunError  # after parsing: checkpoints loads numpy, --help and bad flags need none
 
     try:
         return commands.dispatch(args, argv)

@@ -26,22 +26,8 @@ from torch import Tensor
 
 from .config import LEN_A, LEN_B, N_CHARS, EvalConfig, Layout, TaskConfig, layout_for
 
-PAD, BOS, EOS, SEP = 0, 1, 2, 3
-CHAR0 = 4
-D_VOCAB = CHAR0 + N_CHARS
-ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
-
-
-def decode(tokens) -> str:
-    """Render token ids as text: characters as themselves, specials as <BOS> etc."""
-    names = {PAD: "<PAD>", BOS: "<BOS>", EOS: "<EOS>", SEP: "|"}
-    return "".join(names.get(int(t), ALPHABET[int(t) - CHAR0] if CHAR0 <= int(t) < D_VOCAB else "?") for t in tokens)
-
-
-def token_labels(tokens) -> list[str]:
-    """One short label per position, for attention-pattern axes."""
-    names = {PAD: "PAD", BOS: "BOS", EOS: "EOS", SEP: "SEP"}
-    return [names.get(int(t), ALPHABET[int(t) - CHAR0] if CHAR0 <= int(t) < D_VOCAB else "?") for t in tokens]
+# the vocabulary's ids and their text, declared beside the layout (torch-free); named here too
+from .config.layout import ALPHABET, BOS, CHAR0, D_VOCAB, EOS, PAD, SEP, decode, token_labels  # noqa: F401
 
 
 def _unique_rows(rng: np.random.Generator, n: int, length: int) -> np.ndarray:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import ConfigError, RunConfig, config_diff, extends, validate
+from ..config.layout import token_labels
 from ..frames import frame
 from ..summaries import nearest
 from .files import (
@@ -281,8 +282,6 @@ class Run:
     def to_str_tokens(tokens) -> list[str] | list[list[str]]:
         """String tokens of one sequence (or a batch): characters as themselves, specials BOS,
         SEP, EOS, PAD."""
-        from ..task import token_labels  # here, not at the top: torch
-
         if getattr(tokens, "ndim", 1) == 2:
             return [token_labels(t) for t in tokens]
         return token_labels(tokens)

@@ -6,7 +6,7 @@ of their own, beside the run's); ``options`` (``RunOptions``: how a run, a sweep
 recipe is run, beside what it trains). Everything is importable from here."""
 
 from .analysis import ANALYSIS, AnalysisConfig
-from .layout import LEN_A, LEN_B, Layout
+from .layout import LEN_A, LEN_B, N_CHARS, Layout
 from .options import RunOptions
 from .presets import (
     ALIASES,
@@ -47,7 +47,7 @@ from .settings import (
     parse_json,
     setting,
 )
-from .task_section import A_TARGET_DIRECTIONS, MAX_NB, N_CHARS, SELECTOR_DIRECTIONS, TaskConfig, layout_for
+from .task_section import A_TARGET_DIRECTIONS, MAX_NB, SELECTOR_DIRECTIONS, TaskConfig, layout_for
 from .validation import reductions, validate
 
 __all__ = [

@@ -1,4 +1,6 @@
-"""Token positions of one sequence (``Layout``; ``task_section.layout_for`` makes one from a task)."""
+"""The tokens of a sequence: the vocabulary's ids (torch-free: the tables, the report and the
+checkpoint reader name tokens without loading torch; ``task`` makes the sequences) and their
+positions (``Layout``; ``task_section.layout_for`` makes one from a task)."""
 
 from __future__ import annotations
 
@@ -6,6 +8,23 @@ from dataclasses import dataclass
 
 LEN_B = 6
 LEN_A = 4
+N_CHARS = 36  # the alphabet a-z0-9
+ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
+PAD, BOS, EOS, SEP = 0, 1, 2, 3
+CHAR0 = 4  # the first character's token id
+D_VOCAB = CHAR0 + N_CHARS
+
+
+def decode(tokens) -> str:
+    """Render token ids as text: characters as themselves, specials as <BOS> etc."""
+    names = {PAD: "<PAD>", BOS: "<BOS>", EOS: "<EOS>", SEP: "|"}
+    return "".join(names.get(int(t), ALPHABET[int(t) - CHAR0] if CHAR0 <= int(t) < D_VOCAB else "?") for t in tokens)
+
+
+def token_labels(tokens) -> list[str]:
+    """One short label per position, for attention-pattern axes."""
+    names = {PAD: "PAD", BOS: "BOS", EOS: "EOS", SEP: "SEP"}
+    return [names.get(int(t), ALPHABET[int(t) - CHAR0] if CHAR0 <= int(t) < D_VOCAB else "?") for t in tokens]
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .layout import LEN_A, LEN_B, Layout
+from .layout import LEN_A, LEN_B, N_CHARS, Layout
 from .settings import NON_NEGATIVE, POSITIVE, SEED, Bounds, setting
 
-N_CHARS = 36  # the alphabet a-z0-9
 A_TARGET_DIRECTIONS = ("backward", "b_a")
 SELECTOR_DIRECTIONS = ("backward", "az_b")
 MAX_NB = 20000

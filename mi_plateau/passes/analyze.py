@@ -12,12 +12,14 @@ import hashlib
 import json
 import sys
 import warnings
+from contextlib import nullcontext
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
 from ..checkpoints import Run, RunError, atomic_write_json, read_json, refuse_inside_run
 from ..config import AnalysisConfig, RunOptions, layout_for
+from ..config.layout import D_VOCAB
 from ..config.options import with_old_keywords
 from ..frames import frame
 from ..interventions import head_ablation_named
@@ -116,11 +118,19 @@ def weights_for(run: Run, step: int, cfg, device=None):
     return Weights.of(sd, m)
 
 
+def eval_set_on(cfg, options: RunOptions):
+    """The run's fixed evaluation set on ``options.device`` (``devices.resolve``), and that device."""
+    # here, not at the top: task and devices import torch (the tables import this module without it)
+    from ..devices import resolve
+    from ..task import make_eval_set, make_task
+
+    dev = resolve(options.device)
+    return make_eval_set(make_task(cfg.task), cfg.eval).on(dev), dev
+
+
 def passes_on(device, W, ev, **kw) -> dict[str, list[dict[str, Any]]]:
     """``checkpoint_passes`` on ``device`` (weights and evaluation set already there, see
     ``weights_for`` and ``EvalSet.on``): on a GPU, the tensors the passes make go there too."""
-    from contextlib import nullcontext
-
     from .per_checkpoint import checkpoint_passes  # here, not at the top: it imports torch
 
     with nullcontext() if device is None or device.type == "cpu" else device:
@@ -154,8 +164,6 @@ def _cheap_part(tables: dict[str, list]) -> dict[str, list]:
 
 
 def _expected_shapes(cfg) -> dict[str, tuple[int, ...]]:
-    from ..task import D_VOCAB  # here, not at the top: task imports torch
-
     m = cfg.model
     return {
         "embed.weight": (D_VOCAB, m.d_model),
@@ -187,8 +195,6 @@ def analyze_run(
     (checkpoint x head x group: selector attention; Delta L, Delta Lc and the swap contribution
     where the ablations ran).
     """
-    from ..task import make_eval_set, make_task  # here, not at the top: torch
-
     options = with_old_keywords(options, old, "analyze_run")
     run = run if isinstance(run, Run) else Run(run)
     cfg = run.config()
@@ -203,10 +209,7 @@ def analyze_run(
         raise RunError(f"shifts {list(pc.shifts)}: a shift that is a multiple of K={K} replaces a selector by itself")
     fams = summarize(cfg, records)["definitions"]
     heavy = set(head_checkpoints(all_steps, [f["tau"] for f in fams.values()], pc)) if heavy else set()
-    from ..devices import resolve as resolve_device  # here, not at the top: torch, imported when the passes run
-
-    dev = resolve_device(options.device)
-    ev = make_eval_set(make_task(cfg.task), cfg.eval).on(dev)
+    ev, dev = eval_set_on(cfg, options)
     cache = Path(out_dir) / "passes"  # under the folder the caller gave, never elsewhere
     refuse_inside_run(cache, "pass cache")
     # A cached file serves a checkpoint only if it was made from the same weights (their SHA-256,
