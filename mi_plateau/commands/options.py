@@ -8,7 +8,7 @@ import math
 from dataclasses import Field, fields
 from typing import Any
 
-from ..config import NON_NEGATIVE, POSITIVE, PRECISIONS, SETTING, RunOptions, kind
+from ..config import NON_NEGATIVE, POSITIVE, PRECISIONS, SETTING, Bounds, RunOptions, kind
 from ..interventions import head_ablations
 
 
@@ -116,7 +116,8 @@ def setting_arg(f: Field):
     tuple field, its values comma-separated (at least one), each within them."""
     typ, bounds = kind(f), f.metadata[SETTING].bounds
     num = int if typ.startswith(("int", "tuple[int")) else float
-    one = {POSITIVE: positive_int, NON_NEGATIVE: nonnegative_int}.get(bounds) if num is int else None
+    plain = {int: {POSITIVE: positive_int, NON_NEGATIVE: nonnegative_int}, float: {Bounds(gt=0): positive_float}}
+    one = plain[num].get(bounds)
     if one is None:
 
         def one(text: str):

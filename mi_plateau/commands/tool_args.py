@@ -4,7 +4,8 @@ time, so that bad input answers before anything is imported or read."""
 
 from __future__ import annotations
 
-from .options import draws_int, nonnegative_int, positive_float, positive_int
+from ..config import SGLDSettings
+from .options import add_settings, draws_int, nonnegative_int, positive_float, positive_int
 
 # Defaults are None: the study's own function supplies them, so each lives in one place; the help
 # quotes them (tests/integration/test_tool_commands.py checks the quotes against the functions).
@@ -87,13 +88,7 @@ def add_llc(sub) -> None:
     p.add_argument(
         "--upto", type=positive_float, default=None, help="the last checkpoint, in units of tau (default 1.2)"
     )
-    p.add_argument("--lr", type=positive_float, default=None, help="SGLD step size eps (default 3e-6)")
-    p.add_argument(
-        "--localization",
-        type=positive_float,
-        default=None,
-        help="gamma, the pull back to the checkpoint (default 10000)",
-    )
+    add_settings(p, SGLDSettings)  # the sampler's flags (--lr, --localization), from its fields
     p.add_argument(
         "--calibrate",
         action="store_true",

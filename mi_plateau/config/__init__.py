@@ -1,11 +1,14 @@
 """Run configuration (docs/design.md, docs/analyses.md): ``schema`` (the dataclasses, each field declared once with
 its help, choices, bounds, alias and flag), ``task_section`` (the task's section and the layout it
-implies), ``settings`` (that declaration's helper and the reading of values), ``validation`` and
-``presets`` (named recipes, overrides, run names); ``analysis`` (``AnalysisConfig``: the pass settings, a section
-of their own, beside the run's); ``options`` (``RunOptions``: how a run, a sweep or a
-recipe is run, beside what it trains). Everything is importable from here."""
+implies), ``layout`` (the vocabulary and the token positions), ``settings`` (that declaration's helper
+and the reading of values), ``validation`` and ``presets`` (named recipes, overrides, run names).
+Declared the same way beside the run's sections: ``analysis`` (``AnalysisConfig``, the pass
+settings) and ``estimators`` (``SGLDSettings``, ``HessianSettings``). ``options`` (``RunOptions``:
+how a run, a sweep, a recipe or an analysis is run, beside what it trains). Everything is
+importable from here."""
 
 from .analysis import ANALYSIS, AnalysisConfig
+from .estimators import HessianSettings, SGLDSettings
 from .layout import LEN_A, LEN_B, N_CHARS, Layout
 from .options import RunOptions
 from .presets import (
@@ -72,6 +75,8 @@ __all__ = [
     "PRECISIONS",
     "STOPS",
     "Bounds",
+    "HessianSettings",
+    "SGLDSettings",
     "ConfigError",
     "check_depth",
     "parse_json",

@@ -10,9 +10,9 @@ against the registry and that key. Standard library only: the command line impor
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
-from .settings import NON_NEGATIVE, POSITIVE, SEED, SETTING, Bounds, kind, setting
+from .settings import NON_NEGATIVE, POSITIVE, SEED, Bounds, check_fields, setting
 
 FRACTION_OF_TAU = Bounds(gt=0, text="fractions of tau must be > 0")
 
@@ -56,12 +56,7 @@ class AnalysisConfig:
     )
 
     def __post_init__(self):
-        """ConfigError, one line naming the field, where a value (each value of a tuple) breaks its bounds."""
-        for f in fields(AnalysisConfig):
-            s = f.metadata[SETTING]
-            value = getattr(self, f.name)
-            for v in value if isinstance(value, tuple) else (value,):
-                s.check(f"analysis.{f.name}", v, integer=kind(f).startswith(("int", "tuple[int")))
+        check_fields(self, "analysis")
 
 
 ANALYSIS = {"analysis": AnalysisConfig}  # the section by name, as ``settings`` reads sections

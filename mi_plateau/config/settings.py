@@ -104,6 +104,17 @@ def setting(
     return field(default=default, metadata={SETTING: Setting(help, tuple(choices), bounds, note, alias, flag)})
 
 
+def check_fields(obj, section: str) -> None:
+    """ConfigError, one line naming ``section.field``, where a value of the dataclass ``obj`` (each
+    value of a tuple; None passes) breaks its field's ``Setting``: a section that checks itself on
+    construction (``analysis``, ``estimators``), where the run's sections are checked by ``validate``."""
+    for f in fields(obj):
+        value = getattr(obj, f.name)
+        for v in value if isinstance(value, tuple) else (value,):
+            if v is not None:
+                f.metadata[SETTING].check(f"{section}.{f.name}", v, integer=kind(f).startswith(("int", "tuple[int")))
+
+
 def _num(x: float) -> str:
     return f"{x:g}" if isinstance(x, float) else str(x)
 

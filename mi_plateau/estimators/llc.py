@@ -42,7 +42,7 @@ import tempfile
 import time
 import warnings
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -54,44 +54,13 @@ from torch import Tensor, nn
 
 from ..checkpoints import Run, atomic_write_json
 from ..checkpoints.files import code_commit
-from ..config import ConfigError, RunConfig, layout_for
+from ..config import ConfigError, RunConfig, SGLDSettings, layout_for
 from ..devices import resolve
 from ..frames import frame, records
 from ..model.forward import Weights, forward
 from ..summaries import nan_to_none, nearest, summarize
 from ..task import make_sampler, make_task
 from ..train import batch_loss
-
-
-@dataclass(frozen=True)
-class SGLDSettings:
-    """The sampler's settings (devinterp's names in brackets).
-
-    ``lr``: SGLD step size eps [lr]. ``localization``: gamma, the pull back to w* [localization],
-    per unit parameter squared. ``nbeta``: n beta, the inverse temperature times the sample size
-    [n_beta], per nat; 1000 is about n / log n at the paper's D = 10,000 examples. ``n_chains``
-    independent chains from w*, each ``n_burnin`` + ``n_draws`` steps, one minibatch per step.
-    ``batch_size`` (None: the run's training batch size) and ``n_batches``: the fixed data set is
-    ``n_batches`` batches, cycled in one seeded order.
-
-    The defaults are what ``calibrate`` picks on the ``tiny`` preset (docs/mechanisms.md, "The
-    learning coefficient"): eps * gamma = 0.03 (``PULL``), so the loosest directions, held by gamma
-    alone, settle within the burn-in, and the largest eps whose drift stays below the spread over
-    chains. The estimate moves with eps by orders of magnitude (there is no range of eps over
-    which it holds still), so estimates made with different settings are not comparable."""
-
-    lr: float = 3e-6
-    localization: float = 10000.0
-    nbeta: float = 1000.0
-    n_chains: int = 4
-    n_draws: int = 200
-    n_burnin: int = 100
-    batch_size: int | None = None
-    n_batches: int = 16
-
-    def resolved(self, cfg: RunConfig) -> SGLDSettings:
-        return replace(self, batch_size=self.batch_size or cfg.train.batch_size)
-
 
 # a ten times larger step for the tests' short chains on the ``tiny`` preset (it fails the
 # calibration rule there: its drift exceeds the chains' spread at a converged checkpoint)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import math
 import sys
-from dataclasses import replace
+from dataclasses import asdict, replace
 from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -30,6 +30,7 @@ import torch
 
 from .. import paper
 from ..checkpoints import Run, RunError
+from ..config import HessianSettings
 from ..estimators.hessian import hessian_pass, plateau_checkpoints, table10
 from ..figures import PALETTE
 from ..frames import records
@@ -45,9 +46,7 @@ from .writer import Built, Plot, Table
 READS = "k_sweep"  # the recipe whose runs the pass reads
 LOG = "paper_hessian_log.json"
 K_VALUES = (3, 5, 10, 20, 36)  # the paper's Table 10 rows
-# the pass's settings (hessian_pass's keywords); float32 as the original ran it: a float32 product
-# differs from the float64 one by < 1e-6 of its norm (docs/mechanisms.md), far below tol
-SETTINGS: dict[str, Any] = {"n_examples": 512, "seed": 0, "k": 3, "tol": 1e-4, "dtype": "float32", "maxiter": 200}
+SETTINGS: dict[str, Any] = asdict(HessianSettings())  # the pass's, as the log keeps them (config.HessianSettings)
 ACROSS = (0.0, 1.0)  # Lanczos-only checkpoints as fractions of tau, besides the last one
 CHECKPOINT_KEYS = (
     "run",
@@ -299,7 +298,7 @@ def run_hessian_recipe(
     options: RunOptions = RunOptions(),
     *,
     analyses: str | Path = "analyses",
-    settings: dict[str, Any] | None = None,
+    settings: HessianSettings | dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Train the runs Table 10 reads, the K sweep's K = 3, 5, 10, 20 and 36 (``options.only``:
     these; unless ``options.train`` is False; through the ``k_sweep`` recipe with ``jobs``,
@@ -307,10 +306,11 @@ def run_hessian_recipe(
     finished one here (of ``only``) whose rows the log does not hold for ``settings``, then write
     Table 10, its checkpoint rows, the figure (``options.static``) and the log (under
     ``options.docs``; ``logged.run_logged``). Two processes may share the log; nothing stops both
-    from computing the same run, so give each its own ``only``. ``settings``: the pass's (default
-    ``SETTINGS``; a smaller pass for tests); the tables read only the runs computed with them.
+    from computing the same run, so give each its own ``only``. ``settings``: the pass's (a ``HessianSettings``
+    or its fields as a dict, checked; default ``SETTINGS``; a smaller pass for tests); the tables
+    read only the runs computed with them.
     Returns the log without the runs' rows."""
-    settings = dict(SETTINGS if settings is None else settings)
+    settings = asdict(settings if isinstance(settings, HessianSettings) else HessianSettings(**(settings or {})))
     names = run_names(options.only)
     if options.only is not None and not names:
         raise RunError("reproduce hessian --only: no run named")

@@ -1,6 +1,6 @@
-"""``RunOptions`` and the analysis section (``AnalysisConfig``): each option's and each setting's
-flag, help and bounds declared once, on its field; the API's older keywords folded in for one
-release; the pass cache keys unchanged."""
+"""``RunOptions`` and the sections beside the run config (``AnalysisConfig``, ``SGLDSettings``,
+``HessianSettings``): each option's and each setting's flag, help and bounds declared once, on
+its field; the API's older keywords folded in for one release; the pass cache keys unchanged."""
 
 import argparse
 import re
@@ -10,7 +10,16 @@ import pytest
 
 from mi_plateau.cli import TRAIN_FLAGS, build_parser
 from mi_plateau.commands.options import setting_arg, settings_given
-from mi_plateau.config import ANALYSIS, SETTING, AnalysisConfig, ConfigError, RunOptions, settings
+from mi_plateau.config import (
+    ANALYSIS,
+    SETTING,
+    AnalysisConfig,
+    ConfigError,
+    HessianSettings,
+    RunOptions,
+    SGLDSettings,
+    settings,
+)
 from mi_plateau.config.options import with_old_keywords
 
 
@@ -62,15 +71,37 @@ def test_every_analysis_flag_is_a_fields_flag_with_its_help_and_bounds():
             setting_arg(next(f for f in fields(AnalysisConfig) if f.metadata[SETTING].flag == argv[0]))(argv[1])
 
 
-@pytest.mark.parametrize("key, f, s", [x for x in settings(ANALYSIS) if x[2].bounds], ids=lambda v: str(v)[:24])
-def test_every_analysis_bound_is_enforced_in_one_line(key, f, s):
-    name = key.split(".")[1]
-    default = getattr(AnalysisConfig(), name)
+SECTIONS_OF_THEIR_OWN = {**ANALYSIS, "llc": SGLDSettings, "hessian": HessianSettings}
+
+
+@pytest.mark.parametrize(
+    "key, f, s", [x for x in settings(SECTIONS_OF_THEIR_OWN) if x[2].bounds], ids=lambda v: str(v)[:24]
+)
+def test_every_bound_of_a_section_of_its_own_is_enforced_in_one_line(key, f, s):
+    section, name = key.split(".")
+    kls = SECTIONS_OF_THEIR_OWN[section]
+    default = getattr(kls(), name)
     bad = (0 if s.bounds.ge == 1 or s.bounds.gt == 0 else -1,)
-    with pytest.raises(
-        ConfigError, match=rf"^{key}=.*: {re.escape(s.bounds.words(f.type.startswith(('int', 'tuple[int'))))}$"
-    ):
-        AnalysisConfig(**{name: bad if isinstance(default, tuple) else bad[0]})
+    words = s.bounds.words(f.type.startswith(("int", "tuple[int")))
+    with pytest.raises(ConfigError, match=rf"^{key}=.*: {re.escape(words)}$"):
+        kls(**{name: bad if isinstance(default, tuple) else bad[0]})
+
+
+def test_the_llc_flags_are_the_samplers_fields():
+    for flag, name in (("--lr", "lr"), ("--localization", "localization")):
+        f = next(f for f in fields(SGLDSettings) if f.name == name)
+        default, help_ = flag_help("llc", flag)
+        assert default is None and help_.startswith(f.metadata[SETTING].help) and f.metadata[SETTING].flag == flag
+    with pytest.raises(argparse.ArgumentTypeError, match="positive number"):
+        setting_arg(next(f for f in fields(SGLDSettings) if f.name == "lr"))("0")
+
+
+def test_the_hessian_settings_the_log_keeps_are_the_declared_ones():
+    from mi_plateau.reproduce.hessian import SETTINGS
+
+    assert SETTINGS == {"n_examples": 512, "seed": 0, "k": 3, "tol": 1e-4, "dtype": "float32", "maxiter": 200}
+    with pytest.raises(ConfigError, match="hessian.dtype='bf16': must be one of float32, float64"):
+        HessianSettings(dtype="bf16")
 
 
 def test_the_pass_cache_key_is_the_settings_it_had():
