@@ -84,6 +84,9 @@ def main() -> None:
     rows = sorted(log.rows, key=lambda r: (r["K"], r["seed"], r["precision"]))
     note = (
         "Paper preset, data seeds 0-2, each run in fp32 and in auto (bf16 here: an AMD EPYC with AVX512-BF16). "
+        "K = 20 runs stop at 14,600 steps (`--max-steps 14600`; seed 0's auto run, trained under the converge "
+        "rule, was stopped by hand at 14,700): the first-token transition has not ended there, so its t_start, "
+        "t_end and width are missing at K = 20. "
         "L_seq crossings are live estimates unless `_exact`; Lc crossings are exact. Rebuild: "
         f"`python analyses/precision_check.py --build` (log: precision_check_log.json, {log.updated})."
     )
