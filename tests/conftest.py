@@ -22,6 +22,30 @@ def tiny_cfg():
     return preset("tiny")
 
 
+def _perturbed_tiny(overrides: dict, seed: int, scale: float = 0.5):
+    import torch
+
+    from mi_plateau.config import preset, with_overrides
+    from mi_plateau.model import build_model
+    from mi_plateau.task import make_eval_set, make_task
+
+    cfg = with_overrides(preset("tiny"), overrides)
+    torch.manual_seed(seed)
+    model = build_model(cfg)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(scale * torch.randn_like(p))
+    return cfg, model, make_eval_set(make_task(cfg.task), cfg.eval)
+
+
+@pytest.fixture(scope="session")
+def perturbed_tiny():
+    """``make(overrides, seed, scale=0.5)``: (config, model, evaluation set) of the tiny preset
+    with ``overrides``, its weights moved off the init by ``scale`` x a normal seeded by ``seed``
+    (random, not tiny init: the selector and the heads matter)."""
+    return _perturbed_tiny
+
+
 @pytest.fixture(scope="session")
 def tiny_run(tmp_path_factory, tiny_cfg):
     """One tiny run trained to convergence, shared by the tests that only read it."""

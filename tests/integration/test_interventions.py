@@ -10,15 +10,11 @@ import importlib.util
 from pathlib import Path
 
 import pytest
-import torch
 
 from mi_plateau.bench.reference import loop_passes
-from mi_plateau.config import preset, with_overrides
 from mi_plateau.interventions import INTERVENTIONS, HeadAblation, ResidPatch, register
-from mi_plateau.model import build_model
 from mi_plateau.model.forward import Weights
 from mi_plateau.passes.per_checkpoint import checkpoint_passes
-from mi_plateau.task import make_eval_set, make_task
 
 # backward with len_z 2 (the group's B and the selectors' first characters shared), len_z 1, az_b
 LAYOUTS = {"backward": {}, "len_z_1": {"len_z": 1, "K": 6}, "az_b": {"direction": "az_b"}}
@@ -28,16 +24,10 @@ REFERENCE = Path(__file__).resolve().parents[2] / "analyses" / "intervention_ref
 
 
 @pytest.fixture(scope="module", params=list(LAYOUTS))
-def layout(request):
+def layout(request, perturbed_tiny):
     """A tiny model with random weights (large enough that every head matters), its evaluation
     set, and a memo of both ways' results per head ablation."""
-    cfg = with_overrides(preset("tiny"), LAYOUTS[request.param])
-    torch.manual_seed(3)
-    model = build_model(cfg)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(0.6 * torch.randn_like(p))
-    ev = make_eval_set(make_task(cfg.task), cfg.eval)
+    cfg, model, ev = perturbed_tiny(LAYOUTS[request.param], seed=3, scale=0.6)
     m = cfg.model
     W = Weights.from_state_dict(model.state_dict(), m.n_layers, m.n_heads, m.d_head)
     return {"model": model, "W": W, "ev": ev, "runs": {}}

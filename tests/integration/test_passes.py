@@ -8,7 +8,6 @@ import torch
 from mi_plateau.checkpoints import RunError
 from mi_plateau.config import AnalysisConfig, preset
 from mi_plateau.metrics import example_correct, group_accuracy
-from mi_plateau.model import build_model
 from mi_plateau.model.forward import Weights, block, forward, run_cached
 from mi_plateau.passes.curves import half_rise_step
 from mi_plateau.passes.per_checkpoint import checkpoint_passes
@@ -17,14 +16,9 @@ from mi_plateau.task import make_eval_set, make_task
 
 
 @pytest.fixture(scope="module")
-def setup(tiny_cfg):
-    torch.manual_seed(0)
-    model = build_model(tiny_cfg)
-    with torch.no_grad():  # random, not tiny init: make heads matter
-        for p in model.parameters():
-            p.add_(0.3 * torch.randn_like(p))
-    ev = make_eval_set(make_task(tiny_cfg.task), tiny_cfg.eval)
-    m = tiny_cfg.model
+def setup(perturbed_tiny):
+    cfg, model, ev = perturbed_tiny({}, seed=0, scale=0.3)  # random, not tiny init: make heads matter
+    m = cfg.model
     W = Weights.from_state_dict(model.state_dict(), m.n_layers, m.n_heads, m.d_head)
     return model, W, ev
 
@@ -396,20 +390,13 @@ def test_cli_analysis_commands(run_cli, tiny_run, tmp_path):
 
 
 @pytest.mark.parametrize("overrides", [{}, {"direction": "az_b"}, {"len_z": 1, "K": 6}])
-def test_passes_equal_the_transformer_lens_loop(overrides):
+def test_passes_equal_the_transformer_lens_loop(overrides, perturbed_tiny):
     """Every number of checkpoint_passes equals the plain TransformerLens loop (hooks per head,
     per input), whatever prefixes the task's sequences share (backward: the group's B and the
     selectors' first characters; az_b: the example's own A only)."""
     from mi_plateau.bench.reference import loop_passes, max_diff
-    from mi_plateau.config import with_overrides
 
-    cfg = with_overrides(preset("tiny"), overrides)
-    torch.manual_seed(3)
-    model = build_model(cfg)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(0.6 * torch.randn_like(p))
-    ev = make_eval_set(make_task(cfg.task), cfg.eval)
+    cfg, model, ev = perturbed_tiny(overrides, seed=3, scale=0.6)
     m = cfg.model
     W = Weights.from_state_dict(model.state_dict(), m.n_layers, m.n_heads, m.d_head)
     out, ref = checkpoint_passes(W, ev, chunk=40), loop_passes(model, ev, batch=50)

@@ -5,20 +5,14 @@ import pytest
 import torch
 
 from mi_plateau.interventions import head_ablation_named
-from mi_plateau.model import build_model
 from mi_plateau.model.forward import Weights
 from mi_plateau.passes.per_checkpoint import checkpoint_passes
-from mi_plateau.task import make_eval_set, make_task
 
 
 @pytest.fixture(scope="module")
-def setup(tiny_cfg):
-    torch.manual_seed(0)
-    model = build_model(tiny_cfg)
-    with torch.no_grad():  # random, not tiny init: make heads matter
-        for p in model.parameters():
-            p.add_(0.3 * torch.randn_like(p))
-    return model, make_eval_set(make_task(tiny_cfg.task), tiny_cfg.eval)
+def setup(perturbed_tiny):
+    _, model, ev = perturbed_tiny({}, seed=0, scale=0.3)  # random, not tiny init: make heads matter
+    return model, ev
 
 
 def test_the_hook_keeps_the_shared_prefix_and_the_groups_mean(setup):

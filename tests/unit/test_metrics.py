@@ -113,23 +113,11 @@ def test_summary_paper_family_on_a_synthetic_curve():
     assert cfg.examples_seen(79) == 10000 and cfg.examples_seen(78) == 78 * 128
 
 
-def perturbed_tiny(overrides: dict, seed: int):
-    """(config, model, evaluation set) of the tiny preset with ``overrides``, its weights moved
-    off the init (0.5 x a seeded normal), so that the selector matters."""
-    cfg = with_overrides(preset("tiny"), overrides)
-    torch.manual_seed(seed)
-    model = build_model(cfg)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(0.5 * torch.randn_like(p))
-    return cfg, model, make_eval_set(make_task(cfg.task), cfg.eval)
-
-
 @pytest.mark.parametrize(
     "overrides",
     [{"len_z": 1}, {"len_z": 2}, {"len_z": 3}, {"direction": "az_b"}, {"direction": "b_a"}, {"direction": "forward"}],
 )
-def test_packed_evaluate_equals_two_plain_forwards(overrides):
+def test_packed_evaluate_equals_two_plain_forwards(overrides, perturbed_tiny):
     """evaluate() reads clean and swapped metrics from prefix packs; the same numbers as plain
     forwards of every clean and every swapped row, in every direction."""
     from mi_plateau.metrics import evaluate_reference
@@ -143,7 +131,7 @@ def test_packed_evaluate_equals_two_plain_forwards(overrides):
         assert abs(a["swap_gap"]) > 0.01  # the swap really changes something here
 
 
-def test_every_way_of_asking_the_packed_forward_reads_the_same_logits():
+def test_every_way_of_asking_the_packed_forward_reads_the_same_logits(perturbed_tiny):
     """One packed forward, asked for less or more: the lean last block (only the nodes read),
     the packs cut at fp (no tail), and the full forward with attention and kept activations
     give the same logits at fp, clean and swapped, and the same candidate scores on the rows
@@ -186,7 +174,7 @@ def test_every_way_of_asking_the_packed_forward_reads_the_same_logits():
         packed_forward(W, ev, (1,), tails=some, sequence=True, score=half)
 
 
-def test_a_live_checkpoint_reads_every_rows_first_token_and_the_live_rows_l_seq():
+def test_a_live_checkpoint_reads_every_rows_first_token_and_the_live_rows_l_seq(perturbed_tiny):
     """A live evaluation (one packed forward, tails on the live groups only) gives the
     first-token family over every row as the full evaluation does, the target loss and exact
     match of the live groups as an evaluation of those groups alone, and L_seq as the mean over
