@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -233,6 +234,11 @@ def ablation_report(
     Delta L1, in head order (layer, head) as ``inspect`` lists them; each head ablated as the
     registered head ablation ``head_ablation`` defines ("zero", "mean", ...:
     ``interventions.head_ablations``). Intervals over groups, and the device, as in ``inspect``."""
+    if "mean" in old:  # the older API's switch between zero and mean ablation
+        warnings.warn(
+            'ablation_report(mean=...) is deprecated: pass head_ablation="mean" (or "zero")', DeprecationWarning, 2
+        )
+        head_ablation = "mean" if old.pop("mean") else "zero"
     options = with_old_keywords(options, old, "ablation_report")
     head_ablation_named(head_ablation)  # a ValueError naming the choices, before any work
     run = run if isinstance(run, Run) else Run(run)

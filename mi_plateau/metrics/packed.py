@@ -87,7 +87,7 @@ def packed_forward(
     P, V, L, H, dev = lay.seq_len - 1, W.W_U.shape[1], W.n_layers, W.n_heads, W.W_U.device
     if sequence and not tail:
         raise ValueError("packed_forward: the candidate scores (sequence=True) need the tail positions")
-    has_tail = _mask(tails, N, dev, tail)
+    has_tail = _mask(tails, N, dev, tail) & tail  # no tails without ``tail``
     wanted = _mask(score, N, dev, sequence) & has_tail
     if score is not None and sequence and bool((_mask(score, N, dev, True) & ~has_tail).any()):
         raise ValueError("packed_forward: rows asked for candidate scores need their tails (score outside tails)")

@@ -92,6 +92,7 @@ def _check_recipe_config(path: Path, cfg) -> None:
     for d in (stored, want):  # (a cap raised with `config.extends` continues the same run)
         for k in keys:
             d["train"].pop(k, None)
+        d["eval"].pop("live_groups", None)  # the live subset (a GPU may choose every group) trains the same weights
     if stored != want:
         raise RunError(
             f"{path / 'config.json'}: not this recipe's run ({config_diff(stored, want)}); "

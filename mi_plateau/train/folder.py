@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from ..checkpoints import Run, RunError, atomic_write_json, check_own_folder, write_manifest
-from ..config import RunConfig, config_diff, extends, validate, with_overrides
+from ..config import EvalConfig, RunConfig, config_diff, extends, validate, with_overrides
 from ..devices import describe as describe_device
 from ..devices import resolve_precision
 from .member import Member
@@ -67,6 +67,8 @@ def open_config(
         resolve_precision(stored.train.precision, device or torch.device("cpu"), recorded=stored.train.precision)
         if cfg is not None and cfg.train.precision == "auto":
             cfg = with_overrides(cfg, {"train.precision": stored.train.precision})
+        if cfg is not None and cfg.eval.live_groups == EvalConfig.live_groups:  # the default continues what it chose
+            cfg = with_overrides(cfg, {"eval.live_groups": stored.eval.live_groups})
         if cfg is not None and cfg.to_dict() != stored.to_dict():
             if not extends(stored, cfg):
                 diff = config_diff(stored.to_dict(), cfg.to_dict())
@@ -85,11 +87,12 @@ def open_config(
         validate(cfg)
         # what auto means on this device, written into the run's config: the run records it; on a
         # GPU the default live subset becomes every group where a full scoring is cheap there
+        # (probed once, when the folder is written)
         dev = device or torch.device("cpu")
         cfg = with_overrides(cfg, {"train.precision": resolve_precision(cfg.train.precision, dev)})
-        cfg = with_overrides(cfg, {"eval.live_groups": live_groups_for(cfg, dev)})
         if not write:
             return cfg
+        cfg = with_overrides(cfg, {"eval.live_groups": live_groups_for(cfg, dev)})
         run.path.mkdir(parents=True, exist_ok=True)
         # provenance first: config.json makes the folder a run, so a kill between the two writes
         # leaves a folder that a rerun starts afresh, never a run without its command

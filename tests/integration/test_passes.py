@@ -415,3 +415,12 @@ def test_llc_record_names_its_run_command_and_code(tiny_run, tmp_path):
     assert doc["command"] == f"mi-plateau llc {tiny_run.path} --out {out} --n 2" and doc["rows"] == [
         {"step": 0, "llc": None}
     ]
+
+
+def test_the_older_mean_keyword_still_asks_for_mean_ablation_with_a_warning(tiny_run):
+    from mi_plateau.api import ablation_report
+
+    with pytest.warns(DeprecationWarning, match='head_ablation="mean"'):
+        old = ablation_report(tiny_run, step=100, n_boot=0, mean=True)
+    new = ablation_report(tiny_run, step=100, n_boot=0, head_ablation="mean")
+    assert old["mode"] == "mean" and old["heads"] == new["heads"]

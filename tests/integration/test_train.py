@@ -465,3 +465,16 @@ def test_resume_where_there_is_no_run_and_an_oversized_eval_set_each_say_one_lin
     assert "eval.n_groups 100000 is above task.n_b 48: the evaluation set holds all 48 groups" in p.stderr
     p = run_cli("train", "--resume", "--out", str(out), "--quiet")  # the stored config: a run to resume
     assert p.returncode == 0 and "nothing to resume" not in p.stderr, p.stderr
+
+
+def test_a_resume_with_the_default_live_subset_keeps_the_one_the_run_recorded(tmp_path, tiny_cfg):
+    """A run records its live subset (on a GPU, every group where a full scoring is cheap); a
+    resume given the default config continues with the recorded value, and config.json keeps it."""
+    from mi_plateau.config import EvalConfig
+    from mi_plateau.train.folder import open_config
+
+    cfg = with_overrides(tiny_cfg, {"max_steps": 20, "eval.live_groups": 0})
+    run = train(cfg, tmp_path / "r", progress=False)
+    again = with_overrides(tiny_cfg, {"max_steps": 20, "eval.live_groups": EvalConfig.live_groups})
+    assert open_config(again, run, resume=True, argv=None).eval.live_groups == 0
+    assert json.loads((run.path / "config.json").read_text())["eval"]["live_groups"] == 0
