@@ -165,13 +165,9 @@ def _live_rows(W: Weights, ev: EvalSet, live: Live, batch: int, sequence: bool) 
     in_live = np.isin(ev.g, live.groups)
     score = np.zeros(len(in_live), dtype=bool)
     score[in_live] = live.rows
-    run = packed_forward(W, ev, _shifts(ev), chunk=batch, tails=in_live, sequence=sequence, score=score)
-    Lc, mass, L1 = first_token_rows(run.clean_fp, ev)
-    swap = candidate_losses(run.swapped_fp[0], ev.candidates, ev.cand_index)[0] if run.shifts else None
-    lay = ev.task.layout
-    full = target_loss(run.clean, sub.tokens, lay).item()
-    scores = run.scores[torch.as_tensor(in_live, device=run.scores.device)] if run.scores is not None else None
-    return _Rows(Lc, L1, mass, full, example_correct(run.clean, sub.tokens, lay), swap, scores), sub
+    r = _per_example(W, ev, batch, score, sequence, tails=in_live)
+    scores = r.scores[torch.as_tensor(in_live, device=r.scores.device)] if r.scores is not None else None
+    return r._replace(scores=scores), sub
 
 
 def _first_token(W: Weights, ev: EvalSet, batch: int):
@@ -201,7 +197,7 @@ class _Rows(NamedTuple):
     Lc: Tensor
     L1: Tensor
     mass: Tensor  # the candidates' share of the probability at fp
-    full: float  # the mean target loss (``target_loss``) over every row
+    full: float  # the mean target loss (``target_loss``) over every row with a tail
     correct: Tensor  # first-token family: every target token the argmax (``example_correct``)
     swap: Tensor | None  # Lc with the selector k -> k+1 mod K; None without a selector
     scores: Tensor | None  # [row, K] candidate scores (NaN where unscored); None: no paper family
@@ -234,20 +230,29 @@ def example_losses(model, ev: EvalSet, batch: int = CHUNK) -> dict[str, np.ndarr
     }
 
 
-def _per_example(W: Weights, ev: EvalSet, batch: int, score: np.ndarray | None = None, sequence: bool = True) -> _Rows:
+def _per_example(
+    W: Weights,
+    ev: EvalSet,
+    batch: int,
+    score: np.ndarray | None = None,
+    sequence: bool = True,
+    tails: np.ndarray | None = None,
+) -> _Rows:
     """The rows behind ``evaluate``, ``group_scores`` and ``example_losses``, from one
     ``packed_forward`` over the clean rows and their swaps (k -> k+1 mod K). The numbers equal
     ``evaluate_reference`` (plain bridge forwards) to float precision.
 
     The paper family scores the K candidate strings of the rows where ``score`` (a mask over the
     rows; default every row) is true; the other rows' scores stay NaN. ``sequence=False`` leaves
-    the paper family out (None)."""
+    the paper family out (None). ``tails`` (a mask over the rows; default every row): the rows
+    whose tails run, which the target loss and exact match (``full``, ``correct``) are over."""
     lay = ev.task.layout
-    run = packed_forward(W, ev, _shifts(ev), chunk=batch, sequence=sequence, score=score)
+    run = packed_forward(W, ev, _shifts(ev), chunk=batch, tails=tails, sequence=sequence, score=score)
     Lc, mass, L1 = first_token_rows(run.clean_fp, ev)
-    full = target_loss(run.clean, ev.tokens, lay).item()
+    tokens = ev.tokens if tails is None else ev.tokens[torch.as_tensor(tails, device=ev.tokens.device)]
+    full = target_loss(run.clean, tokens, lay).item()
     swap = candidate_losses(run.swapped_fp[0], ev.candidates, ev.cand_index)[0] if run.shifts else None
-    return _Rows(Lc, L1, mass, full, example_correct(run.clean, ev.tokens, lay), swap, run.scores)
+    return _Rows(Lc, L1, mass, full, example_correct(run.clean, tokens, lay), swap, run.scores)
 
 
 def _metrics(r: _Rows, K: int, seq: tuple[Tensor, Tensor] | None = None) -> dict[str, Any]:

@@ -87,10 +87,11 @@ def packed_forward(
     P, V, L, H, dev = lay.seq_len - 1, W.W_U.shape[1], W.n_layers, W.n_heads, W.W_U.device
     if sequence and not tail:
         raise ValueError("packed_forward: the candidate scores (sequence=True) need the tail positions")
-    has_tail = _mask(tails, N, dev, tail) & tail  # no tails without ``tail``
-    wanted = _mask(score, N, dev, sequence) & has_tail
-    if score is not None and sequence and bool((_mask(score, N, dev, True) & ~has_tail).any()):
+    has_tail = _mask(tails, N, dev) & tail  # no tails without ``tail``
+    asked = _mask(score, N, dev) & sequence
+    if bool((asked & ~has_tail).any()):
         raise ValueError("packed_forward: rows asked for candidate scores need their tails (score outside tails)")
+    wanted = asked & has_tail
     tail_rows = has_tail.nonzero().squeeze(1)
     slot = torch.full((N,), -1, dtype=torch.long, device=dev)
     slot[tail_rows] = torch.arange(len(tail_rows), device=dev)
@@ -186,10 +187,10 @@ def _continue(W, ev, rows, prefix, at_fp, clean, slot, scores, wanted, tails: bo
     scores[r] = sequence_scores(W, ev, r, kv, at_fp[r], clean[slot[r], fp + 1 :])
 
 
-def _mask(mask: np.ndarray | Tensor | None, N: int, dev: torch.device, default: bool) -> Tensor:
-    """A boolean mask over the N rows on ``dev``; None: every row where ``default``, else none."""
+def _mask(mask: np.ndarray | Tensor | None, N: int, dev: torch.device) -> Tensor:
+    """A boolean mask over the N rows on ``dev``; None: every row."""
     if mask is None:
-        return torch.full((N,), default, dtype=torch.bool, device=dev)
+        return torch.ones(N, dtype=torch.bool, device=dev)
     return torch.as_tensor(mask, device=dev).bool()
 
 
