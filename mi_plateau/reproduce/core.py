@@ -1,8 +1,9 @@
 """Named recipes that rebuild the paper's artifacts: ``mi-plateau reproduce core``.
 
-``core`` trains the paper configuration (n_b = 1000, paper model and optimiser) for K in
-{5, 10, 20, 36} with seed 0 and K in {10, 20} with seeds 1 and 2, analyses every run, and writes
-the static figures and generated tables under ``docs/reproduction/``. It is resumable: finished
+``core`` trains the runs of its sweep file (``mi_plateau/sweeps/recipes/core.toml``: the paper
+configuration, n_b = 1000, paper model and optimiser, for K in {5, 10, 20, 36} with seed 0 and K
+in {10, 20} with seeds 1 and 2, and K = 10 under the earlier tl4 recipe), analyses every run,
+and writes the static figures and generated tables under ``docs/reproduction/``. It is resumable: finished
 runs and analysed checkpoints are skipped, unfinished runs resume from their last checkpoint.
 """
 
@@ -11,42 +12,33 @@ from __future__ import annotations
 import math
 import statistics
 import time
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
 from .. import figures, paper
 from ..api import analyze
 from ..checkpoints import Run, RunError, atomic_write_json, atomic_write_text
-from ..config import config_diff, preset, run_name, with_overrides
+from ..config import config_diff
 from ..frames import cell, lead, to_markdown
 from ..outputs import read_json_rows, write_figures
 from ..summaries import nan_to_none, num
-from ..sweeps import RunOptions, status, train_local, train_wall
+from ..sweeps import RunOptions, Sweep, load_sweep, status, train_local, train_wall
 from .registry import DryRun, Recipe
 
-CORE_RUNS = {
-    # (preset, K, seed): the paper recipe at every K, seeds at K = 10 and 20, and today's K = 10
-    # under the toolkit's earlier recipe (tl4) to separate the recipe from the ruler
-    "core": [
-        ("paper", 10, 0),
-        ("paper", 20, 0),
-        ("tl4", 10, 0),
-        ("paper", 5, 0),
-        ("paper", 10, 1),
-        ("paper", 10, 2),
-        ("paper", 20, 1),
-        ("paper", 20, 2),
-        ("paper", 36, 0),
-    ],
-}
+
+def core_sweep() -> Sweep:
+    """The recipe's runs, as its sweep file ``mi_plateau/sweeps/recipes/core.toml`` declares them
+    (each point named as ``mi-plateau train`` names the run)."""
+    return load_sweep(Path(str(files("mi_plateau.sweeps").joinpath("recipes", "core.toml"))))
 
 
-def plan(recipe: str, root: str | Path = "checkpoints"):
-    out = []
-    for name, K, seed in CORE_RUNS[recipe]:
-        cfg = with_overrides(preset(name), {"K": K, "seed": seed})
-        out.append((Path(root) / run_name(cfg), cfg))
-    return out
+def plan(recipe: str = "core", root: str | Path = "checkpoints"):
+    """(run folder, config) of every run of ``recipe``'s sweep file, directly under ``root``."""
+    sweep = core_sweep() if recipe == "core" else None
+    if sweep is None:
+        raise RunError(f"no run list for the recipe {recipe!r}")
+    return [(Path(root) / p.name, p.cfg) for p in sweep.points]
 
 
 def dry_run(r: Recipe, o: RunOptions) -> DryRun:

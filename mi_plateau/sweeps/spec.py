@@ -19,6 +19,10 @@ A sweep file is TOML (readable, comments allowed, one table per part)::
     K = 36
     seed = 0
 
+    [[points]]                # a point may start from another preset (the overrides still apply)
+    preset = "tl4"
+    K = 10
+
 Everything is validated before any work: unknown keys, wrong types, empty lists, values outside
 a config's valid range, duplicate points and conflicting run names each fail with one line that
 names the key (or the points).
@@ -115,6 +119,26 @@ def _point_name(settings: dict[str, Any]) -> str:
     return re.sub(r"[^A-Za-z0-9_.=-]", "-", name)
 
 
+def _point_base(s: dict[str, Any], base: RunConfig, common: dict[str, Any]) -> RunConfig:
+    """The configuration a point starts from: the sweep's base, or the preset the point names
+    (``preset = "tl4"``) with the sweep's overrides."""
+    name = s.get("preset")
+    if name is None:
+        return base
+    if not isinstance(name, str):
+        raise ConfigError(f"preset={name!r}: expected a preset name")
+    start = preset(name)
+    try:
+        return with_overrides(start, common, typed=True)
+    except ConfigError as e:
+        raise ConfigError(f"overrides: {e}") from None
+
+
+def _swept(s: dict[str, Any]) -> dict[str, Any]:
+    """A point's settings less its ``preset`` (not a config key)."""
+    return {k: v for k, v in s.items() if k != "preset"}
+
+
 def parse_sweep(data: dict[str, Any]) -> Sweep:
     unknown = sorted(set(data) - TOP_KEYS)
     if unknown:
@@ -136,8 +160,9 @@ def parse_sweep(data: dict[str, Any]) -> Sweep:
     for key, v, kind in (("overrides", overrides, dict), ("grid", grid, dict), ("points", points, list)):
         if not isinstance(v, kind):
             raise ConfigError(f"{key}: expected {'a table' if kind is dict else 'an array of tables ([[points]])'}")
+    common = {**overrides, **({"stop": stop} if stop else {})}
     try:
-        base = with_overrides(base, {**overrides, **({"stop": stop} if stop else {})}, typed=True)
+        base = with_overrides(base, common, typed=True)
     except ConfigError as e:
         raise ConfigError(f"overrides: {e}") from None
     for key, values in grid.items():
@@ -168,7 +193,7 @@ def parse_sweep(data: dict[str, Any]) -> Sweep:
         if explicit is not None:
             folder_name(explicit, f"{where}: name", "the point")
         try:
-            cfg = validate(with_overrides(base, s, typed=True))
+            cfg = validate(with_overrides(_point_base(s, base, common), _swept(s), typed=True))
         except ConfigError as e:
             raise ConfigError(f"{where}: {e}") from None
         key = cfg.to_json()

@@ -4,12 +4,27 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from mi_plateau.config import AnalysisConfig
-from mi_plateau.reproduce.core import CORE_RUNS, plan
+from mi_plateau.config import run_name
+from mi_plateau.reproduce.core import plan
+
+CORE = [
+    ("paper", 10, 0),
+    ("paper", 20, 0),
+    ("tl4", 10, 0),
+    ("paper", 5, 0),
+    ("paper", 10, 1),
+    ("paper", 10, 2),
+    ("paper", 20, 1),
+    ("paper", 20, 2),
+    ("paper", 36, 0),
+]
 
 
 def test_core_recipe_plan_names_the_paper_runs(run_cli, tmp_path):
-    runs = plan("core", tmp_path)
-    assert [(c.preset, c.task.K, c.task.data_seed) for _, c in runs] == CORE_RUNS["core"]
+    runs = plan("core", tmp_path)  # read from its sweep file, core.toml
+    assert [(c.preset, c.task.K, c.task.data_seed) for _, c in runs] == CORE
+    # each run sits where `mi-plateau train` puts it: directly under the root, named by run_name
+    assert all(p == tmp_path / run_name(c) for p, c in runs)
     assert all(c.task.n_b == 1000 and c.model.d_model == 128 and c.train.lr == 1e-3 for _, c in runs)
     assert runs[0][0].name == "paper_K10_nb1000_s0" and runs[2][0].name == "tl4_K10_nb1000_s0"
     paper = runs[0][1]
@@ -22,7 +37,7 @@ def test_core_recipe_plan_names_the_paper_runs(run_cli, tmp_path):
     )
     assert {c.model.init_seed for _, c in runs if c.preset == "paper"} == {42}
     p = run_cli("reproduce", "core", "--dry-run")
-    assert p.returncode == 0 and p.stdout.count("| not started |") == len(CORE_RUNS["core"])
+    assert p.returncode == 0 and p.stdout.count("| not started |") == len(CORE)
 
 
 @pytest.mark.browser

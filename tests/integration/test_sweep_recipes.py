@@ -57,7 +57,8 @@ def built(builder, sweep, root, docs, n_boot, seed):
 def test_every_recipe_parses_and_the_cli_lists_them():
     assert RECIPE_NAMES == tuple(RECIPES)  # the command line's list is the registry's
     shipped = {p.stem for p in recipe_file("k_sweep").parent.glob("*.toml")}
-    assert shipped == set(SWEEP_RECIPES)  # every shipped sweep file is a recipe with a builder, and back
+    # every shipped sweep file is a recipe with a builder, and back; and core's run list (core.toml)
+    assert shipped == set(SWEEP_RECIPES) | {"core"}
     for name in SWEEP_RECIPES:
         sw = recipe_sweep(name)
         # the crossing recipes stop soon after tau; the width and duration recipes once L_seq is

@@ -304,6 +304,8 @@ BAD = [
     ("[[points]]\nname = 'a/b'\nK = 3\n", "points[0]: name='a/b'"),
     ("[[points]]\nname = '..'\nK = 3\n", "points[0]: name='..'"),
     ("[[points]]\nname = 7\nK = 3\n", "points[0]: name=7"),
+    ("[[points]]\npreset = 'nope'\nK = 3\n", "points[0]: unknown preset 'nope'"),
+    ("[[points]]\npreset = 7\nK = 3\n", "points[0]: preset=7"),
 ]
 
 
@@ -335,6 +337,23 @@ def test_runs_start_longest_first_or_in_the_listed_order(tmp_path):
         assert sweep.order == (order or "longest_first") and sweep.to_dict()["order"] == sweep.order
         units = _units([(tmp_path / p.name, p.cfg) for p in sweep.points], 1, sweep.order)
         assert [u[0][0].name for u in units] == want and all(len(u) == 1 for u in units)
+
+
+def test_a_point_may_start_from_another_preset_and_still_gets_the_overrides():
+    from mi_plateau.config import preset, with_overrides
+
+    sweep = parse_sweep(
+        {
+            "name": "mixed",
+            "preset": "tiny",
+            "overrides": {"max_steps": 123},
+            "points": [{"K": 3}, {"preset": "demo", "K": 3}],
+        }
+    )
+    own, other = (p.cfg for p in sweep.points)
+    assert own == with_overrides(preset("tiny"), {"K": 3, "max_steps": 123})
+    assert other == with_overrides(preset("demo"), {"K": 3, "max_steps": 123}) and other.preset == "demo"
+    assert [p.name for p in sweep.points] == ["K3", "presetdemo_K3"]
 
 
 def test_sweep_names_are_checked():
