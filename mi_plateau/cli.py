@@ -21,6 +21,7 @@ from .commands.options import (
     add_settings,
     add_static,
     add_step,
+    add_threads,
     batch_runs,
     num_arg,
     positive_int,
@@ -82,6 +83,7 @@ def add_train(sub) -> None:
     t.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     add_device(t)
+    add_threads(t)
 
 
 def add_train_batch(sub) -> None:
@@ -98,6 +100,7 @@ def add_train_batch(sub) -> None:
     tb.add_argument("--quiet", action="store_true", help="no progress bar")
     add_precision(tb)
     add_device(tb)
+    add_threads(tb)
 
 
 def add_analyze(sub) -> None:
@@ -109,6 +112,7 @@ def add_analyze(sub) -> None:
     a.add_argument("--json", action="store_true", help="print the written paths and headline numbers as JSON")
     a.add_argument("--quiet", action="store_true")
     add_device(a)
+    add_threads(a)
 
 
 def add_inspect(sub) -> None:
@@ -118,6 +122,7 @@ def add_inspect(sub) -> None:
     i.add_argument("--head", default=None, help="one head, e.g. L0H3: also show its attention pattern")
     i.add_argument("--json", action="store_true")
     add_device(i)
+    add_threads(i)
 
 
 def add_ablate(sub) -> None:
@@ -127,6 +132,7 @@ def add_ablate(sub) -> None:
     add_head_ablation(b)
     b.add_argument("--json", action="store_true")
     add_device(b)
+    add_threads(b)
 
 
 def add_report(sub) -> None:
@@ -154,6 +160,7 @@ def add_report(sub) -> None:
     )
     r.add_argument("--quiet", action="store_true")
     add_device(r)
+    add_threads(r)
 
 
 def add_bench(sub) -> None:
@@ -198,6 +205,7 @@ def add_sweep(sub) -> None:
     sw.add_argument("--quiet", action="store_true")
     add_precision(sw)
     add_device(sw)
+    add_threads(sw)
 
 
 def add_reproduce(sub) -> None:
@@ -266,6 +274,7 @@ def add_reproduce(sub) -> None:
     rep.add_argument("--quiet", action="store_true")
     add_precision(rep)
     add_device(rep)
+    add_threads(rep)
 
 
 # one function per subcommand, in the order --help lists them

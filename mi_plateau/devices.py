@@ -153,6 +153,15 @@ def in_precision(fn: Callable[..., torch.Tensor], precision: str) -> Callable[..
     return cast
 
 
+def use_threads(threads: int | None) -> None:
+    """torch's intra-op threads in this process (``RunOptions.threads``); None leaves torch's
+    setting as it is."""
+    if threads is not None:
+        if threads < 1:
+            raise ValueError(f"threads={threads}: must be at least 1")
+        torch.set_num_threads(threads)
+
+
 def configure(device: torch.device) -> None:
     """Process-wide arithmetic for ``device``: fp32 means fp32 (no TF32 on a CUDA GPU, torch's
     "highest" matmul precision), so a GPU's fp32 run meets the CPU's at rounding level; the

@@ -23,9 +23,9 @@ def reproduce_kind(recipe: str) -> str:
 USES: dict[str, dict[str, str]] = {
     **{reproduce_kind(name): r.uses for name, r in RECIPES.items()},  # each recipe's, from its declaration
     "sweep": {
-        "": "device precision jobs batch_runs progress root",
-        "--backend ray": "backend device precision jobs batch_runs progress root",
-        "--backend ray --address": "backend address device precision batch_runs progress root",  # the cluster's CPUs
+        "": "device threads precision jobs batch_runs progress root",
+        "--backend ray": "backend device threads precision jobs batch_runs progress root",
+        "--backend ray --address": "backend address device threads precision batch_runs progress root",  # its CPUs
         "--dry-run": "dry_run device precision batch_runs root",
         "status": "",
     },

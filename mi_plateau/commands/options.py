@@ -107,6 +107,10 @@ def add_device(parser: argparse.ArgumentParser) -> None:
     add_option(parser, "device", metavar="DEVICE")
 
 
+def add_threads(parser: argparse.ArgumentParser) -> None:
+    add_option(parser, "threads", type=positive_int, metavar="N")
+
+
 def add_precision(parser: argparse.ArgumentParser) -> None:
     add_option(parser, "precision", choices=PRECISIONS)
 

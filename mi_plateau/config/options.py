@@ -25,7 +25,9 @@ def option(flag: str, default: Any = None, help: str = "") -> Any:
 class RunOptions:
     """How to run (not what: that is the runs' configs and the sweep file).
 
-    ``device``: where runs train and analyses run (``devices.resolve``); ``precision``: every new
+    ``device``: where runs train and analyses run (``devices.resolve``); ``threads``: torch's
+    intra-op threads in each process that trains or analyses (``devices.use_threads``; None:
+    torch's default in this process, 1 in each parallel one); ``precision``: every new
     run in this ``train.precision`` (None: as configured; a sweep in another precision gets its own
     folder, ``sweeps.sweep_in_precision``); ``jobs``: processes at once (None: one per core);
     ``batch_runs``: runs per process, trained as one stacked model ("auto": ``auto_batch_runs``);
@@ -50,6 +52,11 @@ class RunOptions:
         help="train every new run in this precision (train.precision: auto = bf16 where the device has bf16 units, "
         "else fp32; default: as configured); a sweep in another precision than its file's gets its own folder, "
         "<name>_<precision>",
+    )
+    threads: int | None = option(
+        "--threads",
+        help="intra-op threads per process (default: torch's, one per core, for a command that runs in this "
+        "process; 1 for each of a sweep's or a recipe's parallel processes)",
     )
     jobs: int | None = option("--jobs")
     batch_runs: int | str = option("--batch-runs", 1)

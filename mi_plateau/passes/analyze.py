@@ -119,11 +119,13 @@ def weights_for(run: Run, step: int, cfg, device=None):
 
 
 def eval_set_on(cfg, options: RunOptions):
-    """The run's fixed evaluation set on ``options.device`` (``devices.resolve``), and that device."""
+    """The run's fixed evaluation set on ``options.device`` (``devices.resolve``), and that device;
+    torch takes ``options.threads`` threads (``devices.use_threads``)."""
     # here, not at the top: task and devices import torch (the tables import this module without it)
-    from ..devices import resolve
+    from ..devices import resolve, use_threads
     from ..task import make_eval_set, make_task
 
+    use_threads(options.threads)
     dev = resolve(options.device)
     return make_eval_set(make_task(cfg.task), cfg.eval).on(dev), dev
 

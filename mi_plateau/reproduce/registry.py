@@ -28,8 +28,8 @@ DOCS = "docs/reproduction"  # --docs' default: the committed tables
 # mode -> the options a sweep recipe reads there (every sweep recipe the same); the modes are
 # those of ``commands.applies``: a plain run, --no-train, --dry-run
 SWEEP_USES = {
-    "": "device precision jobs batch_runs max_steps only skip_recorded progress root docs static settle",
-    "--no-train": "train precision max_steps progress root docs static settle",
+    "": "device threads precision jobs batch_runs max_steps only skip_recorded progress root docs static settle",
+    "--no-train": "train threads precision max_steps progress root docs static settle",
     "--dry-run": "dry_run device precision max_steps only skip_recorded root docs",
 }
 FROM_TABLES = {"": "docs", "--dry-run": "dry_run docs"}  # the recipes that read the committed tables
@@ -65,6 +65,10 @@ class Recipe:
         return self.code().dry_run(self, options)
 
     def run(self, options: RunOptions) -> dict[str, Any]:
+        if options.threads is not None:  # torch's threads here (devices imports torch: only when asked)
+            from ..devices import use_threads
+
+            use_threads(options.threads)
         return self.code().run(self, options)
 
     def build_function(self):
@@ -80,8 +84,8 @@ RECIPES = {
             "core",
             "the per-run reproduction",
             uses={
-                "": "device jobs progress root docs static",
-                "--no-train": "train device progress root docs static",
+                "": "device threads jobs progress root docs static",
+                "--no-train": "train device threads progress root docs static",
                 "--dry-run": "dry_run root",
             },
             module="core",
@@ -113,8 +117,8 @@ RECIPES = {
             "hessian",
             "Table 10, the Hessian pass over the K sweep's runs at K = 3, 5, 10, 20 and 36",
             uses={  # the pass itself runs on the CPU: --device is where the K sweep trains
-                "": "device jobs only progress root docs static",
-                "--no-train": "train only progress root docs static",
+                "": "device threads jobs only progress root docs static",
+                "--no-train": "train threads only progress root docs static",
                 "--dry-run": "dry_run only root docs",
             },
             module="hessian",
@@ -122,14 +126,14 @@ RECIPES = {
         Recipe(
             "figure3",
             "Figure 3 and the ~50% lead as the paper computed them, over the K sweep's runs",
-            uses={"": "device progress root docs static", "--dry-run": "dry_run root"},  # trains nothing
+            uses={"": "device threads progress root docs static", "--dry-run": "dry_run root"},  # trains nothing
             module="figure3",
         ),
         Recipe(
             "noise_estimator",
             "Figure 2b's p = 0.2 crossing under the original's 32-sample estimator, over replays on "
             "docs/sweeps/noise_f2b.toml's runs",
-            uses={"": "progress root docs static", "--dry-run": "dry_run root"},  # trains nothing
+            uses={"": "threads progress root docs static", "--dry-run": "dry_run root"},  # trains nothing
             module="noise_estimator",
         ),
         Recipe(

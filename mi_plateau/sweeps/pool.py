@@ -30,15 +30,17 @@ def train_local(
     order: str = "longest_first",
     on_done: Callable[[], None] | None = None,
 ) -> dict[str, str]:
-    """Train the unfinished runs ``options.jobs`` processes at a time, one thread each (default:
-    the cores), each process one run or (``options.batch_runs`` > 1) one batch of runs, on
-    ``options.device``; returns {run folder: error} for the runs that failed. Each process's
-    standard error goes to ``logs/<first run>.log`` (default: beside the run folders)."""
+    """Train the unfinished runs ``options.jobs`` processes at a time (default: the cores),
+    ``options.threads`` threads each (default 1), each process one run or (``options.batch_runs``
+    > 1) one batch of runs, on ``options.device``; returns {run folder: error} for the runs that
+    failed. Each process's standard error goes to ``logs/<first run>.log`` (default: beside the
+    run folders)."""
     jobs, batch_runs, device = options.jobs or os.cpu_count() or 1, options.batch_runs, options.device
     if jobs < 1:
         raise RunError(f"jobs={jobs}: must be at least 1")
     todo = [(u, 0) for u in work_units(runs, batch_runs, order)]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    threads = str(options.threads or 1)
+    env = {**os.environ, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
     running: list[tuple[subprocess.Popen, Unit, int]] = []
     errors: dict[str, str] = {}
     tally = Progress(sum(len(u) for u, _ in todo), options.progress, on_done)

@@ -1,6 +1,7 @@
-"""The ``ray`` sweep backend: Ray core tasks (``num_cpus=1``, ``max_retries=retries``) that call
-the same train function, on the cluster at ``address`` or on a local Ray instance with ``jobs``
-CPUs. The run folders must be on a filesystem every worker sees."""
+"""The ``ray`` sweep backend: Ray core tasks (``num_cpus`` = ``options.threads``, default 1;
+``max_retries=retries``) that call the same train function, on the cluster at ``address`` or on
+a local Ray instance with ``jobs`` CPUs. The run folders must be on a filesystem every worker
+sees."""
 
 from __future__ import annotations
 
@@ -14,11 +15,12 @@ from .progress import Progress
 from .schedule import status, work_units
 
 
-def _ray_train(items: list[tuple[dict, str]], device: str = "auto") -> list[str]:
-    """A Ray task: the same resumable train function (one run) or the batched trainer, one thread."""
+def _ray_train(items: list[tuple[dict, str]], device: str = "auto", threads: int = 1) -> list[str]:
+    """A Ray task: the same resumable train function (one run) or the batched trainer, ``threads``
+    threads."""
     import torch
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(threads)
     pairs = [(RunConfig.from_dict(c), out) for c, out in items]
     if len(pairs) == 1:
         from ..train import train  # here, not at the top: torch, in the Ray worker only (not the driver)
@@ -56,8 +58,9 @@ def train_ray(
         else:
             ray.init(num_cpus=jobs or os.cpu_count() or 1, include_dashboard=False, log_to_driver=False)
     try:
-        task = ray.remote(num_cpus=1, max_retries=retries)(_ray_train)
-        refs = {task.remote([(c.to_dict(), str(p.resolve())) for p, c in u], device): u for u in units}
+        threads = options.threads or 1
+        task = ray.remote(num_cpus=threads, max_retries=retries)(_ray_train)
+        refs = {task.remote([(c.to_dict(), str(p.resolve())) for p, c in u], device, threads): u for u in units}
         errors: dict[str, str] = {}
         tally = Progress(sum(len(u) for u in units), options.progress, on_done)
         pending = list(refs)

@@ -164,6 +164,26 @@ def batch_flag(flag_argv: list[str], check: Callable[[tuple, dict], bool]) -> Pr
     return proof
 
 
+def sets_threads(call: Callable[..., object]) -> Proof:
+    """``--threads N`` sets torch's threads in this process before the command runs (``call(t,
+    *argv)`` runs it, its work a recorder); without it they stay as they were."""
+
+    def proof(t: T) -> None:
+        import torch
+
+        before = torch.get_num_threads()
+        want = 3 if before != 3 else 2
+        try:
+            call(t)
+            assert torch.get_num_threads() == before
+            call(t, "--threads", str(want))
+            assert torch.get_num_threads() == want
+        finally:
+            torch.set_num_threads(before)
+
+    return proof
+
+
 # ---- summary: what it prints, or what reaches the checks it runs
 
 
@@ -541,12 +561,14 @@ EXPECT: dict[tuple[str, str], Proof] = {
     ("train", "--resume"): train_flag(["--preset", "tiny", "--resume"], lambda a, k: k["resume"] is True),
     ("train", "--quiet"): train_flag(["--quiet"], lambda a, k: k["progress"] is False),
     ("train", "--device"): train_flag(["--device", "cpu"], lambda a, k: k["device"] == "cpu"),
+    ("train", "--threads"): sets_threads(train_call),
     ("train-batch", "--resume"): batch_flag(["--resume"], lambda a, k: k["resume"] is True),
     ("train-batch", "--quiet"): batch_flag(["--quiet"], lambda a, k: k["progress"] is False),
     ("train-batch", "--precision"): batch_flag(
         ["--precision", "bf16"], lambda a, k: a[0][0][0].train.precision == "bf16"
     ),
     ("train-batch", "--device"): batch_flag(["--device", "cpu"], lambda a, k: k["device"] == "cpu"),
+    ("train-batch", "--threads"): sets_threads(batch_call),
     ("summary", "--json"): prints_json("summary"),
     ("summary", "--all"): summary_all,
     ("settle", "--json"): prints_json("settle"),
@@ -608,6 +630,9 @@ EXPECT: dict[tuple[str, str], Proof] = {
         lambda a, k: k["options"].device == "cpu",
         {"runs": {}},
     ),
+    ("analyze", "--threads"): reaches(
+        "analyze", "mi_plateau.api.analyze", ["--threads", "2"], lambda a, k: k["options"].threads == 2, {"runs": {}}
+    ),
     ("inspect", "--step"): reaches(
         "inspect", "mi_plateau.api.inspect", ["--step", "100"], lambda a, k: a[1] == 100, {}
     ),
@@ -617,6 +642,9 @@ EXPECT: dict[tuple[str, str], Proof] = {
     ("inspect", "--json"): prints_json("inspect"),
     ("inspect", "--device"): reaches(
         "inspect", "mi_plateau.api.inspect", ["--device", "cpu"], lambda a, k: k["options"].device == "cpu", {}
+    ),
+    ("inspect", "--threads"): reaches(
+        "inspect", "mi_plateau.api.inspect", ["--threads", "2"], lambda a, k: k["options"].threads == 2, {}
     ),
     ("ablate", "--step"): reaches(
         "ablate", "mi_plateau.api.ablation_report", ["--step", "100"], lambda a, k: a[1] == 100, {}
@@ -634,6 +662,9 @@ EXPECT: dict[tuple[str, str], Proof] = {
     ("ablate", "--json"): prints_json("ablate"),
     ("ablate", "--device"): reaches(
         "ablate", "mi_plateau.api.ablation_report", ["--device", "cpu"], lambda a, k: k["options"].device == "cpu", {}
+    ),
+    ("ablate", "--threads"): reaches(
+        "ablate", "mi_plateau.api.ablation_report", ["--threads", "2"], lambda a, k: k["options"].threads == 2, {}
     ),
     ("report", "--out"): reaches(
         "report", "mi_plateau.report.report", ["--out", "p.html"], lambda a, k: a[1] == "p.html", "p"
@@ -653,6 +684,9 @@ EXPECT: dict[tuple[str, str], Proof] = {
     ("report", "--device"): reaches(
         "report", "mi_plateau.report.report", ["--device", "cpu"], lambda a, k: k["options"].device == "cpu", "p"
     ),
+    ("report", "--threads"): reaches(
+        "report", "mi_plateau.report.report", ["--threads", "2"], lambda a, k: k["options"].threads == 2, "p"
+    ),
     ("bench", "--quick"): bench_flag(["--quick"], lambda k: k["quick"] is True),
     ("bench", "--json"): bench_json,
     ("bench", "--only"): bench_flag(["--only", "price"], lambda k: k["only"] == "price"),
@@ -671,6 +705,7 @@ EXPECT: dict[tuple[str, str], Proof] = {
     ("sweep", "--quiet"): sweep_option(["--quiet"], lambda o: o.progress is False, ["--dry-run", "--quiet"]),
     ("sweep", "--precision"): sweep_precision,
     ("sweep", "--device"): device_changes("sweep", "SWEEP", "--dry-run", "--root", "TMP"),
+    ("sweep", "--threads"): sweep_option(["--threads", "2"], lambda o: o.threads == 2, ["--dry-run", "--threads", "2"]),
     ("reproduce", "--dry-run"): reproduce_dry_run,
     ("reproduce", "--no-train"): recipe_option(["--no-train"], lambda o: o.train is False, "figure3"),
     ("reproduce", "--jobs"): recipe_option(["--jobs", "2"], lambda o: o.jobs == 2, "controls"),
@@ -685,6 +720,7 @@ EXPECT: dict[tuple[str, str], Proof] = {
     ("reproduce", "--settle"): recipe_option(["--settle"], lambda o: o.settle is True, "scorecard"),
     ("reproduce", "--precision"): reproduce_precision,
     ("reproduce", "--device"): device_changes("reproduce", "k_sweep", "--dry-run", "--root", "TMP", "--docs", "TMP"),
+    ("reproduce", "--threads"): recipe_option(["--threads", "2"], lambda o: o.threads == 2, "controls"),
     ("linear-control", "--out"): linear_out,
     ("linear-control", "--K"): tool_setting(linear, "--K", "3", "Ks", [3], "--out", "o.json"),
     ("linear-control", "--steps"): tool_setting(linear, "--steps", "10", "steps", 10, "--out", "o.json"),
@@ -735,6 +771,7 @@ def test_the_flag_changes_behaviour_or_is_refused(key, monkeypatch, tmp_path, ca
 # one value per option of RunOptions, as a command line gives it
 OPTION_ARGV = {
     "device": ["--device", "cpu"],
+    "threads": ["--threads", "2"],
     "precision": ["--precision", "bf16"],
     "jobs": ["--jobs", "2"],
     "batch_runs": ["--batch-runs", "2"],

@@ -3,8 +3,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from mi_plateau.config import AnalysisConfig
-from mi_plateau.config import run_name
+from mi_plateau.config import AnalysisConfig, run_name
 from mi_plateau.reproduce.core import plan
 
 CORE = [

@@ -446,3 +446,27 @@ def load_sweep_text(tmp_path, text):
     f = tmp_path / "x.toml"
     f.write_text(text)
     return load_sweep(f)
+
+
+def test_the_pool_gives_each_process_the_threads_asked_for(monkeypatch, tmp_path, tiny_cfg):
+    """``RunOptions.threads`` reaches every process the local pool starts (OMP_NUM_THREADS and
+    MKL_NUM_THREADS); without it each process gets one thread."""
+    import mi_plateau.sweeps.pool as pool
+
+    seen = []
+
+    class Finished:  # a process that has already exited cleanly
+        returncode = 0
+
+        def poll(self):
+            return 0
+
+    def start(unit, env, log_path, device):
+        seen.append((env["OMP_NUM_THREADS"], env["MKL_NUM_THREADS"]))
+        return Finished()
+
+    monkeypatch.setattr(pool, "_start", start)
+    runs = [(tmp_path / "a", tiny_cfg)]
+    assert pool.train_local(runs, RunOptions(threads=2, progress=False)) == {}
+    assert pool.train_local(runs, RunOptions(progress=False)) == {}
+    assert seen == [("2", "2"), ("1", "1")]

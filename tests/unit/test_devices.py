@@ -67,3 +67,25 @@ def test_a_later_error_is_the_models_own(monkeypatch):
     assert f(torch.zeros(4)).shape == (2, 2)
     with pytest.raises(RuntimeError, match="shape"):
         f(torch.zeros(3))  # after a first call that compiled: raised, no fallback
+
+
+def test_the_threads_option_sets_torchs_threads_where_the_passes_start(tiny_cfg):
+    """``RunOptions(threads=N)`` reaches torch where an analysis takes its evaluation set
+    (``passes.analyze.eval_set_on``); None leaves torch's setting; 0 is a one-line error."""
+    import torch
+
+    from mi_plateau.config import RunOptions
+    from mi_plateau.devices import use_threads
+    from mi_plateau.passes.analyze import eval_set_on
+
+    before = torch.get_num_threads()
+    want = 3 if before != 3 else 2
+    try:
+        eval_set_on(tiny_cfg, RunOptions())
+        assert torch.get_num_threads() == before
+        eval_set_on(tiny_cfg, RunOptions(threads=want))
+        assert torch.get_num_threads() == want
+        with pytest.raises(ValueError, match="threads=0: must be at least 1"):
+            use_threads(0)
+    finally:
+        torch.set_num_threads(before)
