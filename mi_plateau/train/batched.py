@@ -81,14 +81,25 @@ def check_batchable(cfgs: Sequence[RunConfig]) -> None:
         )
 
 
+# the biases a single run's autocast hands to addmm in the low precision with their matmul; under
+# vmap a linear layer's bias is added apart, so the stacked forward casts them itself
+LINEAR_BIASES = tuple(f".{n}.bias" for n in ("attn.q", "attn.k", "attn.v", "attn.o", "mlp.in", "mlp.out"))
+
+
 def stacked_forward(cfg: RunConfig):
-    """``f(stacked_params, tokens[M, batch, seq_len - 1]) -> logits [M, batch, n_pred, vocab]``."""
+    """``f(stacked_params, tokens[M, batch, seq_len - 1]) -> logits [M, batch, n_pred, vocab]``.
+    Under bf16 the linear layers' biases join their matmuls in bf16, as in a single run (the
+    logits equal a single run's; without the cast, a stacked step ran 1.1x slower on a CPU)."""
     from torch.func import vmap
 
     m = cfg.model
     pos = layout_for(cfg.task).pred_positions
 
     def one(params, tokens):
+        kind = tokens.device.type
+        if torch.is_autocast_enabled(kind):
+            low = torch.get_autocast_dtype(kind)
+            params = {k: v.to(low) if k.endswith(LINEAR_BIASES) else v for k, v in params.items()}
         W = Weights.of(params, m)
         return forward(W, tokens)[:, pos.start : pos.stop]
 

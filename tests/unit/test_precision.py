@@ -155,3 +155,19 @@ def test_a_bf16_run_resumed_where_there_are_no_bf16_units_is_one_line(tiny_cfg, 
     assert "\n" not in msg and "recorded train.precision" in msg and "bf16" in msg
     assert sorted(p.name for p in (tmp_path / "r" / "ckpt").iterdir()) == before  # nothing written
     assert Run(tmp_path / "r").steps()[-1] == 20
+
+
+def test_the_stacked_forward_in_bf16_computes_what_a_single_run_does(tiny_cfg):
+    """A batched member's bf16 logits are its single run's (the linear biases join their matmuls
+    in bf16 in both), far closer to them than bf16 is to fp32."""
+    from mi_plateau.model import training_forward
+    from mi_plateau.train.batched import stacked_forward
+
+    cfg = _with(tiny_cfg, precision="bf16")
+    model, tokens = _model_and_tokens(cfg)
+    params = {k: v.detach()[None] for k, v in model.state_dict().items()}
+    with torch.no_grad():
+        single = training_forward(cfg, model)(tokens[:, :-1])
+        fp32 = training_forward(tiny_cfg, model)(tokens[:, :-1])
+        got = stacked_forward(cfg)(params, tokens[None, :, :-1])[0]
+    assert (got - single).abs().max() <= 0.05 * (single - fp32).abs().max()
