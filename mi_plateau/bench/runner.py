@@ -18,7 +18,7 @@ from ..checkpoints.files import code_commit
 from ..config import RunConfig, preset
 from .evaluation import bench_eval_share
 from .price import bench_price, price_lines
-from .sections import E2E_RUN, bench_end_to_end, bench_overhead, bench_passes, bench_threads, bench_train
+from .sections import E2E_RUN, bench_end_to_end, bench_overhead, bench_passes, bench_threads, bench_train, step_anatomy
 from .sweep import bench_sweep, sweep_lines
 from .timing import machine, matmul_peak_gflops
 
@@ -162,6 +162,10 @@ def _train_section(cfg: RunConfig, quick: bool, only: str | None, peak_gflops: f
     train = bench_train(cfg, which, reps=4 if quick else 6, inner=5 if quick else 10, check_steps=10 if quick else 50)
     for row in train["candidates"].values():
         row["frac_of_peak"] = row["gflops"] / peak_gflops
+    if only == "precision":  # where the default step's time goes: what bf16 speeds up, what it leaves
+        _log("step anatomy (profiled)")
+        for name, parts in step_anatomy(cfg, which).items():
+            train["candidates"][name].update(parts)
     return train
 
 
@@ -273,6 +277,28 @@ def _train_lines(res: dict[str, Any]) -> list[str]:
             f"| {k} | {r['ms_per_step']:.1f} | {r['ms_mean']:.1f} | {r['gflops']:.0f} | {100 * r['frac_of_peak']:.0f}% "
             f"| {r['vs_toolkit']:.2f} | {r['vs_plain']:.2f} | {r['max_abs_loss_diff']:.1e} | {r['first_step_s']:.2f} |"
         )
+    rows = t["candidates"]
+    if all("matmul_ms" in r for r in rows.values()) and "plain" in rows:
+        plain = rows["plain"]["matmul_ms"] + rows["plain"]["other_ms"]
+        lines += [
+            "",
+            "Where each step's time goes (torch.profiler, self CPU time over 10 steps; matmul = mm, addmm, bmm):",
+            "",
+            "| candidate | matmul ms/step | other ms/step | matmul share | matmul vs plain's | other vs plain's |",
+            "|---|---:|---:|---:|---:|---:|",
+        ]
+        for k, r in rows.items():
+            lines.append(
+                f"| {k} | {r['matmul_ms']:.1f} | {r['other_ms']:.1f} "
+                f"| {r['matmul_ms'] / (r['matmul_ms'] + r['other_ms']):.0%} "
+                f"| {r['matmul_ms'] / rows['plain']['matmul_ms']:.2f} "
+                f"| {r['other_ms'] / rows['plain']['other_ms']:.2f} |"
+            )
+        lines += [
+            "",
+            f"The plain step profiles at {plain:.1f} ms. A step at most 0.5x the plain one needs its matmuls and "
+            "the rest together at most half of that: the matmul column shows what this CPU's bf16 units give.",
+        ]
     if "threads_ms_per_step" in res:
         lines += [
             "",

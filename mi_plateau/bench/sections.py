@@ -72,6 +72,30 @@ def bench_train(cfg: RunConfig, which: list[str], *, reps: int, inner: int, chec
     }
 
 
+MATMULS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::addbmm")  # the GEMM kernels
+
+
+def step_anatomy(cfg: RunConfig, which: list[str], steps: int = 10) -> dict[str, dict[str, float]]:
+    """Per candidate, the ms per step its matrix multiplications take (torch.profiler's self CPU
+    time of ``MATMULS``) and the ms everything else takes: what bf16 can speed up (the matmuls)
+    and what it leaves (the rest). Profiled after two warm-up steps, over ``steps`` steps."""
+    from torch.profiler import ProfilerActivity, profile
+
+    out = {}
+    for name in which:
+        step = make_candidate(cfg, name)
+        for _ in range(2):
+            step()
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            for _ in range(steps):
+                step()
+        events = prof.key_averages()
+        total = sum(e.self_cpu_time_total for e in events) / 1e3 / steps
+        mm = sum(e.self_cpu_time_total for e in events if e.key in MATMULS) / 1e3 / steps
+        out[name] = {"matmul_ms": mm, "other_ms": total - mm}
+    return out
+
+
 def bench_threads(cfg: RunConfig, *, reps: int, inner: int) -> dict[str, Any]:
     """The toolkit's step at 1 intra-op thread and at one per core, alternated: on a machine
     where other jobs hold cores, more threads than free cores can be far slower (OpenMP

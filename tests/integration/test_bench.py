@@ -42,6 +42,19 @@ def test_bench_one_section(tiny_cfg):
         bench.run_benchmarks(quick=True, cfg=tiny_cfg, only="everything")
 
 
+def test_the_precision_section_splits_each_step_into_matmuls_and_the_rest(tiny_cfg):
+    """Every candidate's profiled step is its matmuls plus the rest, each positive; the table
+    prints them beside the plain step's."""
+    from mi_plateau import bench
+
+    res = bench.run_benchmarks(quick=True, cfg=tiny_cfg, e2e_run=None, only="precision")
+    rows = res["train"]["candidates"]
+    assert set(rows) == {"toolkit", "toolkit+fp32", "plain"}
+    assert all(r["matmul_ms"] > 0 and r["other_ms"] > 0 for r in rows.values())
+    md = bench.to_markdown(res)
+    assert "| plain |" in md and "matmul ms/step" in md and "| 1.00 | 1.00 |" in md
+
+
 @pytest.mark.long
 def test_bench_sweep_section_on_tiny():
     """The batched-trainer throughput table: every configuration runs in its own processes, the
