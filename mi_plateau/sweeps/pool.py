@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..checkpoints import RunError
 from ..config import RunConfig, RunOptions
+from ..config.options import FLAGS
 from .progress import Progress
 from .schedule import status, work_units
 
@@ -86,11 +87,11 @@ def _command(unit: Unit, device: str) -> tuple[list[str], str]:
             str(unit[0][0]),
             "--resume",
             "--quiet",
-            "--device",
+            FLAGS["device"],
             device,
         ]
         return cmd, unit[0][1].to_json()
-    cmd = [sys.executable, "-m", "mi_plateau", "train-batch", "-", "--resume", "--quiet", "--device", device]
+    cmd = [sys.executable, "-m", "mi_plateau", "train-batch", "-", "--resume", "--quiet", FLAGS["device"], device]
     return cmd, json.dumps([{"out": str(p), "config": c.to_dict()} for p, c in unit])
 
 
