@@ -58,6 +58,29 @@ class PassConfig(AnalysisConfig):
 
 
 OLD_SETTINGS = {"max_head_checkpoints": "max_checkpoints"}  # the API's older keyword -> the field now
+# PassConfig's older fields -> (the field now, its value from the old one), accepted for one release
+OLD_FIELDS = {
+    "max_head_checkpoints": ("max_checkpoints", lambda v: v),
+    "mean_ablation": ("head_ablation", lambda v: "mean" if v else "zero"),
+}
+_pass_config_init = PassConfig.__init__
+
+
+def _init_with_old_fields(self, *args, **kw) -> None:
+    """``PassConfig(...)``, its older fields (``OLD_FIELDS``) set as the fields they became, each
+    with a DeprecationWarning naming that field."""
+    for name, (field_name, value) in OLD_FIELDS.items():
+        if name in kw:
+            warnings.warn(
+                f"PassConfig({name}=...) is deprecated: use PassConfig({field_name}=...)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            kw[field_name] = value(kw.pop(name))
+    _pass_config_init(self, *args, **kw)
+
+
+PassConfig.__init__ = _init_with_old_fields
 
 
 def pass_config_of(pc: AnalysisConfig | None, old: dict[str, Any], where: str) -> PassConfig:

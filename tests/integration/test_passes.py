@@ -424,3 +424,16 @@ def test_the_older_mean_keyword_still_asks_for_mean_ablation_with_a_warning(tiny
         old = ablation_report(tiny_run, step=100, n_boot=0, mean=True)
     new = ablation_report(tiny_run, step=100, n_boot=0, head_ablation="mean")
     assert old["mode"] == "mean" and old["heads"] == new["heads"]
+
+
+def test_pass_configs_older_fields_still_set_the_fields_they_became_with_a_warning():
+    from mi_plateau.passes.analyze import PassConfig
+
+    with pytest.warns(DeprecationWarning, match=r"PassConfig\(max_checkpoints=\.\.\.\)"):
+        old = PassConfig(max_head_checkpoints=7)
+    with pytest.warns(DeprecationWarning, match=r"PassConfig\(head_ablation=\.\.\.\)"):
+        mean, zero = PassConfig(mean_ablation=True), PassConfig(mean_ablation=False)
+    assert old == PassConfig(max_checkpoints=7) and old.key() == PassConfig(max_checkpoints=7).key()
+    assert (mean.head_ablation, zero.head_ablation) == ("mean", "zero")
+    with pytest.raises(TypeError):
+        PassConfig(max_head_checkpoint=7)  # any other keyword stays Python's TypeError
