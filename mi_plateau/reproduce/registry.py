@@ -8,8 +8,10 @@ signature for every recipe: ``dry_run(recipe, options) -> DryRun`` (one row per 
 it reads, with its state, and where there is one a closing line: the sweep recipes' cost) and
 ``run(recipe, options) -> log`` (its tables, title -> rows; the files it wrote; where static
 figures were skipped, the line that says so). The command prints both the same way for every
-recipe. A sweep recipe is its sweep file (``mi_plateau/sweeps/recipes/<name>.toml``) and its
-builder (``builder``: "module.function" under ``mi_plateau.reproduce``); its code is ``sweeps``.
+recipe. A sweep recipe is its sweep file (``mi_plateau/sweeps/recipes/<name>.toml``), whose
+``[recipe]`` table declares it (``shows``, ``builder``: "module.function" under
+``mi_plateau.reproduce``, ``reads``), and its builder; its code is ``sweeps``
+(``shipped_sweep_recipes``).
 
 Standard library only: the command line reads the table at start-up, and a recipe's module (with
 torch, pandas or plotly) is imported when the recipe is run.
@@ -19,12 +21,16 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
+
+import tomllib
 
 if TYPE_CHECKING:  # annotations only: the command line imports this table at start-up
     from ..config.options import RunOptions
 
 DOCS = "docs/reproduction"  # --docs' default: the committed tables
+SHIPPED = Path(__file__).resolve().parents[1] / "sweeps" / "recipes"  # the sweep files the package ships
 # mode -> the options a sweep recipe reads there (every sweep recipe the same); the modes are
 # those of ``commands.applies``: a plain run, --no-train, --dry-run
 SWEEP_USES = {
@@ -77,6 +83,18 @@ class Recipe:
         return getattr(importlib.import_module(f"{__package__}.{module}"), name)
 
 
+def shipped_sweep_recipes() -> list[Recipe]:
+    """The sweep recipes: every sweep file of ``mi_plateau/sweeps/recipes/`` with a ``[recipe]``
+    table (``shows``, ``builder``, optionally ``reads``), named by its file, in file-name order.
+    The file is the whole declaration: a new sweep recipe is its file and its builder."""
+    out = []
+    for path in sorted(SHIPPED.glob("*.toml")):
+        table = tomllib.loads(path.read_text()).get("recipe")
+        if table:
+            out.append(Recipe(path.stem, table["shows"], table["builder"], reads=dict(table.get("reads", {}))))
+    return out
+
+
 RECIPES = {
     r.name: r
     for r in (
@@ -90,29 +108,7 @@ RECIPES = {
             },
             module="core",
         ),
-        Recipe("k_sweep", "Table 3, Figure 4, Table 5", "scaling.build_k_sweep"),
-        Recipe("fixed_d", "Figure 5", "scaling.build_fixed_d"),
-        Recipe("fixed_d_noclip", "Figure 5", "scaling.build_fixed_d"),
-        Recipe("len_z", "Table 7", "scaling.build_len_z"),
-        Recipe("batch_size", "Table 1", "scaling.build_batch_size"),
-        Recipe("batch_size_noclip", "Table 1", "scaling.build_batch_size"),
-        Recipe(
-            "seeds_init",
-            "Table 4 by the crossing tau with 500 warm-up steps and the init varied",
-            "seeds.build_seeds_init",
-            reads={"fixed": "seeds_warmup"},  # the fixed-init runs beside its own
-        ),
-        Recipe("seeds_warmup", "Table 4 by the crossing tau with 500 warm-up steps", "seeds.build_seeds"),
-        Recipe("lr_sweep", "the learning-rate sweep by the transition width", "boundary.build_lr_width"),
-        Recipe(
-            "phase_boundary",
-            "Tables 4 and 8 as the original ran them, by the transition width",
-            "boundary.build_phase_boundary",
-        ),
-        Recipe("dissipation", "Table 11", "mechanisms.build_dissipation"),
-        Recipe("label_noise", "Figure 2b", "mechanisms.build_label_noise"),
-        Recipe("direction", "Table 2", "direction.build_direction"),
-        Recipe("selector_groups", "Table 12's gradient cancellation", "mechanisms.build_selector_groups"),
+        *shipped_sweep_recipes(),
         Recipe(
             "hessian",
             "Table 10, the Hessian pass over the K sweep's runs at K = 3, 5, 10, 20 and 36",

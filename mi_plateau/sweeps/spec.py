@@ -41,7 +41,8 @@ import tomllib
 
 from ..config import STOPS, ConfigError, RunConfig, check_depth, preset, validate, with_overrides
 
-TOP_KEYS = {"name", "preset", "stop", "order", "overrides", "grid", "points"}
+TOP_KEYS = {"name", "preset", "stop", "order", "recipe", "overrides", "grid", "points"}
+RECIPE_KEYS = {"shows": str, "builder": str, "reads": dict}  # a shipped recipe's [recipe] table (reproduce.registry)
 # every name that becomes a folder (the sweep's, each point's): one path component, never ".." or
 # absolute, so a sweep file cannot make the runner write (or skip, or resume) outside its folder
 FOLDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.=-]{0,99}")
@@ -119,6 +120,25 @@ def _point_name(settings: dict[str, Any]) -> str:
     return re.sub(r"[^A-Za-z0-9_.=-]", "-", name)
 
 
+def check_recipe_table(recipe: Any) -> None:
+    """A sweep file's ``[recipe]`` table (what makes a shipped file a ``reproduce`` recipe:
+    ``reproduce.registry``): a table of ``RECIPE_KEYS``, each of its type, ``builder`` a
+    "module.function" and ``reads`` names to names; else a one-line ``ConfigError``."""
+    if not isinstance(recipe, dict):
+        raise ConfigError("recipe: expected a table ([recipe])")
+    for key, value in recipe.items():
+        if key not in RECIPE_KEYS:
+            raise ConfigError(f"recipe.{key}: unknown key (a [recipe] table has {', '.join(RECIPE_KEYS)})")
+        if not isinstance(value, RECIPE_KEYS[key]):
+            raise ConfigError(f"recipe.{key}={value!r}: expected a {'table' if key == 'reads' else 'string'}")
+    if recipe and not {"shows", "builder"} <= set(recipe):
+        raise ConfigError("recipe: give shows and builder")
+    if "builder" in recipe and not re.fullmatch(r"\w+\.\w+", recipe["builder"]):
+        raise ConfigError(f"recipe.builder={recipe['builder']!r}: expected module.function")
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in recipe.get("reads", {}).items()):
+        raise ConfigError("recipe.reads: expected names = recipe names")
+
+
 def _point_base(s: dict[str, Any], base: RunConfig, common: dict[str, Any]) -> RunConfig:
     """The configuration a point starts from: the sweep's base, or the preset the point names
     (``preset = "tl4"``) with the sweep's overrides."""
@@ -143,6 +163,7 @@ def parse_sweep(data: dict[str, Any]) -> Sweep:
     unknown = sorted(set(data) - TOP_KEYS)
     if unknown:
         raise ConfigError(f"unknown key {unknown[0]!r} (a sweep file has {', '.join(sorted(TOP_KEYS))})")
+    check_recipe_table(data.get("recipe", {}))
     name = folder_name(data.get("name"), "name", "the sweep")
     base_name = data.get("preset", "paper")
     if not isinstance(base_name, str):

@@ -54,6 +54,24 @@ def built(builder, sweep, root, docs, n_boot, seed):
     return {"tables": out.rows(), "figures": out.figs()}
 
 
+def test_a_sweep_file_with_a_recipe_table_is_a_recipe(tmp_path, monkeypatch):
+    """A new sweep recipe is its file (with ``[recipe]``) and its builder: the registry reads the
+    declaration from the shipped folder, in file-name order, and a file without one (core's run
+    list) is no sweep recipe."""
+    import mi_plateau.reproduce.registry as registry
+
+    (tmp_path / "b_toy.toml").write_text(
+        'name = "b_toy"\npreset = "tiny"\n[recipe]\nshows = "a toy"\nbuilder = "toy.build"\n'
+        'reads = { other = "a_toy" }\n[grid]\nK = [3]\n'
+    )
+    (tmp_path / "a_toy.toml").write_text('name = "a_toy"\npreset = "tiny"\n[recipe]\nshows = "x"\nbuilder = "toy.b"\n')
+    (tmp_path / "plain.toml").write_text('name = "plain"\npreset = "tiny"\n[grid]\nK = [3]\n')
+    monkeypatch.setattr(registry, "SHIPPED", tmp_path)
+    found = registry.shipped_sweep_recipes()
+    assert [r.name for r in found] == ["a_toy", "b_toy"] and all(r.is_sweep and r.module == "sweeps" for r in found)
+    assert (found[1].shows, found[1].builder, found[1].reads) == ("a toy", "toy.build", {"other": "a_toy"})
+
+
 def test_every_recipe_parses_and_the_cli_lists_them():
     assert RECIPE_NAMES == tuple(RECIPES)  # the command line's list is the registry's
     shipped = {p.stem for p in recipe_file("k_sweep").parent.glob("*.toml")}

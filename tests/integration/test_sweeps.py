@@ -306,6 +306,12 @@ BAD = [
     ("[[points]]\nname = 7\nK = 3\n", "points[0]: name=7"),
     ("[[points]]\npreset = 'nope'\nK = 3\n", "points[0]: unknown preset 'nope'"),
     ("[[points]]\npreset = 7\nK = 3\n", "points[0]: preset=7"),
+    # a shipped recipe's declaration ([recipe]) is checked with the rest
+    ("recipe = 3\n[grid]\nK = [3]\n", "recipe: expected a table"),
+    ("[recipe]\nshows = 'x'\nbuilder = 'm.f'\nshow = 'y'\n[grid]\nK = [3]\n", "recipe.show: unknown key"),
+    ("[recipe]\nshows = 'x'\n[grid]\nK = [3]\n", "recipe: give shows and builder"),
+    ("[recipe]\nshows = 'x'\nbuilder = 'no_module'\n[grid]\nK = [3]\n", "recipe.builder='no_module'"),
+    ("[recipe]\nshows = 2\nbuilder = 'm.f'\n[grid]\nK = [3]\n", "recipe.shows=2: expected a string"),
 ]
 
 
