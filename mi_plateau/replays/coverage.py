@@ -10,6 +10,8 @@ wider than any Z tested here."""
 
 from __future__ import annotations
 
+import hashlib
+import random
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -68,21 +70,68 @@ def covers(c: crossings.Crossing, exact: int | None) -> bool:
     return lo_ok and (c.hi is None or exact <= c.hi)
 
 
-def coverage_table(rows: Iterable[dict[str, Any]], zs: Sequence[float] = ZS) -> list[dict[str, Any]]:
-    """Per Z: the settled crossings, how many intervals cover their exact step, the share, and
-    the mean interval width in checkpoints' steps; ``chosen`` marks the smallest Z at >= 95%."""
+def training_identity(run) -> dict[str, Any]:
+    """What tells two run folders' crossings apart: the SHA-256 of the last checkpoint's weights
+    (16 hex digits; two folders with equal weights are one training, evaluated twice), and the
+    precision it trained and evaluated live in (``eval_precision``; records before it existed
+    evaluated in fp32)."""
+    last = run.records(settled=False)[-1]
+    digest = hashlib.sha256(run.weights_path(int(last["step"])).read_bytes()).hexdigest()[:16]
+    return {"weights": digest, "precision": last.get("precision"), "eval_precision": last.get("eval_precision", "fp32")}
+
+
+def distinct_trainings(rows: Iterable[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """``rows`` with one run per training (equal ``weights``): the run whose live evaluation is in
+    its training precision (today's default) where one is, else the first by name; rows without
+    ``weights`` all stay. Returns (the rows kept, the runs left out)."""
+    rows = list(rows)
+    runs: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        runs.setdefault(r["run"], r)
+    by_weights: dict[str, list[str]] = {}
+    for name, r in sorted(runs.items()):
+        if r.get("weights"):
+            by_weights.setdefault(r["weights"], []).append(name)
+    dropped = []
+    for names in by_weights.values():
+        keep = next((n for n in names if runs[n].get("eval_precision") == runs[n].get("precision")), names[0])
+        dropped += [n for n in names if n != keep]
+    return [r for r in rows if r["run"] not in dropped], sorted(dropped)
+
+
+def coverage_table(
+    rows: Iterable[dict[str, Any]], zs: Sequence[float] = ZS, n_boot: int = 2000, seed: int = 0
+) -> list[dict[str, Any]]:
+    """Per Z: the settled crossings and the runs they come from, how many intervals cover their
+    exact step, the share, its 95% interval by resampling whole runs (``n_boot`` percentile
+    bootstrap draws: a run's crossings share its live subset, so they are not independent), and
+    the mean interval width in checkpoints' steps; ``chosen`` marks the smallest Z whose share
+    is at least 95%."""
     rows = [r for r in rows if r.get("settled")]
+    by_run: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_run.setdefault(r["run"], []).append(r)
+    runs = list(by_run.values())
+    rng = random.Random(seed)
+    draws = [[rng.randrange(len(runs)) for _ in runs] for _ in range(n_boot if runs else 0)]
     out = []
     for z in zs:
         hit = [r[f"covers_{z:g}"] for r in rows]
         spans = [
             r[f"hi_{z:g}"] - r[f"lo_{z:g}"] for r in rows if r[f"hi_{z:g}"] is not None and r[f"lo_{z:g}"] is not None
         ]
+        per_run = [(sum(bool(r[f"covers_{z:g}"]) for r in rr), len(rr)) for rr in runs]
+        shares = sorted(
+            sum(per_run[i][0] for i in d) / sum(per_run[i][1] for i in d) for d in draws
+        )  # fmt: skip
         out.append({
             "Z": z,
+            "runs": len(runs),
             "crossings": len(hit),
             "covered": sum(bool(h) for h in hit),
             "coverage": sum(bool(h) for h in hit) / len(hit) if hit else None,
+            "coverage_lo": shares[int(0.025 * len(shares))] if shares else None,
+            "coverage_hi": shares[min(len(shares) - 1, int(0.975 * len(shares)))] if shares else None,
             "mean_width_steps": sum(spans) / len(spans) if spans else None,
         })  # fmt: skip
     ok = [r for r in out if r["coverage"] is not None and r["coverage"] >= 0.95]
