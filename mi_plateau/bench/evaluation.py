@@ -10,7 +10,10 @@ with every group scored ("full": what one settling scoring costs); the live eval
 ("live"); the first-token family alone (every position of every group, "first_token"); and the
 first-token losses alone ("losses_A1": the packs up to the position that predicts A1, what a
 live checkpoint computes on every group). Each is reported as a share of the training between
-two checkpoints (``every`` steps): seconds of evaluation / (every x seconds per step).
+two checkpoints (``every`` steps): seconds of evaluation / (every x seconds per step). The step,
+the live evaluation and the first-token family run in the preset's precision (auto: bf16 where
+the device has bf16 units), as a run evaluates its live checkpoints; the full scoring in fp32,
+as ``settle`` scores.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import statistics
 from typing import Any
 
 from ..config import preset, with_overrides
+from ..devices import resolve_precision
 from ..metrics import evaluate, first_token_losses, live_subset
 from ..model import build_model
 from ..task import make_eval_set, make_task
@@ -47,11 +51,14 @@ def bench_eval_share(
         live = live_subset(subset, ev.groups, K, cfg.eval.eval_seed)
         with torch.no_grad():
             evaluate(model, ev, live=live)  # the packings are built once, outside the timing
+        # a run's live checkpoints evaluate in its training precision (auto: bf16 where the device
+        # has bf16 units), as the step does; settle's full scorings are fp32
+        p = resolve_precision(cfg.train.precision, next(model.parameters()).device)
         cands = {
             "step": step,
             "full": lambda: evaluate(model, ev),
-            "live": lambda: evaluate(model, ev, live=live),
-            "first_token": lambda: evaluate(model, ev, sequence=False),
+            "live": lambda: evaluate(model, ev, live=live, precision=p),
+            "first_token": lambda: evaluate(model, ev, sequence=False, precision=p),
             "losses_A1": lambda: first_token_losses(model, ev),
         }
         t = {k: statistics.median(v) for k, v in alternate(cands, reps, 1).items()}
@@ -59,6 +66,7 @@ def bench_eval_share(
         rows.append(
             {
                 "K": K,
+                "precision": p,
                 "groups": ev.n_groups,
                 "subset": subset,
                 "strings_full": ev.n_groups * K * (K - 1),

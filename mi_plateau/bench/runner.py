@@ -244,7 +244,9 @@ def _eval_lines(rows: list[dict[str, Any]]) -> list[str]:
     lines = [
         "",
         "**Evaluation as a share of training** (paper model; seconds of `evaluate` / (50 x seconds per step); "
-        f"live: {rows[0]['subset']} of the evaluation groups)",
+        f"live: {rows[0]['subset']} of the evaluation groups; the step, the live evaluation and the first-token "
+        f"family in {rows[0].get('precision', 'fp32')}, as a run in the default precision evaluates, the full "
+        "scoring and the A1 losses in fp32)",
         "",
         "| K | strings (all groups) | s / step | full (one settling scoring) | live | first token only | "
         "first-token losses (A1 only) |",
