@@ -4,11 +4,14 @@ registered beside it as its fast twin (``registry``: the two kinds, head ablatio
 and residual patches at the selector positions).
 
 One module per intervention, each registering itself when imported; importing the package
-imports them all (the line below). A new one is a new module here and its name in that line
-(docs/design.md, "Adding an intervention"); docs/interventions.md lists them.
+imports every module of this folder (in file-name order, the registry's order). A new one is a
+new module here and its test (docs/design.md, "Adding an intervention"); docs/interventions.md
+lists them.
 """
 
-from . import group_mean, mean, patching, zero  # noqa: F401  (each registers itself)
+import importlib
+import pkgutil
+
 from .registry import (
     INTERVENTIONS,
     FwdHooks,
@@ -32,3 +35,7 @@ __all__ = [
     "register",
     "resid_patches",
 ]
+
+for _module in pkgutil.iter_modules(__path__):  # each registers itself
+    if _module.name != "registry":
+        importlib.import_module(f"{__name__}.{_module.name}")
