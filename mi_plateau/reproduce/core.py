@@ -18,7 +18,7 @@ from typing import Any
 
 from .. import figures, paper
 from ..api import analyze
-from ..checkpoints import Run, RunError, atomic_write_json, atomic_write_text
+from ..checkpoints import Run, RunError, atomic_write_json, atomic_write_text, read_json
 from ..config import config_diff
 from ..frames import cell, lead, to_markdown
 from ..outputs import read_json_rows, write_figures
@@ -178,17 +178,21 @@ def tables_md(tables: dict[str, list]) -> str:
     return "".join(parts)
 
 
+def write_tables(tables: dict[str, list], docs: Path) -> list[Path]:
+    """``core_tables`` as docs/reproduction/tables.md and its JSON twin tables.json."""
+    docs.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(docs / f"{TABLES}.md", tables_md(tables))
+    atomic_write_json(docs / f"{TABLES}.json", nan_to_none(tables))
+    return [docs / f"{TABLES}.md", docs / f"{TABLES}.json"]
+
+
 def write_assets(results: dict[str, Any], runs, docs: Path, static: bool | None = None) -> tuple[list[Path], str]:
     """The generated tables Markdown for docs/reproduction.md and the static figures (exported
     from the same plotly figures the report draws; ``static`` as in ``outputs.write_figures``);
     returns the paths written and the one-line note of skipped figures."""
-    docs.mkdir(parents=True, exist_ok=True)
     curves = seed0_curves(runs)
     f3 = {name: d for name, d in results["figure3"].items() if any(len(v["a"]) for v in d.values())}
-    tables = core_tables(*tau_tables(results, runs), Path(results["comparison"]))
-    atomic_write_text(docs / f"{TABLES}.md", tables_md(tables))
-    atomic_write_json(docs / f"{TABLES}.json", nan_to_none(tables))
-    written = [docs / f"{TABLES}.md", docs / f"{TABLES}.json"]
+    written = write_tables(results["core_tables"], docs)
     # the figures last: a failed export (the static writer's browser) leaves the tables written
     figs = [(docs / "figure1.svg", figures.figure1(curves), {})] if curves else []
     if f3:
@@ -210,8 +214,8 @@ def run_recipe(
         train_all(runs, options)
     else:  # analyse what exists: finished runs and unfinished ones up to their last checkpoint
         runs = [(p, c) for p, c in runs if status(p) in ("finished", "running")]
-        if not runs:
-            raise RunError("no run of this recipe has started yet; run it without --no-train first")
+        if not runs:  # no run folder here: the tables from the recipe's log alone
+            return nan_to_none(from_log(Path(options.docs)))
     t_train = time.perf_counter() - t0
     res = analyze([p for p, _ in runs], analyses, progress=options.progress, with_figure3=True, options=options)
     t_an = time.perf_counter() - t0 - t_train
@@ -223,6 +227,7 @@ def run_recipe(
         "figure3": fig3,
         "train_wall": {p.name: num(train_wall(Run(p))) for p, _ in runs},
     }
+    results["core_tables"] = core_tables(*tau_tables(results, runs), Path(res["comparison"]))
     written, static_note = write_assets(results, runs, Path(options.docs), options.static)
     log = {
         "recipe": recipe,
@@ -232,11 +237,35 @@ def run_recipe(
         "summaries": results["summaries"],
         "routing": results["routing"],
         "tables": {"Runs (tau in steps; leads (tau - t_r) / tau, ours)": run_rows(results)},
+        "core_tables": results["core_tables"],  # what tables.md shows: rebuilt from here without the runs
         "written": [str(w) for w in written],
         "static_note": static_note,
     }
-    atomic_write_json(Path(options.docs) / "recipe_log.json", log)
+    atomic_write_json(Path(options.docs) / LOG, log)
     return nan_to_none(log)
+
+
+LOG = "recipe_log.json"
+
+
+def from_log(docs: Path) -> dict[str, Any]:
+    """tables.md and tables.json rebuilt from the recipe's log alone (``core_tables``, what the
+    last run with the run folders wrote): on a machine without them. The figures need the runs."""
+    path = docs / LOG
+    log = read_json(path) if path.exists() else {}
+    if "core_tables" not in log:
+        raise RunError(
+            f"no run of this recipe has started under this root and {path} holds no tables; "
+            "run it without --no-train first"
+        )
+    tables = {key: log["core_tables"][key] for key, _ in SECTIONS}
+    written = write_tables(tables, docs)
+    return {
+        "recipe": "core",
+        "tables": {heading: tables[key] for key, heading in SECTIONS},
+        "written": [str(w) for w in written],
+        "static_note": f"the figures were not drawn: they need the run folders (the tables come from {path})",
+    }
 
 
 def run_rows(results: dict[str, Any]) -> list[dict[str, Any]]:

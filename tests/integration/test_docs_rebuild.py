@@ -46,7 +46,8 @@ REFERENCE = "reference"  # the original code's own runs (figure3 reads them besi
 
 # recipes that do not rebuild from a log of their own, and why
 NOT_FROM_A_LOG = {
-    "core": "analyses of run folders; its log (recipe_log.json) keeps summaries, no records",
+    "core": "one tables.md of five sections, no CSV: rebuilt from its log (recipe_log.json) by "
+    "test_reproduce.py::test_core_rebuilds_its_tables_from_its_log_alone",
     "controls": "read off the other committed tables (test_table12_equals_its_rebuild_from_the_committed_tables)",
     "scorecard": "read off the other committed tables (test_scorecard.py)",
 }
@@ -67,7 +68,7 @@ DERIVED_TABLES = (controls.STEM, "scorecard", "scorecard_points")
 
 # committed tables that no recipe log rebuilds, and why
 NOT_FROM_LOGS = {
-    "tables": "`mi-plateau reproduce core`: analyses of run folders, no recipe log",
+    "tables": "`mi-plateau reproduce core`: rebuilt from recipe_log.json in test_reproduce.py",
     "linear_control": "`mi-plateau linear-control`: trains the linear control",
     "llc_calibration_tiny": "`mi-plateau llc RUN --calibrate --out FILE`: samples a run's checkpoints",
     "llc_K10": "`mi-plateau llc RUN --n 6 --out FILE`: samples a run's checkpoints",
@@ -90,7 +91,7 @@ NOT_FROM_LOGS = {
 }
 # committed logs that no table here is rebuilt from, and why
 LOGS_WITHOUT_TABLES = {
-    "recipe_log.json": "the core recipe's log: summaries, no records to rebuild from",
+    "recipe_log.json": "the core recipe's log: tables.md is rebuilt from it in test_reproduce.py",
 }
 
 # recipe -> why its committed tables are known to differ from their rebuild (a strict xfail)

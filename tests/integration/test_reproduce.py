@@ -3,6 +3,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from mi_plateau.checkpoints import RunError
 from mi_plateau.config import AnalysisConfig, run_name
 from mi_plateau.reproduce.core import plan
 
@@ -63,7 +64,6 @@ def test_recipe_resumes_a_started_run_only_if_it_is_the_recipes(tmp_path):
 
     import pytest
 
-    from mi_plateau.checkpoints import RunError
     from mi_plateau.config import with_overrides
     from mi_plateau.reproduce.core import _check_recipe_config
 
@@ -113,3 +113,27 @@ def test_write_assets_builds_the_docs_tables_and_figures(tiny_run, tmp_path):
     twin = json.loads((tmp_path / "docs" / "tables.json").read_text())  # the same rows, for readers
     assert {r["run"] for r in twin["table3"]} == {tiny_run.path.name, other.path.name} and twin["table6"]
     assert ET.fromstring((tmp_path / "docs" / "figure3.svg").read_text()).tag.endswith("svg")
+
+
+def test_core_rebuilds_its_tables_from_its_log_alone(tmp_path):
+    """Without its run folders (another machine), ``reproduce core --no-train`` writes tables.md
+    and tables.json from the committed log: the committed files, unchanged."""
+    import shutil
+    from pathlib import Path
+
+    from mi_plateau.reproduce import RECIPES
+    from mi_plateau.sweeps import RunOptions
+
+    committed = Path(__file__).resolve().parents[2] / "docs" / "reproduction"
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    shutil.copy(committed / "recipe_log.json", docs)
+    log = RECIPES["core"].run(RunOptions(train=False, progress=False, root=tmp_path / "none", docs=docs))
+    assert (docs / "tables.md").read_text() == (committed / "tables.md").read_text()
+    assert json.loads((docs / "tables.json").read_text()) == json.loads((committed / "tables.json").read_text())
+    assert "Table 6: collective transition" in log["tables"] and "need the run folders" in log["static_note"]
+    (docs / "recipe_log.json").write_text("{}")  # a log without the tables: one line, nothing written
+    (docs / "tables.md").unlink()
+    with pytest.raises(RunError, match="holds no tables; run it without --no-train first"):
+        RECIPES["core"].run(RunOptions(train=False, progress=False, root=tmp_path / "none", docs=docs))
+    assert not (docs / "tables.md").exists()
