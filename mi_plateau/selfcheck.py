@@ -23,7 +23,7 @@ import torch
 
 from .api import inspect
 from .checkpoints import Run
-from .config import preset, with_overrides
+from .config import RunOptions, preset, with_overrides
 from .devices import precision_reason, resolve
 from .settle import run_summary
 from .train import train
@@ -74,6 +74,7 @@ def selfcheck(device: str = "auto", steps: int = 200, m: int = 4, folder: str | 
     """The checks and measurements (module docstring); returns the device, the precision ``auto``
     picks there and why, and the ``Check`` rows."""
     dev = resolve(device)
+    on_dev = RunOptions(device=str(dev))
     work = Path(folder or tempfile.mkdtemp(prefix="mi_plateau_selfcheck_"))
     cfg = lambda seed=0, **o: with_overrides(preset("demo"), {"max_steps": steps, "seed": seed, **o})  # noqa: E731
     fp32 = {"train.precision": "fp32"}
@@ -81,19 +82,19 @@ def selfcheck(device: str = "auto", steps: int = 200, m: int = 4, folder: str | 
     tf32 = torch.backends.cudnn.allow_tf32
     try:
         torch.backends.cudnn.allow_tf32 = False  # fp32 is fp32 (devices.configure keeps matmuls off TF32)
-        train(cfg(**fp32), work / "cpu", progress=False, device="cpu")
-        train(cfg(**fp32), work / "dev", progress=False, device=dev)
+        train(cfg(**fp32), work / "cpu", progress=False, options=RunOptions(device="cpu"))
+        train(cfg(**fp32), work / "dev", progress=False, options=on_dev)
         d = curve_diff(work / "cpu", work / "dev")
         rows.append(Check(f"demo, {steps} steps, fp32 curves: {dev} against cpu", d <= CURVE_TOL, d, CURVE_TOL))
         ta, tb = tau_steps(work / "cpu"), tau_steps(work / "dev")
         gap = math.inf if (ta is None) != (tb is None) else abs((ta or 0) - (tb or 0))
         rows.append(Check(f"first-token tau: {dev} {tb} against cpu {ta} (steps)", gap <= 25, gap, 25))
-        train_batched([(cfg(s, **fp32), work / f"b{s}") for s in range(m)], progress=False, device=dev)
+        train_batched([(cfg(s, **fp32), work / f"b{s}") for s in range(m)], progress=False, options=on_dev)
         d = curve_diff(work / "dev", work / "b0")
         rows.append(Check(f"batched member 0 of {m} against its single run on {dev}", d <= CURVE_TOL, d, CURVE_TOL))
         differ = curve_diff(work / "b0", work / "b1") if m > 1 else math.inf
         rows.append(Check("batched members 0 and 1 are different runs (min diff)", differ > 1e-3, differ, 1e-3))
-        a, b = inspect(work / "cpu", device="cpu"), inspect(work / "cpu", device=str(dev))
+        a, b = inspect(work / "cpu", options=RunOptions(device="cpu")), inspect(work / "cpu", options=on_dev)
         d = max(
             abs(x[k] - y[k])
             for x, y in zip(a["heads"], b["heads"])
@@ -113,11 +114,12 @@ def speed(work: Path, dev: torch.device, steps: int, m: int) -> list[Check]:
     quiet = lambda s: with_overrides(  # noqa: E731
         preset("demo"), {"max_steps": steps, "seed": s, "train.ckpt_every": 10**6, "eval.live_groups": 0}
     )
+    on_dev = RunOptions(device=str(dev))
     t = time.perf_counter()
-    train(quiet(0), work / "speed_single", progress=False, device=dev)
+    train(quiet(0), work / "speed_single", progress=False, options=on_dev)
     single = steps / (time.perf_counter() - t)
     t = time.perf_counter()
-    train_batched([(quiet(s), work / f"speed_b{s}") for s in range(m)], progress=False, device=dev)
+    train_batched([(quiet(s), work / f"speed_b{s}") for s in range(m)], progress=False, options=on_dev)
     batched = m * steps / (time.perf_counter() - t)
     return [
         Check(f"single run on {dev}: steps/s (evaluations at both ends included)", True, single, None),

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..config import preset
+from ..config import RunOptions, preset
 from ..reproduce.price_probe import evaluations, prober, run_seconds
 from ..sweeps.table import run_costs
 from ..train import train
@@ -35,7 +35,7 @@ def bench_price(quick: bool, device: str = "cpu") -> list[dict[str, Any]]:
             for name, K, cap in QUICK_SHAPES if quick else SHAPES:
                 base = preset(name)
                 cfg = replace(base, task=replace(base.task, K=K), train=replace(base.train, max_steps=cap))
-                run = train(cfg, Path(tmp) / f"{name}_K{K}", progress=False, device=device)
+                run = train(cfg, Path(tmp) / f"{name}_K{K}", progress=False, options=RunOptions(device=device))
                 cost = run_costs(run)
                 steps = run.steps()[-1]
                 measured = cost["wall_s"] - (cost["settle_s"] or 0.0)

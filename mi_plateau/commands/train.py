@@ -14,6 +14,7 @@ from typing import Any
 from ..config import (
     ConfigError,
     RunConfig,
+    RunOptions,
     parse_json,
     parse_override,
     preset,
@@ -81,7 +82,7 @@ def cmd_train(args, argv: Sequence[str] = ()) -> int:
     from ..api import summary
     from ..train import train
 
-    run = train(cfg, out, resume=args.resume, progress=not args.quiet, argv=["mi-plateau", *argv], device=args.device)
+    run = train(cfg, out, resume=args.resume, progress=not args.quiet, argv=["mi-plateau", *argv], options=where(args))
     from ..sweeps.table import run_costs
 
     s = summary(run.path)
@@ -112,11 +113,16 @@ def cmd_train_batch(args) -> int:
         resume=args.resume,
         progress=not args.quiet,
         argv=["mi-plateau", "train-batch", args.runs],
-        device=args.device,
+        options=where(args),
     )
     for run in runs:
         print(f"run: {run.path}")
     return 0
+
+
+def where(args) -> RunOptions:
+    """Where ``train`` and ``train-batch`` train: ``--device`` and ``--threads``."""
+    return RunOptions(device=args.device, threads=args.threads)
 
 
 # what the summary itself answers beyond its defaults (flag -> argument): not with a check

@@ -18,18 +18,16 @@ from .schedule import status, work_units
 def _ray_train(items: list[tuple[dict, str]], device: str = "auto", threads: int = 1) -> list[str]:
     """A Ray task: the same resumable train function (one run) or the batched trainer, ``threads``
     threads."""
-    import torch
-
-    torch.set_num_threads(threads)
+    options = RunOptions(device=device, threads=threads)  # the trainers set the threads
     pairs = [(RunConfig.from_dict(c), out) for c, out in items]
     if len(pairs) == 1:
         from ..train import train  # here, not at the top: torch, in the Ray worker only (not the driver)
 
-        train(pairs[0][0], pairs[0][1], resume=True, progress=False, device=device)
+        train(pairs[0][0], pairs[0][1], resume=True, progress=False, options=options)
     else:
         from ..train.batched import train_batched  # here, not at the top: as above
 
-        train_batched(pairs, resume=True, progress=False, device=device)
+        train_batched(pairs, resume=True, progress=False, options=options)
     return [out for _, out in items]
 
 

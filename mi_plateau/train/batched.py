@@ -30,13 +30,15 @@ import sys
 from collections.abc import Sequence
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 
 from ..checkpoints import Run, RunError, RunLock
-from ..config import RunConfig, layout_for, validate
-from ..devices import check_precision, in_precision
+from ..config import RunConfig, RunOptions, layout_for, validate
+from ..config.options import with_old_keywords
+from ..devices import check_precision, in_precision, use_threads
 from ..devices import resolve as resolve_device
 from ..model.forward import Weights, forward
 from .folder import open_config
@@ -203,12 +205,16 @@ def train_batched(
     resume: bool = False,
     progress: bool = True,
     argv: Sequence[str] | None = None,
-    device: str | torch.device | None = "auto",
+    options: RunOptions | None = None,
+    **old: Any,
 ) -> list[Run]:
     """Train several runs (``(config, out)`` pairs; config None resumes the stored one) in one
-    process as one stacked model on ``device`` (``devices.resolve``); each folder is locked,
-    opened and resumed as ``train.train`` does, and refused the same way."""
-    dev = resolve_device(device)
+    process as one stacked model on ``options.device`` (``devices.resolve``) with
+    ``options.threads``; each folder is locked, opened and resumed as ``train.train`` does, and
+    refused the same way (``device=``: deprecated, as there)."""
+    options = with_old_keywords(options, old, "train_batched")
+    use_threads(options.threads)
+    dev = resolve_device(options.device)
     runs = [Run(out) for _, out in items]
     if len({r.path.resolve() for r in runs}) < len(runs):
         raise RunError("the same run folder is named twice")

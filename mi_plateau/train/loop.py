@@ -6,12 +6,12 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-
-import torch
+from typing import Any
 
 from ..checkpoints import Run, RunError, RunLock
-from ..config import RunConfig, validate
-from ..devices import check_precision
+from ..config import RunConfig, RunOptions, validate
+from ..config.options import with_old_keywords
+from ..devices import check_precision, use_threads
 from ..devices import resolve as resolve_device
 from ..model import training_forward
 from .folder import open_config
@@ -27,17 +27,22 @@ def train(
     resume: bool = False,
     progress: bool = True,
     argv: Sequence[str] | None = None,
-    device: str | torch.device | None = "auto",
+    options: RunOptions | None = None,
+    **old: Any,
 ) -> Run:
     """Train a run into folder `out` and return it.
 
     With ``resume=True`` an existing folder continues from its last checkpoint (its stored
     config is used; a different `cfg` is refused). Without it, an existing run is refused.
-    ``device``: where the model, the optimizer and the evaluation live (``devices.resolve``:
-    "auto" takes a GPU when there is one); the folder holds CPU tensors whatever it is.
+    ``options.device``: where the model, the optimizer and the evaluation live
+    (``devices.resolve``: "auto" takes a GPU when there is one); the folder holds CPU tensors
+    whatever it is. ``options.threads``: torch's threads (``devices.use_threads``). The older
+    ``device=`` keyword is accepted for one release, with a DeprecationWarning.
     ``train.log``: each checkpoint is also logged to that tracker, in the run folder (``tracking``).
     """
-    dev = resolve_device(device)
+    options = with_old_keywords(options, old, "train")
+    use_threads(options.threads)
+    dev = resolve_device(options.device)
     run = Run(out)
     if cfg is not None:
         validate(cfg)  # before the lock creates the folder

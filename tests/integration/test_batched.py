@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from mi_plateau.checkpoints import Run, RunError
-from mi_plateau.config import preset, with_overrides
+from mi_plateau.config import RunOptions, preset, with_overrides
 from mi_plateau.train import train
 from mi_plateau.train.batched import group_batches, train_batched
 
@@ -107,7 +107,7 @@ def test_a_refused_member_leaves_every_folder_as_it_was(tmp_path, one_thread):
     """The batched trainer opened its folders one by one: a resume refused at the second member
     had already written the first member's config.json and command.json."""
     a, b = _cfgs(max_steps=20)
-    train(b, tmp_path / "old", progress=False, device="cpu")
+    train(b, tmp_path / "old", progress=False, options=RunOptions(device="cpu"))
     before = {p.name: p.read_bytes() for p in (tmp_path / "old").iterdir() if p.is_file() and p.name != ".lock"}
     other = with_overrides(b, {"lr": 5e-4})  # not a step-cap raise: refused
     with pytest.raises(RunError, match="different config"):

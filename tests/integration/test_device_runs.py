@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from mi_plateau.checkpoints import Run
-from mi_plateau.config import with_overrides
+from mi_plateau.config import RunOptions, with_overrides
 from mi_plateau.settle import run_summary
 from mi_plateau.train import train
 
@@ -17,7 +17,7 @@ HAS_CUDA = torch.cuda.is_available()
 
 def test_device_cpu_run_records_its_device_and_equals_the_default_here(tiny_cfg, tiny_run, tmp_path):
     cfg = with_overrides(tiny_cfg, {"max_steps": 200})
-    a = train(cfg, tmp_path / "a", progress=False, device="cpu")
+    a = train(cfg, tmp_path / "a", progress=False, options=RunOptions(device="cpu"))
     recs = a.records()
     assert {r["device"] for r in recs} == {"cpu"}
     cmd = json.loads((a.path / "command.json").read_text())
@@ -42,10 +42,14 @@ def test_a_run_moves_between_devices(tiny_cfg, tmp_path):
     """Trained on the GPU, resumed on the CPU to the end, and the other way round: both finish,
     load and summarize; their taus agree with a CPU-only run up to float rounding."""
     cfg = with_overrides(tiny_cfg, {"max_steps": 600})
-    gpu = train(with_overrides(cfg, {"max_steps": 300}), tmp_path / "g", progress=False, device="cuda")
-    train(cfg, tmp_path / "g", resume=True, progress=False, device="cpu")
-    cpu = train(with_overrides(cfg, {"max_steps": 300}), tmp_path / "c", progress=False, device="cpu")
-    train(cfg, tmp_path / "c", resume=True, progress=False, device="cuda")
+    gpu = train(
+        with_overrides(cfg, {"max_steps": 300}), tmp_path / "g", progress=False, options=RunOptions(device="cuda")
+    )
+    train(cfg, tmp_path / "g", resume=True, progress=False, options=RunOptions(device="cpu"))
+    cpu = train(
+        with_overrides(cfg, {"max_steps": 300}), tmp_path / "c", progress=False, options=RunOptions(device="cpu")
+    )
+    train(cfg, tmp_path / "c", resume=True, progress=False, options=RunOptions(device="cuda"))
     for run in (gpu, cpu):
         recs = run.records()
         assert recs[-1]["step"] == 600 and {r["device"] for r in recs} == {"cpu", "cuda:0"}

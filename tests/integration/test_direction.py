@@ -46,14 +46,14 @@ def test_init_from_starts_from_the_source_weights_with_a_fresh_optimizer(tiny_ru
     src = tiny_run if isinstance(tiny_run, Run) else Run(tiny_run)
     last = src.steps()[-1]
     cfg = with_overrides(tiny_cfg, {"max_steps": 40, "stop": "budget", "train.init_from": str(src.path)})
-    run = train(cfg, tmp_path / "transfer", progress=False, device="cpu")
+    run = train(cfg, tmp_path / "transfer", progress=False, options=RunOptions(device="cpu"))
     w0, ws = run.weights(0), src.weights(last)
     assert all(torch.equal(w0[k], ws[k]) for k in ws)
     init = run.manifest()["init"]
     assert init["step"] == last and init["sha256"] == src.weights_sha256([last])[last]
     assert run.steps()[-1] == 40
     # the same config trained again from nothing gives the same weights (the init is part of it)
-    again = train(cfg, tmp_path / "again", progress=False, device="cpu")
+    again = train(cfg, tmp_path / "again", progress=False, options=RunOptions(device="cpu"))
     assert all(torch.equal(run.weights(40)[k], again.weights(40)[k]) for k in ws)
     assert any(not torch.equal(run.weights(40)[k], ws[k]) for k in ws)  # and it trained from there
 
@@ -66,15 +66,14 @@ def test_init_from_refuses_what_it_cannot_start_from(tiny_run, tiny_cfg, tmp_pat
     ):
         cfg = with_overrides(tiny_cfg, {"max_steps": 20, **overrides})
         with pytest.raises(RunError, match=words) as e:
-            train(cfg, tmp_path / "refused", progress=False, device="cpu")
+            train(cfg, tmp_path / "refused", progress=False, options=RunOptions(device="cpu"))
         assert "\n" not in str(e.value)
     assert not (tmp_path / "refused" / "manifest.json").exists()  # nothing half-made is left to resume
     # a relative path names a sibling folder
-    train(
-        with_overrides(tiny_cfg, {"max_steps": 40, "stop": "budget"}), tmp_path / "short", progress=False, device="cpu"
-    )
+    short = with_overrides(tiny_cfg, {"max_steps": 40, "stop": "budget"})
+    train(short, tmp_path / "short", progress=False, options=RunOptions(device="cpu"))
     cfg = with_overrides(tiny_cfg, {"max_steps": 20, "train.init_from": "short"})
-    train(cfg, tmp_path / "from_sibling", progress=False, device="cpu")
+    train(cfg, tmp_path / "from_sibling", progress=False, options=RunOptions(device="cpu"))
     assert Run(tmp_path / "from_sibling").manifest()["init"]["step"] == 40
 
 

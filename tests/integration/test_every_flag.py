@@ -560,14 +560,14 @@ EXPECT: dict[tuple[str, str], Proof] = {
     ("train", "--out"): train_flag(lambda t: ["--out", t.tmp / "r"], lambda a, k: a[1].name == "r"),
     ("train", "--resume"): train_flag(["--preset", "tiny", "--resume"], lambda a, k: k["resume"] is True),
     ("train", "--quiet"): train_flag(["--quiet"], lambda a, k: k["progress"] is False),
-    ("train", "--device"): train_flag(["--device", "cpu"], lambda a, k: k["device"] == "cpu"),
+    ("train", "--device"): train_flag(["--device", "cpu"], lambda a, k: k["options"].device == "cpu"),
     ("train", "--threads"): sets_threads(train_call),
     ("train-batch", "--resume"): batch_flag(["--resume"], lambda a, k: k["resume"] is True),
     ("train-batch", "--quiet"): batch_flag(["--quiet"], lambda a, k: k["progress"] is False),
     ("train-batch", "--precision"): batch_flag(
         ["--precision", "bf16"], lambda a, k: a[0][0][0].train.precision == "bf16"
     ),
-    ("train-batch", "--device"): batch_flag(["--device", "cpu"], lambda a, k: k["device"] == "cpu"),
+    ("train-batch", "--device"): batch_flag(["--device", "cpu"], lambda a, k: k["options"].device == "cpu"),
     ("train-batch", "--threads"): sets_threads(batch_call),
     ("summary", "--json"): prints_json("summary"),
     ("summary", "--all"): summary_all,

@@ -10,6 +10,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 import torch
 from torch.overrides import TorchFunctionMode
 
@@ -80,10 +81,23 @@ def test_training_evaluation_settlement_and_passes_name_their_devices(tmp_path, 
     cfg = replace(tiny_cfg, eval=replace(tiny_cfg.eval, live_groups=4))
     guard = DevicelessFactories()
     with guard:
-        run = train(cfg, tmp_path / "run", progress=False, device="cpu")
+        run = train(cfg, tmp_path / "run", progress=False, options=RunOptions(device="cpu"))
         run_summary(run)
         analyze_run(run, tmp_path / "analyses", PassConfig(), progress=False, options=RunOptions(device="cpu"))
     assert run.manifest()["status"] == "finished"
     assert guard.calls == {}, "tensors made without a device (give each one): " + ", ".join(
         f"{where} ({fn})" for where, fn in sorted(guard.calls.items())
     )
+
+
+def test_the_trainers_older_device_keyword_still_works_with_a_warning(tiny_cfg, tmp_path):
+    from mi_plateau.config import with_overrides
+    from mi_plateau.train import train
+
+    cfg = with_overrides(tiny_cfg, {"max_steps": 20})
+    with pytest.warns(DeprecationWarning, match=r"train\(device=\.\.\.\) is deprecated"):
+        old = train(cfg, tmp_path / "old", progress=False, device="cpu")
+    new = train(cfg, tmp_path / "new", progress=False, options=RunOptions(device="cpu"))
+    assert [r["metrics"]["Lc"] for r in old.records()] == [r["metrics"]["Lc"] for r in new.records()]
+    with pytest.raises(TypeError, match="unexpected keyword argument 'devices'"):
+        train(cfg, tmp_path / "x", progress=False, devices="cpu")
