@@ -127,9 +127,8 @@ def packed_forward(
         swapped[(other - N) // N, (other - N) % N] = lg[pk.pack[other] - c.start, col(want_swap)]
         if len(mt) and cached:
             clean[slot[mt], fp:] = lg[(pk.pack[mt] - c.start)[:, None], pk.node[mt][:, fp:P]]
-        # the rows that continue their prompt: every tail row cut at fp, or (cached: the tails come
-        # from the packed logits) those scored, where scores are asked for
-        go = (mine[wanted[mine]] if sequence else mine[:0]) if cached else mt
+        # the rows that continue their prompt: every tail row cut at fp, or those scored
+        go = mine[wanted[mine]] if cached else mt
         if len(go):
             later.add(go, prefix_kv_of(pk, kv, go, fp, c.start))
         if later.n >= chunk // 2 or (c.stop == pk.n_packs and later.n):
