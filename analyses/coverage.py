@@ -41,7 +41,8 @@ def build(log: Log) -> None:
 def _same(dropped: list[str]) -> str:
     if not dropped:
         return ""
-    return f"left out as the same training as a listed run (equal last weights, evaluated again): {', '.join(dropped)}; "
+    same = "equal weights at its first checkpoint past step 0"
+    return f"left out as the same training as a listed run ({same}): {', '.join(dropped)}; "
 
 
 def main() -> None:

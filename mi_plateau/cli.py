@@ -186,7 +186,10 @@ def add_sweep(sub) -> None:
     sw.add_argument("target", help="a sweep file (TOML), or the word status")
     sw.add_argument("folder", nargs="?", help="with status: the sweep folder (checkpoints/<name>)")
     sw.add_argument(
-        "--jobs", type=positive_int, default=None, help="processes at once (default: one per core; one thread each)"
+        "--jobs",
+        type=positive_int,
+        default=None,
+        help="processes at once (default: the cores / --threads; --threads each, default 1)",
     )
     sw.add_argument(
         "--batch-runs",
@@ -223,7 +226,7 @@ def add_reproduce(sub) -> None:
         "--jobs",
         type=positive_int,
         default=None,
-        help="train this many runs at once, one thread each (default: one per core)",
+        help="train this many runs at once, --threads each, default 1 (default: the cores / --threads)",
     )
     rep.add_argument(
         "--batch-runs",

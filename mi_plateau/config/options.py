@@ -9,6 +9,7 @@ command line imports it at start-up."""
 
 from __future__ import annotations
 
+import os
 import warnings
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -88,6 +89,13 @@ class RunOptions:
             kw["only"] = tuple(n.strip() for n in given["only"].split(",") if n.strip())
         return cls(**kw)
 
+    def processes(self) -> int:
+        """Processes (or Ray tasks) at once: ``jobs``, or as many as the cores hold at ``threads``
+        threads each (default 1)."""
+        if self.jobs is not None:
+            return self.jobs
+        return max(1, (os.cpu_count() or 1) // (self.threads or 1))
+
     def given(self) -> list[str]:
         """The fields set to something other than their default, in declaration order."""
         return [f.name for f in fields(self) if getattr(self, f.name) != f.default]
@@ -105,6 +113,8 @@ def with_old_keywords(options: RunOptions | None, old: dict[str, Any], where: st
     for name, value in old.items():
         if name not in OLD_KEYWORDS:
             raise TypeError(f"{where}() got an unexpected keyword argument {name!r}")
+        if name in options.given() and getattr(options, name) != value:
+            raise TypeError(f"{where}(): {name}={value!r} contradicts options.{name}={getattr(options, name)!r}")
         warnings.warn(
             f"{where}({name}=...) is deprecated: pass options=RunOptions({name}=...)", DeprecationWarning, stacklevel=3
         )

@@ -8,6 +8,7 @@ fractions of Table 6). Rerunning skips checkpoints already analysed with the sam
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import sys
@@ -66,17 +67,21 @@ OLD_FIELDS = {
 _pass_config_init = PassConfig.__init__
 
 
+@functools.wraps(_pass_config_init)
 def _init_with_old_fields(self, *args, **kw) -> None:
     """``PassConfig(...)``, its older fields (``OLD_FIELDS``) set as the fields they became, each
-    with a DeprecationWarning naming that field."""
+    with a DeprecationWarning naming that field (a TypeError where both name different values)."""
     for name, (field_name, value) in OLD_FIELDS.items():
         if name in kw:
+            new = value(kw.pop(name))
+            if field_name in kw and kw[field_name] != new:
+                raise TypeError(f"PassConfig({name}=...) contradicts {field_name}={kw[field_name]!r}")
             warnings.warn(
                 f"PassConfig({name}=...) is deprecated: use PassConfig({field_name}=...)",
                 DeprecationWarning,
                 stacklevel=2,
             )
-            kw[field_name] = value(kw.pop(name))
+            kw[field_name] = new
     _pass_config_init(self, *args, **kw)
 
 

@@ -11,6 +11,7 @@ wider than any Z tested here."""
 from __future__ import annotations
 
 import hashlib
+import math
 import random
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -71,12 +72,15 @@ def covers(c: crossings.Crossing, exact: int | None) -> bool:
 
 
 def training_identity(run) -> dict[str, Any]:
-    """What tells two run folders' crossings apart: the SHA-256 of the last checkpoint's weights
-    (16 hex digits; two folders with equal weights are one training, evaluated twice), and the
-    precision it trained and evaluated live in (``eval_precision``; records before it existed
-    evaluated in fp32)."""
-    last = run.records(settled=False)[-1]
-    digest = hashlib.sha256(run.weights_path(int(last["step"])).read_bytes()).hexdigest()[:16]
+    """What tells two run folders' crossings apart: the SHA-256 of the weights at the first
+    checkpoint past step 0 (16 hex digits; two folders with equal weights there are one training,
+    evaluated twice or stopped at different steps: runs that differ in data, order or init differ
+    from the first update), and the precision it trained and evaluated live in
+    (``eval_precision``; records before it existed evaluated in fp32)."""
+    records = run.records(settled=False)
+    first = next((r for r in records if int(r["step"]) > 0), records[0])
+    last = records[-1]
+    digest = hashlib.sha256(run.weights_path(int(first["step"])).read_bytes()).hexdigest()[:16]
     return {"weights": digest, "precision": last.get("precision"), "eval_precision": last.get("eval_precision", "fp32")}
 
 
@@ -130,8 +134,8 @@ def coverage_table(
             "crossings": len(hit),
             "covered": sum(bool(h) for h in hit),
             "coverage": sum(bool(h) for h in hit) / len(hit) if hit else None,
-            "coverage_lo": shares[int(0.025 * len(shares))] if shares else None,
-            "coverage_hi": shares[min(len(shares) - 1, int(0.975 * len(shares)))] if shares else None,
+            "coverage_lo": shares[math.floor(0.025 * len(shares))] if shares else None,
+            "coverage_hi": shares[math.ceil(0.975 * len(shares)) - 1] if shares else None,
             "mean_width_steps": sum(spans) / len(spans) if spans else None,
         })  # fmt: skip
     ok = [r for r in out if r["coverage"] is not None and r["coverage"] >= 0.95]

@@ -57,8 +57,8 @@ def run(r: Recipe, o: RunOptions) -> dict[str, Any]:
 
 
 def train_all(runs, options: RunOptions = RunOptions()) -> None:
-    """Train the recipe's unfinished runs on the sweeps' local pool (one thread per process), as
-    ``options`` ask (``jobs``, ``device``, ``progress``)."""
+    """Train the recipe's unfinished runs on the sweeps' local pool, as ``options`` ask
+    (``jobs``, ``threads`` per process, default 1, ``device``, ``progress``)."""
     for path, cfg in runs:
         if (path / "config.json").exists():  # started: it must be this recipe's run
             _check_recipe_config(path, cfg)
@@ -213,9 +213,15 @@ def run_recipe(
     if options.train:
         train_all(runs, options)
     else:  # analyse what exists: finished runs and unfinished ones up to their last checkpoint
-        runs = [(p, c) for p, c in runs if status(p) in ("finished", "running")]
-        if not runs:  # no run folder here: the tables from the recipe's log alone
+        states = {p: status(p) for p, _ in runs}
+        if all(s == "not started" for s in states.values()):  # none here: the tables from the log alone
             return nan_to_none(from_log(Path(options.docs)))
+        runs = [(p, c) for p, c in runs if states[p] in ("finished", "running")]
+        if not runs:
+            raise RunError(
+                "no run of this recipe can be analysed: "
+                + ", ".join(f"{p} ({s})" for p, s in states.items() if s != "not started")
+            )
     t_train = time.perf_counter() - t0
     res = analyze([p for p, _ in runs], analyses, progress=options.progress, with_figure3=True, options=options)
     t_an = time.perf_counter() - t0 - t_train

@@ -1,6 +1,6 @@
 """The ``local`` sweep backend: a pool of ``mi-plateau train`` (or ``train-batch``) subprocesses,
-one thread each; a process that is killed is resubmitted (its runs resume from their last
-checkpoints) up to ``retries`` times."""
+``RunOptions.threads`` threads each (default 1); a process that is killed is resubmitted (its
+runs resume from their last checkpoints) up to ``retries`` times."""
 
 from __future__ import annotations
 
@@ -31,12 +31,12 @@ def train_local(
     order: str = "longest_first",
     on_done: Callable[[], None] | None = None,
 ) -> dict[str, str]:
-    """Train the unfinished runs ``options.jobs`` processes at a time (default: the cores),
-    ``options.threads`` threads each (default 1), each process one run or (``options.batch_runs``
-    > 1) one batch of runs, on ``options.device``; returns {run folder: error} for the runs that
-    failed. Each process's standard error goes to ``logs/<first run>.log`` (default: beside the
-    run folders)."""
-    jobs, batch_runs, device = options.jobs or os.cpu_count() or 1, options.batch_runs, options.device
+    """Train the unfinished runs ``options.jobs`` processes at a time (default: as many as the
+    cores hold at ``options.threads`` threads each, ``RunOptions.processes``; threads default
+    1), each process one run or (``options.batch_runs`` > 1) one batch of runs, on
+    ``options.device``; returns {run folder: error} for the runs that failed. Each process's
+    standard error goes to ``logs/<first run>.log`` (default: beside the run folders)."""
+    jobs, batch_runs, device = options.processes(), options.batch_runs, options.device
     if jobs < 1:
         raise RunError(f"jobs={jobs}: must be at least 1")
     todo = [(u, 0) for u in work_units(runs, batch_runs, order)]

@@ -1,11 +1,10 @@
 """The ``ray`` sweep backend: Ray core tasks (``num_cpus`` = ``options.threads``, default 1;
 ``max_retries=retries``) that call the same train function, on the cluster at ``address`` or on
-a local Ray instance with ``jobs`` CPUs. The run folders must be on a filesystem every worker
-sees."""
+a local Ray instance with ``jobs`` x ``threads`` CPUs. The run folders must be on a filesystem
+every worker sees."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -41,9 +40,10 @@ def train_ray(
 ) -> dict[str, str]:
     """Train the unfinished runs as Ray tasks (one per run, or per batch with
     ``options.batch_runs`` > 1) on ``options.device``, on the cluster at ``options.address`` or
-    on a local Ray instance with ``options.jobs`` CPUs; returns {run folder: error} for the
+    on a local Ray instance holding ``options.processes()`` tasks at once (each asks for
+    ``options.threads`` CPUs, default 1); returns {run folder: error} for the
     failures."""
-    jobs, address, device = options.jobs, options.address, options.device
+    address, device, threads = options.address, options.device, options.threads or 1
     try:
         import ray
     except ImportError:
@@ -54,9 +54,9 @@ def train_ray(
         if address:
             ray.init(address=address, log_to_driver=False)
         else:
-            ray.init(num_cpus=jobs or os.cpu_count() or 1, include_dashboard=False, log_to_driver=False)
+            # jobs tasks at once, each holding its threads' CPUs (the local pool's processes)
+            ray.init(num_cpus=options.processes() * threads, include_dashboard=False, log_to_driver=False)
     try:
-        threads = options.threads or 1
         task = ray.remote(num_cpus=threads, max_retries=retries)(_ray_train)
         refs = {task.remote([(c.to_dict(), str(p.resolve())) for p, c in u], device, threads): u for u in units}
         errors: dict[str, str] = {}

@@ -101,3 +101,6 @@ def test_the_trainers_older_device_keyword_still_works_with_a_warning(tiny_cfg, 
     assert [r["metrics"]["Lc"] for r in old.records()] == [r["metrics"]["Lc"] for r in new.records()]
     with pytest.raises(TypeError, match="unexpected keyword argument 'devices'"):
         train(cfg, tmp_path / "x", progress=False, devices="cpu")
+    with pytest.raises(TypeError, match=r"device='cpu' contradicts options.device='cuda'"):
+        train(cfg, tmp_path / "y", progress=False, options=RunOptions(device="cuda"), device="cpu")
+    assert not (tmp_path / "y").exists()

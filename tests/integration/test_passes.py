@@ -437,3 +437,15 @@ def test_pass_configs_older_fields_still_set_the_fields_they_became_with_a_warni
     assert (mean.head_ablation, zero.head_ablation) == ("mean", "zero")
     with pytest.raises(TypeError):
         PassConfig(max_head_checkpoint=7)  # any other keyword stays Python's TypeError
+
+
+def test_an_older_pass_config_field_that_contradicts_the_new_one_is_refused():
+    import inspect
+
+    from mi_plateau.passes.analyze import PassConfig
+
+    with pytest.raises(TypeError, match=r"max_head_checkpoints=\.\.\.\) contradicts max_checkpoints=5"):
+        PassConfig(max_checkpoints=5, max_head_checkpoints=9)
+    with pytest.raises(TypeError, match="contradicts head_ablation='group_mean'"):
+        PassConfig(head_ablation="group_mean", mean_ablation=False)
+    assert "max_checkpoints" in inspect.signature(PassConfig).parameters  # the dataclass's own signature

@@ -137,3 +137,25 @@ def test_core_rebuilds_its_tables_from_its_log_alone(tmp_path):
     with pytest.raises(RunError, match="holds no tables; run it without --no-train first"):
         RECIPES["core"].run(RunOptions(train=False, progress=False, root=tmp_path / "none", docs=docs))
     assert not (docs / "tables.md").exists()
+
+
+def test_core_without_a_usable_run_names_the_damaged_ones_and_does_not_read_its_log(tmp_path):
+    """A root where a core run was started but cannot be analysed is not "another machine": the
+    rebuild from the log is refused, naming the run and its state."""
+    import shutil
+    from pathlib import Path
+
+    from mi_plateau.reproduce import RECIPES
+    from mi_plateau.reproduce.core import plan
+    from mi_plateau.sweeps import RunOptions
+
+    committed = Path(__file__).resolve().parents[2] / "docs" / "reproduction"
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    shutil.copy(committed / "recipe_log.json", docs)
+    damaged = plan("core", tmp_path / "root")[0][0]
+    damaged.mkdir(parents=True)
+    (damaged / "manifest.json").write_text("{ not json")
+    with pytest.raises(RunError, match=f"no run of this recipe can be analysed: {damaged} \\(damaged\\)"):
+        RECIPES["core"].run(RunOptions(train=False, progress=False, root=tmp_path / "root", docs=docs))
+    assert not (docs / "tables.md").exists()

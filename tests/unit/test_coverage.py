@@ -56,3 +56,11 @@ def test_one_run_per_training_the_one_evaluated_in_its_training_precision():
     kept, dropped = distinct_trainings(every)
     assert dropped == ["b/K36", "old/K30"]
     assert sorted({r["run"] for r in kept}) == ["K10", "a/K36", "demo", "p57/K30"] and len(kept) == 7
+
+
+def test_the_run_resampled_interval_leaves_as_many_draws_below_as_above():
+    """The percentile bootstrap's ends are the 2.5% and 97.5% points of the draws: with shares
+    0/4, ..., 4/4 possible, a lone missing run pulls the lower end down and never the upper."""
+    rows = [_row(r, 1000) for r in "abcdefghij"] + [_row("k", 1000, z1_5=(0, 10))]
+    z15 = coverage_table(rows, n_boot=1000)[0]
+    assert z15["coverage"] == 10 / 11 and z15["coverage_hi"] == 1.0 and z15["coverage_lo"] < 10 / 11

@@ -89,3 +89,16 @@ def test_the_threads_option_sets_torchs_threads_where_the_passes_start(tiny_cfg)
             use_threads(0)
     finally:
         torch.set_num_threads(before)
+
+
+def test_processes_at_once_fill_the_cores_at_the_threads_each_asks(monkeypatch):
+    """``RunOptions.processes``: ``jobs`` where given, else the cores over ``threads`` (at least
+    one): --threads 2 on 8 cores runs 4 processes, never 8 of 2 threads (the local pool's and a
+    local Ray instance's width)."""
+    import os
+
+    from mi_plateau.config import RunOptions
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    assert RunOptions().processes() == 8 and RunOptions(threads=2).processes() == 4
+    assert RunOptions(threads=16).processes() == 1 and RunOptions(jobs=3, threads=2).processes() == 3
