@@ -21,6 +21,7 @@ from measurement_log import DOCS, Log, args
 from mi_plateau.checkpoints import Run
 from mi_plateau.outputs import write_table
 from mi_plateau.settle import run_summary
+from mi_plateau.summaries import nan_to_none, summarize
 from mi_plateau.sweeps.table import run_costs
 
 KEYS = ("tau", "t_start", "t_end", "tau_width")
@@ -40,13 +41,24 @@ def run_row(path: str) -> dict:
         "train_wall_s": costs["run_wall_s"],
         "eval_share": costs["eval_share"],
     }
+    live = summarize(cfg, run.records(settled=False))["definitions"]  # the live estimates alone
     for fam, short in (("paper", "seq"), ("first_token", "first")):
         d = s["definitions"][fam]
         for k in KEYS:
             row[f"{k}_{short}"] = d[k]
             row[f"{k}_{short}_lo"], row[f"{k}_{short}_hi"] = d[f"{k}_lo"], d[f"{k}_hi"]
             row[f"{k}_{short}_exact"] = d[f"{k}_exact"]
+            row[f"{k}_{short}_live"] = nan_to_none(live[fam][k])
     return row
+
+
+def paired(f: dict, a: dict, key: str) -> tuple:
+    """The fp32 and auto runs' values of ``key``, like with like: exact where both are settled,
+    else both runs' live estimates (one settled run and one estimate would mix the estimate's
+    error into the difference); and which it is."""
+    if f.get(f"{key}_exact") and a.get(f"{key}_exact"):
+        return f[key], a[key], "exact"
+    return f.get(f"{key}_live", f[key]), a.get(f"{key}_live", a[key]), "estimate"
 
 
 def compare(rows: list[dict]) -> list[dict]:
@@ -60,15 +72,16 @@ def compare(rows: list[dict]) -> list[dict]:
         for fam in ("seq", "first"):
             for k in KEYS:
                 key = f"{k}_{fam}"
-                f = [by[(s, "fp32")][key] for s in seeds]
-                a = [by[(s, "bf16")][key] for s in seeds]
+                pairs = [paired(by[(s, "fp32")], by[(s, "bf16")], key) for s in seeds]
+                f, a = [p[0] for p in pairs], [p[1] for p in pairs]
+                kinds = sorted({p[2] for p in pairs})
                 if not seeds or None in f or None in a:
                     out.append({"K": K, "quantity": key, "n_seeds": len(seeds), "note": "missing in a run"})
                     continue
                 sd = statistics.stdev(f) if len(f) > 1 else float("nan")
                 diff = statistics.fmean(x - y for x, y in zip(a, f))
                 out.append({
-                    "K": K, "quantity": key, "n_seeds": len(seeds),
+                    "K": K, "quantity": key, "n_seeds": len(seeds), "values": "/".join(kinds),
                     "fp32_mean": statistics.fmean(f), "fp32_sd": sd, "auto_mean": statistics.fmean(a),
                     "paired_diff_mean": diff, "diff_over_fp32_sd": diff / sd if sd and sd == sd else float("nan"),
                     "fp32": f, "auto": a,
@@ -87,7 +100,9 @@ def main() -> None:
         "K = 20 runs stop at 14,600 steps (`--max-steps 14600`; seed 0's auto run, trained under the converge "
         "rule, was stopped by hand at 14,700): the first-token transition has not ended there, so its t_start, "
         "t_end and width are missing at K = 20. "
-        "L_seq crossings are live estimates unless `_exact`; Lc crossings are exact. Rebuild: "
+        "L_seq crossings are live estimates unless `_exact`; Lc crossings are exact. The paired comparison takes "
+        "like with like (`values`): exact values where both runs of a seed are settled, else both runs' live "
+        "estimates (`_live`). Rebuild: "
         f"`python analyses/precision_check.py --build` (log: precision_check_log.json, {log.updated})."
     )
     write_table(DOCS / "precision_check_runs", rows, title="Precision check: every run", note=note)

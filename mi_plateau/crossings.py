@@ -17,8 +17,8 @@ last whose band reaches above t, ``lo`` = the last whose whole band lies above t
 
 The interval ``[lo, hi]`` covers the full-set crossing whenever every band on the way holds its
 full-set value; ``Z`` (``Z_INTERVAL``) is chosen so that the intervals of the committed runs
-cover their exact crossings in >= 95% of crossings (docs/reproduction/coverage.md, rebuilt by
-``mi-plateau reproduce coverage``). A crossing is **exact** when its interval at
+cover their exact crossings in >= 95% of crossings (docs/reproduction/coverage.md, built by
+``analyses/coverage.py``). A crossing is **exact** when its interval at
 ``Z_EXACT`` (6e-5 per look under the normal approximation) holds one checkpoint: the value
 ``mi-plateau settle`` returns, which scores the checkpoints whose bands contain t until it does.
 A value that is not recorded (NaN; the live evaluation stops scoring L_seq once it is below every
@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-Z_INTERVAL = 1.5  # a band's half-width in standard errors for the reported intervals (chosen in coverage.md)
+Z_INTERVAL = 2.0  # a band's half-width in standard errors for the reported intervals (chosen in coverage.md)
 Z_EXACT = 4.0  # a crossing counts as exact once its interval at this Z is one checkpoint (settle's rule)
 
 
