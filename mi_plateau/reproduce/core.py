@@ -187,11 +187,13 @@ def write_tables(tables: dict[str, list], docs: Path) -> list[Path]:
 
 
 def write_assets(results: dict[str, Any], runs, docs: Path, static: bool | None = None) -> tuple[list[Path], str]:
-    """The generated tables Markdown for docs/reproduction.md and the static figures (exported
-    from the same plotly figures the report draws; ``static`` as in ``outputs.write_figures``);
-    returns the paths written and the one-line note of skipped figures."""
+    """The generated tables Markdown for docs/reproduction.md (``core_tables``, also left in
+    ``results["core_tables"]`` for the log) and the static figures (exported from the same plotly
+    figures the report draws; ``static`` as in ``outputs.write_figures``); returns the paths
+    written and the one-line note of skipped figures."""
     curves = seed0_curves(runs)
     f3 = {name: d for name, d in results["figure3"].items() if any(len(v["a"]) for v in d.values())}
+    results["core_tables"] = core_tables(*tau_tables(results, runs), Path(results["comparison"]))
     written = write_tables(results["core_tables"], docs)
     # the figures last: a failed export (the static writer's browser) leaves the tables written
     figs = [(docs / "figure1.svg", figures.figure1(curves), {})] if curves else []
@@ -233,7 +235,6 @@ def run_recipe(
         "figure3": fig3,
         "train_wall": {p.name: num(train_wall(Run(p))) for p, _ in runs},
     }
-    results["core_tables"] = core_tables(*tau_tables(results, runs), Path(res["comparison"]))
     written, static_note = write_assets(results, runs, Path(options.docs), options.static)
     log = {
         "recipe": recipe,
