@@ -45,12 +45,7 @@ RECORD_ARGV = frozenset({"train", "linear-control", "sampled-pairs", "llc", "noi
 
 def dispatch(args, argv: Sequence[str] = ()) -> int:
     """Run the command ``args.command`` names; returns its exit status. ``argv``, the command line
-    without the program name, is what the commands of ``RECORD_ARGV`` record as their origin.
-    ``--threads`` (``RunOptions.threads``) sets torch's threads in this process first."""
-    if getattr(args, "threads", None) is not None:
-        from ..devices import use_threads  # only when asked: devices imports torch
-
-        use_threads(args.threads)
+    without the program name, is what the commands of ``RECORD_ARGV`` record as their origin."""
     if args.command in RECORD_ARGV:
         return COMMANDS[args.command](args, argv)
     return COMMANDS[args.command](args)

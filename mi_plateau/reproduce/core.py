@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -23,22 +22,15 @@ from ..config import config_diff
 from ..frames import cell, lead, to_markdown
 from ..outputs import read_json_rows, write_figures
 from ..summaries import nan_to_none, num
-from ..sweeps import RunOptions, Sweep, load_sweep, status, train_local, train_wall
-from .registry import DryRun, Recipe
-
-
-def core_sweep() -> Sweep:
-    """The recipe's runs, as its sweep file ``mi_plateau/sweeps/recipes/core.toml`` declares them
-    (each point named as ``mi-plateau train`` names the run)."""
-    return load_sweep(Path(str(files("mi_plateau.sweeps").joinpath("recipes", "core.toml"))))
+from ..sweeps import RunOptions, load_sweep, status, train_local, train_wall
+from .registry import SHIPPED, DryRun, Recipe
 
 
 def plan(recipe: str = "core", root: str | Path = "checkpoints"):
-    """(run folder, config) of every run of ``recipe``'s sweep file, directly under ``root``."""
-    sweep = core_sweep() if recipe == "core" else None
-    if sweep is None:
-        raise RunError(f"no run list for the recipe {recipe!r}")
-    return [(Path(root) / p.name, p.cfg) for p in sweep.points]
+    """(run folder, config) of every run of the recipe's shipped sweep file
+    (``mi_plateau/sweeps/recipes/core.toml``), each directly under ``root``, named as
+    ``mi-plateau train`` names the run."""
+    return [(Path(root) / p.name, p.cfg) for p in load_sweep(SHIPPED / f"{recipe}.toml").points]
 
 
 def dry_run(r: Recipe, o: RunOptions) -> DryRun:

@@ -3,18 +3,17 @@ sweep it is read as."""
 
 from __future__ import annotations
 
-from importlib.resources import files
 from pathlib import Path
 
 import tomllib
 
 from ..checkpoints import RunError
 from ..sweeps import Sweep, load_sweep, parse_sweep
-from .registry import SWEEP_RECIPES
+from .registry import SHIPPED, SWEEP_RECIPES
 
 
 def recipe_file(name: str) -> Path:
-    path = Path(str(files("mi_plateau.sweeps").joinpath("recipes", f"{name}.toml")))
+    path = SHIPPED / f"{name}.toml"
     if name not in SWEEP_RECIPES or not path.is_file():
         raise RunError(f"unknown sweep recipe {name!r}: choose one of {', '.join(SWEEP_RECIPES)}")
     return path

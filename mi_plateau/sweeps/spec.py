@@ -139,12 +139,9 @@ def check_recipe_table(recipe: Any) -> None:
         raise ConfigError("recipe.reads: expected names = recipe names")
 
 
-def _point_base(s: dict[str, Any], base: RunConfig, common: dict[str, Any]) -> RunConfig:
-    """The configuration a point starts from: the sweep's base, or the preset the point names
-    (``preset = "tl4"``) with the sweep's overrides."""
-    name = s.get("preset")
-    if name is None:
-        return base
+def _from_preset(name: Any, common: dict[str, Any]) -> RunConfig:
+    """The preset ``name`` with the sweep's overrides ``common``: the sweep's base, or the base
+    of a point that names its own (``preset = "tl4"``)."""
     if not isinstance(name, str):
         raise ConfigError(f"preset={name!r}: expected a preset name")
     start = preset(name)
@@ -166,9 +163,6 @@ def parse_sweep(data: dict[str, Any]) -> Sweep:
     check_recipe_table(data.get("recipe", {}))
     name = folder_name(data.get("name"), "name", "the sweep")
     base_name = data.get("preset", "paper")
-    if not isinstance(base_name, str):
-        raise ConfigError(f"preset={base_name!r}: expected a preset name")
-    base = preset(base_name)
     stop = data.get("stop")
     if stop is not None and stop not in STOPS:
         raise ConfigError(f"stop={stop!r}: must be one of {', '.join(STOPS)}")
@@ -182,10 +176,7 @@ def parse_sweep(data: dict[str, Any]) -> Sweep:
         if not isinstance(v, kind):
             raise ConfigError(f"{key}: expected {'a table' if kind is dict else 'an array of tables ([[points]])'}")
     common = {**overrides, **({"stop": stop} if stop else {})}
-    try:
-        base = with_overrides(base, common, typed=True)
-    except ConfigError as e:
-        raise ConfigError(f"overrides: {e}") from None
+    base = _from_preset(base_name, common)
     for key, values in grid.items():
         if not isinstance(values, list):
             raise ConfigError(f"grid.{key}={values!r}: expected a list of values")
@@ -214,7 +205,8 @@ def parse_sweep(data: dict[str, Any]) -> Sweep:
         if explicit is not None:
             folder_name(explicit, f"{where}: name", "the point")
         try:
-            cfg = validate(with_overrides(_point_base(s, base, common), _swept(s), typed=True))
+            start = base if "preset" not in s else _from_preset(s["preset"], common)
+            cfg = validate(with_overrides(start, _swept(s), typed=True))
         except ConfigError as e:
             raise ConfigError(f"{where}: {e}") from None
         key = cfg.to_json()

@@ -104,3 +104,21 @@ def test_the_trainers_older_device_keyword_still_works_with_a_warning(tiny_cfg, 
     with pytest.raises(TypeError, match=r"device='cpu' contradicts options.device='cuda'"):
         train(cfg, tmp_path / "y", progress=False, options=RunOptions(device="cuda"), device="cpu")
     assert not (tmp_path / "y").exists()
+
+
+def test_the_trainer_runs_with_the_threads_its_options_ask_for(tiny_cfg, tmp_path):
+    from mi_plateau.config import with_overrides
+    from mi_plateau.train import train
+
+    before = torch.get_num_threads()
+    want = 2 if before != 2 else 1
+    try:
+        train(
+            with_overrides(tiny_cfg, {"max_steps": 10}),
+            tmp_path / "r",
+            progress=False,
+            options=RunOptions(threads=want),
+        )
+        assert torch.get_num_threads() == want
+    finally:
+        torch.set_num_threads(before)
